@@ -1,0 +1,231 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  parse, validate, getOperationAST, typeFromAST, isInputType, isEnumType, isListType, isNonNullType, isScalarType,
+  type DocumentNode, type GraphQLError, type GraphQLInputType, type GraphQLSchema,
+} from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { routes, type Route } from './routes';
+import { schema } from '../src/schema';
+import type { Context, Deps } from '../src/context';
+import { DomainError, errorCodes, problemType, statusOf, type ErrorCode } from '../src/errors';
+import { authorize } from '../src/auth/policy';
+import { openApiDocument } from './openapi';
+
+const MAX_BODY_BYTES = 1 << 20;
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const operationsDir = resolve(import.meta.dirname, 'operations');
+
+export interface CompiledRoute extends Route {
+  pattern: RegExp;
+  params: string[];
+  document?: DocumentNode;
+  variableTypes: Map<string, GraphQLInputType>;
+}
+
+/** Parses and validates every route's operation against the schema, once, at start-up. */
+export function compileRoutes(s: GraphQLSchema = schema): CompiledRoute[] {
+  return routes.map((route) => {
+    const params: string[] = [];
+    const source = route.path
+      .replace(/\/$/, '')
+      .replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+      .replace(/\{(\w+)\}/g, (_m, name: string) => {
+        params.push(name);
+        return '([^/]+)';
+      });
+    const compiled: CompiledRoute = { ...route, pattern: new RegExp(`^${source}/?$`), params, variableTypes: new Map() };
+    if (route.operation) {
+      const file = resolve(operationsDir, `${route.operation}.graphql`);
+      if (!existsSync(file)) throw new Error(`route ${route.operationId}: missing rest/operations/${route.operation}.graphql`);
+      const document = parse(readFileSync(file, 'utf8'));
+      const errors = validate(s, document);
+      if (errors.length) throw new Error(`route ${route.operationId}: ${errors.map((e) => e.message).join('; ')}`);
+      const op = getOperationAST(document, route.operation);
+      if (!op) throw new Error(`route ${route.operationId}: the document must define operation ${route.operation}`);
+      for (const v of op.variableDefinitions ?? []) {
+        const type = typeFromAST(s, v.type as never);
+        if (!type || !isInputType(type)) throw new Error(`route ${route.operationId}: bad variable type`);
+        compiled.variableTypes.set(v.variable.name.value, type);
+      }
+      compiled.document = document;
+    }
+    return compiled;
+  });
+}
+
+export function pick(data: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), data);
+}
+
+/** Problem details (RFC 9457) for an error code. */
+export function problem(code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}): Response {
+  const { status, title } = errorCodes[code];
+  const headers = new Headers({ 'content-type': 'application/problem+json', 'x-request-id': requestId });
+  if (typeof extra.retryAfterSeconds === 'number') headers.set('retry-after', String(extra.retryAfterSeconds));
+  return new Response(JSON.stringify({ type: problemType(code), title, status, detail, code, requestId, ...extra }), { status, headers });
+}
+
+const tokenResultFailure = {
+  succeeded: false, tokenType: 'Bearer', accessToken: null, accessTokenExpiresAt: null, refreshToken: null, refreshTokenExpiresAt: null,
+};
+
+function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainError, requestId: string): Response {
+  const code = (err.extensions?.code as ErrorCode | undefined) ?? undefined;
+  const known = code !== undefined && code in errorCodes;
+  // GraphQL's own variable and document errors are the caller's input: 400.
+  const resolved: ErrorCode = known ? code : !err.path ? 'VALIDATION_FAILED' : 'INTERNAL';
+  const extra: Record<string, unknown> = {};
+  if (err.extensions?.fieldErrors) extra.errors = err.extensions.fieldErrors;
+  if (err.extensions?.retryAfterSeconds !== undefined) extra.retryAfterSeconds = err.extensions.retryAfterSeconds;
+  if (route?.tokenResultOn401 && statusOf(resolved) === 401) Object.assign(extra, tokenResultFailure);
+  return problem(resolved, resolved === 'INTERNAL' ? 'Unexpected error.' : err.message, requestId, extra);
+}
+
+/** Turns a query-string value into the operation variable's type (Int, Boolean, enums, lists). */
+function coerceQuery(raw: string[], type: GraphQLInputType): unknown {
+  const t = isNonNullType(type) ? type.ofType : type;
+  if (isListType(t)) return raw.map((r) => coerceQuery([r], t.ofType));
+  const value = raw[raw.length - 1]!;
+  if (isScalarType(t) && t.name === 'Int') return /^-?\d+$/.test(value) ? Number(value) : value;
+  if (isScalarType(t) && t.name === 'Boolean') return value === 'true' ? true : value === 'false' ? false : value;
+  if (isEnumType(t)) return value;
+  return value;
+}
+
+async function readBody(request: Request, route: CompiledRoute): Promise<unknown> {
+  const text = await request.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new DomainError('PAYLOAD_TOO_LARGE', 'The body must be at most 1 MiB.');
+  if (!text.trim()) {
+    if (route.body === 'required') throw new DomainError('VALIDATION_FAILED', 'This operation needs a JSON body.');
+    return undefined;
+  }
+  const type = request.headers.get('content-type') ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.');
+  }
+}
+
+export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plugin<Record<string, unknown>, Context> {
+  const compiled = compileRoutes();
+  let openapi: string | undefined;
+  let getEnveloped: GetEnveloped | undefined;
+  return {
+    async onRequest({ request, url, endResponse, serverContext }) {
+      const path = url.pathname;
+      const requestId = requestIdOf(request);
+      if (path === '/healthz') return endResponse(Response.json({ status: 'ok' }, { headers: { 'x-request-id': requestId } }));
+      if (path === '/readyz') return endResponse(await readiness(deps, requestId));
+      if (path.startsWith('/problems/')) {
+        const code = Object.keys(errorCodes).find((c) => problemType(c as ErrorCode) === path) as ErrorCode | undefined;
+        return endResponse(code ? Response.json({ type: path, code, ...errorCodes[code] }) : problem('ROUTE_NOT_FOUND', `No problem type ${path}.`, requestId));
+      }
+      if (!path.startsWith('/v1/') && path !== '/v1') return;
+      if (path === '/v1/openapi.json' && request.method === 'GET') {
+        openapi ??= JSON.stringify(openApiDocument(compiled, schema));
+        return endResponse(new Response(openapi, { headers: { 'content-type': 'application/json', 'x-request-id': requestId } }));
+      }
+      const started = performance.now();
+      const response = await handle(request, path, url, requestId, serverContext as never, compiled, getEnveloped!).catch((err: unknown) => {
+        if (err instanceof DomainError) return errorResponse(null, err, requestId);
+        deps.log.error({ err, requestId }, 'REST adapter failure');
+        return problem('INTERNAL', 'Unexpected error.', requestId);
+      });
+      deps.log.info({ requestId, method: request.method, path, status: response.status, ms: Math.round(performance.now() - started) }, 'rest');
+      endResponse(response);
+    },
+    onYogaInit({ yoga }) {
+      getEnveloped = yoga.getEnveloped as unknown as GetEnveloped;
+    },
+  };
+}
+
+type GetEnveloped = (initial: Record<string, unknown>) => {
+  schema: GraphQLSchema;
+  contextFactory: () => Promise<unknown>;
+  execute: (args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string; variableValues: Record<string, unknown>; contextValue: unknown }) => Promise<unknown>;
+};
+
+async function readiness(deps: Deps, requestId: string): Promise<Response> {
+  const checks: Record<string, string> = {};
+  try {
+    await deps.db.$queryRaw`SELECT 1`;
+    checks.database = 'ok';
+  } catch {
+    checks.database = 'unreachable';
+  }
+  checks.jobs = deps.boss ? ((await deps.boss.isInstalled().catch(() => false)) ? 'ok' : 'unreachable') : 'disabled';
+  const ok = checks.database === 'ok' && checks.jobs !== 'unreachable';
+  return Response.json({ status: ok ? 'ready' : 'unavailable', checks }, { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } });
+}
+
+async function handle(
+  request: Request,
+  path: string,
+  url: URL,
+  requestId: string,
+  serverContext: Record<string, unknown>,
+  compiled: CompiledRoute[],
+  getEnveloped: GetEnveloped,
+): Promise<Response> {
+  const candidates = compiled.map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
+  if (!candidates.length) return problem('ROUTE_NOT_FOUND', `No route ${request.method} ${path}.`, requestId);
+  const hit = candidates.find((c) => c.r.method === request.method);
+  if (!hit) {
+    const res = problem('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}.`, requestId);
+    res.headers.set('allow', [...new Set(candidates.map((c) => c.r.method))].join(', '));
+    return res;
+  }
+  const { r: route, m } = hit;
+  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeURIComponent(m![i + 1]!)]));
+
+  const enveloped = getEnveloped({ request, ...serverContext, params: {} });
+  const context = (await enveloped.contextFactory()) as unknown as Context;
+  // Authentication and authorization come before any look at the input.
+  authorize(route.policy, context.principal, context.credentialError);
+  if (!route.document) throw new DomainError('NOT_IMPLEMENTED', `${route.operationId} is specified but not built yet.`);
+  for (const [name, value] of Object.entries(params))
+    if (!uuid.test(value)) throw new DomainError('NOT_FOUND', `No resource with ${name} ${value}.`);
+
+  const body = route.body ? await readBody(request, route) : undefined;
+  const variables: Record<string, unknown> = {};
+  for (const [name, source] of Object.entries(route.variables ?? {})) {
+    const [kind, key] = source === 'body' ? ['body', ''] : [source.slice(0, source.indexOf('.')), source.slice(source.indexOf('.') + 1)];
+    let value: unknown;
+    if (kind === 'body') value = body;
+    else if (kind === 'path') value = params[key];
+    else if (kind === 'header') value = request.headers.get(key) ?? undefined;
+    else if (kind === 'query') {
+      const all = url.searchParams.getAll(key);
+      value = all.length ? coerceQuery(all, route.variableTypes.get(name)!) : undefined;
+    }
+    if (value !== undefined) variables[name] = value;
+  }
+
+  const result = (await enveloped.execute({
+    schema: enveloped.schema,
+    document: route.document,
+    operationName: route.operation,
+    variableValues: variables,
+    contextValue: context,
+  })) as { data?: Record<string, unknown> | null; errors?: readonly GraphQLError[] };
+  if (result.errors?.length) return errorResponse(route, result.errors[0]!, requestId);
+
+  const headers = new Headers({ 'x-request-id': requestId });
+  const { success } = route;
+  if (success.location) headers.set('location', success.location.replace(/\{([\w.]+)\}/g, (_m, p: string) => String(pick(result.data, p))));
+  if (success.nextCursor) {
+    const cursor = pick(result.data, success.nextCursor);
+    if (typeof cursor === 'string') {
+      const next = new URL(url);
+      next.searchParams.set('after', cursor);
+      headers.set('link', `<${next.pathname}${next.search}>; rel="next"`);
+    }
+  }
+  if (success.status === 204 || success.body === undefined) return new Response(null, { status: success.status, headers });
+  headers.set('content-type', 'application/json');
+  return new Response(JSON.stringify(pick(result.data, success.body)), { status: success.status, headers });
+}

@@ -1,0 +1,301 @@
+import { policies, type Policy } from '../src/auth/policy';
+
+/**
+ * The REST contract: every /v1 route of the spec (and our documented extensions), each mapped
+ * onto one named GraphQL operation in rest/operations/<operation>.graphql. The router, the
+ * OpenAPI document (GET /v1/openapi.json), the principal matrix and the contract tests are all
+ * generated from this table. A route without `operation` is specified but not built yet: it
+ * authenticates and authorizes, then answers 501.
+ *
+ * Mappings are declarative so they can be documented:
+ * - variables: GraphQL variable -> 'path.<param>' | 'query.<param>' | 'header.<name>' | 'body'
+ * - success.body: dot path into the operation's data that becomes the JSON body
+ * - success.location: a template filled from data, e.g. '/v1/accounts/{createAccount.id}'
+ * - success.nextCursor: dot path of the next page's cursor, sent as a Link rel="next" header
+ */
+export type Source = `path.${string}` | `query.${string}` | `header.${string}` | 'body';
+
+export interface Route {
+  operationId: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  summary: string;
+  tag: string;
+  policy: Policy;
+  /** Not in the spec: a documented extension of ours. */
+  extension?: true;
+  operation?: string;
+  variables?: Record<string, Source>;
+  /** Whether the route takes a JSON body: required, optional, or none (default). */
+  body?: 'required' | 'optional';
+  success: { status: 200 | 201 | 204; body?: string; location?: string; nextCursor?: string };
+  /** Statuses the route documents besides success and the generic ones (400, 401, 403, 429, 500). */
+  errors?: number[];
+  /** 401 bodies shaped like TokenResult (the spec's Login and RefreshToken). */
+  tokenResultOn401?: true;
+}
+
+const pending = (r: Omit<Route, 'success'> & { success?: Route['success'] }): Route => ({ success: { status: 200 }, ...r });
+
+export const routes: Route[] = [
+  // Account holders
+  {
+    operationId: 'CreateAccountHolderInvitation', method: 'POST', path: '/v1/organizations/{organizationId}/account-holder-invitations',
+    summary: 'Invite an end customer to the organization', tag: 'Account holders', policy: policies.memberOrApiKey('account-holder-manage'),
+    operation: 'CreateAccountHolderInvitation', body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' },
+    success: { status: 201, body: 'createAccountHolderInvitation' }, errors: [404],
+  },
+  {
+    operationId: 'RevokeRelationship', method: 'POST', path: '/v1/organizations/{organizationId}/relationships/{relationshipId}/revoke',
+    summary: "End an account holder's relationship with the organization", tag: 'Account holders', policy: policies.member('account-holder-manage'),
+    operation: 'RevokeRelationship', variables: { organizationId: 'path.organizationId', id: 'path.relationshipId' },
+    success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'SignUpAccountHolder', method: 'POST', path: '/v1/account-holders/signup',
+    summary: 'Sign up as an account holder', tag: 'Account holders', policy: policies.public,
+    operation: 'SignUpAccountHolder', body: 'required', variables: { input: 'body' },
+    success: { status: 200, body: 'signUpAccountHolder' }, errors: [409],
+  },
+  {
+    operationId: 'LoginAccountHolder', method: 'POST', path: '/v1/account-holders/login',
+    summary: 'Log in as an account holder', tag: 'Account holders', policy: policies.public,
+    operation: 'LoginAccountHolder', body: 'required', variables: { input: 'body' },
+    success: { status: 200, body: 'loginAccountHolder' }, errors: [401],
+  },
+  {
+    operationId: 'RefreshAccountHolderToken', method: 'POST', path: '/v1/account-holders/refresh', extension: true,
+    summary: 'Renew an account holder session (rotates the refresh token)', tag: 'Account holders', policy: policies.public,
+    operation: 'RefreshAccountHolderToken', body: 'required', variables: { input: 'body' },
+    success: { status: 200, body: 'refreshAccountHolderToken' }, errors: [401],
+  },
+  {
+    operationId: 'GetAccountHolderMe', method: 'GET', path: '/v1/account-holders/me',
+    summary: 'The account holder of the session', tag: 'Account holders', policy: policies.accountHolder,
+    operation: 'GetAccountHolderMe', success: { status: 200, body: 'accountHolderMe' }, errors: [404],
+  },
+  {
+    operationId: 'ClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/claim',
+    summary: 'Claim an invitation as the logged-in account holder', tag: 'Account holders', policy: policies.accountHolder,
+    operation: 'ClaimAccountHolderInvitation', body: 'required', variables: { input: 'body' },
+    success: { status: 200, body: 'claimAccountHolderInvitation' }, errors: [404, 409],
+  },
+  {
+    operationId: 'SignUpAndClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/signup-and-claim',
+    summary: 'Sign up and claim an invitation in one step', tag: 'Account holders', policy: policies.public,
+    operation: 'SignUpAndClaimAccountHolderInvitation', body: 'required', variables: { input: 'body' },
+    success: { status: 200, body: 'signUpAndClaimAccountHolderInvitation' }, errors: [404, 409],
+  },
+
+  // Accounts
+  {
+    operationId: 'CreateAccount', method: 'POST', path: '/v1/organizations/{organizationId}/accounts',
+    summary: 'Create a virtual account', tag: 'Accounts', policy: policies.memberOrApiKey('account-manage'),
+    operation: 'CreateAccount', body: 'required',
+    variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/accounts/{createAccount.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListAccountsByOrganization', method: 'GET', path: '/v1/organizations/{organizationId}/accounts',
+    summary: "List the organization's accounts (an API key sees the accounts authorized for its application)", tag: 'Accounts',
+    policy: { member: 'account-read', apiKey: true },
+    operation: 'ListAccountsByOrganization', variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'accounts.items', nextCursor: 'accounts.nextCursor' }, errors: [404],
+  },
+  {
+    operationId: 'AuthorizeAccountForApplication', method: 'POST', path: '/v1/organizations/{organizationId}/accounts/{accountId}/authorize-application',
+    summary: "Let an application's API keys use the account", tag: 'Accounts', policy: policies.member('account-manage'),
+    operation: 'AuthorizeAccountForApplication', body: 'required',
+    variables: { organizationId: 'path.organizationId', id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetAccount', method: 'GET', path: '/v1/accounts/{accountId}',
+    summary: 'Get an account', tag: 'Accounts', policy: policies.accountRead,
+    operation: 'GetAccount', variables: { id: 'path.accountId' }, success: { status: 200, body: 'account' }, errors: [404],
+  },
+  {
+    operationId: 'CloseAccount', method: 'DELETE', path: '/v1/accounts/{accountId}',
+    summary: 'Close an account (terminal)', tag: 'Accounts', policy: policies.member('account-manage'),
+    operation: 'CloseAccount', variables: { id: 'path.accountId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'FreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/freeze',
+    summary: 'Freeze an account, with a reason', tag: 'Accounts', policy: policies.member('account-manage'),
+    operation: 'FreezeAccount', body: 'required', variables: { id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'UnfreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/unfreeze',
+    summary: 'Unfreeze an account', tag: 'Accounts', policy: policies.member('account-manage'),
+    operation: 'UnfreezeAccount', variables: { id: 'path.accountId' }, success: { status: 204 }, errors: [404, 409],
+  },
+
+  // API keys, applications, environments
+  {
+    operationId: 'CreateApplication', method: 'POST', path: '/v1/organizations/{organizationId}/applications', extension: true,
+    summary: 'Create an application', tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'CreateApplication', body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' },
+    success: { status: 201, body: 'createApplication', location: '/v1/applications/{createApplication.id}' }, errors: [404],
+  },
+  {
+    operationId: 'ListApplications', method: 'GET', path: '/v1/organizations/{organizationId}/applications', extension: true,
+    summary: "List the organization's applications", tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'ListApplications', variables: { organizationId: 'path.organizationId' }, success: { status: 200, body: 'applications' }, errors: [404],
+  },
+  {
+    operationId: 'GetApplication', method: 'GET', path: '/v1/applications/{applicationId}', extension: true,
+    summary: 'Get an application', tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'GetApplication', variables: { id: 'path.applicationId' }, success: { status: 200, body: 'application' }, errors: [404],
+  },
+  {
+    operationId: 'GenerateApiKey', method: 'POST', path: '/v1/environments/{environmentId}/api-keys',
+    summary: 'Generate an API key (the secret is shown once)', tag: 'API keys', policy: policies.member('api-key-manage'),
+    operation: 'GenerateApiKey', variables: { environmentId: 'path.environmentId' }, success: { status: 201, body: 'generateApiKey' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListApiKeys', method: 'GET', path: '/v1/environments/{environmentId}/api-keys',
+    summary: "List an environment's API keys (never their secrets)", tag: 'API keys', policy: policies.member('api-key-manage'),
+    operation: 'ListApiKeys', variables: { environmentId: 'path.environmentId' }, success: { status: 200, body: 'apiKeys' }, errors: [404],
+  },
+  {
+    operationId: 'RotateApiKey', method: 'POST', path: '/v1/api-keys/{apiKeyId}/rotate',
+    summary: 'Replace an API key, optionally keeping the old one for a grace period', tag: 'API keys', policy: policies.member('api-key-manage'),
+    operation: 'RotateApiKey', body: 'optional', variables: { id: 'path.apiKeyId', input: 'body' }, success: { status: 200, body: 'rotateApiKey' }, errors: [404, 409],
+  },
+  {
+    operationId: 'RevokeApiKey', method: 'DELETE', path: '/v1/api-keys/{apiKeyId}',
+    summary: 'Revoke an API key at once', tag: 'API keys', policy: policies.member('api-key-manage'),
+    operation: 'RevokeApiKey', variables: { id: 'path.apiKeyId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'CreateEnvironment', method: 'POST', path: '/v1/applications/{applicationId}/environments',
+    summary: 'Create the sandbox or production environment of an application', tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'CreateEnvironment', body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
+    success: { status: 201, body: 'createEnvironment' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListEnvironments', method: 'GET', path: '/v1/applications/{applicationId}/environments',
+    summary: "List an application's environments", tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'ListEnvironments', variables: { applicationId: 'path.applicationId' }, success: { status: 200, body: 'environments' }, errors: [404],
+  },
+  {
+    operationId: 'ArchiveApplication', method: 'POST', path: '/v1/applications/{applicationId}/archive',
+    summary: 'Archive an application (terminal; revokes its keys)', tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'ArchiveApplication', variables: { id: 'path.applicationId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'SuspendApplication', method: 'POST', path: '/v1/applications/{applicationId}/suspend',
+    summary: "Suspend an application: its keys are refused until reactivated", tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'SuspendApplication', body: 'required', variables: { id: 'path.applicationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'ReactivateApplication', method: 'POST', path: '/v1/applications/{applicationId}/reactivate',
+    summary: 'Reactivate a suspended application', tag: 'Applications', policy: policies.member('application-manage'),
+    operation: 'ReactivateApplication', variables: { id: 'path.applicationId' }, success: { status: 204 }, errors: [404, 409],
+  },
+
+  // Member authentication
+  {
+    operationId: 'Login', method: 'POST', path: '/v1/auth/login', summary: 'Member login', tag: 'Member authentication', policy: policies.public,
+    operation: 'Login', body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'login' }, errors: [401], tokenResultOn401: true,
+  },
+  {
+    operationId: 'RefreshToken', method: 'POST', path: '/v1/auth/refresh', summary: 'Renew a member session (rotates the refresh token)',
+    tag: 'Member authentication', policy: policies.public,
+    operation: 'RefreshToken', body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'refreshToken' }, errors: [401], tokenResultOn401: true,
+  },
+  {
+    operationId: 'RequestPasswordReset', method: 'POST', path: '/v1/auth/password-reset/request', summary: 'Mail a password reset token',
+    tag: 'Member authentication', policy: policies.public,
+    operation: 'RequestPasswordReset', body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'ConfirmPasswordReset', method: 'POST', path: '/v1/auth/password-reset/confirm', summary: 'Set a new password with a reset token',
+    tag: 'Member authentication', policy: policies.public,
+    operation: 'ConfirmPasswordReset', body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'SignUp', method: 'POST', path: '/v1/auth/signup', summary: 'Create an organization and its owner',
+    tag: 'Member authentication', policy: policies.public,
+    operation: 'SignUp', body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, body: 'signUp' }, errors: [409],
+  },
+
+  // Asset and network catalog (issue: money in)
+  pending({ operationId: 'ListAssets', method: 'GET', path: '/v1/assets', summary: 'List assets', tag: 'Catalog', policy: policies.catalogRead }),
+  pending({ operationId: 'GetAsset', method: 'GET', path: '/v1/assets/{assetId}', summary: 'Get an asset', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
+  pending({ operationId: 'ListNetworks', method: 'GET', path: '/v1/networks', summary: 'List networks', tag: 'Catalog', policy: policies.catalogRead }),
+  pending({ operationId: 'GetNetwork', method: 'GET', path: '/v1/networks/{networkId}', summary: 'Get a network', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
+  pending({ operationId: 'ListAssetNetworks', method: 'GET', path: '/v1/asset-networks', summary: 'List asset-networks', tag: 'Catalog', policy: policies.catalogRead }),
+  pending({ operationId: 'GetAssetNetwork', method: 'GET', path: '/v1/asset-networks/{assetNetworkId}', summary: 'Get an asset-network', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
+  pending({ operationId: 'CreateAsset', method: 'POST', path: '/v1/platform/assets', summary: 'Create an asset', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'CreateNetwork', method: 'POST', path: '/v1/platform/networks', summary: 'Create a network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'CreateAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks', summary: 'Create an asset-network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'EnableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/enable', summary: 'Enable an asset-network', tag: 'Platform', policy: policies.operator, success: { status: 204 } }),
+  pending({ operationId: 'PauseAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/pause', summary: 'Pause an asset-network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 204 } }),
+  pending({ operationId: 'DisableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/disable', summary: 'Disable an asset-network', tag: 'Platform', policy: policies.operator, success: { status: 204 } }),
+
+  // Deposits
+  pending({ operationId: 'CreatePaymentIntent', method: 'POST', path: '/v1/organizations/{organizationId}/payment-intents', summary: 'Create a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('payment-manage'), body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'GetPaymentIntent', method: 'GET', path: '/v1/payment-intents/{paymentIntentId}', summary: 'Get a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+  pending({ operationId: 'GetDeposit', method: 'GET', path: '/v1/deposits/{depositId}', summary: 'Get a deposit', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+
+  // Execution and custody
+  pending({ operationId: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'AllocateDepositAddress', method: 'POST', path: '/v1/applications/{applicationId}/wallets/deposit-addresses', summary: 'Allocate a deposit address', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required' }),
+  pending({ operationId: 'GetWallet', method: 'GET', path: '/v1/wallets/{walletId}', summary: 'Get a wallet', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+  pending({ operationId: 'GetWalletPublicMaterial', method: 'GET', path: '/v1/wallets/{walletId}/public-material', summary: "Get a wallet's public key material", tag: 'Custody', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+  pending({ operationId: 'CreateSigningRequest', method: 'POST', path: '/v1/environments/{environmentId}/signing-requests', summary: 'Create a SelfCustody signing request', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'GetNetworkExecutionQuote', method: 'POST', path: '/v1/environments/{environmentId}/network-execution-quote', summary: 'Quote the network cost of an operation', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), body: 'required' }),
+
+  // Webhook management
+  pending({ operationId: 'CreateWebhookEndpoint', method: 'POST', path: '/v1/organizations/{organizationId}/webhook-endpoints/', summary: 'Register a webhook endpoint (secret shown once)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), body: 'required', success: { status: 201 } }),
+  pending({ operationId: 'GetWebhookEndpoint', method: 'GET', path: '/v1/webhook-endpoints/{id}', summary: 'Get a webhook endpoint (never its secret)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), errors: [404] }),
+  pending({ operationId: 'RotateWebhookEndpointSecret', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/rotate-secret', summary: 'Replace the signing secret at once', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage') }),
+  pending({ operationId: 'DeactivateWebhookEndpoint', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/deactivate', summary: 'Deactivate a webhook endpoint', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), success: { status: 204 } }),
+  pending({ operationId: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}', summary: 'Get a delivery with its attempts', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), errors: [404] }),
+  pending({ operationId: 'ListWebhookDeliveries', method: 'GET', path: '/v1/webhook-endpoints/{webhookEndpointId}/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage') }),
+  pending({ operationId: 'RedeliverWebhookDelivery', method: 'POST', path: '/v1/webhook-deliveries/{webhookDeliveryId}/redeliver', summary: 'Redeliver a dead-lettered delivery', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), success: { status: 201 } }),
+
+  // Administration and audit (platform operators)
+  ...(
+    [
+      ['SearchAuditLog', 'GET', '/v1/admin/audit-log', 200],
+      ['GetAuditLogEntry', 'GET', '/v1/admin/audit-log/{auditLogEntryId}', 200],
+      ['GetPlatformDashboard', 'GET', '/v1/admin/dashboard', 200],
+      ['GetTreasuryOverview', 'GET', '/v1/admin/treasury-overview', 200],
+      ['GetTreasuryControlledAddresses', 'GET', '/v1/admin/treasury/{assetNetworkId}/controlled-addresses', 200],
+      ['GetTreasuryRebalancePlan', 'GET', '/v1/admin/treasury/{assetNetworkId}/rebalance-plan', 200],
+      ['SearchTreasurySweeps', 'GET', '/v1/admin/treasury/sweeps', 200],
+      ['AdminExecuteSandboxSweep', 'POST', '/v1/admin/treasury/sweeps', 201],
+      ['AdminGetNetworkResourceReserveBalance', 'GET', '/v1/admin/network-resource-reserve/{assetNetworkId}/balance', 200],
+      ['SearchLedgerEntriesAdmin', 'GET', '/v1/admin/ledger-entries', 200],
+      ['AdminApproveWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/approve', 204],
+      ['AdminRejectWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/reject', 204],
+      ['AdminBlockWithdrawalDestination', 'POST', '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block', 204],
+      ['AdminConfigureWithdrawalPolicy', 'POST', '/v1/admin/organizations/{organizationId}/withdrawal-policy', 204],
+      ['AdminConfigurePayoutPolicy', 'POST', '/v1/admin/organizations/{organizationId}/payout-policy', 204],
+      ['AdminResolveDepositUnderReview', 'POST', '/v1/admin/deposits/{depositId}/resolve-under-review', 204],
+      ['AdminResolveDepositReorg', 'POST', '/v1/admin/deposits/{depositId}/resolve-reorg', 204],
+      ['AdminRetrySettlement', 'POST', '/v1/admin/settlements/{settlementId}/retry', 204],
+      ['AdminConfigurePricingPolicy', 'POST', '/v1/admin/pricing-policy', 204],
+      ['AdminRegisterGlobalRevenueAccountExecutionDestination', 'POST', '/v1/admin/global-revenue-account/execution-destination', 204],
+      ['AdminConfigureTronResourceCostTable', 'POST', '/v1/admin/tron-resource-cost-table', 204],
+      ['AdminConfigureNetworkExecutionMarginPolicy', 'POST', '/v1/admin/network-execution-margin-policy', 204],
+      ['AdminSeedNetworkResourceReserve', 'POST', '/v1/admin/network-resource-reserve/seed', 200],
+      ['AdminConfigureResourceReservePolicy', 'POST', '/v1/admin/network-resource-reserve/policy', 204],
+      ['AdminConfigureReplenishmentRoute', 'POST', '/v1/admin/network-resource-reserve/replenishment-route', 204],
+      ['AdminConfigureRefundFeePolicy', 'POST', '/v1/admin/refund-fee-policy', 204],
+      ['AdminExecuteReconciliation', 'POST', '/v1/admin/reconciliations/execute', 201],
+      ['AdminResolveReconciliationDivergence', 'POST', '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence', 204],
+      ['AdminRecordLedgerCorrection', 'POST', '/v1/admin/ledger-corrections', 201],
+      ['AdminRegisterControlledAddress', 'POST', '/v1/admin/treasury/controlled-addresses', 201],
+      ['AdminConfigureTreasuryLiquidityPolicy', 'POST', '/v1/admin/treasury/liquidity-policy', 204],
+    ] as const
+  ).map(([operationId, method, path, status]) =>
+    pending({
+      operationId, method, path, summary: operationId.replace(/([a-z])([A-Z])/g, '$1 $2'), tag: 'Administration', policy: policies.operator,
+      success: { status }, errors: path.includes('{') ? [404] : [],
+      ...(method === 'POST' && !['AdminApproveWithdrawal', 'AdminRetrySettlement', 'AdminExecuteReconciliation'].includes(operationId) ? { body: 'required' as const } : {}),
+    }),
+  ),
+];

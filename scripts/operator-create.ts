@@ -1,0 +1,31 @@
+// npm run operator:create -- --email ops@example.com [--name "Ops"] — creates a platform operator
+// and prints its key once. The key goes in the X-Operator-Key header of /v1/admin/* and /v1/platform/*.
+import { parseArgs } from 'node:util';
+import { withDatabase } from '../src/db/database';
+import { applyMigrations } from '../src/db/migrate';
+import { createPrisma } from '../src/db/prisma';
+import { newOperatorKey } from '../src/auth/secrets';
+
+const { values } = parseArgs({ options: { email: { type: 'string' }, name: { type: 'string' } } });
+if (!values.email || !/^[^@\s]+@[^@\s]+$/.test(values.email)) {
+  console.error('usage: npm run operator:create -- --email ops@example.com [--name "Name"]');
+  process.exit(2);
+}
+await withDatabase(async (url) => {
+  await applyMigrations(url);
+  const db = createPrisma(url, 2);
+  try {
+    const { key, keyHash } = newOperatorKey();
+    const email = values.email!.toLowerCase();
+    const op = await db.$transaction(async (tx) => {
+      const created = await tx.operator.create({ data: { email, name: values.name ?? email, keyHash } });
+      await tx.auditLogEntry.create({
+        data: { actorType: 'SYSTEM', entityType: 'Operator', entityId: created.id, action: 'operator.created', after: { email } },
+      });
+      return created;
+    });
+    console.log(`operator ${op.id} (${op.email}) created.\nX-Operator-Key: ${key}\nThis key is shown once; only its hash is stored.`);
+  } finally {
+    await db.$disconnect();
+  }
+});

@@ -1,0 +1,2 @@
+// Account holders and accounts: filled in by the accounts domain.
+export {};

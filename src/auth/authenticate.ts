@@ -1,0 +1,105 @@
+import { DomainError } from '../errors';
+import type { Deps } from '../context';
+import { rolePermissions } from './permissions';
+import type { Principal } from './principal';
+import { apiKeyPattern, operatorKeyPattern, sha256 } from './secrets';
+import { verifyAccessToken } from './tokens';
+
+export interface Authentication {
+  principal: Principal | null;
+  /** Set when a credential was presented and refused; routes that need one answer with it. */
+  credentialError: DomainError | null;
+}
+
+const none: Authentication = { principal: null, credentialError: null };
+const invalid = (detail: string): Authentication => ({ principal: null, credentialError: new DomainError('INVALID_CREDENTIAL', detail) });
+
+/**
+ * Reads the one credential of a request: `X-Api-Key` (application), `Authorization: Bearer`
+ * (member or account-holder access token, told apart by audience) or `X-Operator-Key`
+ * (platform operator). A request that carries more than one is refused: principals never mix.
+ */
+export async function authenticate(headers: Headers, deps: Deps): Promise<Authentication> {
+  const apiKey = headers.get('x-api-key');
+  const authorization = headers.get('authorization');
+  const operatorKey = headers.get('x-operator-key');
+  const presented = [apiKey, authorization, operatorKey].filter((v) => v !== null).length;
+  if (presented === 0) return none;
+  if (presented > 1)
+    return {
+      principal: null,
+      credentialError: new DomainError('MULTIPLE_CREDENTIALS', 'Send exactly one credential: X-Api-Key, Authorization or X-Operator-Key.'),
+    };
+  if (apiKey !== null) return authenticateApiKey(apiKey.trim(), deps);
+  if (operatorKey !== null) return authenticateOperator(operatorKey.trim(), deps);
+  const match = /^Bearer\s+(\S+)$/i.exec(authorization!.trim());
+  if (!match) return invalid('The Authorization header must be "Bearer <access token>".');
+  return authenticateBearer(match[1]!, deps);
+}
+
+async function authenticateApiKey(key: string, deps: Deps): Promise<Authentication> {
+  if (!apiKeyPattern.test(key)) return invalid('The API key is malformed.');
+  const row = await deps.db.apiKey.findUnique({
+    where: { keyHash: sha256(key) },
+    select: {
+      id: true,
+      status: true,
+      expiresAt: true,
+      lastUsedAt: true,
+      organizationId: true,
+      applicationId: true,
+      environmentId: true,
+      environment: { select: { type: true } },
+      application: { select: { status: true } },
+    },
+  });
+  const now = deps.clock.now();
+  if (!row || row.status !== 'ACTIVE' || (row.expiresAt && row.expiresAt <= now)) return invalid('The API key is unknown, revoked or expired.');
+  if (row.application.status !== 'ACTIVE')
+    return {
+      principal: null,
+      credentialError: new DomainError('APPLICATION_INACTIVE', `The key's application is ${row.application.status.toLowerCase()}.`),
+    };
+  // lastUsedAt is advisory: written at most once a minute per key, off the request path.
+  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > 60_000)
+    deps.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch((e: unknown) => deps.log.warn({ err: e }, 'lastUsedAt update failed'));
+  return {
+    principal: {
+      type: 'apiKey',
+      apiKeyId: row.id,
+      organizationId: row.organizationId,
+      applicationId: row.applicationId,
+      environmentId: row.environmentId,
+      mode: row.environment.type,
+    },
+    credentialError: null,
+  };
+}
+
+async function authenticateOperator(key: string, deps: Deps): Promise<Authentication> {
+  if (!operatorKeyPattern.test(key)) return invalid('The operator key is malformed.');
+  const op = await deps.db.operator.findUnique({ where: { keyHash: sha256(key) }, select: { id: true, revokedAt: true } });
+  if (!op || op.revokedAt) return invalid('The operator key is unknown or revoked.');
+  return { principal: { type: 'operator', operatorId: op.id }, credentialError: null };
+}
+
+async function authenticateBearer(token: string, deps: Deps): Promise<Authentication> {
+  const claims = await verifyAccessToken(deps.tokenKeys, deps.config.JWT_ISSUER, token, deps.clock.now());
+  if (!claims) return invalid('The access token is invalid or expired.');
+  const issuedAt = claims.iat * 1000;
+  if (claims.aud === 'member') {
+    const m = await deps.db.member.findUnique({
+      where: { id: claims.sub },
+      select: { id: true, organizationId: true, role: true, credentialsChangedAt: true },
+    });
+    // Tokens issued before a password change or reset are refused (second precision, as iat).
+    if (!m || issuedAt < Math.floor(m.credentialsChangedAt.getTime() / 1000) * 1000) return invalid('The access token is no longer valid.');
+    return {
+      principal: { type: 'member', memberId: m.id, organizationId: m.organizationId, role: m.role, permissions: new Set(rolePermissions[m.role]) },
+      credentialError: null,
+    };
+  }
+  const h = await deps.db.accountHolder.findUnique({ where: { id: claims.sub }, select: { id: true, credentialsChangedAt: true } });
+  if (!h || issuedAt < Math.floor(h.credentialsChangedAt.getTime() / 1000) * 1000) return invalid('The access token is no longer valid.');
+  return { principal: { type: 'accountHolder', accountHolderId: h.id }, credentialError: null };
+}

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+/** Process configuration, read once from the environment. Nothing else reads process.env. */
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  /** Folder for local state: the embedded database and generated local keys. Git-ignored. */
+  DATA_DIR: z.string().default('.data'),
+  EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
+  /** Ed25519 private JWK (JSON) that signs session tokens. Unset: a local key is created once under DATA_DIR. */
+  JWT_PRIVATE_JWK: z.string().optional(),
+  JWT_ISSUER: z.string().default('ftis'),
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(900),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(3600).default(30 * 24 * 3600),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
+  /** Start the pg-boss job runner in this process. */
+  JOBS: z.enum(['on', 'off']).default('on'),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return schema.parse(env);
+}
+
+export const config: Config = loadConfig();

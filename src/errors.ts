@@ -1,0 +1,66 @@
+import { GraphQLError } from 'graphql';
+
+/**
+ * The one error model. Every failure a caller can act on is a DomainError with a stable code.
+ * This table maps each code to its HTTP status and problem title; GraphQL carries the code in
+ * `extensions.code`, REST answers RFC 9457 application/problem+json with the status below.
+ */
+export const errorCodes = {
+  UNAUTHENTICATED: { status: 401, title: 'Authentication required' },
+  INVALID_CREDENTIAL: { status: 401, title: 'Invalid credential' },
+  MULTIPLE_CREDENTIALS: { status: 401, title: 'More than one credential' },
+  INVALID_LOGIN: { status: 401, title: 'Invalid email or password' },
+  INVALID_REFRESH_TOKEN: { status: 401, title: 'Invalid refresh token' },
+  PRINCIPAL_NOT_ALLOWED: { status: 403, title: 'Credential type not accepted by this operation' },
+  PERMISSION_DENIED: { status: 403, title: 'Permission denied' },
+  APPLICATION_INACTIVE: { status: 403, title: 'Application is suspended or archived' },
+  NOT_FOUND: { status: 404, title: 'Not found' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  VALIDATION_FAILED: { status: 400, title: 'Validation failed' },
+  MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  INVALID_TOKEN: { status: 400, title: 'Invalid or expired token' },
+  CONFLICT: { status: 409, title: 'Conflict' },
+  INVALID_STATE: { status: 409, title: 'Operation not allowed in the current state' },
+  EMAIL_TAKEN: { status: 409, title: 'Email already registered' },
+  IDEMPOTENCY_KEY_REUSED: { status: 409, title: 'Idempotency key reused with a different request' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  NOT_IMPLEMENTED: { status: 501, title: 'Not implemented yet' },
+  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  INTERNAL: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class DomainError extends GraphQLError {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, detail?: string, extra: { fieldErrors?: FieldError[]; retryAfterSeconds?: number } = {}) {
+    super(detail ?? errorCodes[code].title, {
+      extensions: {
+        code,
+        ...(extra.fieldErrors ? { fieldErrors: extra.fieldErrors } : {}),
+        ...(extra.retryAfterSeconds !== undefined ? { retryAfterSeconds: extra.retryAfterSeconds } : {}),
+      },
+    });
+    this.code = code;
+  }
+}
+
+export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} not found`);
+export const invalidState = (detail: string) => new DomainError('INVALID_STATE', detail);
+
+export function statusOf(code: unknown): number {
+  return typeof code === 'string' && code in errorCodes ? errorCodes[code as ErrorCode].status : 500;
+}
+
+/** A kebab-case slug for the problem `type` URI: `/problems/not-found`. */
+export function problemType(code: ErrorCode): string {
+  return `/problems/${code.toLowerCase().replace(/_/g, '-')}`;
+}

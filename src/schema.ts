@@ -1,0 +1,10 @@
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { builder } from './builder';
+import './tenancy/schema';
+import './accounts/schema';
+import './system/schema';
+
+export const schema = builder.toSchema();
+
+/** schema.graphql as checked in: printed from the code, sorted. */
+export const printedSchema = () => printSchema(lexicographicSortSchema(schema)) + '\n';

@@ -1,0 +1,64 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { useServer } from 'graphql-ws/use/ws';
+import { createApp } from './app';
+import type { Context, Deps } from './context';
+import { authenticate } from './auth/authenticate';
+
+type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * HTTP and graphql-ws on one port: yoga serves /graphql (queries and mutations; SSE
+ * subscriptions), the REST plugin serves /v1/*, and websocket upgrades on /graphql speak
+ * graphql-ws, with the credential in connectionParams (same header names as HTTP).
+ */
+export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
+  const yoga = createApp(deps);
+  const server = createServer((req, res) => yoga.handleNodeRequestAndResponse(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
+  server.keepAliveTimeout = 65_000;
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
+  const ws = useServer(
+    {
+      execute: (args) => (args.rootValue as EnvelopedRoot).execute(args) as never,
+      subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, params) => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(ctx.connectionParams ?? {})) if (typeof v === 'string') headers.set(k, v);
+        const { schema, execute, subscribe, parse, validate } = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
+        const auth = await authenticate(headers, deps);
+        const contextValue: Context = { deps, requestId: crypto.randomUUID(), ...auth, clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown' };
+        const args = {
+          schema,
+          operationName: params.operationName,
+          document: parse(params.query),
+          variableValues: params.variables,
+          contextValue,
+          rootValue: { execute, subscribe },
+        };
+        const errors = validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args;
+      },
+    },
+    wss,
+  );
+  await new Promise<void>((ok) => server.listen(port, host, ok));
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
+    close: async () => {
+      await ws.dispose();
+      await new Promise<void>((ok) => wss.close(() => ok()));
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    },
+  };
+}

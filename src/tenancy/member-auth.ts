@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { Context } from '../context';
+import { DomainError } from '../errors';
+import { audit } from '../audit/audit';
+import { idempotent } from '../idempotency';
+import { hashPassword, verifyPassword } from '../auth/passwords';
+import { issueTokens, revokeAllSessions, rotateRefreshToken, type TokenResult } from '../auth/sessions';
+import { newOpaqueToken, sha256 } from '../auth/secrets';
+
+export const email = z.string().trim().toLowerCase().email('must be an email address').max(254);
+export const password = z.string().min(12, 'must have at least 12 characters').max(256, 'must have at most 256 characters');
+export const displayName = z.string().trim().min(1, 'must not be empty').max(200);
+
+export const signUpInput = z.object({ email, password, name: displayName, organizationName: displayName });
+export type SignUpInput = z.infer<typeof signUpInput>;
+
+export type TokenResultShape = TokenResult & { memberId: string; organizationId: string };
+
+export interface SignUpResponse {
+  organizationId: string;
+  memberId: string;
+  email: string;
+}
+
+/** Member sign-up: a new organization with its first member, the OWNER. */
+export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: string | null | undefined): Promise<SignUpResponse> {
+  const passwordHash = await hashPassword(input.password);
+  const { db } = ctx.deps;
+  return db.$transaction(async (tx) =>
+    idempotent(tx, ctx, { scope: 'signup', key: idempotencyKey, request: input }, async () => {
+      const taken = await tx.member.findUnique({ where: { email: input.email }, select: { id: true } });
+      if (taken) throw new DomainError('EMAIL_TAKEN', 'A member with this email already exists.');
+      const org = await tx.organization.create({ data: { name: input.organizationName } });
+      const member = await tx.member.create({
+        data: { organizationId: org.id, email: input.email, name: input.name, passwordHash, role: 'OWNER', credentialsChangedAt: ctx.deps.clock.now() },
+      });
+      const signedUp = { ...ctx, principal: { type: 'member' as const, memberId: member.id, organizationId: org.id, role: member.role, permissions: new Set<never>() } };
+      await audit(tx, signedUp, { organizationId: org.id, entityType: 'Organization', entityId: org.id, action: 'organization.created', after: { name: org.name } });
+      await audit(tx, signedUp, { organizationId: org.id, entityType: 'Member', entityId: member.id, action: 'member.signed_up', after: { email: member.email, role: member.role } });
+      return { organizationId: org.id, memberId: member.id, email: member.email };
+    }),
+  );
+}
+
+export const loginInput = z.object({ email, password: z.string().min(1).max(256) });
+
+/** Failed attempts are limited per email and client address; an unknown email costs the same time. */
+export async function login(ctx: Context, input: z.infer<typeof loginInput>): Promise<TokenResult> {
+  const limitKey = `login:member:${input.email}:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  const member = await ctx.deps.db.member.findUnique({ where: { email: input.email } });
+  if (!(await verifyPassword(member?.passwordHash ?? null, input.password)) || !member) {
+    ctx.deps.rateLimiter.fail(limitKey);
+    throw new DomainError('INVALID_LOGIN');
+  }
+  ctx.deps.rateLimiter.reset(limitKey);
+  return ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: 'MEMBER', id: member.id, organizationId: member.organizationId }));
+}
+
+export async function refresh(ctx: Context, refreshToken: string): Promise<TokenResult> {
+  const limitKey = `refresh:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  try {
+    const result = await ctx.deps.db.$transaction((tx) =>
+      rotateRefreshToken(tx, ctx, refreshToken, 'MEMBER', async (id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId),
+    );
+    if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
+    return result;
+  } catch (e) {
+    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
+    throw e;
+  }
+}
+
+const RESET_TTL_MS = 30 * 60_000;
+export const SET_PASSWORD_TTL_MS = 72 * 3600_000;
+
+/**
+ * Sends a single-use reset token by mail when the email belongs to a member. The answer is the
+ * same whether it does or not, so the route tells nothing about who is registered.
+ */
+export async function requestPasswordReset(ctx: Context, address: string): Promise<void> {
+  const limitKey = `reset:${address}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  ctx.deps.rateLimiter.fail(limitKey); // every request counts: this route sends mail
+  const member = await ctx.deps.db.member.findUnique({ where: { email: address } });
+  if (!member) return;
+  const token = await createPasswordToken(ctx, member.id, member.organizationId, RESET_TTL_MS, 'member.password_reset_requested');
+  await ctx.deps.mailer.send({
+    to: member.email,
+    subject: 'Reset your password',
+    text: `Use this token to reset your password within 30 minutes: ${token}`,
+    data: { kind: 'password-reset', token },
+  });
+}
+
+/** Creates a password token (reset or first password of an added member) with its audit entry. */
+export async function createPasswordToken(ctx: Context, memberId: string, organizationId: string, ttlMs: number, action: string): Promise<string> {
+  const { token, tokenHash } = newOpaqueToken('prt');
+  const now = ctx.deps.clock.now();
+  await ctx.deps.db.$transaction(async (tx) => {
+    await tx.passwordResetToken.create({ data: { memberId, tokenHash, expiresAt: new Date(now.getTime() + ttlMs), createdAt: now } });
+    await audit(tx, ctx, { organizationId, entityType: 'Member', entityId: memberId, action });
+  });
+  return token;
+}
+
+export const resetPasswordInput = z.object({ token: z.string().min(1).max(200), newPassword: password });
+
+/** Spends a reset token: sets the password, and ends every session and access token of the member. */
+export async function confirmPasswordReset(ctx: Context, input: z.infer<typeof resetPasswordInput>): Promise<void> {
+  const passwordHash = await hashPassword(input.newPassword);
+  const now = ctx.deps.clock.now();
+  await ctx.deps.db.$transaction(async (tx) => {
+    // Spend the token atomically: of two concurrent confirmations only one updates the row.
+    const spent = await tx.passwordResetToken.updateMany({
+      where: { tokenHash: sha256(input.token), usedAt: null, expiresAt: { gt: now } },
+      data: { usedAt: now },
+    });
+    if (spent.count !== 1) throw new DomainError('INVALID_TOKEN', 'The reset token is invalid, expired or already used.');
+    const { memberId } = await tx.passwordResetToken.findUniqueOrThrow({ where: { tokenHash: sha256(input.token) }, select: { memberId: true } });
+    const member = await tx.member.update({ where: { id: memberId }, data: { passwordHash, credentialsChangedAt: now } });
+    await revokeAllSessions(tx, 'MEMBER', memberId, now, 'password-reset');
+    await audit(tx, ctx, { organizationId: member.organizationId, entityType: 'Member', entityId: memberId, action: 'member.password_reset' });
+  });
+}

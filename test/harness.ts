@@ -1,0 +1,154 @@
+import { inject } from 'vitest';
+import pg from 'pg';
+import { createApp, createLogger } from '../src/app';
+import { loadConfig } from '../src/config';
+import { ManualClock } from '../src/clock';
+import { createPrisma } from '../src/db/prisma';
+import { RateLimiter } from '../src/auth/rate-limit';
+import { CaptureMailer } from '../src/mailer';
+import { generateKeyPair, exportJWK } from 'jose';
+import { loadTokenKeys } from '../src/auth/tokens';
+import { startServer, type RunningServer } from '../src/server';
+import { newOperatorKey } from '../src/auth/secrets';
+import type { Deps } from '../src/context';
+
+/**
+ * A whole service for one test file: its own database cloned from the migrated template, the
+ * real yoga app (REST and GraphQL), a manual clock and a capturing mailer. Requests go through
+ * `yoga.fetch` (no socket) unless `listen()` starts a real HTTP/websocket server.
+ */
+export interface TestApp {
+  deps: Deps;
+  clock: ManualClock;
+  mailer: CaptureMailer;
+  databaseUrl: string;
+  /** A REST call. `auth` is a header set (see the credential helpers). */
+  rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
+  /** A GraphQL call over HTTP POST /graphql. */
+  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResult<T>>;
+  listen(): Promise<RunningServer>;
+  close(): Promise<void>;
+}
+
+export interface RestResult {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface GqlResult<T> {
+  data: T | null;
+  errors?: { message: string; extensions?: { code?: string; fieldErrors?: unknown } }[];
+}
+
+let counter = 0;
+
+export async function createTestApp(opts: { now?: Date } = {}): Promise<TestApp> {
+  const serverUrl = inject('serverUrl');
+  const template = inject('templateDatabase');
+  const name = `t_${template.split('_').pop()}_${process.pid}_${++counter}_${Date.now() % 100000}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}" TEMPLATE ${template}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+
+  const clock = new ManualClock(opts.now ?? new Date());
+  const mailer = new CaptureMailer();
+  const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', JWT_PRIVATE_JWK: JSON.stringify({ ...(await exportJWK(privateKey)), kid: 'test' }) });
+  const db = createPrisma(databaseUrl, 8);
+  const deps: Deps = {
+    config,
+    db,
+    clock,
+    log: createLogger('silent'),
+    tokenKeys: await loadTokenKeys(config),
+    boss: null,
+    rateLimiter: new RateLimiter(clock),
+    mailer,
+  };
+  const yoga = createApp(deps);
+  const servers: RunningServer[] = [];
+
+  const app: TestApp = {
+    deps,
+    clock,
+    mailer,
+    databaseUrl,
+    async rest(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      let body: string | undefined = o.raw;
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await yoga.fetch(`http://test${path}`, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, headers: res.headers, body: parsed, text };
+    },
+    async gql(query, variables, headers = {}) {
+      const res = await yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
+      return (await res.json()) as GqlResult<never>;
+    },
+    async listen() {
+      const s = await startServer(deps, 0);
+      servers.push(s);
+      return s;
+    },
+    async close() {
+      for (const s of servers) await s.close();
+      await db.$disconnect();
+    },
+  };
+  return app;
+}
+
+// Credentials, as header sets.
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+export const apiKey = (key: string) => ({ 'x-api-key': key });
+export const operatorKey = (key: string) => ({ 'x-operator-key': key });
+
+let seq = 0;
+export const uniqueEmail = (prefix = 'user') => `${prefix}.${process.pid}.${Date.now()}.${++seq}@example.com`;
+export const PASSWORD = 'correct horse battery staple';
+
+/** Signs up a member (a new organization, its OWNER) and logs in. */
+export async function signUpMember(app: TestApp, email = uniqueEmail('owner')) {
+  const s = await app.rest('POST', '/v1/auth/signup', { body: { email, password: PASSWORD, name: 'Owner', organizationName: 'Org ' + email } });
+  if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`);
+  const l = await app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
+  if (l.status !== 200) throw new Error(`login failed: ${l.status} ${l.text}`);
+  return { email, organizationId: s.body.organizationId as string, memberId: s.body.memberId as string, tokens: l.body, headers: bearer(l.body.accessToken) };
+}
+
+/** Creates an application with an environment of `type` and an API key in it, as `member`. */
+export async function createApiKey(app: TestApp, member: { organizationId: string; headers: Record<string, string> }, type: 'SANDBOX' | 'PRODUCTION' = 'SANDBOX') {
+  const a = await app.rest('POST', `/v1/organizations/${member.organizationId}/applications`, { body: { name: 'App' }, headers: member.headers });
+  if (a.status !== 201) throw new Error(`application failed: ${a.status} ${a.text}`);
+  const e = await app.rest('POST', `/v1/applications/${a.body.id}/environments`, { body: { type }, headers: member.headers });
+  if (e.status !== 201) throw new Error(`environment failed: ${e.status} ${e.text}`);
+  const k = await app.rest('POST', `/v1/environments/${e.body.id}/api-keys`, { headers: member.headers });
+  if (k.status !== 201) throw new Error(`api key failed: ${k.status} ${k.text}`);
+  return { applicationId: a.body.id as string, environmentId: e.body.id as string, apiKeyId: k.body.id as string, key: k.body.apiKey as string, headers: apiKey(k.body.apiKey) };
+}
+
+/** Creates a platform operator straight in the database (as `npm run operator:create` does). */
+export async function createOperator(app: TestApp) {
+  const { key, keyHash } = newOperatorKey();
+  const op = await app.deps.db.operator.create({ data: { email: uniqueEmail('op'), name: 'Operator', keyHash } });
+  return { operatorId: op.id, key, headers: operatorKey(key) };
+}
