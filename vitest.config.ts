@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
 
 export default defineConfig({
+  // One graphql module for everybody: without this, vitest loads graphql's ESM build for our
+  // code and its CommonJS build through yoga and Pothos ("Cannot use GraphQLSchema from another realm").
+  resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'rest/**/*.test.ts', 'jobs/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

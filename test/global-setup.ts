@@ -5,7 +5,7 @@ import { applyMigrations } from '../src/db/migrate';
 
 /**
  * One real PostgreSQL for the run: DATABASE_URL's server when set, else an embedded one under
- * .data/test. Migrations are applied once to a template database; every test file then gets its
+ * .data/test-<port> (TEST_PG_PORT, default 54339). Migrations are applied once to a template database; every test file then gets its
  * own database cloned from the template (test/harness.ts), so files run in parallel in isolation.
  */
 export default async function setup(project: TestProject) {
@@ -13,7 +13,8 @@ export default async function setup(project: TestProject) {
   let stop = async () => {};
   if (process.env.DATABASE_URL) serverUrl = process.env.DATABASE_URL;
   else {
-    const db = await startEmbeddedPostgres({ dataDir: '.data/test', port: 54339, database: 'postgres' });
+    const port = Number(process.env.TEST_PG_PORT ?? 54339);
+    const db = await startEmbeddedPostgres({ dataDir: `.data/test-${port}`, port, database: 'postgres' });
     serverUrl = db.url;
     stop = db.stop;
   }

@@ -41,10 +41,11 @@ interface ScriptRunner {
   onError(e: unknown): never;
   executeScript(script: string): Promise<void>;
 }
-function wholeScripts(pgFactory: PrismaPg): PrismaPg {
+function wholeScripts(pgFactory: PrismaPg, opened: { dispose(): Promise<void> }[]): PrismaPg {
   const connect = pgFactory.connect.bind(pgFactory);
   pgFactory.connect = async () => {
     const adapter = await connect();
+    opened.push(adapter);
     const runner = adapter as unknown as ScriptRunner;
     runner.executeScript = async (script) => {
       try {
@@ -58,21 +59,25 @@ function wholeScripts(pgFactory: PrismaPg): PrismaPg {
   return pgFactory;
 }
 
-async function engineFor(url: string): Promise<SchemaEngine> {
-  const adapter = bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg({ connectionString: url })));
-  const schema = readFileSync(schemaPath, 'utf8');
-  return SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
+/** Runs `fn` with an engine on `url`, then frees it and closes every connection it opened. */
+async function withEngine<T>(url: string, fn: (engine: SchemaEngine) => Promise<T>): Promise<T> {
+  const opened: { dispose(): Promise<void> }[] = [];
+  const adapter = bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg({ connectionString: url }), opened));
+  const engine = await SchemaEngine.new({ datamodels: [[schemaPath, readFileSync(schemaPath, 'utf8')]] }, () => {}, adapter);
+  try {
+    return await fn(engine);
+  } finally {
+    engine.free();
+    for (const a of opened) await a.dispose().catch(() => {});
+  }
 }
 
 /** Applies every migration not yet applied. Returns the names applied. */
 export async function applyMigrations(url: string): Promise<string[]> {
-  const engine = await engineFor(url);
-  try {
+  return withEngine(url, async (engine) => {
     const out = await engine.applyMigrations({ migrationsList: migrationList(), filters: noFilters });
     return out.appliedMigrationNames;
-  } finally {
-    engine.free();
-  }
+  });
 }
 
 const SNAPSHOT = 'schema.prisma';
@@ -94,8 +99,7 @@ export function lastSnapshot(): string | null {
 export async function pendingMigrationSql(url: string): Promise<string> {
   const current = readFileSync(schemaPath, 'utf8');
   // The engine insists on a reachable database, though a datamodel-to-datamodel diff reads nothing from it.
-  const engine = await engineFor(url);
-  try {
+  return withEngine(url, async (engine) => {
     const previous = lastSnapshot();
     const result = await engine.diff({
       from: previous === null ? { tag: 'empty' } : { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: previous }] },
@@ -106,9 +110,7 @@ export async function pendingMigrationSql(url: string): Promise<string> {
     });
     const sql = result.stdout ?? '';
     return /^\s*(-- This is an empty migration\.)?\s*$/.test(sql) ? '' : sql;
-  } finally {
-    engine.free();
-  }
+  });
 }
 
 /** Writes prisma/migrations/<timestamp>_<name>/ from the pending change. Returns the folder, or null. */
