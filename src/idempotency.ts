@@ -32,7 +32,7 @@ export async function idempotent<T>(
       fieldErrors: [{ field: 'idempotencyKey', message: 'must be 1 to 255 printable ASCII characters' }],
     });
   const requestHash = createHash('sha256').update(canonical(opts.request)).digest('hex');
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${opts.scope + '\u0000' + opts.key}, 0))`;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${opts.scope + ' ' + opts.key}, 0))`;
   const now = ctx.deps.clock.now();
   const existing = await tx.idempotencyRecord.findUnique({ where: { scope_key: { scope: opts.scope, key: opts.key } } });
   if (existing && existing.expiresAt > now) {
