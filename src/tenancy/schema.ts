@@ -6,6 +6,7 @@ import { DomainError, notFound } from '../errors';
 import { assertOrganization, loadApplication, loadEnvironment } from './access';
 import * as auth from './member-auth';
 import * as apps from './applications';
+import { addMember, addMemberInput } from './members';
 
 export const MemberRole = builder.enumType('MemberRole', { values: ['OWNER', 'ADMIN', 'DEVELOPER', 'OPERATIONS', 'VIEWER'] as const });
 export const EnvironmentType = builder.enumType('EnvironmentType', { values: ['SANDBOX', 'PRODUCTION'] as const });
@@ -177,6 +178,14 @@ const CreateEnvironmentInput = builder.inputType('CreateEnvironmentInput', {
   fields: (t) => ({ type: t.field({ type: EnvironmentType, required: true }), name: t.string() }),
   validate: z.object({ type: z.enum(['SANDBOX', 'PRODUCTION']), name: apps.applicationName.nullish() }),
 });
+const AddMemberInput = builder.inputType('AddMemberInput', {
+  fields: (t) => ({
+    email: t.string({ required: true }),
+    name: t.string({ required: true }),
+    role: t.field({ type: MemberRole, required: true, description: 'Any role but OWNER.' }),
+  }),
+  validate: addMemberInput,
+});
 const RotateApiKeyInput = builder.inputType('RotateApiKeyInput', {
   fields: (t) => ({
     expiresInSeconds: t.int({ description: 'Seconds the previous key keeps working (0 to 604800; default 0: revoked at once).' }),
@@ -280,6 +289,13 @@ builder.mutationFields((t) => ({
       await auth.confirmPasswordReset(ctx, args.input);
       return true;
     },
+  }),
+  addMember: t.prismaField({
+    type: 'Member',
+    description: 'Adds a member; a set-password token is mailed to them (spend it with confirmPasswordReset).',
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: AddMemberInput, required: true }) },
+    resolve: (_q, _p, args, ctx) => addMember(ctx, String(args.organizationId), args.input as never),
   }),
   createApplication: t.prismaField({
     type: 'Application',
