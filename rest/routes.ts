@@ -40,48 +40,48 @@ const pending = (r: Omit<Route, 'success'> & { success?: Route['success'] }): Ro
 export const routes: Route[] = [
   // Account holders
   {
-    operationId: 'CreateAccountHolderInvitation', method: 'POST', path: '/v1/organizations/{organizationId}/account-holder-invitations',
+    operationId: 'CreateAccountHolderInvitation', operation: 'CreateAccountHolderInvitation', method: 'POST', path: '/v1/organizations/{organizationId}/account-holder-invitations',
     summary: 'Invite an end customer to the organization', tag: 'Account holders', policy: policies.memberOrApiKey('account-holder-manage'),
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' },
     success: { status: 201, body: 'createAccountHolderInvitation' }, errors: [404],
   },
   {
-    operationId: 'RevokeRelationship', method: 'POST', path: '/v1/organizations/{organizationId}/relationships/{relationshipId}/revoke',
+    operationId: 'RevokeRelationship', operation: 'RevokeRelationship', method: 'POST', path: '/v1/organizations/{organizationId}/relationships/{relationshipId}/revoke',
     summary: "End an account holder's relationship with the organization", tag: 'Account holders', policy: policies.member('account-holder-manage'),
     variables: { organizationId: 'path.organizationId', id: 'path.relationshipId' },
     success: { status: 204 }, errors: [404, 409],
   },
   {
-    operationId: 'SignUpAccountHolder', method: 'POST', path: '/v1/account-holders/signup',
+    operationId: 'SignUpAccountHolder', operation: 'SignUpAccountHolder', method: 'POST', path: '/v1/account-holders/signup',
     summary: 'Sign up as an account holder', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'signUpAccountHolder' }, errors: [409],
   },
   {
-    operationId: 'LoginAccountHolder', method: 'POST', path: '/v1/account-holders/login',
+    operationId: 'LoginAccountHolder', operation: 'LoginAccountHolder', method: 'POST', path: '/v1/account-holders/login',
     summary: 'Log in as an account holder', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'loginAccountHolder' }, errors: [401],
   },
   {
-    operationId: 'RefreshAccountHolderToken', method: 'POST', path: '/v1/account-holders/refresh', extension: true,
+    operationId: 'RefreshAccountHolderToken', operation: 'RefreshAccountHolderToken', method: 'POST', path: '/v1/account-holders/refresh', extension: true,
     summary: 'Renew an account holder session (rotates the refresh token)', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'refreshAccountHolderToken' }, errors: [401],
   },
   {
-    operationId: 'GetAccountHolderMe', method: 'GET', path: '/v1/account-holders/me',
+    operationId: 'GetAccountHolderMe', operation: 'GetAccountHolderMe', method: 'GET', path: '/v1/account-holders/me',
     summary: 'The account holder of the session', tag: 'Account holders', policy: policies.accountHolder,
     success: { status: 200, body: 'accountHolderMe' }, errors: [404],
   },
   {
-    operationId: 'ClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/claim',
+    operationId: 'ClaimAccountHolderInvitation', operation: 'ClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/claim',
     summary: 'Claim an invitation as the logged-in account holder', tag: 'Account holders', policy: policies.accountHolder,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'claimAccountHolderInvitation' }, errors: [404, 409],
   },
   {
-    operationId: 'SignUpAndClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/signup-and-claim',
+    operationId: 'SignUpAndClaimAccountHolderInvitation', operation: 'SignUpAndClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/signup-and-claim',
     summary: 'Sign up and claim an invitation in one step', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'signUpAndClaimAccountHolderInvitation' }, errors: [404, 409],
@@ -89,42 +89,42 @@ export const routes: Route[] = [
 
   // Accounts
   {
-    operationId: 'CreateAccount', method: 'POST', path: '/v1/organizations/{organizationId}/accounts',
+    operationId: 'CreateAccount', operation: 'CreateAccount', method: 'POST', path: '/v1/organizations/{organizationId}/accounts',
     summary: 'Create a virtual account', tag: 'Accounts', policy: policies.memberOrApiKey('account-manage'),
     body: 'required',
     variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
     success: { status: 201, location: '/v1/accounts/{createAccount.id}' }, errors: [404, 409],
   },
   {
-    operationId: 'ListAccountsByOrganization', method: 'GET', path: '/v1/organizations/{organizationId}/accounts',
+    operationId: 'ListAccountsByOrganization', operation: 'ListAccountsByOrganization', method: 'GET', path: '/v1/organizations/{organizationId}/accounts',
     summary: "List the organization's accounts (an API key sees the accounts authorized for its application)", tag: 'Accounts',
     policy: { member: 'account-read', apiKey: true },
     variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
     success: { status: 200, body: 'accounts.items', nextCursor: 'accounts.nextCursor' }, errors: [404],
   },
   {
-    operationId: 'AuthorizeAccountForApplication', method: 'POST', path: '/v1/organizations/{organizationId}/accounts/{accountId}/authorize-application',
+    operationId: 'AuthorizeAccountForApplication', operation: 'AuthorizeAccountForApplication', method: 'POST', path: '/v1/organizations/{organizationId}/accounts/{accountId}/authorize-application',
     summary: "Let an application's API keys use the account", tag: 'Accounts', policy: policies.member('account-manage'),
     body: 'required',
     variables: { organizationId: 'path.organizationId', id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
   },
   {
-    operationId: 'GetAccount', method: 'GET', path: '/v1/accounts/{accountId}',
+    operationId: 'GetAccount', operation: 'GetAccount', method: 'GET', path: '/v1/accounts/{accountId}',
     summary: 'Get an account', tag: 'Accounts', policy: policies.accountRead,
     variables: { id: 'path.accountId' }, success: { status: 200, body: 'account' }, errors: [404],
   },
   {
-    operationId: 'CloseAccount', method: 'DELETE', path: '/v1/accounts/{accountId}',
+    operationId: 'CloseAccount', operation: 'CloseAccount', method: 'DELETE', path: '/v1/accounts/{accountId}',
     summary: 'Close an account (terminal)', tag: 'Accounts', policy: policies.member('account-manage'),
     variables: { id: 'path.accountId' }, success: { status: 204 }, errors: [404, 409],
   },
   {
-    operationId: 'FreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/freeze',
+    operationId: 'FreezeAccount', operation: 'FreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/freeze',
     summary: 'Freeze an account, with a reason', tag: 'Accounts', policy: policies.member('account-manage'),
     body: 'required', variables: { id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
   },
   {
-    operationId: 'UnfreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/unfreeze',
+    operationId: 'UnfreezeAccount', operation: 'UnfreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/unfreeze',
     summary: 'Unfreeze an account', tag: 'Accounts', policy: policies.member('account-manage'),
     variables: { id: 'path.accountId' }, success: { status: 204 }, errors: [404, 409],
   },

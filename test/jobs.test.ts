@@ -12,7 +12,7 @@ beforeAll(async () => {
   app.deps.boss = boss;
 });
 afterAll(async () => {
-  await boss.stop({ graceful: false, wait: true });
+  await boss.stop({ graceful: false });
   await app.close();
 });
 

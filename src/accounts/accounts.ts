@@ -1,0 +1,228 @@
+import { z } from 'zod';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import type { Prisma } from '../generated/prisma/client';
+import type { EnvironmentType } from '../generated/prisma/enums';
+import { DomainError, invalidState, notFound } from '../errors';
+import { audit } from '../audit/audit';
+import { idempotent } from '../idempotency';
+import { assertOrganization } from '../tenancy/access';
+import { assertId, isUniqueViolation, isUuid } from './ids';
+
+/**
+ * Virtual accounts of an organization. Who sees an account:
+ * - a member with account-read: every account of its organization;
+ * - an API key: the accounts of its organization in its environment's mode that are authorized
+ *   for its application;
+ * - an account holder: the accounts it holds, while its relationship with the account's
+ *   organization is ACTIVE.
+ * Anything else answers 404, exactly as an account that does not exist.
+ */
+
+export const include = { authorizations: { select: { applicationId: true }, orderBy: { createdAt: 'asc' } } } as const satisfies Prisma.AccountInclude;
+export type AccountRow = Prisma.AccountGetPayload<{ include: typeof include }>;
+
+/** The Prisma filter of the accounts the principal may see (null: none). */
+export function visibleWhere(ctx: Context): Prisma.AccountWhereInput | null {
+  const p = ctx.principal;
+  switch (p?.type) {
+    case 'member':
+      return { organizationId: p.organizationId };
+    case 'apiKey':
+      return { organizationId: p.organizationId, mode: p.mode, authorizations: { some: { applicationId: p.applicationId } } };
+    case 'accountHolder':
+      return {
+        accountHolderId: p.accountHolderId,
+        organization: { relationships: { some: { accountHolderId: p.accountHolderId, status: 'ACTIVE' } } },
+      };
+    default:
+      return null;
+  }
+}
+
+/** Loads an account the principal may see, or answers 404. */
+export async function loadVisibleAccount(ctx: Context, idArg: unknown, db: Db = ctx.deps.db): Promise<AccountRow> {
+  const id = assertId(idArg, 'Account');
+  const visible = visibleWhere(ctx);
+  if (!visible) throw notFound('Account');
+  const account = await db.account.findFirst({ where: { AND: [{ id }, visible] }, include });
+  if (!account) throw notFound('Account');
+  return account;
+}
+
+export const accountName = z.string().trim().min(1, 'must not be empty').max(200);
+export const createAccountInput = z.object({
+  name: accountName,
+  reference: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
+  accountHolderId: z.string().nullish(),
+  mode: z.enum(['SANDBOX', 'PRODUCTION']).nullish(),
+});
+export type CreateAccountInput = z.infer<typeof createAccountInput>;
+
+const fieldError = (field: string, message: string) =>
+  new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message }] });
+
+/**
+ * Creates an account. An API key creates it in its environment's mode and authorizes its own
+ * application for it; a member chooses the mode (default PRODUCTION). With an Idempotency-Key the
+ * same request answers the same account; only {id} is stored and the account re-read.
+ */
+export async function createAccount(ctx: Context, organizationIdArg: string, input: CreateAccountInput, idempotencyKey: string | null | undefined) {
+  const organizationId = assertId(organizationIdArg, 'Organization');
+  assertOrganization(ctx, organizationId, 'Organization');
+  const p = ctx.principal;
+  let mode: EnvironmentType = input.mode ?? 'PRODUCTION';
+  if (p?.type === 'apiKey') {
+    if (input.mode && input.mode !== p.mode) throw fieldError('mode', `must be ${p.mode} (the mode of the API key's environment) or omitted`);
+    mode = p.mode;
+  }
+  const accountHolderId = input.accountHolderId ?? null;
+  const reference = input.reference ?? null;
+  const scope = `createAccount:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
+  let created: { id: string };
+  try {
+    created = await ctx.deps.db.$transaction(async (tx) =>
+      idempotent(tx, ctx, { scope, key: idempotencyKey, request: { organizationId, input } }, async () => {
+        if (accountHolderId !== null) {
+          const rel = isUuid(accountHolderId)
+            ? await tx.relationship.findUnique({ where: { organizationId_accountHolderId: { organizationId, accountHolderId } } })
+            : null;
+          if (rel?.status !== 'ACTIVE') throw fieldError('accountHolderId', 'must be an account holder with an active relationship with the organization');
+        }
+        if (reference !== null && (await tx.account.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } })))
+          throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
+        const account = await tx.account.create({
+          data: { organizationId, name: input.name, reference, accountHolderId, mode, createdAt: ctx.deps.clock.now() },
+        });
+        const authorized: string[] = [];
+        if (p?.type === 'apiKey') {
+          await tx.accountApplicationAuthorization.create({ data: { accountId: account.id, applicationId: p.applicationId, createdAt: ctx.deps.clock.now() } });
+          authorized.push(p.applicationId);
+        }
+        await audit(tx, ctx, {
+          organizationId,
+          entityType: 'Account',
+          entityId: account.id,
+          action: 'account.created',
+          after: { name: account.name, reference, accountHolderId, mode, status: account.status, authorizedApplicationIds: authorized },
+        });
+        return { id: account.id };
+      }),
+    );
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
+    throw e;
+  }
+  return loadVisibleAccount(ctx, created.id);
+}
+
+export const listInput = z.object({
+  limit: z.number().int().min(1).max(500).nullish(),
+  after: z.string().nullish(),
+});
+
+/** One page of the organization's visible accounts, ordered by id (UUIDv7: creation order). */
+export async function listAccounts(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
+  const organizationId = assertId(organizationIdArg, 'Organization');
+  assertOrganization(ctx, organizationId, 'Organization');
+  const limit = args.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
+  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const visible = visibleWhere(ctx);
+  if (!visible) throw notFound('Organization');
+  const rows = await ctx.deps.db.account.findMany({
+    where: { AND: [visible, { organizationId }, args.after ? { id: { gt: args.after } } : {}] },
+    include,
+    orderBy: { id: 'asc' },
+    take: limit + 1,
+  });
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+}
+
+/** Loads an account of `organizationId` for a member (manage operations) or answers 404. */
+async function loadForManage(ctx: Context, idArg: unknown, organizationId?: string): Promise<AccountRow> {
+  const id = assertId(idArg, 'Account');
+  const account = await ctx.deps.db.account.findUnique({ where: { id }, include });
+  if (!account || (organizationId !== undefined && account.organizationId !== organizationId)) throw notFound('Account');
+  assertOrganization(ctx, account.organizationId, 'Account');
+  return account;
+}
+
+/** Lets an application's API keys use the account. Authorizing twice changes nothing. */
+export async function authorizeApplication(ctx: Context, organizationIdArg: string, idArg: string, applicationIdArg: string) {
+  const organizationId = assertId(organizationIdArg, 'Organization');
+  assertOrganization(ctx, organizationId, 'Organization');
+  const account = await loadForManage(ctx, idArg, organizationId);
+  const applicationId = assertId(applicationIdArg, 'Application');
+  const app = await ctx.deps.db.application.findUnique({ where: { id: applicationId } });
+  if (!app || app.organizationId !== organizationId) throw notFound('Application');
+  if (app.status !== 'ACTIVE') throw invalidState(`The application is ${app.status.toLowerCase()}.`);
+  if (account.status === 'CLOSED') throw invalidState('The account is closed.');
+  await ctx.deps.db.$transaction(async (tx) => {
+    const added = await tx.accountApplicationAuthorization.createMany({
+      data: [{ accountId: account.id, applicationId, createdAt: ctx.deps.clock.now() }],
+      skipDuplicates: true,
+    });
+    if (added.count === 1)
+      await audit(tx, ctx, {
+        organizationId,
+        entityType: 'Account',
+        entityId: account.id,
+        action: 'account.application_authorized',
+        after: { applicationId },
+      });
+  });
+  return loadForManage(ctx, account.id);
+}
+
+/**
+ * Account lifecycle: ACTIVE -> FROZEN (reason) -> ACTIVE (unfreeze); ACTIVE -> CLOSED, terminal
+ * (a frozen account is unfrozen first). Any other move answers 409.
+ */
+const moves = {
+  freeze: { from: 'ACTIVE', to: 'FROZEN', action: 'account.frozen' },
+  unfreeze: { from: 'FROZEN', to: 'ACTIVE', action: 'account.unfrozen' },
+  close: { from: 'ACTIVE', to: 'CLOSED', action: 'account.closed' },
+} as const;
+
+export const freezeReason = z.string().trim().min(1, 'must not be empty').max(1000);
+
+export async function changeAccountStatus(ctx: Context, idArg: string, move: keyof typeof moves, reason?: string) {
+  const account = await loadForManage(ctx, idArg);
+  const { from, to, action } = moves[move];
+  const now = ctx.deps.clock.now();
+  await ctx.deps.db.$transaction(async (tx) => {
+    if (move === 'close') {
+      // Closing an account that still holds funds is refused once balances exist (a later
+      // issue): check here, in this transaction, that every balance of the account is zero.
+    }
+    // Conditional update: a concurrent move of the same account cannot apply twice.
+    const changed = await tx.account.updateMany({
+      where: { id: account.id, status: from },
+      data:
+        move === 'freeze'
+          ? { status: to, frozenReason: reason ?? null }
+          : move === 'unfreeze'
+            ? { status: to, frozenReason: null }
+            : { status: to, closedAt: now },
+    });
+    if (changed.count !== 1) {
+      const current = (await tx.account.findUnique({ where: { id: account.id }, select: { status: true } }))?.status ?? account.status;
+      throw invalidState(
+        move === 'close' && current === 'FROZEN'
+          ? 'A frozen account cannot be closed; unfreeze it first.'
+          : `An account in status ${current} cannot be ${{ freeze: 'frozen', unfreeze: 'unfrozen', close: 'closed' }[move]}.`,
+      );
+    }
+    await audit(tx, ctx, {
+      organizationId: account.organizationId,
+      entityType: 'Account',
+      entityId: account.id,
+      action,
+      before: { status: from },
+      after: { status: to, ...(reason ? { reason } : {}) },
+    });
+  });
+  return loadForManage(ctx, account.id);
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import { DomainError } from '../errors';
+import { audit } from '../audit/audit';
+import { hashPassword, verifyPassword } from '../auth/passwords';
+import { issueTokens, rotateRefreshToken, type TokenResult } from '../auth/sessions';
+import { displayName, email, password } from '../tenancy/member-auth';
+import { isUniqueViolation } from './ids';
+
+/**
+ * Account holders: end customers with their own identity, independent of any organization.
+ * They reach an organization's accounts only through an ACTIVE relationship, created by claiming
+ * one of its invitations (src/accounts/invitations.ts).
+ */
+
+export const signUpHolderInput = z.object({ email, password, name: displayName });
+export type SignUpHolderInput = z.infer<typeof signUpHolderInput>;
+export const loginHolderInput = z.object({ email, password: z.string().min(1).max(256) });
+
+export type HolderTokenResult = TokenResult & { accountHolderId: string };
+
+export function asHolderTokens(r: TokenResult): HolderTokenResult {
+  if (!r.accountHolderId) throw new DomainError('INTERNAL');
+  return { ...r, accountHolderId: r.accountHolderId };
+}
+
+/** Creates the holder row and its audit entry in `tx` (the caller owns the transaction). */
+export async function createHolder(tx: Db, ctx: Context, input: SignUpHolderInput, passwordHash: string) {
+  const taken = await tx.accountHolder.findUnique({ where: { email: input.email }, select: { id: true } });
+  if (taken) throw new DomainError('EMAIL_TAKEN', 'An account holder with this email already exists.');
+  const now = ctx.deps.clock.now();
+  const holder = await tx.accountHolder.create({
+    data: { email: input.email, name: input.name, passwordHash, credentialsChangedAt: now, createdAt: now },
+  });
+  const asHolder: Context = { ...ctx, principal: { type: 'accountHolder', accountHolderId: holder.id } };
+  await audit(tx, asHolder, { organizationId: null, entityType: 'AccountHolder', entityId: holder.id, action: 'account_holder.signed_up', after: { email: holder.email } });
+  return { holder, ctx: asHolder };
+}
+
+/** Sign-up: a new account holder, logged in at once. */
+export async function signUp(ctx: Context, input: SignUpHolderInput): Promise<HolderTokenResult> {
+  const passwordHash = await hashPassword(input.password);
+  try {
+    return await ctx.deps.db.$transaction(async (tx) => {
+      const { holder } = await createHolder(tx, ctx, input, passwordHash);
+      return asHolderTokens(await issueTokens(tx, ctx, { type: 'ACCOUNT_HOLDER', id: holder.id }));
+    });
+  } catch (e) {
+    // Two concurrent sign-ups with one email: the unique index decides, the loser gets 409.
+    if (isUniqueViolation(e)) throw new DomainError('EMAIL_TAKEN', 'An account holder with this email already exists.');
+    throw e;
+  }
+}
+
+/** Failed attempts are limited per email and client address; an unknown email costs the same time. */
+export async function login(ctx: Context, input: z.infer<typeof loginHolderInput>): Promise<HolderTokenResult> {
+  const limitKey = `login:account-holder:${input.email}:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  const holder = await ctx.deps.db.accountHolder.findUnique({ where: { email: input.email } });
+  if (!(await verifyPassword(holder?.passwordHash ?? null, input.password)) || !holder) {
+    ctx.deps.rateLimiter.fail(limitKey);
+    throw new DomainError('INVALID_LOGIN');
+  }
+  ctx.deps.rateLimiter.reset(limitKey);
+  return asHolderTokens(await ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: 'ACCOUNT_HOLDER', id: holder.id })));
+}
+
+/** Rotates the refresh token; a spent token presented again revokes the whole session family. */
+export async function refresh(ctx: Context, refreshToken: string): Promise<HolderTokenResult> {
+  const limitKey = `refresh:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  try {
+    const result = await ctx.deps.db.$transaction((tx) => rotateRefreshToken(tx, ctx, refreshToken, 'ACCOUNT_HOLDER', async () => undefined));
+    if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
+    return asHolderTokens(result);
+  } catch (e) {
+    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
+    throw e;
+  }
+}
