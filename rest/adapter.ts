@@ -68,6 +68,7 @@ export function problem(code: ErrorCode, detail: string, requestId: string, extr
 
 const tokenResultFailure = {
   succeeded: false, tokenType: 'Bearer', accessToken: null, accessTokenExpiresAt: null, refreshToken: null, refreshTokenExpiresAt: null,
+  memberId: null, organizationId: null,
 };
 
 function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainError, requestId: string): Response {

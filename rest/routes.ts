@@ -78,13 +78,13 @@ export const routes: Route[] = [
     operationId: 'ClaimAccountHolderInvitation', operation: 'ClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/claim',
     summary: 'Claim an invitation as the logged-in account holder', tag: 'Account holders', policy: policies.accountHolder,
     body: 'required', variables: { input: 'body' },
-    success: { status: 200, body: 'claimAccountHolderInvitation' }, errors: [404, 409],
+    success: { status: 200, body: 'claimAccountHolderInvitation' }, errors: [409],
   },
   {
     operationId: 'SignUpAndClaimAccountHolderInvitation', operation: 'SignUpAndClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/signup-and-claim',
     summary: 'Sign up and claim an invitation in one step', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
-    success: { status: 200, body: 'signUpAndClaimAccountHolderInvitation' }, errors: [404, 409],
+    success: { status: 200, body: 'signUpAndClaimAccountHolderInvitation' }, errors: [409],
   },
 
   // Accounts

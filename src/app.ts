@@ -1,5 +1,6 @@
 import { createYoga, maskError, useExecutionCancellation } from 'graphql-yoga';
 import pino, { type Logger } from 'pino';
+import { GraphQLError } from 'graphql';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
@@ -47,7 +48,11 @@ export function createApp(deps: Deps) {
     },
     maskedErrors: {
       maskError: (error, message, isDev) => {
-        deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error }, 'unexpected error');
+        // GraphQL's own input errors (variable coercion: unknown enum value, missing or mistyped
+        // field) have no code and no path: they are the caller's input, coded like ours.
+        if (error instanceof GraphQLError && !error.path && !error.extensions.code && (!error.originalError || error.originalError instanceof GraphQLError))
+          return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'VALIDATION_FAILED' } });
+        if (!(error instanceof GraphQLError) || error.originalError) deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error }, 'unexpected error');
         return maskError(error, message, isDev);
       },
     },

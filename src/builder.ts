@@ -34,10 +34,12 @@ export const builder = new SchemaBuilder<{
   },
   validation: {
     validationError: (result) => {
-      const fieldErrors: FieldError[] = result.issues.map((i) => ({
-        field: (i.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.') || '(input)',
-        message: i.message,
-      }));
+      // Field names are relative to the input object (the REST body): `email`, not `input.email`.
+      const fieldErrors: FieldError[] = result.issues.map((i) => {
+        const path = (i.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p)));
+        if (path[0] === 'input' && path.length > 1) path.shift();
+        return { field: path.join('.') || '(input)', message: i.message };
+      });
       return new DomainError('VALIDATION_FAILED', fieldErrors.map((e) => `${e.field}: ${e.message}`).join('; '), { fieldErrors });
     },
   },

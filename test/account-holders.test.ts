@@ -66,7 +66,7 @@ describe('sign-up, login, refresh', () => {
     const short = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail(), password: 'short', name: 'X' } });
     expect(short.status).toBe(400);
     expect(short.body.code).toBe('VALIDATION_FAILED');
-    expect(short.body.errors).toEqual([expect.objectContaining({ field: 'input.password' })]);
+    expect(short.body.errors).toEqual([expect.objectContaining({ field: 'password' })]);
     const noBody = await app.rest('POST', '/v1/account-holders/signup');
     expect(noBody.status).toBe(400);
   });
