@@ -21,7 +21,7 @@ export interface RunningServer {
  */
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
-  const server = createServer((req, res) => yoga.handleNodeRequestAndResponse(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
+  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
   server.keepAliveTimeout = 65_000;
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
   const ws = useServer(

@@ -4,12 +4,30 @@ import WebSocket from 'ws';
 import { createTestApp, signUpMember, type TestApp } from './harness';
 
 let app: TestApp;
+let httpUrl: string;
 let wsUrl: string;
 
 beforeAll(async () => {
   app = await createTestApp();
   const server = await app.listen();
+  httpUrl = server.url;
   wsUrl = server.url.replace('http', 'ws') + '/graphql';
+});
+
+test('the HTTP server answers REST, GraphQL and probes over a real socket', async () => {
+  const health = await fetch(`${httpUrl}/healthz`);
+  expect(health.status).toBe(200);
+  expect(health.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  const m = await signUpMember(app);
+  const rest = await fetch(`${httpUrl}/v1/organizations/${m.organizationId}/applications`, { headers: m.headers });
+  expect(rest.status).toBe(200);
+  expect(await rest.json()).toEqual([]);
+  const gql = await fetch(`${httpUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...m.headers },
+    body: JSON.stringify({ query: '{ viewer { id } }' }),
+  });
+  expect(await gql.json()).toEqual({ data: { viewer: { id: m.memberId } } });
 });
 afterAll(() => app.close());
 
