@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { loadConfig } from '../src/config';
+import { startEmbeddedPostgres } from '../src/db/embedded';
+import { applyMigrations } from '../src/db/migrate';
+import { createLogger } from '../src/app';
+import { startServer } from '../src/server';
+import { createDeps } from '../src/deps';
+import type { LoadResult, LoadSpec } from './load';
+
+/**
+ * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
+ * on its own embedded PostgreSQL (.data/bench), seeded through the public REST API; the load
+ * comes from a second process (bench/load.ts, autocannon). Prints a table and writes
+ * .data/bench/results.json.
+ *
+ * Env: BENCH_DURATION (seconds per scenario, default 10), BENCH_WARMUP (default 3),
+ * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361).
+ */
+const DATA_DIR = '.data/bench';
+const duration = Number(process.env.BENCH_DURATION ?? 10);
+const warmup = Number(process.env.BENCH_WARMUP ?? 3);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const pgPort = Number(process.env.BENCH_PG_PORT ?? 54361);
+const TARGET_READ_RATIO = 0.4;
+const TARGET_P99_MS = 50;
+
+const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+const config = loadConfig({
+  ...process.env,
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'silent',
+  JOBS: 'on',
+  DATA_DIR,
+  HOST: '127.0.0.1',
+  PORT: '0',
+  EMBEDDED_PG_PORT: String(pgPort),
+  DATABASE_URL: undefined,
+});
+const log = createLogger(config.LOG_LEVEL);
+
+say(`starting embedded PostgreSQL on ${pgPort} (${DATA_DIR})`);
+const db = await startEmbeddedPostgres({ dataDir: DATA_DIR, port: pgPort, database: 'ftis_bench' });
+let cleanup: (() => Promise<void>)[] = [() => db.stop()];
+async function shutdown() {
+  for (const step of cleanup.reverse()) await step().catch((e: unknown) => say(`shutdown step failed: ${String(e)}`));
+  cleanup = [];
+}
+process.on('SIGINT', () => void shutdown().then(() => process.exit(130)));
+
+try {
+  const applied = await applyMigrations(db.url);
+  say(`migrations applied: ${applied.length}`);
+  const deps = await createDeps(config, db.url, log);
+  cleanup.push(() => deps.db.$disconnect());
+  const boss = deps.boss;
+  if (boss) cleanup.push(() => boss.stop({ graceful: true, timeout: 10_000 }));
+  const server = await startServer(deps, config.PORT, config.HOST);
+  cleanup.push(() => server.close());
+  const base = server.url;
+  say(`listening on ${base}`);
+
+  // Seed through the public REST API.
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
+  };
+  const expectStatus = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
+    if (r.status !== status) throw new Error(`${what}: expected ${status}, got ${r.status} ${r.text}`);
+    return r;
+  };
+  const email = `bench.${Date.now()}@example.com`;
+  const password = 'correct horse battery staple';
+  const signUp = expectStatus(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `Bench ${email}` }), 201, 'signup');
+  const org = signUp.body!.organizationId as string;
+  const login = expectStatus(await call('POST', '/v1/auth/login', { email, password }), 200, 'login');
+  const member = { authorization: `Bearer ${login.body!.accessToken}` };
+  const app = expectStatus(await call('POST', `/v1/organizations/${org}/applications`, { name: 'Bench' }, member), 201, 'application');
+  const env = expectStatus(await call('POST', `/v1/applications/${app.body!.id}/environments`, { type: 'SANDBOX' }, member), 201, 'environment');
+  const key = expectStatus(await call('POST', `/v1/environments/${env.body!.id}/api-keys`, undefined, member), 201, 'api key');
+  const apiKey = { 'x-api-key': key.body!.apiKey as string };
+  const created = await call('POST', `/v1/organizations/${org}/accounts`, { name: 'bench' }, apiKey);
+  const accountsBuilt = created.status === 201 && !!created.headers.get('location');
+  const accountPath = accountsBuilt ? new URL(created.headers.get('location')!, base).pathname : undefined;
+  if (accountsBuilt) {
+    const read = await call('GET', accountPath!, undefined, apiKey);
+    if (read.status !== 200) throw new Error(`GET ${accountPath}: ${read.status} ${read.text}`);
+  }
+  say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
+
+  // Scenarios, in order; each with its warm-up.
+  type Scenario = Omit<LoadSpec, 'connections' | 'durationSeconds' | 'warmupSeconds'> & { label: string; skip?: string; role: 'baseline' | 'read' | 'write' | 'extra' };
+  const scenarios: Scenario[] = [
+    {
+      name: 'baseline', label: 'POST /graphql { __typename }', role: 'baseline', url: `${base}/graphql`, method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }),
+    },
+    {
+      name: 'rest-read', label: 'GET /v1/accounts/{id} (API key)', role: 'read', url: `${base}${accountPath ?? '/v1/accounts/-'}`, method: 'GET', headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
+      name: 'rest-write', label: 'POST /v1/organizations/{org}/accounts (API key)', role: 'write', url: `${base}/v1/organizations/${org}/accounts`, method: 'POST',
+      headers: { ...apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }),
+      ...(accountsBuilt ? {} : { skip: `CreateAccount not built yet (answered ${created.status})` }),
+    },
+    {
+      name: 'rest-read-tenancy', label: 'GET /v1/applications/{id} (member JWT)', role: 'extra', url: `${base}/v1/applications/${app.body!.id}`, method: 'GET', headers: member,
+    },
+  ];
+
+  const results: (LoadResult & { label: string; role: string; ratioToBaseline?: number })[] = [];
+  const skipped: { name: string; label: string; reason: string }[] = [];
+  for (const s of scenarios) {
+    if (s.skip) {
+      say(`skip ${s.name}: ${s.skip}`);
+      skipped.push({ name: s.name, label: s.label, reason: s.skip });
+      continue;
+    }
+    say(`${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
+    const { label: _l, skip: _s, role: _r, ...spec } = s;
+    const r = await load({ ...spec, connections, durationSeconds: duration, warmupSeconds: warmup });
+    results.push({ ...r, label: s.label, role: s.role });
+  }
+
+  const baseline = results.find((r) => r.role === 'baseline');
+  for (const r of results) if (baseline) r.ratioToBaseline = r.requestsPerSecond / baseline.requestsPerSecond;
+
+  // The table.
+  const rows = [
+    ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'vs baseline'],
+    ...results.map((r) => [r.label, r.requestsPerSecond.toFixed(0), r.latencyMs.p50.toFixed(1), r.latencyMs.p99.toFixed(1), String(r.non2xx + r.errors), `${((r.ratioToBaseline ?? 0) * 100).toFixed(0)}%`]),
+    ...skipped.map((s) => [s.label, 'skipped', '', '', '', '']),
+  ];
+  const widths = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log('\n' + line(rows[0]!) + '\n' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'));
+
+  const read = results.find((r) => r.role === 'read');
+  const targets = [
+    {
+      target: `REST read >= ${TARGET_READ_RATIO * 100}% of baseline requests/s`,
+      met: read ? (read.ratioToBaseline ?? 0) >= TARGET_READ_RATIO : null,
+      measured: read ? `${((read.ratioToBaseline ?? 0) * 100).toFixed(0)}%` : 'not measured (GetAccount not built)',
+    },
+    ...results
+      .filter((r) => r.role === 'read' || r.role === 'write')
+      .map((r) => ({ target: `p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${r.label}`, met: r.latencyMs.p99 < TARGET_P99_MS, measured: `${r.latencyMs.p99} ms` })),
+  ];
+  console.log('\nTargets:');
+  for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
+  for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
+
+  mkdirSync(resolve(DATA_DIR), { recursive: true });
+  const file = resolve(DATA_DIR, 'results.json');
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: +(totalmem() / 2 ** 30).toFixed(1), node: process.version, platform: process.platform },
+        settings: { durationSeconds: duration, warmupSeconds: warmup, connections, jobs: config.JOBS, dbPoolMax: config.DB_POOL_MAX },
+        scenarios: results,
+        skipped,
+        targets,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  console.log(`\nresults: ${file}`);
+} finally {
+  say('shutting down');
+  await shutdown();
+}
+
+/** Runs one scenario in a second process (bench/load.ts) and reads its JSON result. */
+function load(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, 'load.ts'), JSON.stringify(spec)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', fail);
+    child.on('exit', (code) => {
+      if (code !== 0) return fail(new Error(`load generator exited with ${code}`));
+      try {
+        ok(JSON.parse(out.trim().split('\n').pop()!) as LoadResult);
+      } catch (e) {
+        fail(new Error(`load generator printed no result: ${out}`, { cause: e }));
+      }
+    });
+  });
+}
