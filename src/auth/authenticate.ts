@@ -37,10 +37,23 @@ export async function authenticate(headers: Headers, deps: Deps): Promise<Authen
   return authenticateBearer(match[1]!, deps);
 }
 
-async function authenticateApiKey(key: string, deps: Deps): Promise<Authentication> {
-  if (!apiKeyPattern.test(key)) return invalid('The API key is malformed.');
-  const row = await deps.db.apiKey.findUnique({
-    where: { keyHash: sha256(key) },
+/**
+ * Verified API keys, kept for CACHE_TTL_MS per process so the hot path skips the key lookup.
+ * Every change of a key or of its application's status clears the cache of the process that made
+ * it (invalidateApiKeyCache); other processes notice within the TTL at most.
+ */
+const CACHE_TTL_MS = 5_000;
+const CACHE_MAX = 10_000;
+type KeyRow = NonNullable<Awaited<ReturnType<typeof lookupApiKey>>>;
+const apiKeyCache = new WeakMap<Deps, Map<string, { row: KeyRow | null; until: number }>>();
+
+export function invalidateApiKeyCache(deps: Deps): void {
+  apiKeyCache.get(deps)?.clear();
+}
+
+function lookupApiKey(deps: Deps, keyHash: string) {
+  return deps.db.apiKey.findUnique({
+    where: { keyHash },
     select: {
       id: true,
       status: true,
@@ -53,7 +66,21 @@ async function authenticateApiKey(key: string, deps: Deps): Promise<Authenticati
       application: { select: { status: true } },
     },
   });
+}
+
+async function authenticateApiKey(key: string, deps: Deps): Promise<Authentication> {
+  if (!apiKeyPattern.test(key)) return invalid('The API key is malformed.');
+  const keyHash = sha256(key);
   const now = deps.clock.now();
+  let cache = apiKeyCache.get(deps);
+  if (!cache) apiKeyCache.set(deps, (cache = new Map()));
+  let entry = cache.get(keyHash);
+  if (!entry || entry.until <= now.getTime()) {
+    if (cache.size >= CACHE_MAX) cache.clear();
+    entry = { row: await lookupApiKey(deps, keyHash), until: now.getTime() + CACHE_TTL_MS };
+    cache.set(keyHash, entry);
+  }
+  const row = entry.row;
   if (!row || row.status !== 'ACTIVE' || (row.expiresAt && row.expiresAt <= now)) return invalid('The API key is unknown, revoked or expired.');
   if (row.application.status !== 'ACTIVE')
     return {
@@ -61,8 +88,10 @@ async function authenticateApiKey(key: string, deps: Deps): Promise<Authenticati
       credentialError: new DomainError('APPLICATION_INACTIVE', `The key's application is ${row.application.status.toLowerCase()}.`),
     };
   // lastUsedAt is advisory: written at most once a minute per key, off the request path.
-  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > 60_000)
+  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > 60_000) {
+    row.lastUsedAt = now;
     deps.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch((e: unknown) => deps.log.warn({ err: e }, 'lastUsedAt update failed'));
+  }
   return {
     principal: {
       type: 'apiKey',

@@ -5,6 +5,7 @@ import { audit } from '../audit/audit';
 import { newApiKey } from '../auth/secrets';
 import { assertOrganization, loadApplication, loadEnvironment } from './access';
 import type { EnvironmentType } from '../generated/prisma/enums';
+import { invalidateApiKeyCache } from '../auth/authenticate';
 
 export const applicationName = z.string().trim().min(1, 'must not be empty').max(200);
 export const reason = z.string().trim().min(1, 'must not be empty').max(1000);
@@ -52,6 +53,7 @@ export async function changeApplicationStatus(ctx: Context, id: string, move: ke
       after: { status: to, ...(why ? { reason: why } : {}) },
     });
   });
+  invalidateApiKeyCache(ctx.deps);
 }
 
 function assertActive(app: { status: string }) {
@@ -129,6 +131,7 @@ export async function rotateApiKey(ctx: Context, id: string, input: z.infer<type
     });
     return created;
   });
+  invalidateApiKeyCache(ctx.deps);
   return { ...row, apiKey: key, previousApiKeyId: id, previousKeyExpiresAt: new Date(now.getTime() + grace * 1000) };
 }
 
@@ -142,4 +145,5 @@ export async function revokeApiKey(ctx: Context, id: string) {
     if (revoked.count !== 1) throw invalidState('The API key is already revoked.');
     await audit(tx, ctx, { organizationId: key.organizationId, entityType: 'ApiKey', entityId: id, action: 'api_key.revoked', before: { status: 'ACTIVE' }, after: { status: 'REVOKED' } });
   });
+  invalidateApiKeyCache(ctx.deps);
 }
