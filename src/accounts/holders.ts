@@ -3,8 +3,8 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import { DomainError } from '../errors';
 import { audit } from '../audit/audit';
-import { hashPassword, verifyPassword } from '../auth/passwords';
-import { issueTokens, rotateRefreshToken, type TokenResult } from '../auth/sessions';
+import { hashPassword } from '../auth/passwords';
+import { issueTokens, passwordLogin, refreshSession, type TokenResult } from '../auth/sessions';
 import { displayName, email, password } from '../tenancy/member-auth';
 import { isUniqueViolation } from './ids';
 
@@ -53,29 +53,11 @@ export async function signUp(ctx: Context, input: SignUpHolderInput): Promise<Ho
   }
 }
 
-/** Failed attempts are limited per email and client address; an unknown email costs the same time. */
 export async function login(ctx: Context, input: z.infer<typeof loginHolderInput>): Promise<HolderTokenResult> {
-  const limitKey = `login:account-holder:${input.email}:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
-  const holder = await ctx.deps.db.accountHolder.findUnique({ where: { email: input.email } });
-  if (!(await verifyPassword(holder?.passwordHash ?? null, input.password)) || !holder) {
-    ctx.deps.rateLimiter.fail(limitKey);
-    throw new DomainError('INVALID_LOGIN');
-  }
-  ctx.deps.rateLimiter.reset(limitKey);
-  return asHolderTokens(await ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: 'ACCOUNT_HOLDER', id: holder.id })));
+  return asHolderTokens(await passwordLogin(ctx, 'ACCOUNT_HOLDER', input, (address) => ctx.deps.db.accountHolder.findUnique({ where: { email: address } })));
 }
 
 /** Rotates the refresh token; a spent token presented again revokes the whole session family. */
 export async function refresh(ctx: Context, refreshToken: string): Promise<HolderTokenResult> {
-  const limitKey = `refresh:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
-  try {
-    const result = await ctx.deps.db.$transaction((tx) => rotateRefreshToken(tx, ctx, refreshToken, 'ACCOUNT_HOLDER', async () => undefined));
-    if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
-    return asHolderTokens(result);
-  } catch (e) {
-    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
-    throw e;
-  }
+  return asHolderTokens(await refreshSession(ctx, 'ACCOUNT_HOLDER', refreshToken, async () => undefined));
 }

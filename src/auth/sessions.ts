@@ -3,6 +3,7 @@ import type { Db } from '../db/prisma';
 import { DomainError } from '../errors';
 import { newOpaqueToken, sha256 } from './secrets';
 import { signAccessToken, type Audience } from './tokens';
+import { verifyPassword } from './passwords';
 
 export type SessionSubject = 'MEMBER' | 'ACCOUNT_HOLDER';
 
@@ -90,4 +91,45 @@ export async function rotateRefreshToken(
 
 export async function revokeAllSessions(tx: Db, subjectType: SessionSubject, subjectId: string, now: Date, reason: string): Promise<void> {
   await tx.refreshToken.updateMany({ where: { subjectType, subjectId, revokedAt: null }, data: { revokedAt: now, revokedReason: reason } });
+}
+
+/**
+ * Password login of a member or an account holder. Failed attempts are limited per subject type,
+ * email and client address; an unknown email is verified against a dummy hash so timing tells
+ * nothing.
+ */
+export async function passwordLogin(
+  ctx: Context,
+  subjectType: SessionSubject,
+  input: { email: string; password: string },
+  find: (email: string) => Promise<{ id: string; passwordHash: string; organizationId?: string } | null>,
+): Promise<TokenResult> {
+  const limitKey = `login:${subjectType}:${input.email}:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  const subject = await find(input.email);
+  if (!(await verifyPassword(subject?.passwordHash ?? null, input.password)) || !subject) {
+    ctx.deps.rateLimiter.fail(limitKey);
+    throw new DomainError('INVALID_LOGIN');
+  }
+  ctx.deps.rateLimiter.reset(limitKey);
+  return ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: subjectType, id: subject.id, organizationId: subject.organizationId }));
+}
+
+/** Refresh: rotates the token (see rotateRefreshToken); failures are rate limited per client address. */
+export async function refreshSession(
+  ctx: Context,
+  subjectType: SessionSubject,
+  refreshToken: string,
+  organizationOf: (tx: Db, subjectId: string) => Promise<string | undefined>,
+): Promise<TokenResult> {
+  const limitKey = `refresh:${ctx.clientIp}`;
+  ctx.deps.rateLimiter.check(limitKey);
+  try {
+    const result = await ctx.deps.db.$transaction((tx) => rotateRefreshToken(tx, ctx, refreshToken, subjectType, (id) => organizationOf(tx, id)));
+    if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
+    return result;
+  } catch (e) {
+    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
+    throw e;
+  }
 }

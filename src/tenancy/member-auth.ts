@@ -3,8 +3,8 @@ import type { Context } from '../context';
 import { DomainError } from '../errors';
 import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
-import { hashPassword, verifyPassword } from '../auth/passwords';
-import { issueTokens, revokeAllSessions, rotateRefreshToken, type TokenResult } from '../auth/sessions';
+import { hashPassword } from '../auth/passwords';
+import { passwordLogin, refreshSession, revokeAllSessions, type TokenResult } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';
 
 export const email = z.string().trim().toLowerCase().email('must be an email address').max(254);
@@ -44,32 +44,12 @@ export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: s
 
 export const loginInput = z.object({ email, password: z.string().min(1).max(256) });
 
-/** Failed attempts are limited per email and client address; an unknown email costs the same time. */
-export async function login(ctx: Context, input: z.infer<typeof loginInput>): Promise<TokenResult> {
-  const limitKey = `login:member:${input.email}:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
-  const member = await ctx.deps.db.member.findUnique({ where: { email: input.email } });
-  if (!(await verifyPassword(member?.passwordHash ?? null, input.password)) || !member) {
-    ctx.deps.rateLimiter.fail(limitKey);
-    throw new DomainError('INVALID_LOGIN');
-  }
-  ctx.deps.rateLimiter.reset(limitKey);
-  return ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: 'MEMBER', id: member.id, organizationId: member.organizationId }));
+export function login(ctx: Context, input: z.infer<typeof loginInput>): Promise<TokenResult> {
+  return passwordLogin(ctx, 'MEMBER', input, (address) => ctx.deps.db.member.findUnique({ where: { email: address } }));
 }
 
-export async function refresh(ctx: Context, refreshToken: string): Promise<TokenResult> {
-  const limitKey = `refresh:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
-  try {
-    const result = await ctx.deps.db.$transaction((tx) =>
-      rotateRefreshToken(tx, ctx, refreshToken, 'MEMBER', async (id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId),
-    );
-    if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
-    return result;
-  } catch (e) {
-    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
-    throw e;
-  }
+export function refresh(ctx: Context, refreshToken: string): Promise<TokenResult> {
+  return refreshSession(ctx, 'MEMBER', refreshToken, async (tx, id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId);
 }
 
 const RESET_TTL_MS = 30 * 60_000;
