@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  parse, validate, getOperationAST, typeFromAST, isInputType, isEnumType, isListType, isNonNullType, isScalarType,
+  parse, validate, getOperationAST, typeFromAST, isInputType, isListType, isNonNullType, isScalarType,
   type DocumentNode, type GraphQLError, type GraphQLInputType, type GraphQLSchema,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
@@ -11,9 +11,9 @@ import type { Context, Deps } from '../src/context';
 import { DomainError, errorCodes, problemType, statusOf, type ErrorCode } from '../src/errors';
 import { authorize } from '../src/auth/policy';
 import { openApiDocument } from './openapi';
+import { isUuid } from '../src/ids';
 
 const MAX_BODY_BYTES = 1 << 20;
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const operationsDir = resolve(import.meta.dirname, 'operations');
 
 export interface CompiledRoute extends Route {
@@ -90,7 +90,6 @@ function coerceQuery(raw: string[], type: GraphQLInputType): unknown {
   const value = raw[raw.length - 1]!;
   if (isScalarType(t) && t.name === 'Int') return /^-?\d+$/.test(value) ? Number(value) : value;
   if (isScalarType(t) && t.name === 'Boolean') return value === 'true' ? true : value === 'false' ? false : value;
-  if (isEnumType(t)) return value;
   return value;
 }
 
@@ -189,7 +188,7 @@ async function handle(
   authorize(route.policy, context.principal, context.credentialError);
   if (!route.document) throw new DomainError('NOT_IMPLEMENTED', `${route.operationId} is specified but not built yet.`);
   for (const [name, value] of Object.entries(params))
-    if (!uuid.test(value)) throw new DomainError('NOT_FOUND', `No resource with ${name} ${value}.`);
+    if (!isUuid(value)) throw new DomainError('NOT_FOUND', `No resource with ${name} ${value}.`);
 
   const body = route.body ? await readBody(request, route) : undefined;
   const variables: Record<string, unknown> = {};

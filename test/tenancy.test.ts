@@ -409,3 +409,17 @@ describe('request ids and routing', () => {
     expect(apps.headers.get('allow')!.split(/,\s*/).sort()).toEqual(['GET', 'POST']);
   });
 });
+
+test('malformed ids answer NOT_FOUND through GraphQL, never an internal error', async () => {
+  const m = await signUpMember(app);
+  for (const query of [
+    '{ application(id: "nope") { id } }',
+    '{ environments(applicationId: "nope") { id } }',
+    '{ apiKeys(environmentId: "nope") { id } }',
+    'mutation { revokeApiKey(id: "nope") { id } }',
+    'mutation { rotateApiKey(id: "nope") { id } }',
+  ]) {
+    const r = await app.gql(query, {}, m.headers);
+    expect(r.errors?.[0]?.extensions?.code, query).toBe('NOT_FOUND');
+  }
+});

@@ -7,7 +7,7 @@ import { DomainError, invalidState, notFound } from '../errors';
 import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
-import { assertId, isUniqueViolation, isUuid } from './ids';
+import { assertId, isUniqueViolation, isUuid } from '../ids';
 
 /**
  * Virtual accounts of an organization. Who sees an account:

@@ -6,7 +6,7 @@ import { audit } from '../audit/audit';
 import { hashPassword } from '../auth/passwords';
 import { issueTokens, passwordLogin, refreshSession, type TokenResult } from '../auth/sessions';
 import { displayName, email, password } from '../tenancy/member-auth';
-import { isUniqueViolation } from './ids';
+import { isUniqueViolation } from '../ids';
 
 /**
  * Account holders: end customers with their own identity, independent of any organization.

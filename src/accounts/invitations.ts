@@ -9,7 +9,7 @@ import { issueTokens } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';
 import { email } from '../tenancy/member-auth';
 import { assertOrganization } from '../tenancy/access';
-import { assertId, isUniqueViolation } from './ids';
+import { assertId, isUniqueViolation } from '../ids';
 import { asHolderTokens, createHolder, signUpHolderInput, type HolderTokenResult } from './holders';
 
 const HOUR = 3600;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder';
+import { refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { notFound } from '../errors';
 import { EnvironmentType } from '../tenancy/schema';
@@ -141,7 +142,7 @@ const LoginAccountHolderInput = builder.inputType('LoginAccountHolderInput', {
 });
 const RefreshAccountHolderTokenInput = builder.inputType('RefreshAccountHolderTokenInput', {
   fields: (t) => ({ refreshToken: t.string({ required: true }) }),
-  validate: z.object({ refreshToken: z.string().min(1).max(200) }),
+  validate: refreshTokenInput,
 });
 const ClaimAccountHolderInvitationInput = builder.inputType('ClaimAccountHolderInvitationInput', {
   fields: (t) => ({ token: t.string({ required: true }) }),

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import { DomainError } from '../errors';
@@ -6,6 +7,9 @@ import { signAccessToken, type Audience } from './tokens';
 import { verifyPassword } from './passwords';
 
 export type SessionSubject = 'MEMBER' | 'ACCOUNT_HOLDER';
+
+/** The body of a refresh request, for members and account holders alike. */
+export const refreshTokenInput = z.object({ refreshToken: z.string().min(1).max(200) });
 
 /** What login, sign-up and refresh return (the spec's TokenResult). */
 export interface TokenResult {

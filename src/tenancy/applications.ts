@@ -4,6 +4,7 @@ import { DomainError, invalidState } from '../errors';
 import { audit } from '../audit/audit';
 import { newApiKey } from '../auth/secrets';
 import { assertOrganization, loadApplication, loadEnvironment } from './access';
+import { assertId } from '../ids';
 import type { EnvironmentType } from '../generated/prisma/enums';
 import { invalidateApiKeyCache } from '../auth/authenticate';
 
@@ -98,7 +99,7 @@ export const rotateInput = z.object({
  * working until expiresInSeconds have passed so a deployment can switch without downtime.
  */
 export async function rotateApiKey(ctx: Context, id: string, input: z.infer<typeof rotateInput>) {
-  const old = await ctx.deps.db.apiKey.findUnique({ where: { id }, include: { environment: true, application: true } });
+  const old = await ctx.deps.db.apiKey.findUnique({ where: { id: assertId(id, 'API key') }, include: { environment: true, application: true } });
   if (!old) throw new DomainError('NOT_FOUND', 'API key not found');
   assertOrganization(ctx, old.organizationId, 'API key');
   assertActive(old.application);
@@ -136,7 +137,7 @@ export async function rotateApiKey(ctx: Context, id: string, input: z.infer<type
 }
 
 export async function revokeApiKey(ctx: Context, id: string) {
-  const key = await ctx.deps.db.apiKey.findUnique({ where: { id } });
+  const key = await ctx.deps.db.apiKey.findUnique({ where: { id: assertId(id, 'API key') } });
   if (!key) throw new DomainError('NOT_FOUND', 'API key not found');
   assertOrganization(ctx, key.organizationId, 'API key');
   const now = ctx.deps.clock.now();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder';
+import { refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
 import { DomainError, notFound } from '../errors';
@@ -156,7 +157,7 @@ const LoginInput = builder.inputType('LoginInput', {
 });
 const RefreshTokenInput = builder.inputType('RefreshTokenInput', {
   fields: (t) => ({ refreshToken: t.string({ required: true }) }),
-  validate: z.object({ refreshToken: z.string().min(1).max(200) }),
+  validate: refreshTokenInput,
 });
 const RequestPasswordResetInput = builder.inputType('RequestPasswordResetInput', {
   fields: (t) => ({ email: t.string({ required: true }) }),

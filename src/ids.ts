@@ -1,4 +1,4 @@
-import { notFound } from '../errors';
+import { notFound } from './errors';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
