@@ -1,12 +1,25 @@
+import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client';
 
 export type { PrismaClient } from '../generated/prisma/client';
 export { Prisma } from '../generated/prisma/client';
 
-/** One client per process; queries go through the pg driver adapter (no native engine). */
+/**
+ * One client per process; queries go through the pg driver adapter (no native engine).
+ *
+ * Every statement is a named prepared statement (its name is a hash of its SQL text), so
+ * PostgreSQL parses and plans a query once per connection instead of once per request. A
+ * connection lives at most 30 minutes, which bounds the statements each one keeps and lets a
+ * migration's new column types reach every connection (see docs/decisions.md).
+ */
 export function createPrisma(url: string, max: number): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max }) });
+  return new PrismaClient({
+    adapter: new PrismaPg(
+      { connectionString: url, max, maxLifetimeSeconds: 1800 },
+      { statementNameGenerator: (query) => `p${createHash('sha1').update(query.sql).digest('base64url')}` },
+    ),
+  });
 }
 
 /** The client or an interactive transaction: services take this so they compose in one transaction. */

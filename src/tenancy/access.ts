@@ -14,6 +14,14 @@ export function assertOrganization(ctx: Context, organizationId: string, what: s
   throw notFound(what);
 }
 
+/** The where-filter of the principal's own organization ({} for operators); 404 for anyone else. */
+export function ownOrganization(ctx: Context, what: string): { organizationId?: string } {
+  const p = ctx.principal;
+  if (p?.type === 'operator') return {};
+  if (p?.type === 'member' || p?.type === 'apiKey') return { organizationId: p.organizationId };
+  throw notFound(what);
+}
+
 export async function loadApplication(ctx: Context, id: string) {
   const app = await ctx.deps.db.application.findUnique({ where: { id: assertId(id, 'Application') } });
   if (!app) throw notFound('Application');

@@ -4,7 +4,8 @@ import { refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
 import { DomainError, notFound } from '../errors';
-import { assertOrganization, loadApplication, loadEnvironment } from './access';
+import { assertId } from '../ids';
+import { assertOrganization, loadApplication, loadEnvironment, ownOrganization } from './access';
 import * as auth from './member-auth';
 import * as apps from './applications';
 import { addMember, addMemberInput } from './members';
@@ -230,8 +231,10 @@ builder.queryFields((t) => ({
     authScopes: { policy: policies.member('application-manage') },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
-      const app = await loadApplication(ctx, String(args.id));
-      return ctx.deps.db.application.findUniqueOrThrow({ ...query, where: { id: app.id } });
+      const where = { id: assertId(String(args.id), 'Application'), ...ownOrganization(ctx, 'Application') };
+      const app = await ctx.deps.db.application.findFirst({ ...query, where });
+      if (!app) throw notFound('Application');
+      return app;
     },
   }),
   environments: t.prismaField({
