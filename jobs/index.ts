@@ -1,39 +1,100 @@
-import { PgBoss } from 'pg-boss';
+import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
+import { destinationPolicy, type Config } from '../src/config';
+import { DELIVER_QUEUE, type DeliverJob } from '../src/webhooks/outbox';
+import { processDeliveries } from '../src/webhooks/delivery';
+import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
- * transaction of the change that needs them (see `fromPrisma` in later domains), so a rollback
- * leaves no job. Every handler is idempotent: delivery is at least once.
+ * transaction of the change that needs them (`fromPrisma(tx)`), so a rollback leaves no job.
+ * Every handler is idempotent: delivery is at least once.
+ *
+ * Every process that changes data starts one (it sends jobs); only processes with JOBS=on work
+ * the queues and run pg-boss maintenance.
  */
 export const queues = {
   purgeExpired: 'maintenance.purge-expired',
+  webhookDeliver: DELIVER_QUEUE,
+  webhookBulkRedeliver: BULK_QUEUE,
 } as const;
 
 export interface JobDeps {
   db: PrismaClient;
   clock: Clock;
   log: Logger;
+  config: Config;
+  sealingKey: Buffer;
+  /** Extra trusted CA for webhook receivers (tests only). */
+  webhookCa?: string;
 }
 
-export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean }): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', max: 4 });
+/** How long a delivery job may stay active before pg-boss hands it to another worker (a crashed worker's attempt is made again). */
+export const deliverExpiry = (config: Config) => Math.ceil(config.WEBHOOK_ATTEMPT_TIMEOUT_MS / 1000) * 2 + 5;
+
+export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean; boss?: Partial<ConstructorOptions> }): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: 'pgboss',
+    max: opts.work ? 10 : 4,
+    supervise: opts.work,
+    schedule: opts.work,
+    useListenNotify: opts.work,
+    ...opts.boss,
+  });
   boss.on('error', (err) => deps.log.error({ err }, 'job runner error'));
   await boss.start();
   await boss.createQueue(queues.purgeExpired, { policy: 'singleton', retryLimit: 3 });
+  await boss.createQueue(queues.webhookDeliver, {
+    retryLimit: 100,
+    retryDelay: 2,
+    expireInSeconds: deliverExpiry(deps.config),
+    deleteAfterSeconds: 600,
+    notify: true,
+  });
+  await boss.createQueue(queues.webhookBulkRedeliver, { retryLimit: 5, retryDelay: 10, retryBackoff: true, notify: true });
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await boss.work(queues.purgeExpired, async () => {
       await purgeExpired(deps);
+    });
+    const c = deps.config;
+    const deliveryDeps = {
+      db: deps.db, clock: deps.clock, log: deps.log, boss, sealingKey: deps.sealingKey,
+      policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca: deps.webhookCa,
+    };
+    await boss.work<DeliverJob>(
+      queues.webhookDeliver,
+      {
+        batchSize: c.WEBHOOK_BATCH_SIZE,
+        localConcurrency: c.WEBHOOK_WORKERS,
+        groupConcurrency: c.WEBHOOK_ENDPOINT_CONCURRENCY,
+        burstWhenBatchFull: c.WEBHOOK_BATCH_SIZE > 1,
+        pollingIntervalSeconds: 1,
+        notifyPollingIntervalSeconds: 5,
+      },
+      async (jobs) => {
+        await processDeliveries(deliveryDeps, jobs.map((j) => j.data));
+      },
+    );
+    await boss.work<{ jobId: string }>(queues.webhookBulkRedeliver, { includeMetadata: true }, async ([meta]) => {
+      const job = meta as unknown as JobWithMetadata<{ jobId: string }>;
+      try {
+        await runBulkRedelivery({ db: deps.db, boss, clock: deps.clock, log: deps.log }, job.data.jobId);
+      } catch (err) {
+        // The last retry records the failure on the job row, for the member polling it.
+        if (job.retryCount >= job.retryLimit) await failBulkRedelivery(deps.db, job.data.jobId, String((err as Error).message), deps.clock.now());
+        throw err;
+      }
     });
   }
   return boss;
 }
 
 /** Deletes idempotency records and refresh/reset tokens past their retention. Safe to run twice. */
-export async function purgeExpired({ db, clock, log }: JobDeps): Promise<{ idempotency: number; refresh: number; reset: number }> {
+export async function purgeExpired({ db, clock, log }: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });

@@ -248,13 +248,44 @@ export const routes: Route[] = [
   pending({ operationId: 'GetNetworkExecutionQuote', method: 'POST', path: '/v1/environments/{environmentId}/network-execution-quote', summary: 'Quote the network cost of an operation', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), body: 'required' }),
 
   // Webhook management
-  pending({ operationId: 'CreateWebhookEndpoint', method: 'POST', path: '/v1/organizations/{organizationId}/webhook-endpoints/', summary: 'Register a webhook endpoint (secret shown once)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'GetWebhookEndpoint', method: 'GET', path: '/v1/webhook-endpoints/{id}', summary: 'Get a webhook endpoint (never its secret)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), errors: [404] }),
-  pending({ operationId: 'RotateWebhookEndpointSecret', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/rotate-secret', summary: 'Replace the signing secret at once', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage') }),
-  pending({ operationId: 'DeactivateWebhookEndpoint', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/deactivate', summary: 'Deactivate a webhook endpoint', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), success: { status: 204 } }),
-  pending({ operationId: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}', summary: 'Get a delivery with its attempts', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), errors: [404] }),
-  pending({ operationId: 'ListWebhookDeliveries', method: 'GET', path: '/v1/webhook-endpoints/{webhookEndpointId}/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage') }),
-  pending({ operationId: 'RedeliverWebhookDelivery', method: 'POST', path: '/v1/webhook-deliveries/{webhookDeliveryId}/redeliver', summary: 'Redeliver a dead-lettered delivery', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'), success: { status: 201 } }),
+  {
+    operationId: 'CreateWebhookEndpoint', operation: 'CreateWebhookEndpoint', method: 'POST', path: '/v1/organizations/{organizationId}/webhook-endpoints/',
+    summary: 'Register a webhook endpoint (its secret is in this answer only)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' },
+    success: { status: 201, body: 'registerWebhookEndpoint', location: '/v1/webhook-endpoints/{registerWebhookEndpoint.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetWebhookEndpoint', operation: 'GetWebhookEndpoint', method: 'GET', path: '/v1/webhook-endpoints/{id}',
+    summary: 'Get a webhook endpoint (never its secret)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { id: 'path.id' }, success: { status: 200, body: 'webhookEndpoint' }, errors: [404],
+  },
+  {
+    operationId: 'RotateWebhookEndpointSecret', operation: 'RotateWebhookEndpointSecret', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/rotate-secret',
+    summary: 'Replace the signing secret at once (the new one is in this answer only)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { id: 'path.webhookEndpointId' }, success: { status: 200, body: 'rotateWebhookEndpointSecret' }, errors: [404, 409],
+  },
+  {
+    operationId: 'DeactivateWebhookEndpoint', operation: 'DeactivateWebhookEndpoint', method: 'POST', path: '/v1/webhook-endpoints/{webhookEndpointId}/deactivate',
+    summary: 'Deactivate a webhook endpoint (pending deliveries are cancelled; idempotent)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { id: 'path.webhookEndpointId' }, success: { status: 204 }, errors: [404],
+  },
+  {
+    operationId: 'GetWebhookDelivery', operation: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}',
+    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { id: 'path.webhookDeliveryId' }, success: { status: 200, body: 'webhookDelivery' }, errors: [404],
+  },
+  {
+    operationId: 'ListWebhookDeliveries', operation: 'ListWebhookDeliveries', method: 'GET', path: '/v1/webhook-endpoints/{webhookEndpointId}/deliveries',
+    summary: "List an endpoint's deliveries, newest first (filter: eventType)", tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { endpointId: 'path.webhookEndpointId', eventType: 'query.eventType', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'webhookDeliveries.items', nextCursor: 'webhookDeliveries.nextCursor' }, errors: [404],
+  },
+  {
+    operationId: 'RedeliverWebhookDelivery', operation: 'RedeliverWebhookDelivery', method: 'POST', path: '/v1/webhook-deliveries/{webhookDeliveryId}/redeliver',
+    summary: 'Redeliver a dead-lettered delivery (a new delivery; the original stays dead-letter)', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    variables: { id: 'path.webhookDeliveryId' },
+    success: { status: 201, body: 'redeliverWebhookDelivery', location: '/v1/webhook-deliveries/{redeliverWebhookDelivery.id}' }, errors: [404, 409],
+  },
 
   // Administration and audit (platform operators)
   ...(

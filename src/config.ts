@@ -18,9 +18,30 @@ const schema = z.object({
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   /** Start the pg-boss job runner in this process. */
   JOBS: z.enum(['on', 'off']).default('on'),
+  /** AES-256-GCM key (base64, 32 bytes) sealing webhook secrets at rest. Unset: a local key is created once under DATA_DIR. */
+  WEBHOOK_SECRET_KEY: z.string().optional(),
+  /** Budget of one delivery attempt: connect, response and body (ms). */
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** Non-public destinations allowed anyway (comma-separated CIDRs, e.g. 127.0.0.1/32). Refused in production. */
+  WEBHOOK_DESTINATION_ALLOWLIST: z.string().default(''),
+  /** Deliveries in flight at once per endpoint, across all workers (pg-boss group concurrency). */
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
+  /** Delivery jobs fetched per batch and batches in flight per worker process. */
+  WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(50),
+  WEBHOOK_WORKERS: z.coerce.number().int().min(1).max(32).default(4),
+}).superRefine((c, ctx) => {
+  if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
+    ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });
 });
 
 export type Config = z.infer<typeof schema>;
+
+export function destinationPolicy(c: Config) {
+  return {
+    requireHttps: c.NODE_ENV === 'production',
+    allowlist: c.WEBHOOK_DESTINATION_ALLOWLIST.split(',').map((s) => s.trim()).filter(Boolean),
+  };
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return schema.parse(env);

@@ -8,6 +8,7 @@ import type { Principal } from './auth/principal';
 import type { TokenKeys } from './auth/tokens';
 import type { RateLimiter } from './auth/rate-limit';
 import type { Mailer } from './mailer';
+import type { DeliveryStatusHub } from './webhooks/status';
 
 /** Process-wide dependencies, built once at start and injected (tests build their own). */
 export interface Deps {
@@ -19,6 +20,10 @@ export interface Deps {
   boss: PgBoss | null;
   rateLimiter: RateLimiter;
   mailer: Mailer;
+  /** AES-256-GCM key sealing webhook secrets at rest. */
+  sealingKey: Buffer;
+  /** Delivery status changes of every process (LISTEN/NOTIFY), for subscriptions. */
+  deliveryStatus: DeliveryStatusHub;
 }
 
 /** Per-request GraphQL context. REST requests build the same context through yoga. */

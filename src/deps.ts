@@ -4,14 +4,20 @@ import type { Deps } from './context';
 import { systemClock } from './clock';
 import { createPrisma } from './db/prisma';
 import { loadTokenKeys } from './auth/tokens';
+import { loadSealingKey } from './auth/secrets';
 import { RateLimiter } from './auth/rate-limit';
 import { fileMailer } from './mailer';
+import { DeliveryStatusHub } from './webhooks/status';
 import { startJobs } from '../jobs/index';
 
-/** The production wiring of a process: Prisma, the job runner (when JOBS=on), keys, clock, mail. */
+/**
+ * The production wiring of a process: Prisma, the job runner (it always sends jobs; it works the
+ * queues when JOBS=on), keys, clock, mail, the delivery status listener.
+ */
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
   const db = createPrisma(url, config.DB_POOL_MAX);
-  const boss = config.JOBS === 'on' ? await startJobs(url, { db, clock: systemClock, log }, { work: true }) : null;
+  const sealingKey = loadSealingKey(config);
+  const boss = await startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' });
   return {
     config,
     db,
@@ -21,5 +27,7 @@ export async function createDeps(config: Config, url: string, log: Logger): Prom
     boss,
     rateLimiter: new RateLimiter(systemClock),
     mailer: fileMailer(config.DATA_DIR),
+    sealingKey,
+    deliveryStatus: new DeliveryStatusHub(url, log),
   };
 }

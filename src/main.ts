@@ -22,6 +22,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
     log.info({ signal }, 'shutting down');
     await server.close();
     await deps.boss?.stop({ graceful: true, timeout: 10_000 });
+    await deps.deliveryStatus.close();
     await deps.db.$disconnect();
     await db.close();
     process.exit(0);

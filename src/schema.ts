@@ -2,6 +2,7 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { builder } from './builder';
 import './tenancy/schema';
 import './accounts/schema';
+import './webhooks/schema';
 import './system/schema';
 
 export const schema = builder.toSchema();

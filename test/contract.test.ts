@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { routes, type Route } from '../rest/routes';
 import { pick } from '../rest/adapter';
 import { statusOf } from '../src/errors';
+import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, webhookEnv } from './webhook-helpers';
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 
 /**
@@ -18,7 +19,7 @@ import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmai
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await createTestApp();
+  app = await createTestApp({ env: webhookEnv });
 });
 afterAll(() => app.close());
 
@@ -72,6 +73,7 @@ async function account(m: Member, input: Record<string, unknown> = {}) {
 const freeze = (m: Member, id: string) => ok(app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'freeze');
 
 const random = () => crypto.randomUUID();
+const HOOK_URL = 'http://127.0.0.1:9/hooks';
 const success = (name: string, setup: Case['setup']): Case => ({ name, expect: 'success', setup });
 const failure = (name: string, code: string, setup: Case['setup']): Case => ({ name, expect: { code }, setup });
 
@@ -412,6 +414,87 @@ const fixtures: Record<string, Case[]> = {
     }),
     failure('unknown', 'NOT_FOUND', async () => ({ variables: { id: random() }, headers: (await member()).headers })),
   ],
+
+  // Webhooks (deliveries go nowhere: port 9 on 127.0.0.1 refuses)
+  CreateWebhookEndpoint: [
+    success('receiver on 127.0.0.1', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, input: { url: HOOK_URL } }, headers: m.headers };
+    }),
+    failure('not a URL', 'VALIDATION_FAILED', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, input: { url: 'not a url' } }, headers: m.headers };
+    }),
+  ],
+  GetWebhookEndpoint: [
+    success('own endpoint', async () => {
+      const m = await member();
+      return { variables: { id: (await registerEndpoint(app, m, HOOK_URL)).id }, headers: m.headers };
+    }),
+    failure('unknown', 'NOT_FOUND', async () => ({ variables: { id: random() }, headers: (await member()).headers })),
+  ],
+  RotateWebhookEndpointSecret: [
+    success('active endpoint', async () => {
+      const m = await member();
+      return { variables: { id: (await registerEndpoint(app, m, HOOK_URL)).id }, headers: m.headers };
+    }),
+    failure('deactivated endpoint', 'INVALID_STATE', async () => {
+      const m = await member();
+      const { id } = await registerEndpoint(app, m, HOOK_URL);
+      await ok(app.rest('POST', `/v1/webhook-endpoints/${id}/deactivate`, { headers: m.headers }), 204, 'deactivate');
+      return { variables: { id }, headers: m.headers };
+    }),
+  ],
+  DeactivateWebhookEndpoint: [
+    success('active endpoint', async () => {
+      const m = await member();
+      return { variables: { id: (await registerEndpoint(app, m, HOOK_URL)).id }, headers: m.headers };
+    }),
+    failure('unknown', 'NOT_FOUND', async () => ({ variables: { id: random() }, headers: (await member()).headers })),
+  ],
+  GetWebhookDelivery: [
+    success('pending delivery', async () => {
+      const m = await member();
+      await registerEndpoint(app, m, HOOK_URL);
+      const { deliveries } = await emitTransactionCreated(app, m.organizationId);
+      return { variables: { id: deliveries[0]!.id }, headers: m.headers };
+    }),
+    failure('unknown', 'NOT_FOUND', async () => ({ variables: { id: random() }, headers: (await member()).headers })),
+  ],
+  ListWebhookDeliveries: [
+    success('two deliveries', async () => {
+      const m = await member();
+      const { id } = await registerEndpoint(app, m, HOOK_URL);
+      await emitTransactionCreated(app, m.organizationId);
+      await emit(app, m.organizationId, 'withdrawal.cancelled', { WithdrawalId: random() });
+      return { variables: { endpointId: id }, headers: m.headers };
+    }),
+    success('filtered by eventType, one per page', async () => {
+      const m = await member();
+      const { id } = await registerEndpoint(app, m, HOOK_URL);
+      await emitTransactionCreated(app, m.organizationId);
+      await emitTransactionCreated(app, m.organizationId);
+      await emit(app, m.organizationId, 'withdrawal.cancelled', { WithdrawalId: random() });
+      return { variables: { endpointId: id, eventType: 'transaction.created', limit: 1 }, headers: m.headers };
+    }),
+    failure('unknown event type', 'VALIDATION_FAILED', async () => {
+      const m = await member();
+      const { id } = await registerEndpoint(app, m, HOOK_URL);
+      return { variables: { endpointId: id, eventType: 'transaction.exploded' }, headers: m.headers };
+    }),
+  ],
+  RedeliverWebhookDelivery: [
+    success('dead-lettered delivery', async () => {
+      const m = await member();
+      return { variables: { id: (await deadLetteredDelivery(app, m)).deliveryId }, headers: m.headers };
+    }),
+    failure('pending delivery', 'INVALID_STATE', async () => {
+      const m = await member();
+      await registerEndpoint(app, m, HOOK_URL);
+      const { deliveries } = await emitTransactionCreated(app, m.organizationId);
+      return { variables: { id: deliveries[0]!.id }, headers: m.headers };
+    }),
+  ],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -445,7 +528,7 @@ const patterns: [RegExp, (m: string) => string][] = [
   [/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/, () => '<time>'],
   [/^[\w-]+\.[\w-]+\.[\w-]+$/, () => '<jwt>'],
   [/^sk_(test|live)_[0-9A-Za-z]+$/, (s) => s.slice(0, 8) + (s.length > 20 ? '<secret>' : '<prefix>')],
-  [/^[a-z]{2,4}_[0-9A-Za-z]{20,}$/, (s) => s.slice(0, s.indexOf('_')) + '_<token>'],
+  [/^[a-z]{2,5}_[0-9A-Za-z]{20,}$/, (s) => s.slice(0, s.indexOf('_')) + '_<token>'],
   [/^[^@\s]+@[^@\s]+$/, () => '<email>'],
 ];
 /** Replaces generated values (ids, times, tokens, secrets, addresses) by placeholders, in strings and Location paths. */

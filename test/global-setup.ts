@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
+import { PgBoss } from 'pg-boss';
 import { startEmbeddedPostgres } from '../src/db/embedded';
 import { applyMigrations } from '../src/db/migrate';
 
@@ -26,6 +27,10 @@ export default async function setup(project: TestProject) {
   const url = new URL(serverUrl);
   url.pathname = `/${template}`;
   await applyMigrations(url.toString());
+  // The job runner's schema, installed once in the template (every cloned database has it).
+  const boss = new PgBoss({ connectionString: url.toString(), schema: 'pgboss', supervise: false, schedule: false });
+  await boss.start();
+  await boss.stop({ graceful: false });
   project.provide('serverUrl', serverUrl);
   project.provide('templateDatabase', template);
   return async () => {

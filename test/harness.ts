@@ -11,6 +11,10 @@ import { loadTokenKeys } from '../src/auth/tokens';
 import { startServer, type RunningServer } from '../src/server';
 import { newOperatorKey } from '../src/auth/secrets';
 import type { Deps } from '../src/context';
+import { randomBytes } from 'node:crypto';
+import { loadSealingKey } from '../src/auth/secrets';
+import { DeliveryStatusHub } from '../src/webhooks/status';
+import { startJobs } from '../jobs/index';
 
 /**
  * A whole service for one test file: its own database cloned from the migrated template, the
@@ -44,7 +48,7 @@ export interface GqlResult<T> {
 
 let counter = 0;
 
-export async function createTestApp(opts: { now?: Date } = {}): Promise<TestApp> {
+export async function createTestApp(opts: { now?: Date; env?: Record<string, string> } = {}): Promise<TestApp> {
   const serverUrl = inject('serverUrl');
   const template = inject('templateDatabase');
   const name = `t_${template.split('_').pop()}_${process.pid}_${++counter}_${Date.now() % 100000}`;
@@ -59,17 +63,29 @@ export async function createTestApp(opts: { now?: Date } = {}): Promise<TestApp>
   const clock = new ManualClock(opts.now ?? new Date());
   const mailer = new CaptureMailer();
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', JWT_PRIVATE_JWK: JSON.stringify({ ...(await exportJWK(privateKey)), kid: 'test' }) });
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_PRIVATE_JWK: JSON.stringify({ ...(await exportJWK(privateKey)), kid: 'test' }),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    ...opts.env,
+  });
   const db = createPrisma(databaseUrl, 8);
+  const log = createLogger('silent');
+  const sealingKey = loadSealingKey(config);
+  // Sends jobs (in the transactions that need them); tests work the queues themselves (drainDeliveries) or start a worker.
+  const boss = await startJobs(databaseUrl, { db, clock, log, config, sealingKey }, { work: false });
   const deps: Deps = {
     config,
     db,
     clock,
-    log: createLogger('silent'),
+    log,
     tokenKeys: await loadTokenKeys(config),
-    boss: null,
+    boss,
     rateLimiter: new RateLimiter(clock),
     mailer,
+    sealingKey,
+    deliveryStatus: new DeliveryStatusHub(databaseUrl, log),
   };
   const yoga = createApp(deps);
   const servers: RunningServer[] = [];
@@ -111,6 +127,8 @@ export async function createTestApp(opts: { now?: Date } = {}): Promise<TestApp>
     },
     async close() {
       for (const s of servers) await s.close();
+      await boss.stop({ graceful: false });
+      await deps.deliveryStatus.close();
       await db.$disconnect();
     },
   };

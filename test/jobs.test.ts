@@ -8,7 +8,7 @@ let boss: PgBoss;
 
 beforeAll(async () => {
   app = await createTestApp();
-  boss = await startJobs(app.databaseUrl, { db: app.deps.db, clock: app.clock, log: app.deps.log }, { work: true });
+  boss = await startJobs(app.databaseUrl, { db: app.deps.db, clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey }, { work: true });
   app.deps.boss = boss;
 });
 afterAll(async () => {

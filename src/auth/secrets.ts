@@ -1,4 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -43,4 +45,47 @@ export function newOperatorKey(): { key: string; keyHash: string } {
 export function newOpaqueToken(prefix: string): { token: string; tokenHash: string } {
   const token = `${prefix}_${randomToken(43)}`;
   return { token, tokenHash: sha256(token) };
+}
+
+/**
+ * Secrets we must read back (webhook signing secrets) are sealed with AES-256-GCM: a random
+ * 12-byte nonce, the 16-byte tag, then the ciphertext. The associated data binds a sealed value
+ * to its row, so a ciphertext copied onto another endpoint does not open.
+ */
+export function seal(key: Buffer, plaintext: string, associatedData: string): Uint8Array<ArrayBuffer> {
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(Buffer.from(associatedData));
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return new Uint8Array(Buffer.concat([nonce, cipher.getAuthTag(), body]));
+}
+
+export function unseal(key: Buffer, sealed: Uint8Array, associatedData: string): string {
+  const buf = Buffer.from(sealed);
+  const decipher = createDecipheriv('aes-256-gcm', key, buf.subarray(0, 12));
+  decipher.setAAD(Buffer.from(associatedData));
+  decipher.setAuthTag(buf.subarray(12, 28));
+  return Buffer.concat([decipher.update(buf.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+/** The sealing key: WEBHOOK_SECRET_KEY (base64, 32 bytes), else one created once under DATA_DIR (mode 0600). */
+export function loadSealingKey(config: { WEBHOOK_SECRET_KEY?: string; DATA_DIR: string }): Buffer {
+  let key: Buffer;
+  if (config.WEBHOOK_SECRET_KEY) key = Buffer.from(config.WEBHOOK_SECRET_KEY, 'base64');
+  else {
+    const file = resolve(config.DATA_DIR, 'keys/webhook-secrets.aes256');
+    if (existsSync(file)) key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+    else {
+      key = randomBytes(32);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, key.toString('base64'), { mode: 0o600 });
+    }
+  }
+  if (key.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes, base64-encoded');
+  return key;
+}
+
+/** Webhook signing secrets: `whsec_` then 43 base62 characters (~256 bits); the HMAC key is the whole string's UTF-8 bytes. */
+export function newWebhookSecret(): string {
+  return 'whsec_' + randomToken(43);
 }

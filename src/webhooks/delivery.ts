@@ -1,0 +1,188 @@
+import { createHmac, randomInt } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
+import type { PrismaClient } from '../db/prisma';
+import type { Clock } from '../clock';
+import { unseal } from '../auth/secrets';
+import type { DestinationPolicy } from './destination';
+import { sendAttempt, type AttemptResult } from './sender';
+import { deliverJob, sendDeliverJobs, type DeliverJob } from './outbox';
+import { notifyStatus, type DeliveryStatusChange, type DeliveryStatusKind } from './status';
+
+/**
+ * The delivery job: one attempt per job. A batch of jobs is attempted concurrently (pg-boss caps
+ * the jobs in flight per endpoint), then every outcome is recorded in ONE transaction: the attempt
+ * row (unique per delivery and attempt number, so a job that runs twice records once), the
+ * delivery's new state, the next attempt's job and the status notifications.
+ *
+ * A job whose attempt is already recorded, or whose delivery is no longer pending, does nothing:
+ * jobs are at least once, attempts are recorded exactly once.
+ */
+export const MAX_ATTEMPTS = 10;
+const BASE_DELAY_MS = 30_000;
+const MAX_DELAY_MS = 24 * 3600_000;
+export const RESPONSE_BODY_LIMIT = 16 * 1024;
+
+/**
+ * The delay before retry n (n = 1 after the first failed attempt): 30 s x 2^(n-1), at most 24 h,
+ * times a uniform jitter factor in [0.8, 1.2]. `random` returns [0, 1).
+ */
+export function retryDelayMs(n: number, random: () => number = () => randomInt(0, 2 ** 32) / 2 ** 32): number {
+  const base = Math.min(BASE_DELAY_MS * 2 ** (n - 1), MAX_DELAY_MS);
+  return Math.min(Math.round(base * (0.8 + 0.4 * random())), MAX_DELAY_MS);
+}
+
+export function signature(secret: string, timestampSeconds: number, body: string): string {
+  return createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
+}
+
+export interface DeliveryDeps {
+  db: PrismaClient;
+  clock: Clock;
+  log: Logger;
+  boss: PgBoss | null;
+  sealingKey: Buffer;
+  policy: DestinationPolicy;
+  timeoutMs: number;
+  /** Extra trusted CA for receivers (tests only). */
+  ca?: string;
+}
+
+type Loaded = {
+  id: string;
+  endpointId: string;
+  organizationId: string;
+  eventType: string;
+  status: string;
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  originalDeliveryId: string | null;
+  url: string;
+  endpointStatus: string;
+  secretCiphertext: Uint8Array;
+  body: string;
+};
+
+/** Associated data of an endpoint's sealed secret (binds the ciphertext to the endpoint row). */
+export const secretAad = (endpointId: string) => `webhook-endpoint:${endpointId}`;
+
+export async function processDeliveries(deps: DeliveryDeps, jobs: DeliverJob[]): Promise<{ attempted: number; skipped: number }> {
+  if (!jobs.length) return { attempted: 0, skipped: 0 };
+  const ids = [...new Set(jobs.map((j) => j.deliveryId))];
+  const rows = await deps.db.$queryRaw<Loaded[]>`
+    SELECT d."id", d."endpointId", d."organizationId", d."eventType", d."status"::text AS "status", d."attemptCount",
+           d."nextAttemptAt", d."originalDeliveryId", e."url", e."status"::text AS "endpointStatus", e."secretCiphertext", ev."body"
+    FROM "WebhookDelivery" d
+    JOIN "WebhookEndpoint" e ON e."id" = d."endpointId"
+    JOIN "WebhookEvent" ev ON ev."id" = d."eventId"
+    WHERE d."id" = ANY(${ids}::uuid[])`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const now = deps.clock.now();
+  const due: { job: DeliverJob; d: Loaded }[] = [];
+  const early: { job: DeliverJob; d: Loaded }[] = [];
+  const seen = new Set<string>();
+  for (const job of jobs) {
+    const d = byId.get(job.deliveryId);
+    const key = `${job.deliveryId}:${job.attempt}`;
+    if (!d || seen.has(key)) continue;
+    seen.add(key);
+    if ((d.status !== 'ATTEMPT_PENDING' && d.status !== 'AWAITING_RETRY') || d.attemptCount + 1 !== job.attempt) continue;
+    if (d.endpointStatus !== 'ACTIVE') continue; // deactivation cancelled it in its own transaction
+    // Fetched before its time by our clock (clock skew with the database): put it back.
+    if (d.nextAttemptAt && d.nextAttemptAt.getTime() > now.getTime() + 1000) early.push({ job, d });
+    else due.push({ job, d });
+  }
+  if (early.length)
+    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!))));
+  if (!due.length) return { attempted: 0, skipped: jobs.length - early.length };
+
+  const results = await Promise.all(
+    due.map(async ({ job, d }) => {
+      // Signed when the attempt is sent, with the endpoint's current secret.
+      const at = deps.clock.now();
+      const ts = Math.floor(at.getTime() / 1000);
+      let result: AttemptResult;
+      try {
+        const secret = unseal(deps.sealingKey, d.secretCiphertext, secretAad(d.endpointId));
+        result = await sendAttempt({
+          url: d.url,
+          body: d.body,
+          headers: { 'X-Webhook-Signature': signature(secret, ts, d.body), 'X-Webhook-Timestamp': String(ts), 'X-Webhook-Delivery-Id': d.id },
+          timeoutMs: deps.timeoutMs,
+          policy: deps.policy,
+          maxResponseBytes: RESPONSE_BODY_LIMIT,
+          ca: deps.ca,
+        });
+      } catch (err) {
+        deps.log.error({ err, deliveryId: d.id }, 'delivery attempt failed before sending');
+        throw err;
+      }
+      return { job, d, at, result };
+    }),
+  );
+
+  await recordAttempts(deps, results);
+  return { attempted: results.length, skipped: jobs.length - results.length - early.length };
+}
+
+async function recordAttempts(deps: DeliveryDeps, results: { job: DeliverJob; d: Loaded; at: Date; result: AttemptResult }[]): Promise<void> {
+  const planned = results.map(({ job, d, at, result }) => {
+    const ok = result.outcome === 'SUCCESS';
+    const status = ok ? 'DELIVERED' : job.attempt >= MAX_ATTEMPTS ? 'DEAD_LETTER' : 'AWAITING_RETRY';
+    const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + retryDelayMs(job.attempt)) : null;
+    return { job, d, at, result, status, next };
+  });
+  type Updated = { id: string; endpointId: string; organizationId: string; eventType: string; status: string; attemptCount: number; nextAttemptAt: Date | null; originalDeliveryId: string | null };
+  await deps.db.$transaction(async (tx) => {
+    const updated = await tx.$queryRaw<Updated[]>`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${planned.map((p) => p.d.id)}::uuid[], ${planned.map((p) => p.job.attempt)}::int[], ${planned.map((p) => p.at)}::timestamptz[],
+          ${planned.map((p) => p.result.outcome)}::text[], ${planned.map((p) => p.result.statusCode)}::int[], ${planned.map((p) => p.result.latencyMs)}::int[],
+          ${planned.map((p) => p.result.responseBody)}::text[], ${planned.map((p) => p.result.error)}::text[], ${planned.map((p) => p.next)}::timestamptz[],
+          ${planned.map((p) => p.status)}::text[]
+        ) AS t(delivery_id, attempt, at, outcome, status_code, latency, body, error, next_at, new_status)
+      ), recorded AS (
+        INSERT INTO "WebhookDeliveryAttempt" ("id", "deliveryId", "attemptNumber", "attemptedAt", "outcome", "statusCode", "latencyMs", "responseBody", "error", "nextAttemptAt")
+        SELECT uuidv7(), delivery_id, attempt, at, outcome::"WebhookAttemptOutcome", status_code, latency, body, error, next_at FROM input
+        ON CONFLICT ("deliveryId", "attemptNumber") DO NOTHING
+        RETURNING "deliveryId", "attemptNumber"
+      )
+      UPDATE "WebhookDelivery" d SET
+        "attemptCount" = i.attempt,
+        "lastAttemptAt" = i.at,
+        "lastOutcome" = i.outcome::"WebhookAttemptOutcome",
+        "lastStatusCode" = i.status_code,
+        "lastError" = i.error,
+        -- Deactivation may have cancelled the delivery while the attempt was in flight: a success
+        -- still counts, a failure leaves it cancelled with no retry.
+        "status" = CASE WHEN d."status" = 'CANCELLED' AND i.new_status <> 'DELIVERED' THEN 'CANCELLED' ELSE i.new_status::"WebhookDeliveryStatus" END,
+        "nextAttemptAt" = CASE WHEN d."status" = 'CANCELLED' THEN NULL ELSE i.next_at END,
+        "deliveredAt" = CASE WHEN i.new_status = 'DELIVERED' THEN i.at ELSE d."deliveredAt" END,
+        "deadLetteredAt" = CASE WHEN i.new_status = 'DEAD_LETTER' AND d."status" <> 'CANCELLED' THEN i.at ELSE d."deadLetteredAt" END,
+        "updatedAt" = i.at
+      FROM input i JOIN recorded r ON r."deliveryId" = i.delivery_id AND r."attemptNumber" = i.attempt
+      WHERE d."id" = i.delivery_id AND d."attemptCount" = i.attempt - 1
+      RETURNING d."id", d."endpointId", d."organizationId", d."eventType", d."status"::text AS "status", d."attemptCount", d."nextAttemptAt", d."originalDeliveryId"`;
+    const byId = new Map(planned.map((p) => [p.d.id, p]));
+    await sendDeliverJobs(
+      tx,
+      deps.boss,
+      updated.filter((u) => u.status === 'AWAITING_RETRY').map((u) => deliverJob(u.id, u.endpointId, u.attemptCount + 1, u.nextAttemptAt!)),
+    );
+    const changes: DeliveryStatusChange[] = [];
+    for (const u of updated) {
+      const p = byId.get(u.id)!;
+      const base = {
+        deliveryId: u.id, endpointId: u.endpointId, organizationId: u.organizationId, eventType: u.eventType, status: u.status, attemptCount: u.attemptCount,
+        outcome: p.result.outcome, statusCode: p.result.statusCode, nextAttemptAt: u.nextAttemptAt?.toISOString() ?? null,
+        originalDeliveryId: u.originalDeliveryId, at: p.at.toISOString(),
+      };
+      changes.push({ kind: 'ATTEMPTED', ...base });
+      const kind: DeliveryStatusKind | null =
+        u.status === 'DELIVERED' ? 'DELIVERED' : u.status === 'AWAITING_RETRY' ? 'RETRY_SCHEDULED' : u.status === 'DEAD_LETTER' ? 'DEAD_LETTERED' : null;
+      if (kind) changes.push({ kind, ...base });
+    }
+    await notifyStatus(tx, changes);
+  });
+}

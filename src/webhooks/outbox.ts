@@ -1,0 +1,81 @@
+import { fromPrisma } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
+import type { Db } from '../db/prisma';
+import type { Clock } from '../clock';
+import type { WebhookEventData } from './events';
+
+/**
+ * The transactional outbox. `emitEvent` runs inside the transaction of the change it describes and
+ * writes, in that transaction: the event (with the exact body every attempt will send), one delivery
+ * per ACTIVE endpoint of the organization, each with the endpoint's next SequenceNumber, and one
+ * delivery job per delivery (pg-boss, through the same transaction). Commit makes all of it
+ * visible at once; a rollback leaves no event, no delivery and no job.
+ *
+ * SequenceNumber: the endpoint rows are locked in id order (no deadlock between two emitters) and
+ * their counter incremented, so numbers are strictly increasing per endpoint in commit order of
+ * the emitters that share an endpoint.
+ */
+export const DELIVER_QUEUE = 'webhook.deliver';
+
+export interface DeliverJob {
+  deliveryId: string;
+  /** The attempt this job makes (1 for the first); a job for an attempt already made is a no-op. */
+  attempt: number;
+}
+
+export interface OutboxDeps {
+  clock: Clock;
+  boss: PgBoss | null;
+}
+
+/** pg-boss options of a delivery job: grouped by endpoint for the per-endpoint concurrency cap. */
+export function deliverJob(deliveryId: string, endpointId: string, attempt: number, startAfter?: Date) {
+  return {
+    // The first attempt's job id is the delivery id: sending it twice inserts one job. (A job put
+    // back for later, with startAfter, gets a new id: the original may still be active.)
+    ...(attempt === 1 && !startAfter ? { id: deliveryId } : {}),
+    data: { deliveryId, attempt } satisfies DeliverJob,
+    group: { id: endpointId },
+    ...(startAfter ? { startAfter } : {}),
+  };
+}
+
+/** Sends delivery jobs through the caller's transaction. */
+export async function sendDeliverJobs(tx: Db, boss: PgBoss | null, jobs: ReturnType<typeof deliverJob>[]): Promise<void> {
+  if (!jobs.length) return;
+  if (!boss) throw new Error('webhook delivery needs the job runner (deps.boss)');
+  await boss.insert(DELIVER_QUEUE, jobs, { db: fromPrisma(tx as never) });
+}
+
+export async function emitEvent(
+  tx: Db,
+  deps: OutboxDeps,
+  organizationId: string,
+  event: WebhookEventData,
+): Promise<{ eventId: string; deliveries: { id: string; endpointId: string; sequenceNumber: bigint }[] }> {
+  const now = deps.clock.now();
+  const rows = await tx.$queryRaw<{ eventId: string; id: string | null; endpointId: string | null; sequenceNumber: bigint | null }[]>`
+    WITH ev AS (
+      INSERT INTO "WebhookEvent" ("id", "organizationId", "eventType", "aggregateId", "body", "occurredAt")
+      VALUES (uuidv7(), ${organizationId}::uuid, ${event.type}, ${event.aggregateId}::uuid, ${event.body}, ${now})
+      RETURNING "id"
+    ), locked AS (
+      SELECT "id" FROM "WebhookEndpoint"
+      WHERE "organizationId" = ${organizationId}::uuid AND "status" = 'ACTIVE'
+      ORDER BY "id" FOR UPDATE
+    ), endpoints AS (
+      UPDATE "WebhookEndpoint" e SET "lastSequenceNumber" = e."lastSequenceNumber" + 1
+      FROM locked WHERE e."id" = locked."id"
+      RETURNING e."id", e."lastSequenceNumber"
+    ), deliveries AS (
+      INSERT INTO "WebhookDelivery" ("id", "organizationId", "endpointId", "eventId", "eventType", "sequenceNumber", "status", "attemptCount", "nextAttemptAt", "createdAt", "updatedAt")
+      SELECT uuidv7(), ${organizationId}::uuid, endpoints."id", ev."id", ${event.type}, endpoints."lastSequenceNumber", 'ATTEMPT_PENDING', 0, ${now}, ${now}, ${now}
+      FROM endpoints, ev
+      RETURNING "id", "endpointId", "sequenceNumber"
+    )
+    SELECT ev."id" AS "eventId", d."id", d."endpointId", d."sequenceNumber"
+    FROM ev LEFT JOIN deliveries d ON true`;
+  const deliveries = rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, endpointId: r.endpointId!, sequenceNumber: r.sequenceNumber! }));
+  await sendDeliverJobs(tx, deps.boss, deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)));
+  return { eventId: rows[0]!.eventId, deliveries };
+}
