@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
 import { destinationPolicy, type Config } from '../src/config';
-import { DELIVER_QUEUE, type DeliverJob } from '../src/webhooks/outbox';
-import { processDeliveries } from '../src/webhooks/delivery';
+import { DELIVER_QUEUE } from '../src/webhooks/outbox';
+import { startDeliveryWorker } from '../src/webhooks/worker';
 import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 
 /**
@@ -33,6 +33,14 @@ export interface JobDeps {
 
 /** How long a delivery job may stay active before pg-boss hands it to another worker (a crashed worker's attempt is made again). */
 export const deliverExpiry = (config: Config) => Math.ceil(config.WEBHOOK_ATTEMPT_TIMEOUT_MS / 1000) * 2 + 5;
+
+const deliveryWorkers = new WeakMap<PgBoss, { stop: () => Promise<void> }>();
+
+/** Stops the process's job runner: the delivery worker first (its attempts in flight are recorded), then pg-boss. */
+export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout?: number } = {}): Promise<void> {
+  await deliveryWorkers.get(boss)?.stop();
+  await boss.stop({ graceful: opts.graceful ?? true, timeout: opts.timeout ?? 10_000 });
+}
 
 export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean; boss?: Partial<ConstructorOptions> }): Promise<PgBoss> {
   const boss = new PgBoss({
@@ -65,20 +73,14 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       db: deps.db, clock: deps.clock, log: deps.log, boss, sealingKey: deps.sealingKey,
       policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca: deps.webhookCa,
     };
-    await boss.work<DeliverJob>(
-      queues.webhookDeliver,
-      {
-        batchSize: c.WEBHOOK_BATCH_SIZE,
-        localConcurrency: c.WEBHOOK_WORKERS,
-        groupConcurrency: c.WEBHOOK_ENDPOINT_CONCURRENCY,
-        burstWhenBatchFull: c.WEBHOOK_BATCH_SIZE > 1,
-        pollingIntervalSeconds: 1,
-        notifyPollingIntervalSeconds: 5,
-      },
-      async (jobs) => {
-        await processDeliveries(deliveryDeps, jobs.map((j) => j.data));
-      },
-    );
+    const worker = startDeliveryWorker(boss, deliveryDeps, {
+      batchSize: c.WEBHOOK_BATCH_SIZE,
+      maxInFlight: c.WEBHOOK_MAX_IN_FLIGHT,
+      groupConcurrency: c.WEBHOOK_ENDPOINT_CONCURRENCY,
+      idlePollMs: 100,
+      flushMs: 10,
+    });
+    deliveryWorkers.set(boss, worker);
     await boss.work<{ jobId: string }>(queues.webhookBulkRedeliver, { includeMetadata: true }, async ([meta]) => {
       const job = meta as unknown as JobWithMetadata<{ jobId: string }>;
       try {

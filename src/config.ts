@@ -26,9 +26,10 @@ const schema = z.object({
   WEBHOOK_DESTINATION_ALLOWLIST: z.string().default(''),
   /** Deliveries in flight at once per endpoint, across all workers (pg-boss group concurrency). */
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
-  /** Delivery jobs fetched per batch and batches in flight per worker process. */
-  WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(50),
-  WEBHOOK_WORKERS: z.coerce.number().int().min(1).max(32).default(4),
+  /** Delivery jobs fetched at once, and outcomes recorded per transaction, at most. */
+  WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
+  /** Attempts in flight at once per worker process. */
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(500),
 }).superRefine((c, ctx) => {
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
     ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });

@@ -4,6 +4,7 @@ import { applyMigrations } from './db/migrate';
 import { createLogger } from './app';
 import { createDeps } from './deps';
 import { startServer } from './server';
+import { stopJobs } from '../jobs/index';
 
 /** npm start: database (embedded unless DATABASE_URL), migrations, job runner, HTTP + websocket server. */
 const log = createLogger(config.LOG_LEVEL);
@@ -21,7 +22,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
     stopping = true;
     log.info({ signal }, 'shutting down');
     await server.close();
-    await deps.boss?.stop({ graceful: true, timeout: 10_000 });
+    if (deps.boss) await stopJobs(deps.boss);
     await deps.deliveryStatus.close();
     await deps.db.$disconnect();
     await db.close();

@@ -1,7 +1,8 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import type { PrismaClient } from '../db/prisma';
+import type { Db, PrismaClient } from '../db/prisma';
+import { signWebhook } from './verify';
 import type { Clock } from '../clock';
 import { unseal } from '../auth/secrets';
 import type { DestinationPolicy } from './destination';
@@ -32,9 +33,6 @@ export function retryDelayMs(n: number, random: () => number = () => randomInt(0
   return Math.min(Math.round(base * (0.8 + 0.4 * random())), MAX_DELAY_MS);
 }
 
-export function signature(secret: string, timestampSeconds: number, body: string): string {
-  return createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
-}
 
 export interface DeliveryDeps {
   db: PrismaClient;
@@ -66,8 +64,16 @@ type Loaded = {
 /** Associated data of an endpoint's sealed secret (binds the ciphertext to the endpoint row). */
 export const secretAad = (endpointId: string) => `webhook-endpoint:${endpointId}`;
 
-export async function processDeliveries(deps: DeliveryDeps, jobs: DeliverJob[]): Promise<{ attempted: number; skipped: number }> {
-  if (!jobs.length) return { attempted: 0, skipped: 0 };
+type Due = { job: DeliverJob; d: Loaded };
+type Attempted = Due & { at: Date; result: AttemptResult };
+
+/**
+ * Reads the deliveries of `jobs` and sorts the jobs: due (attempt them), early (fetched before their
+ * time by our clock: put back for later), or stale (attempt already made, delivery no longer
+ * pending, endpoint deactivated: nothing to do). Early jobs are put back here.
+ */
+export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): Promise<{ due: Due[]; early: number }> {
+  if (!jobs.length) return { due: [], early: 0 };
   const ids = [...new Set(jobs.map((j) => j.deliveryId))];
   const rows = await deps.db.$queryRaw<Loaded[]>`
     SELECT d."id", d."endpointId", d."organizationId", d."eventType", d."status"::text AS "status", d."attemptCount",
@@ -78,8 +84,8 @@ export async function processDeliveries(deps: DeliveryDeps, jobs: DeliverJob[]):
     WHERE d."id" = ANY(${ids}::uuid[])`;
   const byId = new Map(rows.map((r) => [r.id, r]));
   const now = deps.clock.now();
-  const due: { job: DeliverJob; d: Loaded }[] = [];
-  const early: { job: DeliverJob; d: Loaded }[] = [];
+  const due: Due[] = [];
+  const early: Due[] = [];
   const seen = new Set<string>();
   for (const job of jobs) {
     const d = byId.get(job.deliveryId);
@@ -94,38 +100,40 @@ export async function processDeliveries(deps: DeliveryDeps, jobs: DeliverJob[]):
   }
   if (early.length)
     await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!))));
-  if (!due.length) return { attempted: 0, skipped: jobs.length - early.length };
-
-  const results = await Promise.all(
-    due.map(async ({ job, d }) => {
-      // Signed when the attempt is sent, with the endpoint's current secret.
-      const at = deps.clock.now();
-      const ts = Math.floor(at.getTime() / 1000);
-      let result: AttemptResult;
-      try {
-        const secret = unseal(deps.sealingKey, d.secretCiphertext, secretAad(d.endpointId));
-        result = await sendAttempt({
-          url: d.url,
-          body: d.body,
-          headers: { 'X-Webhook-Signature': signature(secret, ts, d.body), 'X-Webhook-Timestamp': String(ts), 'X-Webhook-Delivery-Id': d.id },
-          timeoutMs: deps.timeoutMs,
-          policy: deps.policy,
-          maxResponseBytes: RESPONSE_BODY_LIMIT,
-          ca: deps.ca,
-        });
-      } catch (err) {
-        deps.log.error({ err, deliveryId: d.id }, 'delivery attempt failed before sending');
-        throw err;
-      }
-      return { job, d, at, result };
-    }),
-  );
-
-  await recordAttempts(deps, results);
-  return { attempted: results.length, skipped: jobs.length - results.length - early.length };
+  return { due, early: early.length };
 }
 
-async function recordAttempts(deps: DeliveryDeps, results: { job: DeliverJob; d: Loaded; at: Date; result: AttemptResult }[]): Promise<void> {
+/** One attempt: signed when sent, with the endpoint's current secret. Never throws for the receiver's failures. */
+export async function attemptDelivery(deps: DeliveryDeps, { job, d }: Due): Promise<Attempted> {
+  const at = deps.clock.now();
+  const ts = Math.floor(at.getTime() / 1000);
+  const secret = unseal(deps.sealingKey, d.secretCiphertext, secretAad(d.endpointId));
+  const result = await sendAttempt({
+    url: d.url,
+    body: d.body,
+    headers: { 'X-Webhook-Signature': signWebhook(secret, ts, d.body), 'X-Webhook-Timestamp': String(ts), 'X-Webhook-Delivery-Id': d.id },
+    timeoutMs: deps.timeoutMs,
+    policy: deps.policy,
+    maxResponseBytes: RESPONSE_BODY_LIMIT,
+    ca: deps.ca,
+  });
+  return { job, d, at, result };
+}
+
+/** A batch of jobs, start to end: prepare, attempt all concurrently, record in one transaction. */
+export async function processDeliveries(deps: DeliveryDeps, jobs: DeliverJob[]): Promise<{ attempted: number; skipped: number }> {
+  const { due, early } = await prepareAttempts(deps, jobs);
+  if (!due.length) return { attempted: 0, skipped: jobs.length - early };
+  const results = await Promise.all(due.map((item) => attemptDelivery(deps, item)));
+  await recordAttempts(deps, results);
+  return { attempted: results.length, skipped: jobs.length - results.length - early };
+}
+
+/**
+ * Records attempts in one transaction (with `inTx`, e.g. completing their jobs, in the same one):
+ * attempt rows, delivery states, next jobs, notifications.
+ */
+export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], inTx?: (tx: Db) => Promise<unknown>): Promise<void> {
   const planned = results.map(({ job, d, at, result }) => {
     const ok = result.outcome === 'SUCCESS';
     const status = ok ? 'DELIVERED' : job.attempt >= MAX_ATTEMPTS ? 'DEAD_LETTER' : 'AWAITING_RETRY';
@@ -184,5 +192,6 @@ async function recordAttempts(deps: DeliveryDeps, results: { job: DeliverJob; d:
       if (kind) changes.push({ kind, ...base });
     }
     await notifyStatus(tx, changes);
+    if (inTx) await inTx(tx);
   });
 }
