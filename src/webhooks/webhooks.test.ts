@@ -430,3 +430,38 @@ test('the verification helper is exported by the package (ftis/webhooks)', async
   expect(pkg.verifyWebhook(body, headers, 'whsec_x')).toEqual({ deliveryId: 'd1', timestamp: ts });
   expect(() => pkg.verifyWebhook(body + ' ', headers, 'whsec_x')).toThrow(pkg.WebhookVerificationError);
 });
+
+test('operators follow delivery status platform-wide over graphql-ws; a member must name an endpoint or organization', async () => {
+  const { createClient } = await import('graphql-ws');
+  const { default: WebSocket } = await import('ws');
+  const { createOperator } = await import('../../test/harness');
+  const server = await app.listen();
+  const url = server.url.replace('http', 'ws') + '/graphql';
+  const op = await createOperator(app);
+  const m = await signUpMember(app);
+  const receiver = await startReceiver();
+  const clients: { dispose: () => void }[] = [];
+  const follow = (params: Record<string, string>, query: string) => {
+    const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: params, retryAttempts: 0 });
+    clients.push(client);
+    const events: { data?: { webhookDeliveryStatus: { kind: string; deliveryId: string } } }[] = [];
+    const errors: unknown[] = [];
+    client.subscribe({ query }, { next: (v) => events.push(v as never), error: (e) => errors.push(e), complete: () => {} });
+    return { events, errors };
+  };
+  try {
+    const platform = follow(op.headers, 'subscription { webhookDeliveryStatus { kind deliveryId organizationId } }');
+    const memberWide = follow(m.headers, 'subscription { webhookDeliveryStatus { kind deliveryId } }');
+    await new Promise((r) => setTimeout(r, 500)); // LISTEN is in place once the subscription is set up
+    await registerEndpoint(app, m, receiver.url);
+    const { deliveries } = await emitTransactionCreated(app, m.organizationId);
+    await drainDeliveries(app);
+    for (let i = 0; i < 100 && platform.events.filter((e) => e.data?.webhookDeliveryStatus.deliveryId === deliveries[0]!.id).length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    const mine = platform.events.filter((e) => e.data?.webhookDeliveryStatus.deliveryId === deliveries[0]!.id).map((e) => e.data!.webhookDeliveryStatus.kind);
+    expect(mine).toEqual(['ATTEMPTED', 'DELIVERED']);
+    expect(JSON.stringify(memberWide.events)).toMatch(/VALIDATION_FAILED|organizationId/);
+  } finally {
+    for (const c of clients) c.dispose();
+    await receiver.close();
+  }
+});
