@@ -8,7 +8,9 @@ import { applyMigrations } from '../src/db/migrate';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
 import { createDeps } from '../src/deps';
+import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
+import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -19,7 +21,18 @@ import type { LoadResult, LoadSpec } from './load';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-write,rest-read-tenancy).
+ * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks).
+ *
+ * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
+ * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
+ * BENCH_WEBHOOK_CONCURRENCY (event transactions in flight, default 8), BENCH_WEBHOOK_DRAIN (seconds,
+ * default 15), BENCH_WEBHOOK_ORGANIZATIONS (default 1: the events of one organization commit one
+ * at a time, see docs/benchmarks.md; more spreads them round robin, each organization with its own
+ * endpoints at the same receivers). The service's WEBHOOK_* settings come from the environment.
+ * Its receivers listen on 127.0.0.1, which production refuses as a destination: when the scenario
+ * is selected the process runs with NODE_ENV=test and WEBHOOK_DESTINATION_ALLOWLIST=127.0.0.1/32
+ * (NODE_ENV=production otherwise; for the REST scenarios the two differ in nothing: GraphiQL is
+ * only on in development). BENCH_LOG_LEVEL (default silent) for the service's log.
  */
 const DATA_DIR = '.data/bench';
 const duration = Number(process.env.BENCH_DURATION ?? 10);
@@ -30,13 +43,23 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((n) => n.trim())) : null;
 const TARGET_READ_RATIO = 0.4;
 const TARGET_P99_MS = 50;
+const webhookReceivers = Number(process.env.BENCH_WEBHOOK_RECEIVERS ?? 4);
+const webhookRate = Number(process.env.BENCH_WEBHOOK_RATE ?? 250);
+const webhookConcurrency = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 8);
+const webhookOrganizations = Number(process.env.BENCH_WEBHOOK_ORGANIZATIONS ?? 1);
+const webhookDrain = Number(process.env.BENCH_WEBHOOK_DRAIN ?? 15);
+const TARGET_WEBHOOK_DELIVERIES = 1000;
+const TARGET_WEBHOOK_P50_MS = 250;
+const webhooksSelected = !only || only.has('webhooks');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
 const config = loadConfig({
   ...process.env,
-  NODE_ENV: 'production',
-  LOG_LEVEL: 'silent',
+  // Production refuses the receivers' 127.0.0.1 as a webhook destination (see above).
+  NODE_ENV: webhooksSelected ? 'test' : 'production',
+  ...(webhooksSelected ? { WEBHOOK_DESTINATION_ALLOWLIST: '127.0.0.1/32' } : {}),
+  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
   JOBS: 'on',
   DATA_DIR,
   HOST: '127.0.0.1',
@@ -61,7 +84,7 @@ try {
   const deps = await createDeps(config, db.url, log);
   cleanup.push(() => deps.db.$disconnect());
   const boss = deps.boss;
-  if (boss) cleanup.push(() => boss.stop({ graceful: true, timeout: 10_000 }));
+  if (boss) cleanup.push(() => stopJobs(boss, { graceful: true, timeout: 10_000 }));
   const server = await startServer(deps, config.PORT, config.HOST);
   cleanup.push(() => server.close());
   const base = server.url;
@@ -97,6 +120,15 @@ try {
   if (accountsBuilt) {
     const read = await call('GET', accountPath!, undefined, apiKey);
     if (read.status !== 200) throw new Error(`GET ${accountPath}: ${read.status} ${read.text}`);
+  }
+  // The service's delivery settings (WEBHOOK_* of its config, but the secrets), as they were for this run.
+  const webhookSettings = Object.fromEntries(
+    Object.entries(config).filter(([k, v]) => k.startsWith('WEBHOOK_') && k !== 'WEBHOOK_SECRET_KEY' && k !== 'WEBHOOK_DESTINATION_ALLOWLIST' && v !== undefined),
+  );
+  let webhooks: WebhookBench | undefined;
+  if (webhooksSelected) {
+    webhooks = await startWebhookBench({ deps, call, receivers: webhookReceivers, organizations: webhookOrganizations, pgPort, say });
+    cleanup.push(() => webhooks!.close());
   }
   say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
 
@@ -136,13 +168,29 @@ try {
     }
     return true;
   });
-  for (let round = 1; round <= rounds; round++)
+  const webhookRuns: WebhookResult[] = [];
+  for (let round = 1; round <= rounds; round++) {
     for (const s of active) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
       const { label: _l, skip: _s, role: _r, ...spec } = s;
       const r = await load({ ...spec, connections, durationSeconds: duration, warmupSeconds: warmup });
       perScenario.set(s.name, [...(perScenario.get(s.name) ?? []), r]);
     }
+    // After the REST scenarios, in the same round.
+    if (webhooks) {
+      say(
+        `round ${round}/${rounds} webhooks: ${webhookRate} events/s x ${webhookReceivers} endpoints` +
+          `${webhookOrganizations > 1 ? ` (events spread over ${webhookOrganizations} organizations)` : ''} — ${warmup}s warm-up + ${duration}s` +
+          ` (${Object.entries(webhookSettings).map(([k, v]) => `${k}=${v}`).join(' ')})`,
+      );
+      const r = await webhooks.run({ rate: webhookRate, warmupSeconds: warmup, durationSeconds: duration, drainSeconds: webhookDrain, concurrency: webhookConcurrency });
+      say(
+        `  ${r.deliveriesPerSecond} deliveries/s (committed ${r.committedDeliveriesPerSecond}/s), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, ` +
+          `backlog ${r.backlogAtEnd}, cpu service ${r.cpuPercent.service}% postgres ${r.cpuPercent.postgres}% receivers ${r.cpuPercent.receivers}% others ${r.cpuPercent.others}% (machine ${r.cpuPercent.machine}/${r.cpuPercent.machineCapacity}%), emit p50 ${r.emit.p50} ms, behind ${r.emit.behindAtEnd} events`,
+      );
+      webhookRuns.push(r);
+    }
+  }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const baselineRuns = perScenario.get('baseline');
   const results: Result[] = active.map((s) => {
@@ -160,7 +208,7 @@ try {
   });
 
   // The table.
-  const rows = [
+  const rows: string[][] = [
     ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'vs baseline', 'rounds: req/s (vs baseline)'],
     ...results.map((r) => [
       r.label, r.requestsPerSecond.toFixed(0), r.latencyMs.p50.toFixed(1), r.latencyMs.p99.toFixed(1), String(r.non2xx + r.errors),
@@ -171,22 +219,52 @@ try {
   ];
   const widths = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  console.log('\n' + line(rows[0]!) + '\n' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'));
+  if (results.length || skipped.length) console.log('\n' + line(rows[0]!) + '\n' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'));
+
+  // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
+  const webhookResult = webhookRuns.length
+    ? (() => {
+        const rate = median(webhookRuns.map((r) => r.deliveriesPerSecond));
+        return { ...webhookRuns.find((r) => r.deliveriesPerSecond === rate)!, rounds: webhookRuns.map((r) => ({ deliveriesPerSecond: r.deliveriesPerSecond, p50: r.latencyMs.p50, p99: r.latencyMs.p99, backlogAtEnd: r.backlogAtEnd })) };
+      })()
+    : undefined;
+  if (webhookResult) {
+    const w = webhookResult;
+    const wrows = [
+      ['webhooks', 'target/s', 'committed/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'max ms', 'backlog', 'undelivered', 'cpu svc/pg/recv/others %', 'rounds: deliveries/s (p50, p99 ms)'],
+      [
+        `${w.targetEventsPerSecond} events/s x ${w.receivers} endpoints${w.organizations > 1 ? `, ${w.organizations} orgs` : ''}`, String(w.targetDeliveriesPerSecond), w.committedDeliveriesPerSecond.toFixed(0), w.deliveriesPerSecond.toFixed(0),
+        String(w.latencyMs.p50), String(w.latencyMs.p99), String(w.latencyMs.max), String(w.backlogAtEnd), String(w.undelivered),
+        `${w.cpuPercent.service}/${w.cpuPercent.postgres}/${w.cpuPercent.receivers}/${w.cpuPercent.others}`,
+        w.rounds.map((x) => `${x.deliveriesPerSecond.toFixed(0)} (${x.p50}, ${x.p99})`).join(', '),
+      ],
+    ];
+    const ww = wrows[0]!.map((_c, i) => Math.max(...wrows.map((row) => row[i]!.length)));
+    const wline = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(ww[i]!) : c.padStart(ww[i]!))).join('  ');
+    console.log('\n' + wline(wrows[0]!) + '\n' + ww.map((x) => '-'.repeat(x)).join('  ') + '\n' + wline(wrows[1]!));
+  }
 
   const read = results.find((r) => r.role === 'read');
   const baseline = results.find((r) => r.role === 'baseline');
+  const restReadSelected = !only || only.has('rest-read');
   const targets = [
-    {
+    ...(!restReadSelected ? [] : [{
       target: `REST read >= ${TARGET_READ_RATIO * 100}% of baseline requests/s`,
       met: read ? (read.ratioToBaseline ?? 0) >= TARGET_READ_RATIO : null,
       measured: read ? `${((read.ratioToBaseline ?? 0) * 100).toFixed(0)}%` : 'not measured (GetAccount not built)',
-    },
+    }]),
     ...results
       .filter((r) => r.role === 'read')
       .map((r) => ({ target: `p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${r.label}`, met: r.latencyMs.p99 < TARGET_P99_MS, measured: `${r.latencyMs.p99} ms` })),
   ];
   // The same bound for the baseline, which touches no database: the floor this machine allows.
   if (baseline) targets.push({ target: `(reference) p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${baseline.label}`, met: baseline.latencyMs.p99 < TARGET_P99_MS, measured: `${baseline.latencyMs.p99} ms` });
+  if (webhookResult)
+    targets.push({
+      target: `webhooks: >= ${TARGET_WEBHOOK_DELIVERIES} deliveries/s sustained, p50 < ${TARGET_WEBHOOK_P50_MS} ms`,
+      met: webhookResult.deliveriesPerSecond >= TARGET_WEBHOOK_DELIVERIES && webhookResult.latencyMs.p50 < TARGET_WEBHOOK_P50_MS,
+      measured: `${webhookResult.deliveriesPerSecond.toFixed(0)} deliveries/s, p50 ${webhookResult.latencyMs.p50} ms (p99 ${webhookResult.latencyMs.p99} ms, backlog at end ${webhookResult.backlogAtEnd})`,
+    });
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
@@ -199,8 +277,19 @@ try {
       {
         date: new Date().toISOString(),
         machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: +(totalmem() / 2 ** 30).toFixed(1), node: process.version, platform: process.platform },
-        settings: { durationSeconds: duration, warmupSeconds: warmup, rounds, connections, jobs: config.JOBS, dbPoolMax: config.DB_POOL_MAX },
+        settings: {
+          durationSeconds: duration, warmupSeconds: warmup, rounds, connections, jobs: config.JOBS, dbPoolMax: config.DB_POOL_MAX, nodeEnv: config.NODE_ENV,
+          ...(webhookResult
+            ? {
+                webhook: {
+                  receivers: webhookReceivers, organizations: webhookOrganizations, eventsPerSecond: webhookRate, concurrency: webhookConcurrency, drainSeconds: webhookDrain,
+                  service: webhookSettings,
+                },
+              }
+            : {}),
+        },
         scenarios: results,
+        ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         skipped,
         targets,
       },

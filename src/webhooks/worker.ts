@@ -67,6 +67,9 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
     // One flush at a time; another is scheduled if outcomes arrive meanwhile.
     flushing ??= flush().finally(() => {
       flushing = null;
+      // The completed jobs freed their endpoints' group slots: fetch again now, not after idlePollMs
+      // (with every slot of an endpoint taken, a fetch finds nothing until the flush completes them).
+      wake?.();
       if (waiting.length || toComplete.length) scheduleFlush();
     });
     return flushing;
