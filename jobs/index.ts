@@ -2,9 +2,10 @@ import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
-import { destinationPolicy, type Config } from '../src/config';
+import type { Config } from '../src/config';
 import { DELIVER_QUEUE } from '../src/webhooks/outbox';
 import { startDeliveryWorker } from '../src/webhooks/worker';
+import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 
 /**
@@ -69,11 +70,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       await purgeExpired(deps);
     });
     const c = deps.config;
-    const deliveryDeps = {
-      db: deps.db, clock: deps.clock, log: deps.log, boss, sealingKey: deps.sealingKey,
-      policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca: deps.webhookCa,
-    };
-    const worker = startDeliveryWorker(boss, deliveryDeps, {
+    const worker = startDeliveryWorker(boss, deliveryDeps(deps, boss, deps.webhookCa), {
       batchSize: c.WEBHOOK_BATCH_SIZE,
       maxInFlight: c.WEBHOOK_MAX_IN_FLIGHT,
       groupConcurrency: c.WEBHOOK_ENDPOINT_CONCURRENCY,

@@ -55,6 +55,8 @@ export class DomainError extends GraphQLError {
 
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} not found`);
 export const invalidState = (detail: string) => new DomainError('INVALID_STATE', detail);
+/** A validation failure of one input field (400, with the field in `errors`). */
+export const fieldError = (field: string, message: string) => new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message }] });
 
 export function statusOf(code: unknown): number {
   return typeof code === 'string' && code in errorCodes ? errorCodes[code as ErrorCode].status : 500;

@@ -4,9 +4,8 @@ import { randomUUID } from 'node:crypto';
 import type { TestApp } from './harness';
 import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../src/webhooks/events';
-import { processDeliveries } from '../src/webhooks/delivery';
+import { deliveryDeps, processDeliveries } from '../src/webhooks/delivery';
 import { DELIVER_QUEUE, type DeliverJob } from '../src/webhooks/outbox';
-import { destinationPolicy } from '../src/config';
 
 /** Test settings: deliveries may go to 127.0.0.1; a short attempt budget. */
 export const webhookEnv = { WEBHOOK_DESTINATION_ALLOWLIST: '127.0.0.1/32', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500' };
@@ -66,11 +65,7 @@ export const emitTransactionCreated = (app: TestApp, organizationId: string) =>
  */
 export async function drainDeliveries(app: TestApp, opts: { ca?: string } = {}): Promise<number> {
   const boss = app.deps.boss!;
-  const c = app.deps.config;
-  const deps = {
-    db: app.deps.db, clock: app.clock, log: app.deps.log, boss, sealingKey: app.deps.sealingKey,
-    policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca: opts.ca,
-  };
+  const deps = deliveryDeps(app.deps, boss, opts.ca);
   let attempted = 0;
   for (let round = 0; round < 100; round++) {
     const jobs = await boss.fetch<DeliverJob>(DELIVER_QUEUE, { batchSize: 200, ignoreStartAfter: true });

@@ -3,7 +3,7 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { Prisma } from '../generated/prisma/client';
 import type { EnvironmentType } from '../generated/prisma/enums';
-import { DomainError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
@@ -59,8 +59,6 @@ export const createAccountInput = z.object({
 });
 export type CreateAccountInput = z.infer<typeof createAccountInput>;
 
-const fieldError = (field: string, message: string) =>
-  new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message }] });
 
 /**
  * Creates an account. An API key creates it in its environment's mode and authorizes its own

@@ -5,7 +5,7 @@ import type { Context } from '../context';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import type { Logger } from 'pino';
-import { DomainError, invalidState, notFound } from '../errors';
+import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { audit } from '../audit/audit';
 import { assertOrganization } from '../tenancy/access';
@@ -14,7 +14,6 @@ import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
 
-const fieldError = (field: string, message: string) => new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message }] });
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Db, PrismaClient } from '../db/prisma';
 import { signWebhook } from './verify';
 import type { Clock } from '../clock';
+import { destinationPolicy, type Config } from '../config';
 import { unseal } from '../auth/secrets';
 import type { DestinationPolicy } from './destination';
 import { sendAttempt, type AttemptResult } from './sender';
@@ -44,6 +45,16 @@ export interface DeliveryDeps {
   timeoutMs: number;
   /** Extra trusted CA for receivers (tests only). */
   ca?: string;
+}
+
+/** The delivery settings of a process, from its configuration. */
+export function deliveryDeps(
+  deps: { db: PrismaClient; clock: Clock; log: Logger; sealingKey: Buffer; config: Config },
+  boss: PgBoss | null,
+  ca?: string,
+): DeliveryDeps {
+  const c = deps.config;
+  return { db: deps.db, clock: deps.clock, log: deps.log, boss, sealingKey: deps.sealingKey, policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca };
 }
 
 type Loaded = {

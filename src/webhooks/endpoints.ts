@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Context } from '../context';
 import { destinationPolicy } from '../config';
-import { DomainError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, uuidv7 } from '../ids';
 import { audit } from '../audit/audit';
 import { assertOrganization } from '../tenancy/access';
@@ -23,15 +23,14 @@ const endpointSelect = {
   id: true, organizationId: true, url: true, status: true, secretVersion: true, createdAt: true, updatedAt: true, secretRotatedAt: true, deactivatedAt: true,
 } as const;
 
-const urlError = (message: string) => new DomainError('VALIDATION_FAILED', `url: ${message}`, { fieldErrors: [{ field: 'url', message }] });
 
 /** Syntax, then the resolved addresses: a URL that is not a public https destination is refused at registration. */
 async function validateUrl(ctx: Context, raw: string): Promise<string> {
   const policy = destinationPolicy(ctx.deps.config);
   const syntax = checkUrlSyntax(raw, policy);
-  if (!syntax.ok) throw urlError(syntax.reason);
+  if (!syntax.ok) throw fieldError('url', syntax.reason);
   const dest = await checkDestination(syntax.url.toString(), policy);
-  if (!dest.ok) throw urlError(dest.reason);
+  if (!dest.ok) throw fieldError('url', dest.reason);
   return syntax.url.toString();
 }
 
