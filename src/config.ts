@@ -25,11 +25,11 @@ const schema = z.object({
   /** Non-public destinations allowed anyway (comma-separated CIDRs, e.g. 127.0.0.1/32). Refused in production. */
   WEBHOOK_DESTINATION_ALLOWLIST: z.string().default(''),
   /** Deliveries in flight at once per endpoint, across all workers (pg-boss group concurrency). */
-  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   /** Delivery jobs fetched at once, and outcomes recorded per transaction, at most. */
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
   /** Attempts in flight at once per worker process. */
-  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(500),
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
 }).superRefine((c, ctx) => {
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
     ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });

@@ -61,16 +61,18 @@ async function insertRedeliveries(tx: Db, boss: PgBoss | null, now: Date, endpoi
       SELECT o."id", o."organizationId", o."eventId", o."eventType", row_number() OVER (ORDER BY o."id") AS n
       FROM "WebhookDelivery" o
       WHERE o."id" = ANY(${originalIds}::uuid[]) AND o."endpointId" = ${endpointId}::uuid AND o."status" = 'DEAD_LETTER'
-    ), counter AS (
-      UPDATE "WebhookEndpoint" e SET "lastSequenceNumber" = e."lastSequenceNumber" + (SELECT count(*) FROM originals)
-      WHERE e."id" = ${endpointId}::uuid AND e."status" = 'ACTIVE'
-      RETURNING e."lastSequenceNumber" - (SELECT count(*) FROM originals) AS base
+    ), endpoint AS MATERIALIZED (
+      SELECT e."id" FROM "WebhookEndpoint" e WHERE e."id" = ${endpointId}::uuid AND e."status" = 'ACTIVE' FOR SHARE
+    ), numbered AS MATERIALIZED (
+      -- Numbers taken in the originals' order (the sort below the call).
+      SELECT o.*, nextval(webhook_endpoint_sequence(o."endpointId")::regclass) AS "sequenceNumber"
+      FROM (SELECT originals.*, endpoint."id" AS "endpointId" FROM originals, endpoint ORDER BY originals.n) o
     )
     INSERT INTO "WebhookDelivery" ("id", "organizationId", "endpointId", "eventId", "eventType", "sequenceNumber", "status", "attemptCount", "nextAttemptAt",
                                    "originalDeliveryId", "redeliveryJobId", "createdAt", "updatedAt")
-    SELECT uuidv7(), o."organizationId", ${endpointId}::uuid, o."eventId", o."eventType", counter.base + o.n, 'ATTEMPT_PENDING', 0, ${now},
+    SELECT uuidv7(), o."organizationId", ${endpointId}::uuid, o."eventId", o."eventType", o."sequenceNumber", 'ATTEMPT_PENDING', 0, ${now},
            o."id", ${redeliveryJobId}::uuid, ${now}, ${now}
-    FROM originals o, counter
+    FROM numbered o
     ON CONFLICT ("redeliveryJobId", "originalDeliveryId") DO NOTHING
     RETURNING "id", "endpointId", "organizationId", "eventType", "originalDeliveryId", "attemptCount"`;
   await sendDeliverJobs(tx, boss, created.map((d) => deliverJob(d.id, d.endpointId, 1)));

@@ -114,11 +114,29 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
   return { due, early: early.length };
 }
 
+/**
+ * Unsealed secrets, per endpoint, for as long as the sealed value read with the delivery is the same
+ * (a rotation changes it, so the next attempt unseals the new one). Bounded and short-lived: it saves
+ * the AES-GCM unseal of every attempt, and keeps no secret in memory longer than SECRET_CACHE_MS.
+ */
+const SECRET_CACHE_MS = 60_000;
+const SECRET_CACHE_MAX = 10_000;
+const secrets = new Map<string, { sealed: Buffer; secret: string; at: number }>();
+function endpointSecret(deps: DeliveryDeps, endpointId: string, sealed: Uint8Array): string {
+  const now = performance.now();
+  const hit = secrets.get(endpointId);
+  if (hit && now - hit.at < SECRET_CACHE_MS && hit.sealed.equals(sealed)) return hit.secret;
+  const secret = unseal(deps.sealingKey, sealed, secretAad(endpointId));
+  if (secrets.size >= SECRET_CACHE_MAX) secrets.clear();
+  secrets.set(endpointId, { sealed: Buffer.from(sealed), secret, at: now });
+  return secret;
+}
+
 /** One attempt: signed when sent, with the endpoint's current secret. Never throws for the receiver's failures. */
 export async function attemptDelivery(deps: DeliveryDeps, { job, d }: Due): Promise<Attempted> {
   const at = deps.clock.now();
   const ts = Math.floor(at.getTime() / 1000);
-  const secret = unseal(deps.sealingKey, d.secretCiphertext, secretAad(d.endpointId));
+  const secret = endpointSecret(deps, d.endpointId, d.secretCiphertext);
   const result = await sendAttempt({
     url: d.url,
     body: d.body,

@@ -11,9 +11,12 @@ import type { WebhookEventData } from './events';
  * delivery job per delivery (pg-boss, through the same transaction). Commit makes all of it
  * visible at once; a rollback leaves no event, no delivery and no job.
  *
- * SequenceNumber: the endpoint rows are locked in id order (no deadlock between two emitters) and
- * their counter incremented, so numbers are strictly increasing per endpoint in commit order of
- * the emitters that share an endpoint.
+ * SequenceNumber: each endpoint has a PostgreSQL sequence of its own (`webhook_endpoint_sequence(id)`,
+ * created with the row). Numbers are unique and strictly increasing per endpoint in the order they are
+ * taken, and no lock is held to commit: the event-emitting transactions of one organization never
+ * wait for each other. A rollback leaves a gap; two concurrent emitters may commit in the other order
+ * than their numbers (the spec calls SequenceNumber a hint). The endpoint rows are only share-locked,
+ * against a concurrent deactivation.
  */
 export const DELIVER_QUEUE = 'webhook.deliver';
 
@@ -59,18 +62,18 @@ export async function emitEvent(
       INSERT INTO "WebhookEvent" ("id", "organizationId", "eventType", "aggregateId", "body", "occurredAt")
       VALUES (uuidv7(), ${organizationId}::uuid, ${event.type}, ${event.aggregateId}::uuid, ${event.body}, ${now})
       RETURNING "id"
-    ), locked AS (
+    ), endpoints AS MATERIALIZED (
+      -- FOR SHARE: emitters do not wait for each other; a deactivation (an UPDATE of the row) waits
+      -- for the emitters in flight and then cancels their deliveries, and an emitter after it sees it.
       SELECT "id" FROM "WebhookEndpoint"
       WHERE "organizationId" = ${organizationId}::uuid AND "status" = 'ACTIVE'
-      ORDER BY "id" FOR UPDATE
-    ), endpoints AS (
-      UPDATE "WebhookEndpoint" e SET "lastSequenceNumber" = e."lastSequenceNumber" + 1
-      FROM locked WHERE e."id" = locked."id"
-      RETURNING e."id", e."lastSequenceNumber"
+      ORDER BY "id" FOR SHARE
+    ), numbered AS MATERIALIZED (
+      SELECT "id", nextval(webhook_endpoint_sequence("id")::regclass) AS "sequenceNumber" FROM endpoints
     ), deliveries AS (
       INSERT INTO "WebhookDelivery" ("id", "organizationId", "endpointId", "eventId", "eventType", "sequenceNumber", "status", "attemptCount", "nextAttemptAt", "createdAt", "updatedAt")
-      SELECT uuidv7(), ${organizationId}::uuid, endpoints."id", ev."id", ${event.type}, endpoints."lastSequenceNumber", 'ATTEMPT_PENDING', 0, ${now}, ${now}, ${now}
-      FROM endpoints, ev
+      SELECT uuidv7(), ${organizationId}::uuid, numbered."id", ev."id", ${event.type}, numbered."sequenceNumber", 'ATTEMPT_PENDING', 0, ${now}, ${now}, ${now}
+      FROM numbered, ev
       RETURNING "id", "endpointId", "sequenceNumber"
     )
     SELECT ev."id" AS "eventId", d."id", d."endpointId", d."sequenceNumber"

@@ -147,6 +147,58 @@ describe('the outbox', () => {
     expect(await jobsOf(deliveryId)).toBe(0n);
   });
 
+  /** Emits in a transaction that stays open until `release` is called. */
+  function heldEmitter(organizationId: string) {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let emitted!: (d: { id: string; sequenceNumber: bigint }[]) => void;
+    const deliveries = new Promise<{ id: string; sequenceNumber: bigint }[]>((r) => (emitted = r));
+    const committed = app.deps.db.$transaction(async (tx) => {
+      const r = await emitEvent(tx, app.deps, organizationId, webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }));
+      emitted(r.deliveries);
+      await released;
+    }, { timeout: 20_000 });
+    return { deliveries, release, committed };
+  }
+  const settled = async (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise((r) => setTimeout(() => r(false), ms))]);
+
+  test('emitters of one organization never wait for each other; numbers are taken in order, a rollback leaves a gap', async () => {
+    const m = await signUpMember(app);
+    const a = await registerEndpoint(app, m, 'http://127.0.0.1:9/a');
+    const held = heldEmitter(m.organizationId);
+    expect((await held.deliveries).map((d) => d.sequenceNumber)).toEqual([1n]);
+    // A second emitter commits while the first is still open (with a row lock held to commit, it would wait).
+    const second = emitTransactionCreated(app, m.organizationId);
+    expect(await settled(second, 3000)).toBe(true);
+    expect((await second).deliveries.map((d) => d.sequenceNumber)).toEqual([2n]);
+    held.release();
+    await held.committed;
+    await expect(
+      app.deps.db.$transaction(async (tx) => {
+        await emitEvent(tx, app.deps, m.organizationId, webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }));
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    const fourth = await emitTransactionCreated(app, m.organizationId);
+    expect(fourth.deliveries.map((d) => d.sequenceNumber)).toEqual([4n]);
+    const numbers = await app.deps.db.webhookDelivery.findMany({ where: { endpointId: a.id }, orderBy: { sequenceNumber: 'asc' }, select: { sequenceNumber: true } });
+    expect(numbers.map((n) => n.sequenceNumber)).toEqual([1n, 2n, 4n]);
+  });
+
+  test('a deactivation waits for an emitter in flight, then cancels its delivery; later emitters skip the endpoint', async () => {
+    const m = await signUpMember(app);
+    const a = await registerEndpoint(app, m, 'http://127.0.0.1:9/a');
+    const held = heldEmitter(m.organizationId);
+    const [d] = await held.deliveries;
+    const deactivation = app.rest('POST', `/v1/webhook-endpoints/${a.id}/deactivate`, { headers: m.headers });
+    expect(await settled(deactivation, 500)).toBe(false);
+    held.release();
+    await held.committed;
+    expect((await deactivation).status).toBe(204);
+    expect((await app.deps.db.webhookDelivery.findUniqueOrThrow({ where: { id: d!.id } })).status).toBe('CANCELLED');
+    expect((await emitTransactionCreated(app, m.organizationId)).deliveries).toEqual([]);
+  });
+
   test("the catalog is exactly the spec's: 36 events, aggregate id and key fields, PascalCase, no envelope", () => {
     const spec = readFileSync(resolve(import.meta.dirname, '../../docs/spec/api-v1.md'), 'utf8');
     const section = spec.slice(spec.indexOf('### Catalog'), spec.indexOf('### Delivery semantics'));
