@@ -1,4 +1,6 @@
 import type { NetworkKind } from '../generated/prisma/enums';
+import type { Db } from '../db/prisma';
+import { sandboxAdapter } from './sandbox/adapter';
 
 /**
  * The one seam between domain code and a blockchain. Domain code (custody, deposits, withdrawals,
@@ -50,6 +52,10 @@ export interface FeeEstimate {
 
 export interface NetworkAdapter {
   readonly kind: NetworkKind;
+  /** The curve of the network's keys (wallet roots and deposit addresses). */
+  readonly curve: KeyPair['curve'];
+  /** `publicKey` (hex) validated and in its canonical form (compressed for secp256k1); null when it is no valid key of the curve. */
+  normalizePublicKey(publicKey: string): string | null;
   /** A new root key pair for a custodial wallet. */
   generateKeyPair(): KeyPair;
   /** Whether `publicKey` (hex) is a valid public key for the network's curve (self-custody registration). */
@@ -70,4 +76,24 @@ export interface NetworkAdapter {
   broadcast(network: NetworkRef, signedTransaction: string): Promise<{ txHash: string }>;
   /** What an operation costs on the network now. */
   estimateFee(network: NetworkRef, operation: { kind: 'transfer' | 'sweep'; assetNetworkId: string; amount: bigint }): Promise<FeeEstimate>;
+}
+
+/** The reference to a network that adapters take: any row with these fields. */
+export function networkRef(network: { id: string; kind: NetworkKind; requiredConfirmations: number }): NetworkRef {
+  return { id: network.id, kind: network.kind, requiredConfirmations: network.requiredConfirmations };
+}
+
+/** Whether this version has an adapter for the kind (only SANDBOX today; docs/chains.md). */
+export function hasAdapter(kind: NetworkKind): boolean {
+  return kind === 'SANDBOX';
+}
+
+/**
+ * The adapter of a network kind. Chain reads (blockHeight, transfersTo, transaction) go through
+ * `db`: pass the transaction you work in, so what you read is consistent with what you write.
+ * Key and address operations need no database.
+ */
+export function adapterFor(kind: NetworkKind, db?: Db): NetworkAdapter {
+  if (kind === 'SANDBOX') return sandboxAdapter(db);
+  throw new Error(`no network adapter for ${kind} networks in this version (docs/chains.md)`);
 }

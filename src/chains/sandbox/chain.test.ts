@@ -1,0 +1,415 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../../test/harness';
+import {
+  sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog,
+} from '../../../test/money-helpers';
+import { adapterFor, networkRef } from '../adapter';
+import { CHAIN_SYNC_QUEUE } from '../sync-queue';
+import { blockHash, payerAddress } from './chain';
+import { sandboxNow } from './clock';
+import { produceSandboxBlocks } from './producer';
+
+let app: TestApp;
+let catalog: Awaited<ReturnType<typeof setupSandboxCatalog>>;
+let integ: Awaited<ReturnType<typeof setupIntegrator>>;
+let h: Record<string, string>;
+
+beforeAll(async () => {
+  app = await createTestApp();
+  catalog = await setupSandboxCatalog(app);
+  integ = await setupIntegrator(app, catalog);
+  h = integ.apiKeyHeaders;
+});
+afterAll(() => app.close());
+
+let addressSeq = 0;
+const address = () => '0x' + (++addressSeq).toString(16).padStart(40, 'a');
+
+/** A fresh SANDBOX network with an enabled asset-network: tests that count blocks start from height 0. */
+const freshChain = () => setupSandboxCatalog(app);
+
+async function tx(txHash: string) {
+  const r = await app.gql<{ sandboxTransaction: Record<string, unknown> }>(
+    'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight confirmations replacedByTxHash fromAddress toAddress willRevert } }',
+    { h: txHash },
+    h,
+  );
+  expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
+  return r.data!.sandboxTransaction as { status: string; amount: string; blockHash: string | null; blockHeight: number | null; confirmations: number; replacedByTxHash: string | null; fromAddress: string; toAddress: string };
+}
+async function balance(assetNetworkId: string, addr: string) {
+  const r = await app.gql<{ sandboxBalance: { balance: string } }>('query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }', { a: assetNetworkId, x: addr }, h);
+  expect(r.errors).toBeUndefined();
+  return BigInt(r.data!.sandboxBalance.balance);
+}
+const syncJobs = async (networkId: string) => (await app.deps.boss!.findJobs(CHAIN_SYNC_QUEUE, { data: { networkId } })).length;
+
+describe('sending and mining', () => {
+  test('send: 201 {txHash, status PENDING} from the organization payer; mining confirms; confirmations = tip - height + 1; balances per address', async () => {
+    const c = await freshChain();
+    const to = address();
+    const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to.toUpperCase().replace('0X', '0x'), amount: '2500000', assetNetworkId: c.assetNetworkId } });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), status: 'PENDING' });
+    const sent = await tx(r.body.txHash);
+    expect(sent).toMatchObject({ status: 'PENDING', amount: '2500000', blockHash: null, confirmations: 0, fromAddress: payerAddress(integ.organizationId), toAddress: to });
+    expect(await balance(c.assetNetworkId, to)).toBe(0n);
+
+    expect(await sandboxMine(app, h, c.networkId)).toEqual({ height: 1 });
+    expect(await tx(r.body.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 1 });
+    expect(await balance(c.assetNetworkId, to)).toBe(2_500_000n);
+    expect(await sandboxMine(app, h, c.networkId, 5)).toEqual({ height: 6 });
+    expect((await tx(r.body.txHash)).confirmations).toBe(6);
+
+    const second = await sandboxSend(app, h, { address: to, amount: 500n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId);
+    expect(await tx(second.txHash)).toMatchObject({ blockHeight: 7, confirmations: 1 });
+    expect(await balance(c.assetNetworkId, to)).toBe(2_500_500n);
+    expect(await balance(c.assetNetworkId, address())).toBe(0n);
+
+    // A body-less mine mines one block; the tip is readable through GraphQL.
+    const bare = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h });
+    expect([bare.status, bare.body]).toEqual([200, { height: 8 }]);
+    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: c.networkId }, h);
+    expect(tip.data!.sandboxChain.height).toBe(8);
+  });
+
+  test('revert: mined REVERTED, no value moves, no confirmations', async () => {
+    const c = await freshChain();
+    const to = address();
+    const { txHash } = await sandboxSend(app, h, { address: to, amount: 10n, assetNetworkId: c.assetNetworkId, revert: true });
+    await sandboxMine(app, h, c.networkId, 2);
+    expect(await tx(txHash)).toMatchObject({ status: 'REVERTED', blockHeight: 1, confirmations: 0, willRevert: true });
+    expect(await balance(c.assetNetworkId, to)).toBe(0n);
+  });
+
+  test('block hashes chain and recompute from parent, height, fork and transactions', async () => {
+    const c = await freshChain();
+    await sandboxSend(app, h, { address: address(), amount: 1n, assetNetworkId: c.assetNetworkId });
+    await sandboxSend(app, h, { address: address(), amount: 2n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId, 3);
+    await sandboxSend(app, h, { address: address(), amount: 3n, assetNetworkId: c.assetNetworkId });
+    await sandboxReorg(app, h, c.networkId, 2);
+    const blocks = await app.deps.db.sandboxBlock.findMany({ where: { networkId: c.networkId, canonical: true }, orderBy: { height: 'asc' } });
+    expect(blocks.map((b) => b.height)).toEqual([1, 2, 3, 4]);
+    for (const [i, b] of blocks.entries()) {
+      expect(b.parentHash).toBe(i === 0 ? null : blocks[i - 1]!.hash);
+      const txs = (await app.deps.db.sandboxTransaction.findMany({ where: { blockHash: b.hash } })).map((t) => t.txHash);
+      const seen = await app.deps.db.sandboxBlock.count({ where: { networkId: c.networkId, height: b.height } });
+      const forks = Array.from({ length: seen }, (_x, f) => blockHash(c.networkId, b.height, b.parentHash, f, txs));
+      expect(forks, `block ${b.height}`).toContain(b.hash);
+    }
+    expect(blocks[0]!.hash).toBe(blockHash(c.networkId, 1, null, 0, (await app.deps.db.sandboxTransaction.findMany({ where: { blockHeight: 1, networkId: c.networkId } })).map((t) => t.txHash)));
+  });
+});
+
+describe('reorganizations', () => {
+  test('orphaned transactions are re-included by default: mined again in a new block, confirmations restart', async () => {
+    const c = await freshChain();
+    const to = address();
+    const a = await sandboxSend(app, h, { address: to, amount: 100n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId);
+    const b = await sandboxSend(app, h, { address: to, amount: 20n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId, 2);
+    const before = await tx(b.txHash);
+    expect(before).toMatchObject({ status: 'MINED', blockHeight: 2, confirmations: 2 });
+
+    expect(await sandboxReorg(app, h, c.networkId, 2)).toEqual({ height: 4 });
+    const after = await tx(b.txHash);
+    expect(after).toMatchObject({ status: 'MINED', blockHeight: 2, confirmations: 3 });
+    expect(after.blockHash).not.toBe(before.blockHash);
+    expect(await tx(a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 4 });
+    expect(await balance(c.assetNetworkId, to)).toBe(120n);
+    expect(await app.deps.db.sandboxBlock.count({ where: { networkId: c.networkId, canonical: false } })).toBe(2);
+  });
+
+  test('without re-inclusion they stay ORPHANED (no balance, no confirmations) until mined again or dropped', async () => {
+    const c = await freshChain();
+    const to = address();
+    const a = await sandboxSend(app, h, { address: to, amount: 7n, assetNetworkId: c.assetNetworkId });
+    const b = await sandboxSend(app, h, { address: to, amount: 5n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId, 3);
+    expect(await balance(c.assetNetworkId, to)).toBe(12n);
+
+    expect(await sandboxReorg(app, h, c.networkId, 3, false)).toEqual({ height: 4 });
+    expect(await tx(a.txHash)).toMatchObject({ status: 'ORPHANED', confirmations: 0 });
+    expect(await balance(c.assetNetworkId, to)).toBe(0n);
+
+    await sandboxDrop(app, h, b.txHash);
+    expect((await tx(b.txHash)).status).toBe('DROPPED');
+    await sandboxMine(app, h, c.networkId);
+    expect(await tx(a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 5, confirmations: 1 });
+    expect((await tx(b.txHash)).status).toBe('DROPPED');
+    expect(await balance(c.assetNetworkId, to)).toBe(7n);
+  });
+
+  test('depth beyond the height: 409; outside 1..100: 400; a non-sandbox or unknown network: 404', async () => {
+    const c = await freshChain();
+    await sandboxMine(app, h, c.networkId, 2);
+    const deep = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: h, body: { depth: 3 } });
+    expect([deep.status, deep.body.code]).toEqual([409, 'INVALID_STATE']);
+    for (const depth of [0, 101, 1.5]) expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: h, body: { depth } })).status).toBe(400);
+    for (const blocks of [0, 101]) expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h, body: { blocks } })).status).toBe(400);
+    const evm = await app.rest('POST', '/v1/platform/networks', {
+      headers: c.operator.headers, body: { name: `Testnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 },
+    });
+    expect((await app.rest('POST', `/v1/sandbox/networks/${evm.body.id}/mine`, { headers: h, body: {} })).status).toBe(404);
+    expect((await app.rest('POST', `/v1/sandbox/networks/${crypto.randomUUID()}/reorg`, { headers: h, body: { depth: 1 } })).status).toBe(404);
+    expect((await sandboxMine(app, h, c.networkId)).height).toBe(3);
+  });
+});
+
+describe('drop and replace', () => {
+  test('drop: PENDING or ORPHANED only, else 409; unknown hash 404; malformed 400', async () => {
+    const c = await freshChain();
+    const p = await sandboxSend(app, h, { address: address(), amount: 1n, assetNetworkId: c.assetNetworkId });
+    const m = await sandboxSend(app, h, { address: address(), amount: 1n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId);
+    const minedDrop = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: m.txHash } });
+    expect([minedDrop.status, minedDrop.body.code]).toEqual([409, 'INVALID_STATE']);
+    const p2 = await sandboxSend(app, h, { address: address(), amount: 1n, assetNetworkId: c.assetNetworkId });
+    const d = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: p2.txHash } });
+    expect([d.status, d.body]).toEqual([200, { txHash: p2.txHash, status: 'DROPPED' }]);
+    expect((await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: p2.txHash } })).status).toBe(409);
+    await sandboxMine(app, h, c.networkId);
+    expect((await tx(p2.txHash)).status).toBe('DROPPED');
+    expect((await tx(p.txHash)).status).toBe('MINED');
+    expect((await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: '0x' + 'ab'.repeat(32) } })).status).toBe(404);
+    expect((await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: 'abc' } })).status).toBe(400);
+  });
+
+  test('replace: a PENDING replaceable transaction becomes REPLACED by a new PENDING one; anything else 409', async () => {
+    const c = await freshChain();
+    const to = address();
+    const plain = await sandboxSend(app, h, { address: to, amount: 5n, assetNetworkId: c.assetNetworkId });
+    const refused = await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: plain.txHash } });
+    expect([refused.status, refused.body.code]).toEqual([409, 'INVALID_STATE']);
+
+    const rbf = await sandboxSend(app, h, { address: to, amount: 100n, assetNetworkId: c.assetNetworkId, replaceable: true });
+    const r = await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: rbf.txHash, amount: '90' } });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), status: 'PENDING' });
+    expect(r.body.txHash).not.toBe(rbf.txHash);
+    expect(await tx(rbf.txHash)).toMatchObject({ status: 'REPLACED', replacedByTxHash: r.body.txHash });
+    expect(await tx(r.body.txHash)).toMatchObject({ status: 'PENDING', amount: '90', toAddress: to });
+    expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: rbf.txHash } })).status).toBe(409);
+    expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: r.body.txHash, amount: '0' } })).status).toBe(400);
+
+    // The replacement is replaceable again (same amount by default); mined, only it moves value.
+    const again = await sandboxReplace(app, h, r.body.txHash);
+    await sandboxMine(app, h, c.networkId);
+    expect(await tx(again.txHash)).toMatchObject({ status: 'MINED', amount: '90' });
+    expect((await tx(r.body.txHash)).status).toBe('REPLACED');
+    expect(await balance(c.assetNetworkId, to)).toBe(95n);
+    expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: again.txHash } })).status).toBe(409);
+  });
+});
+
+describe('the sandbox API itself', () => {
+  test('deposits: validation (amount, address, asset-network) answers 400 and sends nothing', async () => {
+    const c = await freshChain();
+    const before = await app.deps.db.sandboxTransaction.count();
+    const post = (body: Record<string, unknown>) =>
+      app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: address(), amount: '1', assetNetworkId: c.assetNetworkId, ...body } });
+    for (const [body, field] of [
+      [{ amount: '0' }, 'amount'], [{ amount: '1.5' }, 'amount'], [{ amount: '-3' }, 'amount'], [{ address: '0x123' }, 'address'], [{ address: 'bc1qxyz' }, 'address'],
+      [{ assetNetworkId: crypto.randomUUID() }, 'assetNetworkId'],
+    ] as const) {
+      const r = await post(body);
+      expect([r.status, r.body.errors?.[0]?.field], JSON.stringify(body)).toEqual([400, field]);
+    }
+    expect((await post({ amount: 1 })).status).toBe(400);
+    expect(await app.deps.db.sandboxTransaction.count()).toBe(before);
+    // An asset-network of a non-sandbox network: 400.
+    const evm = await app.rest('POST', '/v1/platform/networks', {
+      headers: c.operator.headers, body: { name: `Testnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 },
+    });
+    const an = await app.rest('POST', '/v1/platform/asset-networks', { headers: c.operator.headers, body: { assetId: c.assetId, networkId: evm.body.id, decimals: 6 } });
+    const r = await post({ assetNetworkId: an.body.id });
+    expect([r.status, r.body.errors?.[0]?.field]).toEqual([400, 'assetNetworkId']);
+  });
+
+  test('production: a production API key, or a member naming a production environment, gets 404 on every sandbox route', async () => {
+    const c = await freshChain();
+    const m = await signUpMember(app);
+    const live = await createApiKey(app, m, 'PRODUCTION');
+    const sandboxKey = await createApiKey(app, m, 'SANDBOX');
+    const calls: [string, string, Record<string, unknown>][] = [
+      ['POST', '/v1/sandbox/deposits', { address: address(), amount: '1', assetNetworkId: c.assetNetworkId }],
+      ['POST', `/v1/sandbox/networks/${c.networkId}/mine`, { blocks: 1 }],
+      ['POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { depth: 1 }],
+      ['POST', '/v1/sandbox/transactions/drop', { txHash: '0x' + '12'.repeat(32) }],
+      ['POST', '/v1/sandbox/transactions/replace', { txHash: '0x' + '12'.repeat(32) }],
+      ['POST', '/v1/sandbox/clock/advance', { seconds: 60 }],
+    ];
+    for (const [method, path, body] of calls) {
+      const k = await app.rest(method, path, { headers: live.headers, body });
+      expect([k.status, k.body.code], `${path} by a production key`).toEqual([404, 'NOT_FOUND']);
+      const named = await app.rest(method, path, { headers: m.headers, body: { ...body, environmentId: live.environmentId } });
+      expect(named.status, `${path} by a member naming production`).toBe(404);
+    }
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(0);
+    // A member naming the sandbox environment, or none, acts on the sandbox.
+    const ok = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: { environmentId: sandboxKey.environmentId } });
+    expect([ok.status, ok.body]).toEqual([200, { height: 1 }]);
+    expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: {} })).body).toEqual({ height: 2 });
+    // Another organization's environment: 404 as well.
+    expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: { environmentId: integ.environmentId } })).status).toBe(404);
+    const gql = await app.gql('query($h: String!) { sandboxTransaction(txHash: $h) { status } }', { h: '0x' + '12'.repeat(32) }, live.headers);
+    expect(gql.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+
+  test('Idempotency-Key: the same request answers the first answer and changes nothing; another request 409', async () => {
+    const c = await freshChain();
+    const to = address();
+    const key = { ...h, 'idempotency-key': `dep-${crypto.randomUUID()}` };
+    const body = { address: to, amount: '42', assetNetworkId: c.assetNetworkId };
+    const first = await app.rest('POST', '/v1/sandbox/deposits', { headers: key, body });
+    const second = await app.rest('POST', '/v1/sandbox/deposits', { headers: key, body });
+    expect([second.status, second.body]).toEqual([201, first.body]);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { toAddress: to } })).toBe(1);
+    const other = await app.rest('POST', '/v1/sandbox/deposits', { headers: key, body: { ...body, amount: '43' } });
+    expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+
+    const mineKey = { ...h, 'idempotency-key': `mine-${crypto.randomUUID()}` };
+    const m1 = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: mineKey, body: { blocks: 2 } });
+    const m2 = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: mineKey, body: { blocks: 2 } });
+    expect([m1.body, m2.body]).toEqual([{ height: 2 }, { height: 2 }]);
+
+    const p = await sandboxSend(app, h, { address: to, amount: 1n, assetNetworkId: c.assetNetworkId });
+    const dropKey = { ...h, 'idempotency-key': `drop-${crypto.randomUUID()}` };
+    const d1 = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: dropKey, body: { txHash: p.txHash } });
+    const d2 = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: dropKey, body: { txHash: p.txHash } });
+    expect([d1.status, d2.status, d2.body]).toEqual([200, 200, d1.body]);
+    // Without the key, dropping again is an illegal prior state.
+    expect((await app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: p.txHash } })).status).toBe(409);
+
+    const reorgKey = { ...h, 'idempotency-key': `reorg-${crypto.randomUUID()}` };
+    const r1 = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: reorgKey, body: { depth: 1 } });
+    const r2 = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: reorgKey, body: { depth: 1 } });
+    expect([r1.body, r2.body]).toEqual([{ height: 3 }, { height: 3 }]);
+    expect(await app.deps.db.sandboxBlock.count({ where: { networkId: c.networkId, canonical: false } })).toBe(1);
+
+    const clockKey = { ...h, 'idempotency-key': `clock-${crypto.randomUUID()}` };
+    const c1 = await app.rest('POST', '/v1/sandbox/clock/advance', { headers: clockKey, body: { seconds: 30 } });
+    const c2 = await app.rest('POST', '/v1/sandbox/clock/advance', { headers: clockKey, body: { seconds: 30 } });
+    expect([c1.status, c2.body]).toEqual([200, c1.body]);
+    const rbf = await sandboxSend(app, h, { address: to, amount: 9n, assetNetworkId: c.assetNetworkId, replaceable: true });
+    const replaceKey = { ...h, 'idempotency-key': `rbf-${crypto.randomUUID()}` };
+    const x1 = await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: replaceKey, body: { txHash: rbf.txHash } });
+    const x2 = await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: replaceKey, body: { txHash: rbf.txHash } });
+    expect([x1.status, x2.status, x2.body]).toEqual([200, 200, x1.body]);
+  });
+
+  test('every change queues a chain.sync job {networkId} in its transaction; a refused change queues none', async () => {
+    const c = await freshChain();
+    const counts: number[] = [await syncJobs(c.networkId)];
+    const step = async (f: () => Promise<unknown>) => {
+      await f();
+      counts.push(await syncJobs(c.networkId));
+    };
+    const p = await sandboxSend(app, h, { address: address(), amount: 3n, assetNetworkId: c.assetNetworkId, replaceable: true });
+    counts.push(await syncJobs(c.networkId));
+    await step(() => sandboxMine(app, h, c.networkId, 3));
+    await step(() => sandboxReorg(app, h, c.networkId, 1));
+    const q = await sandboxSend(app, h, { address: address(), amount: 3n, assetNetworkId: c.assetNetworkId, replaceable: true });
+    counts.push(await syncJobs(c.networkId));
+    let replacement = '';
+    await step(async () => (replacement = (await sandboxReplace(app, h, q.txHash)).txHash));
+    await step(() => sandboxDrop(app, h, replacement));
+    await step(() => app.rest('POST', '/v1/sandbox/transactions/drop', { headers: h, body: { txHash: p.txHash } })); // MINED: 409
+    expect(counts).toEqual([0, 1, 2, 3, 4, 5, 6, 6]);
+    const [job] = await app.deps.boss!.findJobs(CHAIN_SYNC_QUEUE, { data: { networkId: c.networkId } });
+    expect(job!.data).toEqual({ networkId: c.networkId });
+  });
+
+  test('the sandbox clock: advanced per organization, read by sandboxNow', async () => {
+    const other = await setupIntegrator(app, catalog);
+    const start = app.clock.now().getTime();
+    const a = await sandboxAdvanceClock(app, other.apiKeyHeaders, 3600);
+    expect(a.now).toBe(new Date(start + 3600_000).toISOString());
+    const b = await sandboxAdvanceClock(app, other.apiKeyHeaders, 60);
+    expect(b.now).toBe(new Date(start + 3660_000).toISOString());
+    expect((await sandboxNow(app.deps.db, app.clock, other.organizationId)).toISOString()).toBe(b.now);
+    expect((await sandboxNow(app.deps.db, app.clock, integ.organizationId)).getTime()).toBeLessThan(start + 3600_000);
+    for (const seconds of [0, -5, 1.5, 366 * 86_400 + 1]) expect((await app.rest('POST', '/v1/sandbox/clock/advance', { headers: other.apiKeyHeaders, body: { seconds } })).status).toBe(400);
+    const entries = await app.deps.db.auditLogEntry.findMany({ where: { organizationId: other.organizationId, action: 'sandbox.clock_advanced' } });
+    expect(entries).toHaveLength(2);
+  });
+
+  test('GraphQL mutations match REST; the viewer-like principals are refused', async () => {
+    const c = await freshChain();
+    const to = address();
+    const s = await app.gql<{ sandboxSendDeposit: { txHash: string; status: string; amount: string; networkId: string } }>(
+      'mutation($i: SandboxDepositInput!) { sandboxSendDeposit(input: $i) { txHash status amount networkId } }',
+      { i: { address: to, amount: '77', assetNetworkId: c.assetNetworkId } },
+      h,
+    );
+    expect(s.data!.sandboxSendDeposit).toMatchObject({ status: 'PENDING', amount: '77', networkId: c.networkId });
+    const m = await app.gql<{ sandboxMineBlocks: { height: number } }>('mutation($n: ID!) { sandboxMineBlocks(networkId: $n, input: { blocks: 2 }) { height } }', { n: c.networkId }, h);
+    expect(m.data!.sandboxMineBlocks.height).toBe(2);
+    const r = await app.gql<{ sandboxReorg: { height: number } }>(
+      'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 2, includeOrphanedTransactions: false }) { height } }',
+      { n: c.networkId },
+      h,
+    );
+    expect(r.data!.sandboxReorg.height).toBe(3);
+    const d = await app.gql<{ sandboxDropTransaction: { status: string } }>(
+      'mutation($h: String!) { sandboxDropTransaction(input: { txHash: $h }) { status } }',
+      { h: s.data!.sandboxSendDeposit.txHash },
+      h,
+    );
+    expect(d.data!.sandboxDropTransaction.status).toBe('DROPPED');
+    const denied = await app.gql('mutation($n: ID!) { sandboxMineBlocks(networkId: $n) { height } }', { n: c.networkId }, c.operator.headers);
+    expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { organizationId: integ.organizationId, entityId: c.networkId }, orderBy: { id: 'asc' } });
+    expect(audit.map((e) => e.action)).toEqual(['sandbox.blocks_mined', 'sandbox.reorganized']);
+  });
+});
+
+describe('the network adapter over the sandbox chain', () => {
+  test('blockHeight, transfersTo and transaction report what the chain holds', async () => {
+    const c = await freshChain();
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+    const adapter = adapterFor('SANDBOX', app.deps.db);
+    const to = address();
+    const a = await sandboxSend(app, h, { address: to, amount: 11n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId, 2);
+    const b = await sandboxSend(app, h, { address: to, amount: 12n, assetNetworkId: c.assetNetworkId });
+    expect(await adapter.blockHeight(network)).toBe(2);
+    const seen = await adapter.transfersTo(network, [to, address()]);
+    expect(seen.map((t) => [t.txHash, t.status, t.amount, t.confirmations])).toEqual([
+      [a.txHash, 'MINED', 11n, 2],
+      [b.txHash, 'PENDING', 12n, 0],
+    ]);
+    expect(await adapter.transaction(network, b.txHash)).toMatchObject({ toAddress: to, assetNetworkId: c.assetNetworkId, blockHeight: null });
+    expect(await adapter.transaction(network, '0x' + '00'.repeat(32))).toBeNull();
+    expect(await adapter.transfersTo(network, [])).toEqual([]);
+    expect(adapter.validateAddress(to)).toBe(true);
+    expect(adapter.validateAddress('0xABC')).toBe(false);
+    expect(() => adapterFor('EVM')).toThrow(/no network adapter/);
+    await expect(adapterFor('SANDBOX').blockHeight(network)).rejects.toThrow(/database handle/);
+  });
+});
+
+describe('block production', () => {
+  test('the job handler mines one block per SANDBOX network per interval, by the app clock, each with its chain.sync', async () => {
+    const c = await freshChain();
+    const deps = { db: app.deps.db, clock: app.clock, log: app.deps.log, boss: app.deps.boss, intervalMs: 5000 };
+    const syncBefore = await syncJobs(c.networkId);
+    const first = await produceSandboxBlocks(deps);
+    expect(first).toContainEqual({ networkId: c.networkId, height: 1 });
+    // Every SANDBOX network, and only those.
+    const sandboxNetworks = await app.deps.db.network.count({ where: { kind: 'SANDBOX' } });
+    expect(first).toHaveLength(sandboxNetworks);
+    expect(await produceSandboxBlocks(deps)).toEqual([]);
+    app.clock.advance(5000);
+    const { txHash } = await sandboxSend(app, h, { address: address(), amount: 1n, assetNetworkId: c.assetNetworkId });
+    expect(await produceSandboxBlocks(deps)).toContainEqual({ networkId: c.networkId, height: 2 });
+    expect(await tx(txHash)).toMatchObject({ status: 'MINED', blockHeight: 2 });
+    // Two produced blocks and the send: three chain.sync jobs.
+    expect((await syncJobs(c.networkId)) - syncBefore).toBe(3);
+    const evm = await app.deps.db.network.findFirst({ where: { kind: { not: 'SANDBOX' } } });
+    if (evm) expect(await app.deps.db.sandboxBlock.count({ where: { networkId: evm.id } })).toBe(0);
+  });
+});

@@ -1,0 +1,241 @@
+import { z } from 'zod';
+import type { Context } from '../../context';
+import type { Db } from '../../db/prisma';
+import { fieldError, notFound } from '../../errors';
+import { assertId, isUuid } from '../../ids';
+import { audit } from '../../audit/audit';
+import { idempotent } from '../../idempotency';
+import { adapterFor } from '../adapter';
+import * as chain from './chain';
+import { advanceSandboxClock, sandboxOffsetMs } from './clock';
+import { sendExpirySweep } from '../../deposits/jobs';
+
+/**
+ * The sandbox chain for integrators (test helpers, like BTCPay's regtest "cheat mode" and Stripe's
+ * test helpers): send a deposit, mine, reorganize, drop, replace, advance the sandbox clock.
+ *
+ * - SANDBOX only: a production API key, or a member naming a production environment, gets 404 (the
+ *   sandbox does not exist there). A member may name the environment it acts for (`environmentId`);
+ *   without one it acts for its organization's sandbox.
+ * - Networks touched are SANDBOX networks (another network id: 404 in a path, 400 in a body).
+ *   A sandbox network is shared by every organization, as a public chain is: anyone may mine or
+ *   reorganize it, and its transactions are public by hash. The sandbox clock is per organization.
+ * - Each operation is idempotent under `Idempotency-Key` (same key and request: the first answer;
+ *   another request: 409) and refuses an illegal prior state with 409.
+ * - Each change sends `chain.sync` in its transaction and writes an audit entry.
+ */
+
+export const txHashPattern = /^0x[0-9a-f]{64}$/;
+const amountText = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive integer amount of base units, as a decimal string');
+const txHash = z.string().trim().toLowerCase().regex(txHashPattern, 'must be a transaction hash: 0x and 64 hex digits');
+const environmentId = z.string().nullish();
+
+export const sendInput = z.object({
+  address: z.string().trim().toLowerCase().max(200),
+  amount: amountText,
+  assetNetworkId: z.string(),
+  replaceable: z.boolean().nullish(),
+  revert: z.boolean().nullish(),
+  environmentId,
+});
+export const mineInput = z.object({ blocks: z.number().int('must be an integer').min(1).max(100).nullish(), environmentId });
+export const reorgInput = z.object({ depth: z.number().int('must be an integer').min(1).max(100), includeOrphanedTransactions: z.boolean().nullish(), environmentId });
+export const dropInput = z.object({ txHash, environmentId });
+export const replaceInput = z.object({ txHash, amount: amountText.nullish(), environmentId });
+export const advanceClockInput = z.object({ seconds: z.number().int('must be an integer').min(1).max(366 * 86_400), environmentId });
+
+/** A transaction as the sandbox API answers it (JSON-safe: it is also the stored idempotent answer). */
+export interface SandboxTransactionView {
+  txHash: string;
+  status: string;
+  networkId: string;
+  assetNetworkId: string;
+  fromAddress: string;
+  toAddress: string;
+  amount: string;
+  replaceable: boolean;
+  willRevert: boolean;
+  replacedByTxHash: string | null;
+  blockHash: string | null;
+  blockHeight: number | null;
+  confirmations: number;
+}
+export interface ChainTipView {
+  networkId: string;
+  height: number;
+  tipHash: string | null;
+}
+export interface SandboxClockView {
+  organizationId: string;
+  now: Date | string;
+  offsetSeconds: number;
+}
+
+export function view(row: chain.SandboxTransactionRow, tipHeight: number): SandboxTransactionView {
+  const o = chain.observe(row, tipHeight);
+  return {
+    txHash: row.txHash, status: row.status, networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
+    amount: o.amount.toString(), replaceable: row.replaceable, willRevert: row.willRevert, replacedByTxHash: row.replacedByTxHash,
+    blockHash: row.blockHash, blockHeight: row.blockHeight, confirmations: o.confirmations,
+  };
+}
+
+/** Who acts on the sandbox: its organization and an idempotency scope of its own; 404 outside SANDBOX. */
+export async function sandboxCaller(ctx: Context, environmentIdArg?: string | null): Promise<{ organizationId: string; actor: string }> {
+  const p = ctx.principal;
+  if (p?.type === 'apiKey') {
+    if (p.mode !== 'SANDBOX') throw notFound('Sandbox');
+    if (environmentIdArg != null && environmentIdArg.toLowerCase() !== p.environmentId) throw fieldError('environmentId', "must be omitted or the API key's own environment");
+    return { organizationId: p.organizationId, actor: `apiKey:${p.environmentId}` };
+  }
+  if (p?.type === 'member') {
+    if (environmentIdArg != null) {
+      const env = isUuid(environmentIdArg)
+        ? await ctx.deps.db.environment.findFirst({ where: { id: environmentIdArg.toLowerCase(), organizationId: p.organizationId }, select: { type: true } })
+        : null;
+      if (!env || env.type !== 'SANDBOX') throw notFound('Environment');
+    }
+    return { organizationId: p.organizationId, actor: `member:${p.memberId}` };
+  }
+  throw notFound('Sandbox');
+}
+
+/** A SANDBOX network by id; 404 for anything else. */
+export async function loadSandboxNetwork(db: Db, idArg: unknown) {
+  const network = await db.network.findUnique({ where: { id: assertId(idArg, 'Network') } });
+  if (!network || network.kind !== 'SANDBOX') throw notFound('Network');
+  return network;
+}
+
+async function tipHeight(db: Db, networkId: string) {
+  return (await chain.tip(db, networkId)).height;
+}
+
+const scope = (op: string, caller: { organizationId: string; actor: string }) => `sandbox.${op}:${caller.organizationId}:${caller.actor}`;
+
+export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>, idempotencyKey?: string | null): Promise<SandboxTransactionView> {
+  const caller = await sandboxCaller(ctx, input.environmentId);
+  const assetNetwork = isUuid(input.assetNetworkId)
+    ? await ctx.deps.db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, include: { network: true } })
+    : null;
+  if (!assetNetwork) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
+  if (assetNetwork.network.kind !== 'SANDBOX') throw fieldError('assetNetworkId', 'must be an asset-network of a SANDBOX network');
+  if (!adapterFor('SANDBOX').validateAddress(input.address)) throw fieldError('address', 'must be a sandbox address: 0x and 40 hex digits');
+  const request = { address: input.address, amount: input.amount, assetNetworkId: assetNetwork.id, replaceable: input.replaceable ?? false, revert: input.revert ?? false };
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('deposit', caller), key: idempotencyKey, request }, async () => {
+      const row = await chain.sendTransaction(tx, ctx.deps, {
+        networkId: assetNetwork.networkId, assetNetworkId: assetNetwork.id, fromAddress: chain.payerAddress(caller.organizationId), toAddress: request.address,
+        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert,
+      });
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_sent',
+        after: { txHash: row.txHash, ...request, networkId: assetNetwork.networkId },
+      });
+      return view(row, await tipHeight(tx, row.networkId));
+    }),
+  );
+}
+
+export async function mine(ctx: Context, networkIdArg: string, input: z.infer<typeof mineInput> | null | undefined, idempotencyKey?: string | null): Promise<ChainTipView> {
+  const caller = await sandboxCaller(ctx, input?.environmentId);
+  const network = await loadSandboxNetwork(ctx.deps.db, networkIdArg);
+  const blocks = input?.blocks ?? 1;
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('mine', caller), key: idempotencyKey, request: { networkId: network.id, blocks } }, async () => {
+      const r = await chain.mineBlocks(tx, ctx.deps, network.id, blocks);
+      await audit(tx, ctx, { organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.blocks_mined', after: { blocks, height: r.height } });
+      return { networkId: network.id, height: r.height, tipHash: r.hash };
+    }),
+  );
+}
+
+export async function reorg(ctx: Context, networkIdArg: string, input: z.infer<typeof reorgInput>, idempotencyKey?: string | null): Promise<ChainTipView> {
+  const caller = await sandboxCaller(ctx, input.environmentId);
+  const network = await loadSandboxNetwork(ctx.deps.db, networkIdArg);
+  const request = { networkId: network.id, depth: input.depth, includeOrphanedTransactions: input.includeOrphanedTransactions ?? true };
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('reorg', caller), key: idempotencyKey, request }, async () => {
+      const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions);
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.reorganized',
+        after: { depth: request.depth, includeOrphanedTransactions: request.includeOrphanedTransactions, height: r.height, orphanedTransactions: r.orphanedTransactions },
+      });
+      return { networkId: network.id, height: r.height, tipHash: r.hash };
+    }),
+  );
+}
+
+export async function drop(ctx: Context, input: z.infer<typeof dropInput>, idempotencyKey?: string | null): Promise<SandboxTransactionView> {
+  const caller = await sandboxCaller(ctx, input.environmentId);
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('drop', caller), key: idempotencyKey, request: { txHash: input.txHash } }, async () => {
+      const row = await chain.dropTransaction(tx, ctx.deps, input.txHash);
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_dropped', after: { txHash: row.txHash, status: row.status },
+      });
+      return view(row, await tipHeight(tx, row.networkId));
+    }),
+  );
+}
+
+export async function replace(ctx: Context, input: z.infer<typeof replaceInput>, idempotencyKey?: string | null): Promise<SandboxTransactionView> {
+  const caller = await sandboxCaller(ctx, input.environmentId);
+  const amount = input.amount == null ? undefined : BigInt(input.amount);
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('replace', caller), key: idempotencyKey, request: { txHash: input.txHash, amount: input.amount ?? null } }, async () => {
+      const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, amount);
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: replaced.id, action: 'sandbox.transaction_replaced',
+        after: { txHash: replaced.txHash, status: replaced.status, replacedByTxHash: replacement.txHash, amount: replacement.amount.toFixed() },
+      });
+      return view(replacement, await tipHeight(tx, replacement.networkId));
+    }),
+  );
+}
+
+export async function advanceClock(ctx: Context, input: z.infer<typeof advanceClockInput>, idempotencyKey?: string | null): Promise<SandboxClockView> {
+  const caller = await sandboxCaller(ctx, input.environmentId);
+  return ctx.deps.db.$transaction((tx) =>
+    idempotent(tx, ctx, { scope: scope('clock', caller), key: idempotencyKey, request: { seconds: input.seconds } }, async () => {
+      const now = await advanceSandboxClock(tx, ctx.deps.clock, caller.organizationId, input.seconds);
+      const offsetMs = await sandboxOffsetMs(tx, caller.organizationId);
+      // The organization's sandbox intents now due expire at once, not at the next periodic sweep.
+      await sendExpirySweep(tx, ctx.deps.boss, caller.organizationId);
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId, entityType: 'SandboxClock', entityId: caller.organizationId, action: 'sandbox.clock_advanced',
+        after: { seconds: input.seconds, offsetSeconds: offsetMs / 1000 },
+      });
+      return { organizationId: caller.organizationId, now, offsetSeconds: offsetMs / 1000 };
+    }),
+  );
+}
+
+/** Reads: a transaction by hash (404 when the chain never saw it), the tip, a balance. */
+export async function transactionByHash(ctx: Context, hash: string): Promise<SandboxTransactionView> {
+  await sandboxCaller(ctx);
+  const h = hash.trim().toLowerCase();
+  const row = txHashPattern.test(h) ? await ctx.deps.db.sandboxTransaction.findUnique({ where: { txHash: h } }) : null;
+  if (!row) throw notFound('Sandbox transaction');
+  return view(row, await tipHeight(ctx.deps.db, row.networkId));
+}
+
+export async function chainTip(ctx: Context, networkIdArg: string): Promise<ChainTipView> {
+  await sandboxCaller(ctx);
+  const network = await loadSandboxNetwork(ctx.deps.db, networkIdArg);
+  const t = await chain.tip(ctx.deps.db, network.id);
+  return { networkId: network.id, height: t.height, tipHash: t.hash };
+}
+
+export async function balance(ctx: Context, assetNetworkIdArg: string, addressArg: string) {
+  await sandboxCaller(ctx);
+  const assetNetwork = await ctx.deps.db.assetNetwork.findUnique({ where: { id: assertId(assetNetworkIdArg, 'AssetNetwork') }, include: { network: true } });
+  if (!assetNetwork || assetNetwork.network.kind !== 'SANDBOX') throw notFound('AssetNetwork');
+  const address = addressArg.trim().toLowerCase();
+  return {
+    assetNetworkId: assetNetwork.id,
+    networkId: assetNetwork.networkId,
+    address,
+    balance: (await chain.balanceOf(ctx.deps.db, assetNetwork.networkId, assetNetwork.id, address)).toString(),
+  };
+}

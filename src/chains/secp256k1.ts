@@ -1,0 +1,106 @@
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { hmac } from '@noble/hashes/hmac.js';
+import { sha256, sha512 } from '@noble/hashes/sha2.js';
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+
+/**
+ * secp256k1 key material for wallets, chain-agnostic (an EVM adapter would reuse it as is).
+ *
+ * Deposit addresses derive from a wallet's ROOT public key with BIP32 non-hardened public
+ * derivation (CKDpub) at path m/<index>, so anyone holding the root public key derives the same
+ * addresses and a SELF_CUSTODY integrator derives their private keys from its own root key:
+ *
+ *   chainCode = SHA-256(utf8("ftis/v1/chain-code") || rootPublicKey33)
+ *   I         = HMAC-SHA512(key = chainCode, data = rootPublicKey33 || uint32be(index))
+ *   child     = parse256(I[0..32])·G + rootPoint          (child private key: parse256(I[0..32]) + k mod n)
+ *   address   = "0x" + hex(keccak256(uncompressed(child)[1..65])[12..32])   (the EVM address form, lowercase)
+ *
+ * The chain code is a function of the public key (not a secret) because the API registers a bare
+ * public key; docs/catalog-custody.md gives the scheme to integrators.
+ */
+export const CURVE = 'secp256k1' as const;
+export const DERIVATION_SCHEME = 'BIP32_CKDPUB_SHA256_CHAIN_CODE' as const;
+export const ADDRESS_FORMAT = 'EVM_KECCAK256_HEX' as const;
+const N = secp256k1.Point.Fn.ORDER;
+const CHAIN_CODE_TAG = new TextEncoder().encode('ftis/v1/chain-code');
+export const MAX_DERIVATION_INDEX = 0x7fffffff;
+
+const HEX = /^[0-9a-fA-F]+$/;
+
+/** A valid public key (33-byte compressed or 65-byte uncompressed SEC1, hex, optional 0x) in compressed hex; null when it is not a point of the curve. */
+export function normalizePublicKey(hex: string): string | null {
+  const h = hex.startsWith('0x') || hex.startsWith('0X') ? hex.slice(2) : hex;
+  if (!HEX.test(h) || (h.length !== 66 && h.length !== 130)) return null;
+  try {
+    const point = secp256k1.Point.fromBytes(hexToBytes(h.toLowerCase()));
+    point.assertValidity();
+    return point.toHex(true);
+  } catch {
+    return null;
+  }
+}
+
+/** A new random root key pair: the private key (32 bytes) and the compressed public key (hex). */
+export function generateKeyPair(): { publicKey: string; privateKey: Uint8Array } {
+  const { secretKey, publicKey } = secp256k1.keygen();
+  return { publicKey: bytesToHex(publicKey), privateKey: secretKey };
+}
+
+export function publicKeyOf(privateKey: Uint8Array): string {
+  return bytesToHex(secp256k1.getPublicKey(privateKey, true));
+}
+
+export function chainCodeOf(rootPublicKey: string): string {
+  return bytesToHex(sha256(concat(CHAIN_CODE_TAG, hexToBytes(rootPublicKey))));
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function tweak(rootPublicKey: string, index: number): bigint {
+  if (!Number.isInteger(index) || index < 0 || index > MAX_DERIVATION_INDEX) throw new RangeError(`derivation index out of range: ${index}`);
+  const data = new Uint8Array(37);
+  data.set(hexToBytes(rootPublicKey), 0);
+  new DataView(data.buffer).setUint32(33, index, false);
+  const i = hmac(sha512, hexToBytes(chainCodeOf(rootPublicKey)), data);
+  const il = BigInt('0x' + bytesToHex(i.subarray(0, 32)));
+  // BIP32: such an index is invalid (probability below 2^-127); the caller never gets an address for it.
+  if (il === 0n || il >= N) throw new RangeError(`derivation index ${index} is invalid for this key`);
+  return il;
+}
+
+/** The child public key (compressed hex) at m/<index> under a root public key (compressed hex). */
+export function derivePublicKey(rootPublicKey: string, index: number): string {
+  const child = secp256k1.Point.BASE.multiply(tweak(rootPublicKey, index)).add(secp256k1.Point.fromBytes(hexToBytes(rootPublicKey)));
+  if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
+  return child.toHex(true);
+}
+
+/** The child private key at m/<index> under a root private key. */
+export function derivePrivateKey(rootPrivateKey: Uint8Array, index: number): Uint8Array {
+  const root = publicKeyOf(rootPrivateKey);
+  const k = (BigInt('0x' + bytesToHex(rootPrivateKey)) + tweak(root, index)) % N;
+  return hexToBytes(k.toString(16).padStart(64, '0'));
+}
+
+/** The EVM-form address of a public key (compressed or uncompressed hex). */
+export function addressOf(publicKey: string): string {
+  const uncompressed = secp256k1.Point.fromBytes(hexToBytes(publicKey)).toBytes(false);
+  return '0x' + bytesToHex(keccak_256(uncompressed.subarray(1)).subarray(12));
+}
+
+export const ADDRESS_PATTERN = /^0x[0-9a-f]{40}$/;
+
+/** Keccak-256 hex of UTF-8 text (deterministic sandbox values). */
+export function keccakHex(text: string): string {
+  return bytesToHex(keccak_256(new TextEncoder().encode(text)));
+}
+export { bytesToHex, hexToBytes };
