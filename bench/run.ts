@@ -11,6 +11,8 @@ import { createDeps } from '../src/deps';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
+import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
+import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -21,7 +23,7 @@ import { startWebhookBench, type WebhookBench, type WebhookResult } from './webh
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks).
+ * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks,ledger).
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -33,8 +35,14 @@ import { startWebhookBench, type WebhookBench, type WebhookResult } from './webh
  * is selected the process runs with NODE_ENV=test and WEBHOOK_DESTINATION_ALLOWLIST=127.0.0.1/32
  * (NODE_ENV=production otherwise; for the REST scenarios the two differ in nothing: GraphiQL is
  * only on in development). BENCH_LOG_LEVEL (default silent) for the service's log.
+ *
+ * The ledger scenario (bench/ledger.ts, selected as `ledger`): BENCH_LEDGER_ACCOUNTS (customer
+ * accounts the postings move between, random pairs, default 1000), BENCH_LEDGER_CALLERS (default
+ * 64), BENCH_LEDGER_MAX_BATCH (256), BENCH_LEDGER_WAIT_MS (2), BENCH_LEDGER_CONCURRENCY (batches in
+ * flight, 2). Each round runs the ledger's batcher, then the pg-driver baseline, with the same callers.
  */
-const DATA_DIR = '.data/bench';
+// BENCH_DATA_DIR: another data folder (a fresh database; two benchmarks at once on one machine).
+const DATA_DIR = process.env.BENCH_DATA_DIR ?? '.data/bench';
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -51,6 +59,17 @@ const webhookDrain = Number(process.env.BENCH_WEBHOOK_DRAIN ?? 15);
 const TARGET_WEBHOOK_DELIVERIES = 1000;
 const TARGET_WEBHOOK_P50_MS = 250;
 const webhooksSelected = !only || only.has('webhooks');
+const ledgerSelected = !only || only.has('ledger');
+const ledgerAccounts = Number(process.env.BENCH_LEDGER_ACCOUNTS ?? 1000);
+const ledgerCallers = Number(process.env.BENCH_LEDGER_CALLERS ?? 64);
+const ledgerBatcher = {
+  maxBatch: Number(process.env.BENCH_LEDGER_MAX_BATCH ?? 256),
+  maxWaitMs: Number(process.env.BENCH_LEDGER_WAIT_MS ?? 2),
+  concurrency: Number(process.env.BENCH_LEDGER_CONCURRENCY ?? 2),
+};
+const TARGET_LEDGER_RATIO = 3;
+// The deposits scenario (bench/deposits.ts, `deposits`): BENCH_DEPOSITS_INTENTS (1000 per round), BENCH_DEPOSITS_CONCURRENCY (16), BENCH_DEPOSITS_CONFIRMATIONS (2).
+const depositsSelected = !only || only.has('deposits');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -130,6 +149,13 @@ try {
     webhooks = await startWebhookBench({ deps, call, receivers: webhookReceivers, organizations: webhookOrganizations, pgPort, say });
     cleanup.push(() => webhooks!.close());
   }
+  let ledger: LedgerBench | undefined;
+  if (ledgerSelected) {
+    ledger = await startLedgerBench({ deps, call, databaseUrl: db.url, pgPort, accounts: ledgerAccounts, batcher: ledgerBatcher, say });
+    cleanup.push(() => ledger!.close());
+  }
+  const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say }) : undefined;
+  const depositRuns: DepositsRound[] = [];
   say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
 
   // Scenarios, in order; each with its warm-up.
@@ -169,6 +195,7 @@ try {
     return true;
   });
   const webhookRuns: WebhookResult[] = [];
+  const ledgerRuns: LedgerResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     for (const s of active) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
@@ -189,6 +216,22 @@ try {
           `backlog ${r.backlogAtEnd}, cpu service ${r.cpuPercent.service}% postgres ${r.cpuPercent.postgres}% receivers ${r.cpuPercent.receivers}% others ${r.cpuPercent.others}% (machine ${r.cpuPercent.machine}/${r.cpuPercent.machineCapacity}%), emit p50 ${r.emit.p50} ms, behind ${r.emit.behindAtEnd} events`,
       );
       webhookRuns.push(r);
+    }
+    if (ledger) {
+      say(`round ${round}/${rounds} ledger: ${ledgerCallers} callers, ${ledgerAccounts} accounts — batcher ${warmup}s warm-up + ${duration}s, then the pg baseline the same`);
+      const r = await ledger.run({ warmupSeconds: warmup, durationSeconds: duration, callers: ledgerCallers });
+      say(
+        `  ledger ${r.ledger.postingsPerSecond} postings/s (p50 ${r.ledger.latencyMs.p50} ms, p99 ${r.ledger.latencyMs.p99} ms, ${r.batcher.meanBatch} per batch, cpu bench ${r.ledger.cpuPercent.bench}% postgres ${r.ledger.cpuPercent.postgres}%), ` +
+          `baseline ${r.baseline.postingsPerSecond}/s (p50 ${r.baseline.latencyMs.p50} ms, p99 ${r.baseline.latencyMs.p99} ms, cpu bench ${r.baseline.cpuPercent.bench}% postgres ${r.baseline.cpuPercent.postgres}%): ${r.ratio}x`,
+      );
+      ledgerRuns.push(r);
+    }
+    if (deposits) {
+      const d = depositsSettings();
+      say(`round ${round}/${rounds} deposits: ${d.intents} payment intents paid on the sandbox chain, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`);
+      const r = await deposits.run();
+      say(`  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`);
+      depositRuns.push(r);
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
@@ -244,6 +287,33 @@ try {
     console.log('\n' + wline(wrows[0]!) + '\n' + ww.map((x) => '-'.repeat(x)).join('  ') + '\n' + wline(wrows[1]!));
   }
 
+  // The ledger scenario: the round with the median ratio, then the checks after all rounds.
+  const ledgerResult = ledgerRuns.length
+    ? (() => {
+        const ratio = median(ledgerRuns.map((r) => r.ratio));
+        return { ...ledgerRuns.find((r) => r.ratio === ratio)!, rounds: ledgerRuns.map((r) => ({ ledger: r.ledger.postingsPerSecond, baseline: r.baseline.postingsPerSecond, ratio: r.ratio })) };
+      })()
+    : undefined;
+  let ledgerCheck: { ok: boolean; detail: string } | undefined;
+  if (ledger && ledgerResult) {
+    ledgerCheck = await ledger.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) }));
+    const l = ledgerResult;
+    const lrows = [
+      ['ledger', 'postings/s', 'p50 ms', 'p99 ms', 'errors', 'per batch', 'cpu bench/pg %', 'rounds: postings/s (ratio)'],
+      [`batcher, ${l.callers} callers, ${l.accounts} accounts`, String(l.ledger.postingsPerSecond), String(l.ledger.latencyMs.p50), String(l.ledger.latencyMs.p99), String(l.ledger.errors), String(l.batcher.meanBatch),
+        `${l.ledger.cpuPercent.bench}/${l.ledger.cpuPercent.postgres}`, l.rounds.map((x) => `${x.ledger} (${x.ratio}x)`).join(', ')],
+      [`baseline: 1 transfer per commit (pg)`, String(l.baseline.postingsPerSecond), String(l.baseline.latencyMs.p50), String(l.baseline.latencyMs.p99), String(l.baseline.errors), '1',
+        `${l.baseline.cpuPercent.bench}/${l.baseline.cpuPercent.postgres}`, l.rounds.map((x) => String(x.baseline)).join(', ')],
+    ];
+    const lw = lrows[0]!.map((_c, i) => Math.max(...lrows.map((row) => row[i]!.length)));
+    const lline = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(lw[i]!) : c.padStart(lw[i]!))).join('  ');
+    console.log('\n' + lline(lrows[0]!) + '\n' + lw.map((x) => '-'.repeat(x)).join('  ') + '\n' + lrows.slice(1).map(lline).join('\n'));
+  }
+
+  const depositsCheck = deposits && depositRuns.length ? await deposits.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const depositsOut = depositRuns.length ? depositsReport(depositRuns, depositsCheck) : undefined;
+  if (depositsOut) console.log(depositsOut.table);
+
   const read = results.find((r) => r.role === 'read');
   const baseline = results.find((r) => r.role === 'baseline');
   const restReadSelected = !only || only.has('rest-read');
@@ -265,6 +335,16 @@ try {
       met: webhookResult.deliveriesPerSecond >= TARGET_WEBHOOK_DELIVERIES && webhookResult.latencyMs.p50 < TARGET_WEBHOOK_P50_MS,
       measured: `${webhookResult.deliveriesPerSecond.toFixed(0)} deliveries/s, p50 ${webhookResult.latencyMs.p50} ms (p99 ${webhookResult.latencyMs.p99} ms, backlog at end ${webhookResult.backlogAtEnd})`,
     });
+  if (ledgerResult)
+    targets.push(
+      {
+        target: `ledger: postings/s through the batcher >= ${TARGET_LEDGER_RATIO}x the one-transfer-per-commit baseline (${ledgerCallers} callers)`,
+        met: ledgerResult.ratio >= TARGET_LEDGER_RATIO,
+        measured: `${ledgerResult.ratio}x (${ledgerResult.ledger.postingsPerSecond} vs ${ledgerResult.baseline.postingsPerSecond} postings/s; rounds ${ledgerResult.rounds.map((x) => `${x.ratio}x`).join(', ')})`,
+      },
+      { target: 'ledger: invariants and balances exact after the run', met: ledgerCheck?.ok ?? null, measured: ledgerCheck?.detail ?? 'not checked' },
+    );
+  if (depositsOut) targets.push(...depositsOut.targets);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
@@ -290,6 +370,8 @@ try {
         },
         scenarios: results,
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
+        ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
+        ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
         skipped,
         targets,
       },

@@ -7,6 +7,10 @@ import { DELIVER_QUEUE } from '../src/webhooks/outbox';
 import { startDeliveryWorker } from '../src/webhooks/worker';
 import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
+import { registerLedgerJobs } from '../src/ledger/jobs';
+import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
+import { SANDBOX_BLOCKS_QUEUE, startBlockProduction } from '../src/chains/sandbox/producer';
+import { registerMoneyInJobs } from '../src/deposits/jobs';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -20,6 +24,8 @@ export const queues = {
   purgeExpired: 'maintenance.purge-expired',
   webhookDeliver: DELIVER_QUEUE,
   webhookBulkRedeliver: BULK_QUEUE,
+  chainSync: CHAIN_SYNC_QUEUE,
+  sandboxBlocks: SANDBOX_BLOCKS_QUEUE,
 } as const;
 
 export interface JobDeps {
@@ -64,6 +70,11 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     notify: true,
   });
   await boss.createQueue(queues.webhookBulkRedeliver, { retryLimit: 5, retryDelay: 10, retryBackoff: true, notify: true });
+  await registerLedgerJobs(boss, deps, opts.work);
+  // chain.sync: one job per chain change (src/chains/sync-queue.ts); its handler is idempotent.
+  await boss.createQueue(queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await boss.createQueue(queues.sandboxBlocks, { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 600 });
+  await registerMoneyInJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await boss.work(queues.purgeExpired, async () => {
@@ -78,6 +89,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       flushMs: 10,
     });
     deliveryWorkers.set(boss, worker);
+    await startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
     await boss.work<{ jobId: string }>(queues.webhookBulkRedeliver, { includeMetadata: true }, async ([meta]) => {
       const job = meta as unknown as JobWithMetadata<{ jobId: string }>;
       try {

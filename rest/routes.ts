@@ -128,6 +128,11 @@ export const routes: Route[] = [
     summary: 'Unfreeze an account', tag: 'Accounts', policy: policies.member('account-manage'),
     variables: { id: 'path.accountId' }, success: { status: 204 }, errors: [404, 409],
   },
+  {
+    operationId: 'GetAccountBalances', operation: 'GetAccountBalances', method: 'GET', path: '/v1/accounts/{accountId}/balances', extension: true,
+    summary: "An account's balances per asset-network: posted, pending and available (base units)", tag: 'Accounts', policy: { member: 'account-read', operator: true },
+    variables: { accountId: 'path.accountId' }, success: { status: 200, body: 'accountBalances' }, errors: [404],
+  },
 
   // API keys, applications, environments
   {
@@ -221,31 +226,160 @@ export const routes: Route[] = [
   },
 
   // Asset and network catalog (issue: money in)
-  pending({ operationId: 'ListAssets', method: 'GET', path: '/v1/assets', summary: 'List assets', tag: 'Catalog', policy: policies.catalogRead }),
-  pending({ operationId: 'GetAsset', method: 'GET', path: '/v1/assets/{assetId}', summary: 'Get an asset', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
-  pending({ operationId: 'ListNetworks', method: 'GET', path: '/v1/networks', summary: 'List networks', tag: 'Catalog', policy: policies.catalogRead }),
-  pending({ operationId: 'GetNetwork', method: 'GET', path: '/v1/networks/{networkId}', summary: 'Get a network', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
-  pending({ operationId: 'ListAssetNetworks', method: 'GET', path: '/v1/asset-networks', summary: 'List asset-networks', tag: 'Catalog', policy: policies.catalogRead }),
-  pending({ operationId: 'GetAssetNetwork', method: 'GET', path: '/v1/asset-networks/{assetNetworkId}', summary: 'Get an asset-network', tag: 'Catalog', policy: policies.catalogRead, errors: [404] }),
-  pending({ operationId: 'CreateAsset', method: 'POST', path: '/v1/platform/assets', summary: 'Create an asset', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'CreateNetwork', method: 'POST', path: '/v1/platform/networks', summary: 'Create a network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'CreateAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks', summary: 'Create an asset-network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'EnableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/enable', summary: 'Enable an asset-network', tag: 'Platform', policy: policies.operator, success: { status: 204 } }),
-  pending({ operationId: 'PauseAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/pause', summary: 'Pause an asset-network', tag: 'Platform', policy: policies.operator, body: 'required', success: { status: 204 } }),
-  pending({ operationId: 'DisableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/disable', summary: 'Disable an asset-network', tag: 'Platform', policy: policies.operator, success: { status: 204 } }),
+  {
+    operationId: 'ListAssets', operation: 'ListAssets', method: 'GET', path: '/v1/assets', summary: 'List assets', tag: 'Catalog', policy: policies.catalogRead,
+    success: { status: 200, body: 'assets' },
+  },
+  {
+    operationId: 'GetAsset', operation: 'GetAsset', method: 'GET', path: '/v1/assets/{assetId}', summary: 'Get an asset', tag: 'Catalog', policy: policies.catalogRead,
+    variables: { id: 'path.assetId' }, success: { status: 200, body: 'asset' }, errors: [404],
+  },
+  {
+    operationId: 'ListNetworks', operation: 'ListNetworks', method: 'GET', path: '/v1/networks', summary: 'List networks', tag: 'Catalog', policy: policies.catalogRead,
+    success: { status: 200, body: 'networks' },
+  },
+  {
+    operationId: 'GetNetwork', operation: 'GetNetwork', method: 'GET', path: '/v1/networks/{networkId}', summary: 'Get a network', tag: 'Catalog', policy: policies.catalogRead,
+    variables: { id: 'path.networkId' }, success: { status: 200, body: 'network' }, errors: [404],
+  },
+  {
+    operationId: 'ListAssetNetworks', operation: 'ListAssetNetworks', method: 'GET', path: '/v1/asset-networks', summary: 'List asset-networks (filter: status)', tag: 'Catalog',
+    policy: policies.catalogRead, variables: { status: 'query.status' }, success: { status: 200, body: 'assetNetworks' },
+  },
+  {
+    operationId: 'GetAssetNetwork', operation: 'GetAssetNetwork', method: 'GET', path: '/v1/asset-networks/{assetNetworkId}', summary: 'Get an asset-network', tag: 'Catalog',
+    policy: policies.catalogRead, variables: { id: 'path.assetNetworkId' }, success: { status: 200, body: 'assetNetwork' }, errors: [404],
+  },
+  {
+    operationId: 'CreateAsset', operation: 'CreateAsset', method: 'POST', path: '/v1/platform/assets', summary: 'Create an asset', tag: 'Platform', policy: policies.operator,
+    body: 'required', variables: { input: 'body' }, success: { status: 201, body: 'createAsset', location: '/v1/assets/{createAsset.id}' }, errors: [409],
+  },
+  {
+    operationId: 'CreateNetwork', operation: 'CreateNetwork', method: 'POST', path: '/v1/platform/networks', summary: 'Create a network', tag: 'Platform', policy: policies.operator,
+    body: 'required', variables: { input: 'body' }, success: { status: 201, body: 'createNetwork', location: '/v1/networks/{createNetwork.id}' }, errors: [409],
+  },
+  {
+    operationId: 'CreateAssetNetwork', operation: 'CreateAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks', summary: 'Create an asset-network (DISABLED until enabled)',
+    tag: 'Platform', policy: policies.operator, body: 'required', variables: { input: 'body' },
+    success: { status: 201, body: 'createAssetNetwork', location: '/v1/asset-networks/{createAssetNetwork.id}' }, errors: [409],
+  },
+  {
+    operationId: 'EnableAssetNetwork', operation: 'EnableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/enable',
+    summary: 'Enable an asset-network (idempotent)', tag: 'Platform', policy: policies.operator,
+    variables: { id: 'path.assetNetworkId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'PauseAssetNetwork', operation: 'PauseAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/pause',
+    summary: 'Pause an enabled asset-network, with a reason (idempotent; a disabled one: 409)', tag: 'Platform', policy: policies.operator,
+    body: 'required', variables: { id: 'path.assetNetworkId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'DisableAssetNetwork', operation: 'DisableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/disable',
+    summary: 'Disable an asset-network (idempotent)', tag: 'Platform', policy: policies.operator,
+    variables: { id: 'path.assetNetworkId' }, success: { status: 204 }, errors: [404, 409],
+  },
 
   // Deposits
-  pending({ operationId: 'CreatePaymentIntent', method: 'POST', path: '/v1/organizations/{organizationId}/payment-intents', summary: 'Create a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('payment-manage'), body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'GetPaymentIntent', method: 'GET', path: '/v1/payment-intents/{paymentIntentId}', summary: 'Get a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
-  pending({ operationId: 'GetDeposit', method: 'GET', path: '/v1/deposits/{depositId}', summary: 'Get a deposit', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+  {
+    operationId: 'CreatePaymentIntent', operation: 'CreatePaymentIntent', method: 'POST', path: '/v1/organizations/{organizationId}/payment-intents',
+    summary: 'Create a payment intent and its transaction (AWAITING_FUNDS)', tag: 'Deposits', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/payment-intents/{createPaymentIntent.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetPaymentIntent', operation: 'GetPaymentIntent', method: 'GET', path: '/v1/payment-intents/{paymentIntentId}',
+    summary: 'Get a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.paymentIntentId' }, success: { status: 200, body: 'paymentIntent' }, errors: [404],
+  },
+  {
+    operationId: 'CancelPaymentIntent', operation: 'CancelPaymentIntent', method: 'POST', path: '/v1/payment-intents/{paymentIntentId}/cancel', extension: true,
+    summary: 'Cancel a payment intent and its transaction, while nothing was detected', tag: 'Deposits', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'optional', variables: { id: 'path.paymentIntentId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetDeposit', operation: 'GetDeposit', method: 'GET', path: '/v1/deposits/{depositId}',
+    summary: 'Get a deposit', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.depositId' }, success: { status: 200, body: 'deposit' }, errors: [404],
+  },
+
+  // Transactions (extensions: the spec knows transactions through events only)
+  {
+    operationId: 'GetTransaction', operation: 'GetTransaction', method: 'GET', path: '/v1/transactions/{transactionId}', extension: true,
+    summary: 'Get a transaction', tag: 'Transactions', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.transactionId' }, success: { status: 200, body: 'transaction' }, errors: [404],
+  },
+  {
+    operationId: 'CancelTransaction', operation: 'CancelTransaction', method: 'POST', path: '/v1/transactions/{transactionId}/cancel', extension: true,
+    summary: 'Cancel a transaction before funding (cancels its payment intent too)', tag: 'Transactions', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'optional', variables: { id: 'path.transactionId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'FreezeTransaction', operation: 'FreezeTransaction', method: 'POST', path: '/v1/transactions/{transactionId}/freeze', extension: true,
+    summary: 'Freeze a transaction, with a reason: it moves no funds until unfrozen', tag: 'Transactions', policy: policies.member('payment-manage'),
+    body: 'required', variables: { id: 'path.transactionId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'UnfreezeTransaction', operation: 'UnfreezeTransaction', method: 'POST', path: '/v1/transactions/{transactionId}/unfreeze', extension: true,
+    summary: "Lift a member's freeze of a transaction", tag: 'Transactions', policy: policies.member('payment-manage'),
+    variables: { id: 'path.transactionId' }, success: { status: 204 }, errors: [404, 409],
+  },
 
   // Execution and custody
-  pending({ operationId: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'AllocateDepositAddress', method: 'POST', path: '/v1/applications/{applicationId}/wallets/deposit-addresses', summary: 'Allocate a deposit address', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required' }),
-  pending({ operationId: 'GetWallet', method: 'GET', path: '/v1/wallets/{walletId}', summary: 'Get a wallet', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
-  pending({ operationId: 'GetWalletPublicMaterial', method: 'GET', path: '/v1/wallets/{walletId}/public-material', summary: "Get a wallet's public key material", tag: 'Custody', policy: policies.memberOrApiKey('account-read'), errors: [404] }),
+  {
+    operationId: 'RegisterWallet', operation: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet',
+    tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
+    success: { status: 201, location: '/v1/wallets/{registerWallet.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'AllocateDepositAddress', operation: 'AllocateDepositAddress', method: 'POST', path: '/v1/applications/{applicationId}/wallets/deposit-addresses',
+    summary: "Allocate a payment intent's deposit address (idempotent per payment intent)", tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'),
+    body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' }, success: { status: 200, body: 'allocateDepositAddress' }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetWallet', operation: 'GetWallet', method: 'GET', path: '/v1/wallets/{walletId}', summary: 'Get a wallet (never private material)', tag: 'Custody',
+    policy: policies.memberOrApiKey('account-read'), variables: { id: 'path.walletId' }, success: { status: 200, body: 'wallet' }, errors: [404],
+  },
+  {
+    operationId: 'GetWalletPublicMaterial', operation: 'GetWalletPublicMaterial', method: 'GET', path: '/v1/wallets/{walletId}/public-material',
+    summary: "Get a wallet's public key material and derivation scheme", tag: 'Custody', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.walletId' }, success: { status: 200, body: 'walletPublicMaterial' }, errors: [404],
+  },
   pending({ operationId: 'CreateSigningRequest', method: 'POST', path: '/v1/environments/{environmentId}/signing-requests', summary: 'Create a SelfCustody signing request', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', success: { status: 201 } }),
   pending({ operationId: 'GetNetworkExecutionQuote', method: 'POST', path: '/v1/environments/{environmentId}/network-execution-quote', summary: 'Quote the network cost of an operation', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), body: 'required' }),
+
+  // Sandbox chain (extensions; SANDBOX environments only: production answers 404)
+  {
+    operationId: 'SandboxSendDeposit', operation: 'SandboxSendDeposit', method: 'POST', path: '/v1/sandbox/deposits', extension: true,
+    summary: 'Sandbox: a payer sends value to an address (a PENDING transaction)', tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 201, body: 'sandboxSendDeposit' }, errors: [404, 409],
+  },
+  {
+    operationId: 'SandboxMineBlocks', operation: 'SandboxMineBlocks', method: 'POST', path: '/v1/sandbox/networks/{networkId}/mine', extension: true,
+    summary: 'Sandbox: mine 1 to 100 blocks', tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'optional', variables: { networkId: 'path.networkId', input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxMineBlocks' },
+    errors: [404, 409],
+  },
+  {
+    operationId: 'SandboxReorg', operation: 'SandboxReorg', method: 'POST', path: '/v1/sandbox/networks/{networkId}/reorg', extension: true,
+    summary: 'Sandbox: orphan the last blocks and mine a longer branch', tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { networkId: 'path.networkId', input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxReorg' },
+    errors: [404, 409],
+  },
+  {
+    operationId: 'SandboxDropTransaction', operation: 'SandboxDropTransaction', method: 'POST', path: '/v1/sandbox/transactions/drop', extension: true,
+    summary: 'Sandbox: drop a PENDING or ORPHANED transaction (by txHash in the body)', tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxDropTransaction' }, errors: [404, 409],
+  },
+  {
+    operationId: 'SandboxReplaceTransaction', operation: 'SandboxReplaceTransaction', method: 'POST', path: '/v1/sandbox/transactions/replace', extension: true,
+    summary: 'Sandbox: replace a PENDING replaceable transaction (by txHash in the body)', tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxReplaceTransaction' }, errors: [404, 409],
+  },
+  {
+    operationId: 'SandboxAdvanceClock', operation: 'SandboxAdvanceClock', method: 'POST', path: '/v1/sandbox/clock/advance', extension: true,
+    summary: "Sandbox: advance the organization's sandbox clock", tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxAdvanceClock' }, errors: [404, 409],
+  },
 
   // Webhook management
   {
@@ -288,6 +422,16 @@ export const routes: Route[] = [
   },
 
   // Administration and audit (platform operators)
+  {
+    operationId: 'AdminResolveDepositUnderReview', operation: 'AdminResolveDepositUnderReview', method: 'POST', path: '/v1/admin/deposits/{depositId}/resolve-under-review',
+    summary: 'Accept or reject a deposit held for review', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { id: 'path.depositId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminResolveDepositReorg', operation: 'AdminResolveDepositReorg', method: 'POST', path: '/v1/admin/deposits/{depositId}/resolve-reorg',
+    summary: 'Resolve a deposit frozen by a chain reorganization: REMINED or GONE, as the chain shows', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { id: 'path.depositId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
   ...(
     [
       ['SearchAuditLog', 'GET', '/v1/admin/audit-log', 200],
@@ -305,8 +449,6 @@ export const routes: Route[] = [
       ['AdminBlockWithdrawalDestination', 'POST', '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block', 204],
       ['AdminConfigureWithdrawalPolicy', 'POST', '/v1/admin/organizations/{organizationId}/withdrawal-policy', 204],
       ['AdminConfigurePayoutPolicy', 'POST', '/v1/admin/organizations/{organizationId}/payout-policy', 204],
-      ['AdminResolveDepositUnderReview', 'POST', '/v1/admin/deposits/{depositId}/resolve-under-review', 204],
-      ['AdminResolveDepositReorg', 'POST', '/v1/admin/deposits/{depositId}/resolve-reorg', 204],
       ['AdminRetrySettlement', 'POST', '/v1/admin/settlements/{settlementId}/retry', 204],
       ['AdminConfigurePricingPolicy', 'POST', '/v1/admin/pricing-policy', 204],
       ['AdminRegisterGlobalRevenueAccountExecutionDestination', 'POST', '/v1/admin/global-revenue-account/execution-destination', 204],

@@ -30,6 +30,8 @@ const schema = z.object({
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
   /** Attempts in flight at once per worker process. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
+  /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
+  SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
 }).superRefine((c, ctx) => {
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
     ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });

@@ -3,6 +3,12 @@ import { builder } from './builder';
 import './tenancy/schema';
 import './accounts/schema';
 import './webhooks/schema';
+import './ledger/schema';
+import './catalog/schema';
+import './custody/schema';
+import './chains/schema';
+import './transactions/schema';
+import './deposits/schema';
 import './system/schema';
 
 export const schema = builder.toSchema();

@@ -6,6 +6,8 @@ import { pick } from '../rest/adapter';
 import { statusOf } from '../src/errors';
 import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, webhookEnv } from './webhook-helpers';
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
+import { chainContractFixtures } from './contract-fixtures-chain';
+import { moneyInContractFixtures } from '../src/deposits/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -81,6 +83,10 @@ const failure = (name: string, code: string, setup: Case['setup']): Case => ({ n
 // Fixtures, by route operationId.
 
 const fixtures: Record<string, Case[]> = {
+  // Catalog, custody and the sandbox chain (issue 4)
+  ...chainContractFixtures(() => app),
+  ...moneyInContractFixtures(() => app),
+
   // Member authentication
   SignUp: [
     success('new organization', async () => ({ variables: { input: { email: uniqueEmail('su'), password: PASSWORD, name: 'N', organizationName: 'O' } }, headers: {} })),
@@ -414,6 +420,13 @@ const fixtures: Record<string, Case[]> = {
     }),
     failure('unknown', 'NOT_FOUND', async () => ({ variables: { id: random() }, headers: (await member()).headers })),
   ],
+  GetAccountBalances: [
+    success('own account (no balance yet)', async () => {
+      const m = await member();
+      return { variables: { accountId: await account(m) }, headers: m.headers };
+    }),
+    failure('other organization', 'NOT_FOUND', async () => ({ variables: { accountId: await account(await member()) }, headers: (await member()).headers })),
+  ],
 
   // Webhooks (deliveries go nowhere: port 9 on 127.0.0.1 refuses)
   CreateWebhookEndpoint: [
@@ -530,6 +543,7 @@ const patterns: [RegExp, (m: string) => string][] = [
   [/^sk_(test|live)_[0-9A-Za-z]+$/, (s) => s.slice(0, 8) + (s.length > 20 ? '<secret>' : '<prefix>')],
   [/^[a-z]{2,5}_[0-9A-Za-z]{20,}$/, (s) => s.slice(0, s.indexOf('_')) + '_<token>'],
   [/^[^@\s]+@[^@\s]+$/, () => '<email>'],
+  [/^(0x)?[0-9a-f]{40,}$/, () => '<hex>'], // chain addresses, keys and hashes
 ];
 /** Replaces generated values (ids, times, tokens, secrets, addresses) by placeholders, in strings and Location paths. */
 function normalize(value: unknown): unknown {

@@ -1,6 +1,7 @@
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import { actorOf } from '../auth/principal';
+import { actorOf, type Principal } from '../auth/principal';
+import type { Clock } from '../clock';
 
 export interface AuditInput {
   organizationId: string | null;
@@ -16,19 +17,27 @@ export interface AuditInput {
  * so both commit or neither does. Summaries never hold secrets or their hashes.
  */
 export async function audit(tx: Db, ctx: Context, entry: AuditInput): Promise<void> {
-  const { actorType, actorId } = actorOf(ctx.principal);
-  await tx.auditLogEntry.create({
-    data: {
-      occurredAt: ctx.deps.clock.now(),
-      organizationId: entry.organizationId,
-      actorType,
-      actorId,
-      entityType: entry.entityType,
-      entityId: entry.entityId,
-      action: entry.action,
-      requestId: ctx.requestId,
-      before: (entry.before ?? undefined) as never,
-      after: (entry.after ?? undefined) as never,
-    },
+  await auditAll(tx, ctx.deps, { principal: ctx.principal, requestId: ctx.requestId }, [entry]);
+}
+
+/** Who makes a change: the principal of a request, or the service itself (null: a job). */
+export interface Actor {
+  principal: Principal | null;
+  requestId: string | null;
+}
+
+/** The audit entries of one change, in one statement, for requests and jobs alike. */
+export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Promise<void> {
+  if (!entries.length) return;
+  const { actorType, actorId } = actorOf(actor.principal);
+  const occurredAt = deps.clock.now();
+  await tx.auditLogEntry.createMany({
+    data: entries.map((entry) => ({
+      occurredAt, organizationId: entry.organizationId, actorType, actorId, entityType: entry.entityType, entityId: entry.entityId, action: entry.action,
+      requestId: actor.requestId, before: (entry.before ?? undefined) as never, after: (entry.after ?? undefined) as never,
+    })),
   });
 }
+
+/** One audit entry of a change made by `actor`. */
+export const auditAs = (tx: Db, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);

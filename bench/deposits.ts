@@ -1,0 +1,208 @@
+import type { Deps } from '../src/context';
+import { newOperatorKey } from '../src/auth/secrets';
+import { checkLedgerInvariants } from '../test/ledger-invariants';
+import { balanceOf } from '../src/ledger/ledger';
+import { ledgerAccounts } from '../src/deposits/funding';
+
+/**
+ * The deposits scenario of `npm run bench` (BENCH_SCENARIOS=deposits): payment intents paid on the
+ * sandbox chain, end to end through the public REST API and the service's own job runner.
+ *
+ * Setup (once): a platform operator, a sandbox catalog (asset, SANDBOX network with
+ * BENCH_DEPOSITS_CONFIRMATIONS required confirmations, ENABLED asset-network), an organization with
+ * a sandbox API key, a custodial wallet and a beneficiary account, all through REST.
+ *
+ * Each round, with BENCH_DEPOSITS_CONCURRENCY requests in flight:
+ * 1. BENCH_DEPOSITS_INTENTS payment intents (POST /v1/organizations/{org}/payment-intents with walletId:
+ *    the transaction, the address, three events, two audit entries, the expiry job);
+ * 2. one sandbox send per intent (POST /v1/sandbox/deposits), each queuing a chain.sync job that the
+ *    job runner works (deposit detection) while the sends go on;
+ * 3. blocks mined (POST /v1/sandbox/networks/{id}/mine) to the required depth;
+ * 4. wait until every deposit of the round is CONFIRMED: credited through the ledger (DEBIT
+ *    CHAIN_CLEARING, CREDIT ESCROW), deposit.confirmed, transaction.funded and .reserved, the intent
+ *    SUCCEEDED.
+ * Measured: intents/s, sends/s, deposits confirmed per second from the first send to the last
+ * confirmation (end to end) and from the mine to the last confirmation (the confirming sync alone),
+ * and per deposit the latency from its send to its confirmation. After the rounds: every intent
+ * SUCCEEDED, the escrow balances and CHAIN_CLEARING exact, the ledger invariants hold.
+ */
+export interface DepositsRound {
+  intents: number;
+  concurrency: number;
+  requiredConfirmations: number;
+  intentsPerSecond: number;
+  sendsPerSecond: number;
+  /** Deposits confirmed per second, first send → last confirmation. */
+  confirmedPerSecond: number;
+  /** Deposits confirmed per second, mine answered → last confirmation (the confirming syncs alone). */
+  confirmSyncPerSecond: number;
+  /** Send answered → deposit CONFIRMED (ms). */
+  latencyMs: { p50: number; p90: number; p99: number; max: number };
+  seconds: { create: number; send: number; confirm: number; total: number };
+}
+
+type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
+
+export interface DepositsBench {
+  run(): Promise<DepositsRound>;
+  /** Every intent of every round SUCCEEDED, balances exact, ledger invariants: a description, or throws. */
+  verify(): Promise<string>;
+}
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+export const depositsSettings = () => ({
+  intents: env('BENCH_DEPOSITS_INTENTS', 1000),
+  concurrency: env('BENCH_DEPOSITS_CONCURRENCY', 16),
+  requiredConfirmations: env('BENCH_DEPOSITS_CONFIRMATIONS', 2),
+  timeoutSeconds: env('BENCH_DEPOSITS_TIMEOUT', 600),
+});
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight. */
+async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+export async function startDepositsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<DepositsBench> {
+  const { deps, call, say } = opts;
+  const s = depositsSettings();
+  const expect = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
+    if (r.status !== status) throw new Error(`deposits bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
+    return r;
+  };
+  const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+
+  // A platform operator (as `npm run operator:create` makes one) and the catalog.
+  const { key, keyHash } = newOperatorKey();
+  const tag = `${Date.now().toString(36)}`.toUpperCase();
+  await deps.db.operator.create({ data: { email: `bench.operator.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
+  const op = { 'x-operator-key': key };
+  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `BD${tag}`, name: `Bench dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
+  const networkId = idOf(expect(
+    await call('POST', '/v1/platform/networks', { name: `Bench sandbox ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: s.requiredConfirmations }, op),
+    201, 'network',
+  ));
+  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
+  expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
+
+  // The integrator.
+  const email = `bench.deposits.${tag.toLowerCase()}@example.com`;
+  const password = 'correct horse battery staple';
+  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `Deposits ${tag}` }), 201, 'signup').body!.organizationId as string;
+  const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
+  const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: 'Deposits bench' }, member), 201, 'application').body!.id as string;
+  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
+  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  const walletId = idOf(expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'));
+  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  say(`deposits: organization ${org}, network ${networkId} (${s.requiredConfirmations} confirmations)`);
+
+  const all: { id: string; transactionId: string; amount: bigint }[] = [];
+  let roundNo = 0;
+
+  return {
+    async run() {
+      roundNo++;
+      const n = s.intents;
+      const intents: { id: string; transactionId: string; address: string; amount: bigint; sentAt: number }[] = new Array(n);
+      const t0 = performance.now();
+      await pool(n, s.concurrency, async (i) => {
+        // Distinct amounts ending in 0 (an amount ending in 666 would be held for review by the sandbox's screening).
+        const amount = BigInt(1_000_000 + roundNo * 100_000) + BigInt(i) * 10n;
+        const r = expect(
+          await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 }, apiKey),
+          201, 'payment intent',
+        );
+        const got = expect(await call('GET', r.headers.get('location')!, undefined, apiKey), 200, 'get payment intent');
+        intents[i] = { id: got.body!.id, transactionId: got.body!.transactionId, address: got.body!.address, amount, sentAt: 0 };
+      });
+      const t1 = performance.now();
+      await pool(n, s.concurrency, async (i) => {
+        const x = intents[i]!;
+        expect(await call('POST', '/v1/sandbox/deposits', { address: x.address, amount: x.amount.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+        x.sentAt = Date.now();
+      });
+      const t2 = performance.now();
+      // Enough blocks for every send (a block takes up to 1,000 transactions) and the required depth.
+      let blocks = Math.ceil(n / 1000) + s.requiredConfirmations;
+      while (blocks > 0) {
+        const b = Math.min(100, blocks);
+        expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: b }, apiKey), 200, 'mine');
+        blocks -= b;
+      }
+      const t3 = performance.now();
+      const ids = intents.map((x) => x.id);
+      const deadline = Date.now() + s.timeoutSeconds * 1000;
+      for (;;) {
+        const confirmed = await deps.db.deposit.count({ where: { paymentIntentId: { in: ids }, status: 'CONFIRMED' } });
+        if (confirmed >= n) break;
+        if (Date.now() > deadline) throw new Error(`deposits bench: ${confirmed} of ${n} deposits confirmed after ${s.timeoutSeconds} s`);
+        await sleep(50);
+      }
+      const t4 = performance.now();
+      const rows = await deps.db.deposit.findMany({ where: { paymentIntentId: { in: ids } }, select: { paymentIntentId: true, confirmedAt: true } });
+      const sentAt = new Map(intents.map((x) => [x.id, x.sentAt]));
+      const latencies = rows.map((r) => r.confirmedAt!.getTime() - sentAt.get(r.paymentIntentId!)!).sort((a, b) => a - b);
+      all.push(...intents.map((x) => ({ id: x.id, transactionId: x.transactionId, amount: x.amount })));
+      const sec = (ms: number) => +(ms / 1000).toFixed(2);
+      return {
+        intents: n,
+        concurrency: s.concurrency,
+        requiredConfirmations: s.requiredConfirmations,
+        intentsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
+        sendsPerSecond: Math.round(n / ((t2 - t1) / 1000)),
+        confirmedPerSecond: Math.round(n / ((t4 - t1) / 1000)),
+        confirmSyncPerSecond: Math.round(n / ((t4 - t3) / 1000)),
+        latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies.at(-1) ?? NaN },
+        seconds: { create: sec(t1 - t0), send: sec(t2 - t1), confirm: sec(t4 - t3), total: sec(t4 - t0) },
+      };
+    },
+    async verify() {
+      const ids = all.map((x) => x.id);
+      const succeeded = await deps.db.paymentIntent.count({ where: { id: { in: ids }, status: 'SUCCEEDED' } });
+      if (succeeded !== all.length) throw new Error(`${succeeded} of ${all.length} payment intents SUCCEEDED`);
+      const total = all.reduce((s2, x) => s2 + x.amount, 0n);
+      const clearing = (await balanceOf(deps.db, ledgerAccounts.clearing(assetNetworkId))).posted;
+      if (clearing !== total) throw new Error(`CHAIN_CLEARING ${clearing}, deposits ${total}`);
+      for (const x of all.slice(0, 50)) {
+        const escrow = (await balanceOf(deps.db, ledgerAccounts.escrow({ id: x.transactionId, organizationId: org, assetNetworkId }))).posted;
+        if (escrow !== x.amount) throw new Error(`escrow of ${x.transactionId}: ${escrow}, expected ${x.amount}`);
+      }
+      await checkLedgerInvariants(deps.db);
+      return `${all.length} intents SUCCEEDED, CHAIN_CLEARING = sum of deposits (${total}), escrows exact (first 50 checked), ledger invariants hold`;
+    },
+  };
+}
+
+/** The scenario's table (the round with the median confirmed/s) and its targets. */
+export function depositsReport(runs: DepositsRound[], check: { ok: boolean; detail: string } | undefined) {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const m = median(runs.map((r) => r.confirmedPerSecond));
+  const r = runs.find((x) => x.confirmedPerSecond === m)!;
+  const rows = [
+    ['deposits', 'intents/s', 'sends/s', 'confirmed/s', 'confirm sync/s', 'p50 ms', 'p99 ms', 'rounds: confirmed/s (sync/s)'],
+    [
+      `${r.intents} intents, ${r.concurrency} in flight, ${r.requiredConfirmations} confirmations`, String(r.intentsPerSecond), String(r.sendsPerSecond), String(r.confirmedPerSecond),
+      String(r.confirmSyncPerSecond), String(r.latencyMs.p50), String(r.latencyMs.p99), runs.map((x) => `${x.confirmedPerSecond} (${x.confirmSyncPerSecond})`).join(', '),
+    ],
+  ];
+  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+  return {
+    result: { ...r, rounds: runs },
+    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    targets: [
+      {
+        target: 'deposits: measured end to end (no target set): deposits confirmed per second, first send to last confirmation',
+        met: null,
+        measured: `${r.confirmedPerSecond}/s (confirming syncs alone ${r.confirmSyncPerSecond}/s; send to confirmed p50 ${r.latencyMs.p50} ms)`,
+      },
+      { target: 'deposits: every intent SUCCEEDED, credited exactly once, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+    ],
+  };
+}

@@ -1,0 +1,53 @@
+import type { PgBoss } from 'pg-boss';
+import type { Context } from '../context';
+import type { Clock } from '../clock';
+import type { Db, PrismaClient } from '../db/prisma';
+import type { Actor } from '../audit/audit';
+export { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emitEvent } from '../webhooks/outbox';
+import { webhookEvent, type EventFields, type EventType } from '../webhooks/events';
+import { sandboxNow } from '../chains/sandbox/clock';
+
+/**
+ * What money-in code needs from the process: the database, the clock and the job runner (events
+ * and jobs are sent through the caller's transaction). Request handlers pass `ctx.deps`; jobs
+ * (chain sync, expiry) pass their own.
+ */
+export interface MoneyDeps {
+  db: PrismaClient;
+  clock: Clock;
+  boss: PgBoss | null;
+}
+
+export const systemActor = (requestId: string | null = null): Actor => ({ principal: null, requestId });
+export const requestActor = (ctx: Context): Actor => ({ principal: ctx.principal, requestId: ctx.requestId });
+
+/** Emits a catalog event in the caller's transaction (the outbox). */
+export function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]) {
+  return emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
+}
+
+/** Conversions of NUMERIC columns, from src/money.ts (the one place for money arithmetic). */
+export { numericToAmount as big, amountToNumeric as dec } from '../money';
+
+
+/**
+ * "Now" for the rules of an organization's environment: the real clock in production, the
+ * organization's sandbox clock (which the integrator may advance) in a sandbox.
+ */
+export async function nowFor(db: Db, clock: Clock, organizationId: string, environmentType: 'SANDBOX' | 'PRODUCTION'): Promise<Date> {
+  return environmentType === 'SANDBOX' ? sandboxNow(db, clock, organizationId) : clock.now();
+}
+
+/** Interactive transaction settings of money-in changes: a sync chunk may hold many changes. */
+export const TX_OPTIONS = { timeout: 60_000, maxWait: 20_000 } as const;
+
+/** Locks the Transaction row (the aggregate root of an intent, its deposits' effects and its escrow). */
+export async function lockTransactionRow(tx: Db, transactionId: string): Promise<void> {
+  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ${transactionId}::uuid FOR UPDATE`;
+}
+
+/** Serializes everything that reconciles deposits of one network (sync chunks, admin resolutions). */
+export async function lockNetwork(tx: Db, networkId: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'chain.sync ' + networkId}, 0))`;
+}

@@ -1,0 +1,284 @@
+import type { Db } from '../db/prisma';
+import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
+import { postLedgerTransaction } from '../ledger/ledger';
+import type { AuditInput } from '../audit/audit';
+import { auditAll, auditAs, big, dec, emit, type Actor, type MoneyDeps } from './common';
+import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
+
+/**
+ * The funding side of money in: where a confirmed deposit's value goes in the ledger, and the
+ * state machine of a payment intent and its transaction, derived from the intent's deposits.
+ *
+ * Every function runs inside the caller's database transaction, after the caller locked the
+ * Transaction row (lockTransactionRow): the state change, its ledger postings, its events and its
+ * audit entries commit together or not at all.
+ *
+ * Ledger shape (base units of the deposit's asset-network):
+ * - deposit confirmed:        DEBIT CHAIN_CLEARING / CREDIT ESCROW(transaction)   (late: CREDIT SUSPENSE(organization))
+ * - deposit reversed (GONE):  DEBIT <where it was credited> / CREDIT CHAIN_CLEARING
+ * - intent expired partially: DEBIT ESCROW(transaction) / CREDIT SUSPENSE(organization)
+ * Each posting's idempotency key is derived from the record it belongs to, so a retried job or a
+ * re-run sync never posts twice.
+ */
+
+type LedgerKind = 'ESCROW' | 'SUSPENSE';
+
+export const ledgerAccounts = {
+  escrow: (t: { id: string; organizationId: string; assetNetworkId: string }) =>
+    ({ kind: 'ESCROW', ownerId: t.id, organizationId: t.organizationId, assetNetworkId: t.assetNetworkId }) as const,
+  suspense: (organizationId: string, assetNetworkId: string) =>
+    ({ kind: 'SUSPENSE', ownerId: organizationId, organizationId, assetNetworkId }) as const,
+  clearing: (assetNetworkId: string) => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId }) as const,
+};
+
+function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'assetNetworkId' | 'transactionId'>) {
+  if (kind === 'ESCROW') {
+    if (!d.transactionId) throw new Error('an escrow credit needs the deposit’s transaction');
+    return ledgerAccounts.escrow({ id: d.transactionId, organizationId: d.organizationId, assetNetworkId: d.assetNetworkId });
+  }
+  return ledgerAccounts.suspense(d.organizationId, d.assetNetworkId);
+}
+
+/** Posts a confirmed deposit's credit: DEBIT CHAIN_CLEARING, CREDIT ESCROW or SUSPENSE. Once per deposit, ever. */
+export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to: LedgerKind): Promise<void> {
+  const amount = big(d.amount);
+  await postLedgerTransaction(tx, {
+    idempotencyKey: `deposit:${d.id}:confirmed`,
+    nature: to === 'ESCROW' ? 'deposit.confirmed' : 'deposit.confirmed.suspense',
+    organizationId: d.organizationId,
+    referenceType: 'Deposit',
+    referenceId: d.id,
+    metadata: { txHash: d.txHash, networkId: d.networkId, paymentIntentId: d.paymentIntentId, transactionId: d.transactionId },
+    lines: [
+      { account: ledgerAccounts.clearing(d.assetNetworkId), direction: 'DEBIT', amount },
+      { account: creditAccount(to, d), direction: 'CREDIT', amount },
+    ],
+    postedAt: deps.clock.now(),
+  });
+}
+
+/** Reverses a credited deposit that the chain no longer has: DEBIT where it sits now, CREDIT CHAIN_CLEARING. */
+export async function postDepositReversal(tx: Db, deps: MoneyDeps, d: Deposit): Promise<void> {
+  if (!d.creditedTo || (d.creditedTo !== 'ESCROW' && d.creditedTo !== 'SUSPENSE')) throw new Error(`deposit ${d.id} was never credited`);
+  const amount = big(d.amount);
+  await postLedgerTransaction(tx, {
+    idempotencyKey: `deposit:${d.id}:reversed`,
+    nature: 'deposit.reversed',
+    organizationId: d.organizationId,
+    referenceType: 'Deposit',
+    referenceId: d.id,
+    metadata: { txHash: d.txHash, networkId: d.networkId, from: d.creditedTo },
+    lines: [
+      { account: creditAccount(d.creditedTo, d), direction: 'DEBIT', amount },
+      { account: ledgerAccounts.clearing(d.assetNetworkId), direction: 'CREDIT', amount },
+    ],
+    postedAt: deps.clock.now(),
+  });
+}
+
+export type IntentWithTransaction = PaymentIntent & { transaction: Transaction };
+
+async function loadIntent(tx: Db, intentId: string): Promise<IntentWithTransaction> {
+  return tx.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, include: { transaction: true } });
+}
+
+/** Sums of an intent's own (not late) deposits by stage. */
+async function depositSums(tx: Db, intentId: string) {
+  const groups = await tx.deposit.groupBy({
+    by: ['status'],
+    where: { paymentIntentId: intentId, late: false },
+    _sum: { amount: true },
+    _count: { _all: true },
+  });
+  let detected = 0n;
+  let credited = 0n;
+  let live = 0;
+  let undecided = 0;
+  for (const g of groups) {
+    const sum = g._sum.amount ? big(g._sum.amount) : 0n;
+    if ((LIVE_DEPOSIT as readonly string[]).includes(g.status)) {
+      detected += sum;
+      live += g._count._all;
+    }
+    if ((CREDITED_DEPOSIT as readonly string[]).includes(g.status)) credited += sum;
+    if ((UNDECIDED_DEPOSIT as readonly string[]).includes(g.status)) undecided += g._count._all;
+  }
+  return { detected, credited, live, undecided };
+}
+
+/**
+ * The payment intent state machine, evaluated from its deposits (docs/money-in.md):
+ * - credited (CONFIRMED + REORG_FROZEN) covers the amount → SUCCEEDED, and the transaction
+ *   AWAITING_FUNDS → FUNDED → RESERVED (transaction.funded, transaction.reserved Amount);
+ * - else a live deposit exists → PROCESSING; else → AWAITING_PAYMENT;
+ * - not SUCCEEDED, ExpiresAt passed and no deposit undecided → EXPIRED (partial funds to SUSPENSE).
+ * A SUCCEEDED intent whose credit was reversed goes back; EXPIRED and CANCELLED are terminal.
+ * Derived, so evaluating twice changes nothing.
+ */
+export async function evaluateIntent(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  intentId: string,
+  now: Date,
+  loaded?: IntentWithTransaction,
+): Promise<IntentWithTransaction> {
+  const intent = loaded ?? (await loadIntent(tx, intentId));
+  if (intent.status === 'EXPIRED' || intent.status === 'CANCELLED') return intent;
+  const t = intent.transaction;
+  const amount = big(intent.amount);
+  const sums = await depositSums(tx, intentId);
+  const covered = isCovered(sums.credited, amount);
+  const status: PaymentIntent['status'] = covered ? 'SUCCEEDED' : sums.live > 0 ? 'PROCESSING' : 'AWAITING_PAYMENT';
+  const expire = status !== 'SUCCEEDED' && now.getTime() >= intent.expiresAt.getTime() && sums.undecided === 0;
+  const audits: AuditInput[] = [];
+  const org = t.organizationId;
+
+  // The transaction follows the credited sum.
+  const previousFunded = big(t.fundedAmount);
+  let tStatus = t.status;
+  const tData: Record<string, unknown> = {};
+  if (sums.credited !== previousFunded) tData.fundedAmount = dec(sums.credited);
+  if (covered && t.status === 'AWAITING_FUNDS') {
+    tStatus = 'RESERVED';
+    Object.assign(tData, { status: 'RESERVED', fundedAt: now, reservedAt: now });
+  } else if (!covered && (t.status === 'FUNDED' || t.status === 'RESERVED')) {
+    tStatus = 'AWAITING_FUNDS';
+    Object.assign(tData, { status: 'AWAITING_FUNDS', fundedAt: null, reservedAt: null });
+  }
+  let transaction = t;
+  if (Object.keys(tData).length) {
+    transaction = await tx.transaction.update({ where: { id: t.id }, data: tData });
+    if (tStatus !== t.status && tStatus === 'RESERVED') {
+      // FUNDED and RESERVED in one step: the funds are held in its escrow from the moment they cover it.
+      await emit(tx, deps, org, 'transaction.funded', { TransactionId: t.id });
+      await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
+      audits.push(
+        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funded', before: { status: t.status }, after: { status: 'FUNDED', fundedAmount: dec(sums.credited) } },
+        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved', before: { status: 'FUNDED' }, after: { status: 'RESERVED', reservedAmount: dec(sums.credited) } },
+      );
+    } else if (tStatus !== t.status) {
+      audits.push({
+        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funding_reversed',
+        before: { status: t.status, fundedAmount: dec(previousFunded) }, after: { status: tStatus, fundedAmount: dec(sums.credited) },
+      });
+    } else if (tStatus === 'RESERVED' && sums.credited > previousFunded) {
+      // More funds arrived for a reserved transaction (an overpayment, a second payment): all held.
+      await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
+      audits.push({
+        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved',
+        before: { reservedAmount: dec(previousFunded) }, after: { reservedAmount: dec(sums.credited) },
+      });
+    }
+  }
+
+  const overpaid = sums.credited > amount;
+  const intentData: Record<string, unknown> = {};
+  if (big(intent.detectedAmount) !== sums.detected) intentData.detectedAmount = dec(sums.detected);
+  if (big(intent.confirmedAmount) !== sums.credited) intentData.confirmedAmount = dec(sums.credited);
+  if (intent.overpaid !== overpaid) intentData.overpaid = overpaid;
+  if (status !== intent.status) {
+    intentData.status = status;
+    intentData.succeededAt = status === 'SUCCEEDED' ? now : null;
+    audits.push({
+      organizationId: org, entityType: 'PaymentIntent', entityId: intent.id, action: `payment_intent.${status.toLowerCase()}`,
+      before: { status: intent.status }, after: { status, detectedAmount: dec(sums.detected), confirmedAmount: dec(sums.credited) },
+    });
+  }
+  let updated: PaymentIntent = intent;
+  if (Object.keys(intentData).length) updated = await tx.paymentIntent.update({ where: { id: intent.id }, data: intentData });
+  await auditAll(tx, deps, actor, audits);
+  if (expire) return expireIntent(tx, deps, actor, intent.id, now);
+  return { ...updated, transaction };
+}
+
+/**
+ * AWAITING_PAYMENT or PROCESSING → EXPIRED, with its transaction → EXPIRED. The intent's
+ * confirmed deposits (an underpayment) move from the transaction's ESCROW to the organization's
+ * SUSPENSE: an expired transaction holds nothing; the funds wait there for a decision.
+ */
+async function expireIntent(tx: Db, deps: MoneyDeps, actor: Actor, intentId: string, now: Date): Promise<IntentWithTransaction> {
+  const intent = await loadIntent(tx, intentId);
+  const t = intent.transaction;
+  const held = big(t.fundedAmount);
+  if (held > 0n) {
+    await postLedgerTransaction(tx, {
+      idempotencyKey: `payment-intent:${intent.id}:expired`,
+      nature: 'payment_intent.expired.escrow_to_suspense',
+      organizationId: t.organizationId,
+      referenceType: 'PaymentIntent',
+      referenceId: intent.id,
+      metadata: { transactionId: t.id },
+      lines: [
+        { account: ledgerAccounts.escrow(t), direction: 'DEBIT', amount: held },
+        { account: ledgerAccounts.suspense(t.organizationId, t.assetNetworkId), direction: 'CREDIT', amount: held },
+      ],
+      postedAt: deps.clock.now(),
+    });
+    await tx.deposit.updateMany({ where: { paymentIntentId: intent.id, creditedTo: 'ESCROW' }, data: { creditedTo: 'SUSPENSE' } });
+  }
+  await tx.paymentIntent.update({ where: { id: intent.id }, data: { status: 'EXPIRED', expiredAt: now } });
+  await tx.transaction.update({ where: { id: t.id }, data: { status: 'EXPIRED', fundedAmount: '0', fundedAt: null, reservedAt: null } });
+  await emit(tx, deps, intent.organizationId, 'payment_intent.expired', { PaymentIntentId: intent.id });
+  await auditAll(tx, deps, actor, [
+    {
+      organizationId: intent.organizationId, entityType: 'PaymentIntent', entityId: intent.id, action: 'payment_intent.expired',
+      before: { status: intent.status }, after: { status: 'EXPIRED', movedToSuspense: dec(held) },
+    },
+    {
+      organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.expired',
+      before: { status: t.status, fundedAmount: dec(held) }, after: { status: 'EXPIRED', fundedAmount: '0' },
+    },
+  ]);
+  return loadIntent(tx, intentId);
+}
+
+/**
+ * Freezes a transaction because one of its escrow-credited deposits is in doubt (a reorg). The
+ * flag is shared with member freezes: `frozen` = frozen by a member OR by a deposit.
+ */
+export async function freezeForDeposit(tx: Db, deps: MoneyDeps, actor: Actor, transactionId: string, depositId: string): Promise<void> {
+  const t = await tx.transaction.findUniqueOrThrow({ where: { id: transactionId } });
+  if (t.frozenByDepositId) return; // already held by another deposit in doubt
+  const reason = `REORG: deposit ${depositId} was orphaned by a chain reorganization`;
+  await tx.transaction.update({
+    where: { id: t.id },
+    data: { frozen: true, frozenByDepositId: depositId, ...(t.frozen ? {} : { frozenReason: reason }) },
+  });
+  if (!t.frozen)
+    // Not a member's freeze: ActorMemberId is null (docs/money-in.md).
+    await emit(tx, deps, t.organizationId, 'transaction.frozen', { TransactionId: t.id, Reason: reason, ActorMemberId: null as unknown as string });
+  await auditAs(tx, deps, actor, {
+    organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.frozen',
+    before: { frozen: t.frozen }, after: { frozen: true, frozenByDepositId: depositId, reason },
+  });
+}
+
+/**
+ * Releases a deposit's hold on its transaction once the deposit is resolved: another deposit
+ * still in doubt takes over; with none left, and no member freeze, the transaction is unfrozen.
+ */
+export async function releaseDepositFreeze(tx: Db, deps: MoneyDeps, actor: Actor, transactionId: string, depositId: string): Promise<void> {
+  const t = await tx.transaction.findUniqueOrThrow({ where: { id: transactionId } });
+  if (t.frozenByDepositId !== depositId) return;
+  const next = await tx.deposit.findFirst({
+    where: { transactionId, status: 'REORG_FROZEN', creditedTo: 'ESCROW', id: { not: depositId } },
+    orderBy: { id: 'asc' },
+    select: { id: true },
+  });
+  const byMember = t.frozenByMemberId !== null;
+  const frozen = byMember || next !== null;
+  await tx.transaction.update({
+    where: { id: t.id },
+    data: {
+      frozenByDepositId: next?.id ?? null,
+      frozen,
+      ...(frozen ? (byMember ? {} : { frozenReason: `REORG: deposit ${next!.id} was orphaned by a chain reorganization` }) : { frozenReason: null }),
+    },
+  });
+  if (!frozen) await emit(tx, deps, t.organizationId, 'transaction.unfrozen', { TransactionId: t.id, ActorMemberId: null as unknown as string });
+  await auditAs(tx, deps, actor, {
+    organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: frozen ? 'transaction.deposit_hold_released' : 'transaction.unfrozen',
+    before: { frozen: t.frozen, frozenByDepositId: depositId }, after: { frozen, frozenByDepositId: next?.id ?? null },
+  });
+}

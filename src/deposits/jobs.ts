@@ -1,0 +1,68 @@
+import { fromPrisma, type PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock';
+import type { Db, PrismaClient } from '../db/prisma';
+import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../chains/sync-queue';
+import { syncNetwork } from './sync';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireDuePaymentIntents, expireIfDue, type ExpireJob } from './payment-intents';
+import type { MoneyDeps } from './common';
+
+/**
+ * Money-in jobs (registered by jobs/index.ts):
+ * - `chain.sync` {networkId}: deposit detection (syncNetwork). Jobs of a batch are coalesced per
+ *   network: one sync sees every change committed before it started.
+ * - `payment-intent.expire` {paymentIntentId}: sent with the intent, due at its ExpiresAt.
+ * - `payment-intent.expire-sweep` {organizationId?}: every minute, and on demand (sendExpirySweep,
+ *   e.g. after a sandbox clock advance): expires every due intent.
+ * Every handler is idempotent and re-checks state and clock.
+ */
+export interface MoneyJobDeps {
+  db: PrismaClient;
+  clock: Clock;
+  log: Logger;
+}
+
+export interface ExpirySweepJob {
+  organizationId?: string;
+}
+
+/** Asks for an expiry sweep (of one organization) through the caller's transaction. */
+export async function sendExpirySweep(tx: Db, boss: PgBoss | null, organizationId?: string): Promise<void> {
+  if (!boss) return;
+  await boss.send(EXPIRE_SWEEP_QUEUE, (organizationId ? { organizationId } : {}) satisfies ExpirySweepJob, { db: fromPrisma(tx as never) });
+}
+
+export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work: boolean): Promise<void> {
+  await boss.createQueue(EXPIRE_QUEUE, { retryLimit: 10, retryDelay: 5, retryBackoff: true, deleteAfterSeconds: 3600 });
+  await boss.createQueue(EXPIRE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
+  // Created by jobs/index.ts as well (src/chains/sync-queue.ts); creating twice changes nothing.
+  await boss.createQueue(CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  if (!work) return;
+  const moneyDeps = { db: deps.db, clock: deps.clock, boss };
+  await boss.work<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
+    const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
+    if (r.changes) deps.log.debug(r, 'chain sync');
+  });
+  await boss.work<ExpireJob>(EXPIRE_QUEUE, { batchSize: 20 }, async (jobs) => {
+    for (const j of jobs) await expireIfDue(moneyDeps, j.data.paymentIntentId);
+  });
+  await boss.schedule(EXPIRE_SWEEP_QUEUE, '* * * * *');
+  await boss.work<ExpirySweepJob>(EXPIRE_SWEEP_QUEUE, async ([job]) => {
+    const n = await runExpirySweepJob(moneyDeps, job?.data);
+    if (n) deps.log.info({ expired: n }, 'payment intents expired');
+  });
+}
+
+/** The chain.sync handler: one sync per network named in the batch (coalesced). */
+export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | null | undefined)[]): Promise<{ networks: number; changes: number }> {
+  const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string'));
+  let changes = 0;
+  for (const networkId of networks) changes += (await syncNetwork(deps, networkId)).changes;
+  return { networks: networks.size, changes };
+}
+
+/** The expiry sweep handler. Scheduled sweeps carry no data; on-demand ones may name an organization. */
+export function runExpirySweepJob(deps: MoneyDeps, data: ExpirySweepJob | null | undefined): Promise<number> {
+  const organizationId = data?.organizationId;
+  return expireDuePaymentIntents(deps, organizationId ? { organizationId } : {});
+}

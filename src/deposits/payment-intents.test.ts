@@ -1,0 +1,320 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
+import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireIfDue, type ExpireJob } from './payment-intents';
+import { runExpirySweepJob, sendExpirySweep, type ExpirySweepJob } from './jobs';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(() => app.close());
+afterEach(() => checkLedgerInvariants(app.deps.db));
+
+const create = (f: MoneyFixture, body: Record<string, unknown>, headers: Record<string, string> = f.apiKeyHeaders) =>
+  app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+    body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, ...body },
+    headers,
+  });
+const fieldOf = (r: { body: { errors?: { field: string }[] } }) => r.body.errors?.map((e) => e.field);
+
+describe('CreatePaymentIntent', () => {
+  test('201 without a body, Location; the transaction, the events and the audit in one go; GetPaymentIntent over REST and GraphQL', async () => {
+    const f = await moneyFixture(app);
+    const before = (await eventsOf(app, f.organizationId)).length;
+    const r = await create(f, { walletId: f.walletId, reference: 'order-42', metadata: { order: 42 }, expiresInSeconds: 900 });
+    expect(r.status, r.text).toBe(201);
+    expect(r.text).toBe('');
+    const location = r.headers.get('location')!;
+    expect(location).toMatch(/^\/v1\/payment-intents\/[0-9a-f-]{36}$/);
+    const id = location.split('/').pop()!;
+    const got = await app.rest('GET', location, { headers: f.apiKeyHeaders });
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({
+      id, organizationId: f.organizationId, applicationId: f.applicationId, environmentId: f.environmentId, environmentType: 'SANDBOX',
+      assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', status: 'AWAITING_PAYMENT', detectedAmount: '0', confirmedAmount: '0',
+      overpaid: false, paidLate: false, reference: 'order-42', metadata: { order: 42 }, beneficiaryAccountId: f.beneficiaryAccountId,
+      payerAccountId: null, depositIds: [], succeededAt: null, expiredAt: null, cancelledAt: null,
+    });
+    expect(got.body.address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect(new Date(got.body.expiresAt).getTime() - new Date(got.body.createdAt).getTime()).toBe(900_000);
+    const tx = await app.rest('GET', `/v1/transactions/${got.body.transactionId}`, { headers: f.apiKeyHeaders });
+    expect(tx.body).toMatchObject({
+      status: 'AWAITING_FUNDS', amount: '1000000', fundedAmount: '0', frozen: false, paymentIntentId: id,
+      participants: [{ accountId: f.beneficiaryAccountId, role: 'BENEFICIARY' }],
+    });
+    const events = (await eventsOf(app, f.organizationId)).slice(before);
+    expect(events.map((e) => e.type)).toEqual(['transaction.created', 'payment_intent.created', 'deposit.address_generated']);
+    expect(events[0]!.body).toEqual({ TransactionId: got.body.transactionId, ApplicationId: f.applicationId, ParticipantAccountIds: [f.beneficiaryAccountId] });
+    expect(events[1]!.body).toEqual({ PaymentIntentId: id, TransactionId: got.body.transactionId, Amount: '1000000', ExpiresAt: got.body.expiresAt });
+    expect(events[2]!.body).toEqual({ PaymentIntentId: id, Address: got.body.address, AssetNetworkId: f.catalog.assetNetworkId });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [id, got.body.transactionId] } }, orderBy: { occurredAt: 'asc' } });
+    expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual(['payment_intent.created API_KEY', 'transaction.created API_KEY']);
+    // The expiry job, due at ExpiresAt.
+    const [job] = await app.deps.db.$queryRaw<{ start_after: Date }[]>`SELECT start_after FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND data->>'paymentIntentId' = ${id}`;
+    expect(job!.start_after.getTime()).toBe(new Date(got.body.expiresAt).getTime());
+    const g = await app.gql<{ paymentIntent: { status: string; deposits: unknown[] } }>(`query($id: ID!) { paymentIntent(id: $id) { status deposits { id } } }`, { id }, f.apiKeyHeaders);
+    expect(g.data?.paymentIntent).toEqual({ status: 'AWAITING_PAYMENT', deposits: [] });
+  });
+
+  test('a member names the application and environment, and may add a payer; GraphQL createPaymentIntent', async () => {
+    const f = await moneyFixture(app);
+    const payer = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Buyer' }, headers: f.apiKeyHeaders });
+    const payerAccountId = payer.headers.get('location')!.split('/').pop()!;
+    const missing = await create(f, {}, f.member.headers);
+    expect(missing.status).toBe(400);
+    expect(fieldOf(missing)).toEqual(['applicationId']);
+    const g = await app.gql<{ createPaymentIntent: { id: string; status: string; payerAccountId: string; environmentId: string; address: string | null } }>(
+      `mutation($org: ID!, $input: CreatePaymentIntentInput!) { createPaymentIntent(organizationId: $org, input: $input) { id status payerAccountId environmentId address } }`,
+      {
+        org: f.organizationId,
+        input: {
+          applicationId: f.applicationId, environmentId: f.environmentId, assetNetworkId: f.catalog.assetNetworkId, amount: '5',
+          beneficiaryAccountId: f.beneficiaryAccountId, payerAccountId,
+        },
+      },
+      f.member.headers,
+    );
+    expect(g.errors).toBeUndefined();
+    expect(g.data!.createPaymentIntent).toMatchObject({ status: 'AWAITING_PAYMENT', payerAccountId, environmentId: f.environmentId, address: null });
+    const created = (await eventsOf(app, f.organizationId)).find((e) => e.type === 'transaction.created' && e.body.ParticipantAccountIds && (e.body.ParticipantAccountIds as string[]).includes(payerAccountId));
+    expect(created!.body.ParticipantAccountIds).toEqual([f.beneficiaryAccountId, payerAccountId]);
+    const audit = await app.deps.db.auditLogEntry.findFirstOrThrow({ where: { entityId: g.data!.createPaymentIntent.id } });
+    expect(audit.actorType).toBe('MEMBER');
+  });
+
+  test('validation: 400 with the field, nothing created', async () => {
+    const f = await moneyFixture(app, { minimumDeposit: 100n });
+    const production = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Prod', mode: 'PRODUCTION' }, headers: f.member.headers });
+    const productionId = production.headers.get('location')!.split('/').pop()!;
+    const notAuthorized = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Other', mode: 'SANDBOX' }, headers: f.member.headers });
+    const notAuthorizedId = notAuthorized.headers.get('location')!.split('/').pop()!;
+    const other = await signUpMember(app);
+    const foreign = await app.rest('POST', `/v1/organizations/${other.organizationId}/accounts`, { body: { name: 'Foreign', mode: 'SANDBOX' }, headers: other.headers });
+    const foreignId = foreign.headers.get('location')!.split('/').pop()!;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ amount: '0' }, 'amount'],
+      [{ amount: '-5' }, 'amount'],
+      [{ amount: '1.5' }, 'amount'],
+      [{ amount: '1e6' }, 'amount'],
+      [{ amount: '99' }, 'amount'],
+      [{ expiresInSeconds: 59 }, 'expiresInSeconds'],
+      [{ expiresInSeconds: 30 * 86400 + 1 }, 'expiresInSeconds'],
+      [{ expiresInSeconds: 600, expiresAt: new Date(Date.now() + 3600_000).toISOString() }, 'expiresAt'],
+      [{ expiresAt: new Date(app.clock.now().getTime() + 10_000).toISOString() }, 'expiresAt'],
+      [{ assetNetworkId: crypto.randomUUID() }, 'assetNetworkId'],
+      [{ assetNetworkId: 'nope' }, 'assetNetworkId'],
+      [{ beneficiaryAccountId: crypto.randomUUID() }, 'beneficiaryAccountId'],
+      [{ beneficiaryAccountId: foreignId }, 'beneficiaryAccountId'],
+      [{ beneficiaryAccountId: productionId }, 'beneficiaryAccountId'],
+      [{ beneficiaryAccountId: notAuthorizedId }, 'beneficiaryAccountId'],
+      [{ payerAccountId: f.beneficiaryAccountId }, 'payerAccountId'],
+      [{ reference: '' }, 'reference'],
+      [{ walletId: crypto.randomUUID() }, 'walletId'],
+      [{ applicationId: crypto.randomUUID() }, 'applicationId'],
+      [{ metadata: { big: 'x'.repeat(9000) } }, 'metadata'],
+      [{ unknownField: 1 }, 'unknownField'],
+    ];
+    for (const [body, field] of cases) {
+      const r = await create(f, body);
+      expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(400);
+      if (field !== 'unknownField') expect(fieldOf(r), JSON.stringify(body)).toEqual([field]);
+    }
+    expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(0);
+    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
+  });
+
+  test('409: a duplicate reference, a frozen beneficiary, a PAUSED asset-network; 404: another organization', async () => {
+    const f = await moneyFixture(app);
+    expect((await create(f, { reference: 'dup' })).status).toBe(201);
+    const dup = await create(f, { reference: 'dup' });
+    expect(dup.status).toBe(409);
+    expect(dup.body.code).toBe('CONFLICT');
+    const other = await signUpMember(app);
+    const foreign = await app.rest('POST', `/v1/organizations/${other.organizationId}/payment-intents`, {
+      body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1', beneficiaryAccountId: f.beneficiaryAccountId }, headers: f.apiKeyHeaders,
+    });
+    expect(foreign.status).toBe(404);
+    await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { body: { reason: 'kyc' }, headers: f.member.headers });
+    expect((await create(f, {})).status).toBe(409);
+    await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/unfreeze`, { headers: f.member.headers });
+    const paused = await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/pause`, { body: { reason: 'maintenance' }, headers: f.catalog.operator.headers });
+    expect(paused.status).toBe(204);
+    const r = await create(f, {});
+    expect(r.status).toBe(409);
+    expect(r.body.detail).toMatch(/PAUSED/);
+  });
+
+  test('a production key cannot pay on a sandbox network (400), and its beneficiary must be of its mode', async () => {
+    const f = await moneyFixture(app);
+    const prod = await createApiKey(app, f.member, 'PRODUCTION');
+    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Live' }, headers: prod.headers });
+    const r = await create(f, { beneficiaryAccountId: acc.headers.get('location')!.split('/').pop() }, prod.headers);
+    expect(r.status).toBe(400);
+    expect(fieldOf(r)).toEqual(['assetNetworkId']);
+  });
+
+  test('Idempotency-Key: same request, same intent; another request, 409; only one transaction', async () => {
+    const f = await moneyFixture(app);
+    const key = { 'idempotency-key': 'pi-' + crypto.randomUUID() };
+    const a = await create(f, { reference: 'idem' }, { ...f.apiKeyHeaders, ...key });
+    const b = await create(f, { reference: 'idem' }, { ...f.apiKeyHeaders, ...key });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(b.headers.get('location')).toBe(a.headers.get('location'));
+    const c = await create(f, { reference: 'idem2' }, { ...f.apiKeyHeaders, ...key });
+    expect(c.status).toBe(409);
+    expect(c.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(1);
+    expect((await eventsOf(app, f.organizationId)).filter((e) => e.type === 'payment_intent.created')).toHaveLength(1);
+  });
+
+  test('reads: the organization’s members and the key’s environment; another organization reads 404; no credential 401', async () => {
+    const f = await moneyFixture(app);
+    const pi = await createIntent(app, f);
+    const other = await signUpMember(app);
+    expect((await app.rest('GET', `/v1/payment-intents/${pi.id}`, { headers: other.headers })).status).toBe(404);
+    expect((await app.rest('GET', `/v1/payment-intents/${pi.id}`, { headers: f.member.headers })).status).toBe(200);
+    expect((await app.rest('GET', `/v1/payment-intents/${pi.id}`)).status).toBe(401);
+    expect((await app.rest('POST', `/v1/payment-intents/${pi.id}/cancel`, { headers: other.headers })).status).toBe(404);
+  });
+});
+
+describe('cancel', () => {
+  test('AWAITING_PAYMENT -> CANCELLED with its transaction: payment_intent.cancelled, transaction.cancelled (Reason); then 409', async () => {
+    const f = await moneyFixture(app);
+    const pi = await createIntent(app, f);
+    const from = (await eventsOf(app, f.organizationId)).length;
+    const r = await app.rest('POST', `/v1/payment-intents/${pi.id}/cancel`, { body: { reason: 'customer left' }, headers: f.apiKeyHeaders });
+    expect(r.status, r.text).toBe(204);
+    const got = await app.rest('GET', `/v1/payment-intents/${pi.id}`, { headers: f.apiKeyHeaders });
+    expect(got.body).toMatchObject({ status: 'CANCELLED' });
+    expect(got.body.cancelledAt).toBeTruthy();
+    const t = await app.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: f.apiKeyHeaders });
+    expect(t.body).toMatchObject({ status: 'CANCELLED', cancelReason: 'customer left' });
+    const events = (await eventsOf(app, f.organizationId)).slice(from);
+    expect(events).toEqual([
+      { type: 'payment_intent.cancelled', body: { PaymentIntentId: pi.id } },
+      { type: 'transaction.cancelled', body: { TransactionId: pi.transactionId, Reason: 'customer left' } },
+    ]);
+    expect((await app.rest('POST', `/v1/payment-intents/${pi.id}/cancel`, { headers: f.apiKeyHeaders })).status).toBe(409);
+    expect(await sweepExpiries(app, f.organizationId)).toBe(0);
+  });
+
+  test('refused once a deposit was detected, and after expiry', async () => {
+    const f = await moneyFixture(app);
+    const pi = await createIntent(app, f);
+    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 10n, assetNetworkId: f.catalog.assetNetworkId });
+    await drainChainSync(app);
+    const r = await app.rest('POST', `/v1/payment-intents/${pi.id}/cancel`, { headers: f.apiKeyHeaders });
+    expect(r.status).toBe(409);
+    expect(r.body.detail).toMatch(/PROCESSING/);
+    const pi2 = await createIntent(app, f, { expiresInSeconds: 60 });
+    await sandboxAdvanceClock(app, f.apiKeyHeaders, 61);
+    // Not swept yet: the cancel materializes the expiry, and is refused.
+    const c = await app.rest('POST', `/v1/payment-intents/${pi2.id}/cancel`, { headers: f.apiKeyHeaders });
+    expect(c.status).toBe(409);
+    expect((await app.rest('GET', `/v1/payment-intents/${pi2.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
+  });
+});
+
+describe('expiry', () => {
+  test('the expiry job does nothing before ExpiresAt, expires after it (by the sandbox clock); the sweep expires the rest', async () => {
+    const f = await moneyFixture(app);
+    const a = await createIntent(app, f, { expiresInSeconds: 120 });
+    const b = await createIntent(app, f, { expiresInSeconds: 120 });
+    const c = await createIntent(app, f, { expiresInSeconds: 3600 });
+    expect(await expireIfDue(moneyDeps(app), a.id)).toBe(false);
+    const advanced = await sandboxAdvanceClock(app, f.apiKeyHeaders, 121);
+    // The advance queued an expiry sweep of the organization in its own transaction.
+    const sweeps = await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${EXPIRE_SWEEP_QUEUE} AND data->>'organizationId' = ${f.organizationId}`;
+    expect(sweeps[0]!.n).toBe(1n);
+    const from = (await eventsOf(app, f.organizationId)).length;
+    expect(await expireIfDue(moneyDeps(app), a.id)).toBe(true);
+    expect(await expireIfDue(moneyDeps(app), a.id)).toBe(false);
+    expect(await sweepExpiries(app, f.organizationId)).toBe(1);
+    const got = await app.rest('GET', `/v1/payment-intents/${a.id}`, { headers: f.apiKeyHeaders });
+    expect(got.body).toMatchObject({ status: 'EXPIRED' });
+    expect(new Date(got.body.expiredAt).getTime()).toBeGreaterThanOrEqual(new Date(advanced.now).getTime() - 1000);
+    expect((await app.rest('GET', `/v1/payment-intents/${b.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
+    expect((await app.rest('GET', `/v1/payment-intents/${c.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('AWAITING_PAYMENT');
+    expect((await app.rest('GET', `/v1/transactions/${a.transactionId}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
+    const events = (await eventsOf(app, f.organizationId)).slice(from);
+    expect(events).toEqual([
+      { type: 'payment_intent.expired', body: { PaymentIntentId: a.id } },
+      { type: 'payment_intent.expired', body: { PaymentIntentId: b.id } },
+    ]);
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [a.id, a.transactionId] }, action: { in: ['payment_intent.expired', 'transaction.expired'] } } });
+    expect(audit.map((x) => x.actorType)).toEqual(['SYSTEM', 'SYSTEM']);
+  });
+
+  test("a sandbox intent lives by the organization's sandbox clock; a production intent by the real clock only", async () => {
+    const f = await moneyFixture(app);
+    await sandboxAdvanceClock(app, f.apiKeyHeaders, 7200);
+    const pi = await createIntent(app, f, { expiresInSeconds: 3600 });
+    // Created by the sandbox clock (two hours ahead): it expires an hour of sandbox time later, not at once.
+    expect(await sweepExpiries(app, f.organizationId)).toBe(0);
+    // A production catalog and key of the same organization.
+    const op = f.catalog.operator.headers;
+    const tag = Date.now() % 1_000_000;
+    const asset = await app.rest('POST', '/v1/platform/assets', { headers: op, body: { code: `LIV${tag}`, name: 'Live', decimals: 6 } });
+    const network = await app.rest('POST', '/v1/platform/networks', {
+      headers: op, body: { name: `Live ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 },
+    });
+    const an = await app.rest('POST', '/v1/platform/asset-networks', {
+      headers: op,
+      body: { assetId: asset.headers.get('location')!.split('/').pop(), networkId: network.headers.get('location')!.split('/').pop(), decimals: 6, contractReference: '0x' + 'cd'.repeat(20), minimumDeposit: '1' },
+    });
+    expect(an.status, an.text).toBe(201);
+    const anId = an.headers.get('location')!.split('/').pop()!;
+    expect((await app.rest('POST', `/v1/platform/asset-networks/${anId}/enable`, { headers: op })).status).toBe(204);
+    const prod = await createApiKey(app, f.member, 'PRODUCTION');
+    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Live' }, headers: prod.headers });
+    const live = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+      body: { assetNetworkId: anId, amount: '5', beneficiaryAccountId: acc.headers.get('location')!.split('/').pop(), expiresInSeconds: 600 },
+      headers: prod.headers,
+    });
+    expect(live.status, live.text).toBe(201);
+    const liveId = live.headers.get('location')!.split('/').pop()!;
+    const got = await app.rest('GET', `/v1/payment-intents/${liveId}`, { headers: prod.headers });
+    expect(new Date(got.body.expiresAt).getTime()).toBe(app.clock.now().getTime() + 600_000);
+    await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
+    // The sandbox intent is due by the sandbox clock; the production one is not due by the real clock.
+    expect(await sweepExpiries(app, f.organizationId)).toBe(1);
+    expect((await app.rest('GET', `/v1/payment-intents/${pi.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
+    expect((await app.rest('GET', `/v1/payment-intents/${liveId}`, { headers: prod.headers })).body.status).toBe('AWAITING_PAYMENT');
+    const started = app.clock.now();
+    app.clock.set(new Date(started.getTime() + 601_000));
+    try {
+      expect(await sweepExpiries(app, f.organizationId)).toBe(1);
+      expect((await app.rest('GET', `/v1/payment-intents/${liveId}`, { headers: prod.headers })).body.status).toBe('EXPIRED');
+    } finally {
+      app.clock.set(started);
+    }
+  });
+
+  test('the jobs: the expiry job and an on-demand sweep run their real handlers; a scheduled sweep has no data', async () => {
+    const f = await moneyFixture(app);
+    const a = await createIntent(app, f, { expiresInSeconds: 60 });
+    const b = await createIntent(app, f, { expiresInSeconds: 60 });
+    await sandboxAdvanceClock(app, f.apiKeyHeaders, 61);
+    const boss = app.deps.boss!;
+    // The expiry job of `a`, as the worker gets it.
+    const jobs = await boss.fetch<ExpireJob>(EXPIRE_QUEUE, { batchSize: 500, ignoreStartAfter: true });
+    const mine = jobs.filter((j) => j.data.paymentIntentId === a.id);
+    expect(mine).toHaveLength(1);
+    expect(await expireIfDue(moneyDeps(app), mine[0]!.data.paymentIntentId)).toBe(true);
+    await boss.complete(EXPIRE_QUEUE, jobs.map((j) => j.id));
+    // The clock advance queued an on-demand sweep for the organization (other tests' sweeps may be queued too).
+    const sweeps = await boss.fetch<ExpirySweepJob>(EXPIRE_SWEEP_QUEUE, { batchSize: 500 });
+    const ours = sweeps.filter((j) => j.data?.organizationId === f.organizationId);
+    expect(ours.map((j) => j.data)).toEqual([{ organizationId: f.organizationId }]);
+    expect(await runExpirySweepJob(moneyDeps(app), ours[0]!.data)).toBe(1);
+    await boss.complete(EXPIRE_SWEEP_QUEUE, sweeps.map((j) => j.id));
+    expect((await app.rest('GET', `/v1/payment-intents/${b.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
+    // pg-boss schedules send no data.
+    expect(await runExpirySweepJob(moneyDeps(app), null)).toBe(0);
+  });
+});

@@ -1,0 +1,334 @@
+import type { Db } from '../db/prisma';
+import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
+import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
+import { auditAs, big, dec, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
+import { reasons, screeningVerdict } from './rules';
+
+/**
+ * Deposit detection: the `chain.sync` job handler. It asks the network's adapter for every transfer
+ * to the network's deposit addresses and reconciles each with its Deposit row (unique per network
+ * and transaction hash). Every change commits in one database transaction with its events, ledger
+ * postings and audit entries.
+ *
+ * Safe to run twice or concurrently: a network's sync runs under a transaction-scoped advisory lock
+ * (the chain is read after the lock is taken, so a later sync never applies an older view), and
+ * every step compares the chain with the record: nothing changed, nothing written. Addresses are
+ * reconciled in chunks (CHUNK per database transaction), each chunk under the lock.
+ */
+export const SYNC_CHUNK = 500;
+const SYNC_ACTOR: Actor = { principal: null, requestId: 'job:chain.sync' };
+
+export interface SyncResult {
+  addresses: number;
+  observed: number;
+  changes: number;
+}
+
+type AddressRow = { id: string; address: string; assetNetworkId: string; paymentIntentId: string | null; organizationId: string };
+export type NetworkRow = Network & { assetNetworks: AssetNetwork[] };
+
+export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number } = {}): Promise<SyncResult> {
+  const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
+  const result: SyncResult = { addresses: 0, observed: 0, changes: 0 };
+  if (!network || !hasAdapter(network.kind)) return result;
+  const chunk = opts.chunk ?? SYNC_CHUNK;
+  let after: string | undefined;
+  for (;;) {
+    const addresses: AddressRow[] = await deps.db.depositAddress.findMany({
+      where: { networkId, ...(after ? { id: { gt: after } } : {}) },
+      orderBy: { id: 'asc' },
+      take: chunk,
+      select: { id: true, address: true, assetNetworkId: true, paymentIntentId: true, organizationId: true },
+    });
+    if (!addresses.length) break;
+    after = addresses[addresses.length - 1]!.id;
+    result.addresses += addresses.length;
+    const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS);
+    result.observed += r.observed;
+    result.changes += r.changes;
+    if (addresses.length < chunk) break;
+  }
+  return result;
+}
+
+/** Environment clocks, read once per organization per chunk. */
+function clocks(tx: Db, deps: MoneyDeps) {
+  const cache = new Map<string, Promise<Date>>();
+  return (organizationId: string, environmentType: 'SANDBOX' | 'PRODUCTION') => {
+    const key = `${organizationId} ${environmentType}`;
+    if (!cache.has(key)) cache.set(key, nowFor(tx, deps.clock, organizationId, environmentType));
+    return cache.get(key)!;
+  };
+}
+
+async function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
+  await lockNetwork(tx, network.id);
+  const ref = networkRef(network);
+  const observed = await adapterFor(network.kind, tx).transfersTo(ref, addresses.map((a) => a.address));
+  const byAddress = new Map(addresses.map((a) => [a.address, a]));
+  const deposits = await tx.deposit.findMany({ where: { networkId: network.id, depositAddressId: { in: addresses.map((a) => a.id) } } });
+  const byHash = new Map(deposits.map((d) => [d.txHash, d]));
+  const env = new Map<string, { environmentType: 'SANDBOX' | 'PRODUCTION'; transactionId: string }>();
+  const intentIds = [...new Set(addresses.map((a) => a.paymentIntentId).filter((x): x is string => x !== null))];
+  if (intentIds.length)
+    for (const i of await tx.paymentIntent.findMany({ where: { id: { in: intentIds } }, select: { id: true, environmentType: true, transactionId: true } }))
+      env.set(i.id, { environmentType: i.environmentType, transactionId: i.transactionId });
+  const s = scope(tx, deps, network, env);
+  let changes = 0;
+  const seen = new Set<string>();
+  for (const o of observed) {
+    const address = byAddress.get(o.toAddress);
+    if (!address) continue;
+    seen.add(o.txHash);
+    if (await reconcile(s, address, byHash.get(o.txHash) ?? null, o)) changes++;
+  }
+  // Deposits the chain no longer reports (a real node forgets dropped transactions).
+  for (const d of deposits)
+    if (!seen.has(d.txHash)) {
+      const address = addresses.find((a) => a.id === d.depositAddressId)!;
+      if (await reconcile(s, address, d, null)) changes++;
+    }
+  return { observed: observed.length, changes };
+}
+
+/** What reconciling needs in one database transaction (also used by the admin resolutions). */
+export function scope(tx: Db, deps: MoneyDeps, network: NetworkRow, env: SyncScope['env']): SyncScope {
+  return { tx, deps, network, assetNetworks: new Map(network.assetNetworks.map((a) => [a.id, a])), env, now: clocks(tx, deps) };
+}
+
+export interface SyncScope {
+  tx: Db;
+  deps: MoneyDeps;
+  network: NetworkRow;
+  assetNetworks: Map<string, AssetNetwork>;
+  env: Map<string, { environmentType: 'SANDBOX' | 'PRODUCTION'; transactionId: string }>;
+  now: (organizationId: string, environmentType: 'SANDBOX' | 'PRODUCTION') => Promise<Date>;
+}
+
+/** What the chain says about a transfer, in deposit terms. */
+function chainView(o: ObservedTransfer | null, required: number) {
+  if (!o || o.status === 'DROPPED') return { gone: reasons.dropped } as const;
+  if (o.status === 'REPLACED') return { gone: `${reasons.replaced}: by ${o.replacedByTxHash ?? 'another transaction'}` } as const;
+  if (o.status === 'REVERTED') return { gone: reasons.reverted } as const;
+  const confirmations = o.status === 'MINED' ? o.confirmations : 0;
+  const block = o.status === 'MINED' ? { blockHash: o.blockHash, blockHeight: o.blockHeight } : { blockHash: null, blockHeight: null };
+  return { gone: null, confirmations, deep: confirmations >= required, ...block } as const;
+}
+
+/** Reconciles one transfer with its deposit; answers whether anything changed. */
+async function reconcile(s: SyncScope, address: AddressRow, d: Deposit | null, o: ObservedTransfer | null): Promise<boolean> {
+  const required = s.network.requiredConfirmations;
+  const view = chainView(o, required);
+  if (!d) {
+    // Never seen, and it moved no value: nothing to record.
+    if (view.gone !== null || !o) return false;
+    await detect(s, address, o);
+    return true;
+  }
+  switch (d.status) {
+    case 'DETECTED':
+    case 'CONFIRMING': {
+      if (view.gone !== null) return reject(s, d, view.gone).then(() => true);
+      if (view.deep) return confirm(s, d, view).then(() => true);
+      return progress(s, d, view);
+    }
+    case 'UNDER_REVIEW': {
+      if (view.gone !== null) return reject(s, d, view.gone).then(() => true);
+      return track(s, d, view);
+    }
+    case 'CONFIRMED': {
+      if (view.gone === null && view.deep) return track(s, d, view);
+      await reorgFreeze(s, d, view.gone === null ? view : { confirmations: 0, blockHash: null, blockHeight: null });
+      return true;
+    }
+    case 'REJECTED': {
+      // A dropped transaction broadcast again (same hash), or a reverted one orphaned by a
+      // reorganization and then mined successfully, is a deposit again.
+      const again = (d.reason === reasons.dropped && view.gone === null) || (d.reason === reasons.reverted && o?.status === 'MINED');
+      if (again && o) {
+        await detect(s, address, o, d);
+        return true;
+      }
+      return false;
+    }
+    default:
+      // REORG_FROZEN waits for AdminResolveDepositReorg; REVERSED is final.
+      return false;
+  }
+}
+
+async function depositEvents(s: SyncScope, d: Deposit, ...kinds: ('detected' | 'confirmed')[]) {
+  for (const kind of kinds) {
+    if (!d.paymentIntentId) continue; // an address without an intent: its events carry no PaymentIntentId (docs/money-in.md)
+    if (kind === 'detected') await emit(s.tx, s.deps, d.organizationId, 'deposit.detected', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: big(d.amount) });
+    else
+      await emit(s.tx, s.deps, d.organizationId, 'deposit.confirmed', {
+        DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: big(d.amount),
+      });
+  }
+}
+
+const audit = (s: SyncScope, d: Pick<Deposit, 'id' | 'organizationId'>, action: string, before: Record<string, unknown> | null, after: Record<string, unknown>) =>
+  auditAs(s.tx, s.deps, SYNC_ACTOR, { organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action, before, after });
+
+async function intentNow(s: SyncScope, d: Pick<Deposit, 'organizationId' | 'paymentIntentId'>): Promise<Date> {
+  const e = d.paymentIntentId ? s.env.get(d.paymentIntentId) : undefined;
+  return s.now(d.organizationId, e?.environmentType ?? (s.network.environmentType as 'SANDBOX' | 'PRODUCTION'));
+}
+
+/**
+ * A new transfer (or a dropped one seen again): wrong asset or below the minimum → REJECTED;
+ * screening or a DISABLED asset-network → UNDER_REVIEW; otherwise DETECTED, then as deep as the
+ * chain says. After its intent expired or was cancelled, the deposit is late.
+ */
+async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, existing?: Deposit): Promise<void> {
+  const { tx, deps } = s;
+  const intentId = address.paymentIntentId;
+  const e = intentId ? s.env.get(intentId) : undefined;
+  const now = await s.now(address.organizationId, e?.environmentType ?? (s.network.environmentType as 'SANDBOX' | 'PRODUCTION'));
+  let late = false;
+  let intent: IntentWithTransaction | null = null;
+  if (e && intentId) {
+    await lockTransactionRow(tx, e.transactionId);
+    intent = await tx.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, include: { transaction: true } });
+    // Materializes an expiry that is due, so a deposit after ExpiresAt is late even before the sweep ran.
+    if ((intent.status === 'AWAITING_PAYMENT' || intent.status === 'PROCESSING') && now >= intent.expiresAt)
+      intent = await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent);
+    late = intent.status === 'EXPIRED' || intent.status === 'CANCELLED';
+  }
+  const an = s.assetNetworks.get(address.assetNetworkId);
+  let status: DepositStatus = 'DETECTED';
+  let reason: string | null = null;
+  let reviewReason: string | null = null;
+  if (o.assetNetworkId !== address.assetNetworkId) {
+    status = 'REJECTED';
+    reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
+  } else if (an && o.amount < big(an.minimumDeposit)) {
+    status = 'REJECTED';
+    reason = `${reasons.belowMinimum}: the minimum deposit is ${big(an.minimumDeposit)}`;
+  } else {
+    const verdict = screeningVerdict(s.network.kind, o);
+    if (verdict) reviewReason = verdict;
+    else if (an?.status === 'DISABLED') reviewReason = `${reasons.assetNetworkDisabled}: the asset-network was disabled`;
+    if (reviewReason) status = 'UNDER_REVIEW';
+  }
+  const view = chainView(o, s.network.requiredConfirmations);
+  const mined = o.status === 'MINED';
+  // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
+  if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
+  const data = {
+    status, reason, reviewReason, late, confirmations: mined ? o.confirmations : 0,
+    blockHash: mined ? o.blockHash : null, blockHeight: mined ? o.blockHeight : null, detectedAt: now,
+  };
+  const d = existing
+    ? await tx.deposit.update({ where: { id: existing.id }, data: { ...data, resolvedAt: null, creditedTo: null } })
+    : await tx.deposit.create({
+        data: {
+          ...data, organizationId: address.organizationId, paymentIntentId: intentId, transactionId: e?.transactionId ?? null, depositAddressId: address.id,
+          networkId: s.network.id, assetNetworkId: o.assetNetworkId, address: address.address, txHash: o.txHash, amount: dec(o.amount),
+        },
+      });
+  await audit(s, d, existing ? 'deposit.redetected' : 'deposit.detected', existing ? { status: existing.status, reason: existing.reason } : null, {
+    status, txHash: d.txHash, amount: dec(o.amount), late, ...(reason ? { reason } : {}), ...(reviewReason ? { reviewReason } : {}),
+  });
+  if (status === 'REJECTED') {
+    await emit(tx, deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason! });
+    return;
+  }
+  await depositEvents(s, d, 'detected');
+  if (status === 'UNDER_REVIEW') await emit(tx, deps, d.organizationId, 'deposit.under_review', { DepositId: d.id, Reason: reviewReason! });
+  else if (status === 'CONFIRMING') await emit(tx, deps, d.organizationId, 'deposit.confirming', { DepositId: d.id, ConfirmationCount: d.confirmations });
+  else if (view.gone === null && view.deep) return confirm(s, d, view, SYNC_ACTOR, intent ?? undefined);
+  if (intentId && !late) await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent ?? undefined);
+}
+
+/** The confirmation count changed below the required depth: one deposit.confirming per change. */
+async function progress(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<boolean> {
+  const status: DepositStatus = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
+  if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return false;
+  await s.tx.deposit.update({ where: { id: d.id }, data: { status, confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } });
+  if (d.confirmations !== view.confirmations)
+    await emit(s.tx, s.deps, d.organizationId, 'deposit.confirming', { DepositId: d.id, ConfirmationCount: view.confirmations });
+  if (d.status !== status) await audit(s, d, `deposit.${status.toLowerCase()}`, { status: d.status }, { status, confirmations: view.confirmations });
+  return true;
+}
+
+/** Silent bookkeeping (no event): a deposit under review, or a confirmed one re-mined in another deep block. */
+async function track(s: SyncScope, d: Deposit, view: { gone: string | null; confirmations?: number; blockHash?: string | null; blockHeight?: number | null }): Promise<boolean> {
+  if (view.gone !== null) return false;
+  const confirmations = d.status === 'CONFIRMED' ? d.confirmations : view.confirmations!;
+  if (d.confirmations === confirmations && d.blockHash === view.blockHash) return false;
+  await s.tx.deposit.update({ where: { id: d.id }, data: { confirmations, blockHash: view.blockHash ?? null, blockHeight: view.blockHeight ?? null } });
+  return true;
+}
+
+/**
+ * The required depth is reached: CONFIRMED, credited through the ledger (DEBIT CHAIN_CLEARING,
+ * CREDIT the transaction's ESCROW; a late deposit, or one without an open transaction, CREDIT the
+ * organization's SUSPENSE), deposit.confirmed, and the intent evaluated (funding the transaction
+ * once covered). A late deposit also emits payment_intent.late_deposit_received.
+ */
+export async function confirm(
+  s: SyncScope,
+  d: Deposit,
+  view: { confirmations: number; blockHash: string | null; blockHeight: number | null },
+  actor: Actor = SYNC_ACTOR,
+  loaded?: IntentWithTransaction,
+): Promise<void> {
+  const { tx, deps } = s;
+  const now = await intentNow(s, d);
+  let to: 'ESCROW' | 'SUSPENSE' = 'SUSPENSE';
+  let intent: IntentWithTransaction | null = null;
+  if (d.paymentIntentId && d.transactionId) {
+    // With `loaded`, the caller holds the row lock already and read the intent under it.
+    if (!loaded) await lockTransactionRow(tx, d.transactionId);
+    intent = loaded ?? (await tx.paymentIntent.findUniqueOrThrow({ where: { id: d.paymentIntentId }, include: { transaction: true } }));
+    const open = intent.transaction.status === 'AWAITING_FUNDS' || intent.transaction.status === 'FUNDED' || intent.transaction.status === 'RESERVED';
+    if (!d.late && open) to = 'ESCROW';
+  }
+  const late = d.late || (intent !== null && to === 'SUSPENSE');
+  const confirmed = await tx.deposit.update({
+    where: { id: d.id },
+    data: { status: 'CONFIRMED', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight, confirmedAt: now, creditedTo: to, late },
+  });
+  await postDepositCredit(tx, deps, confirmed, to);
+  await auditAs(tx, deps, actor, {
+    organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.confirmed',
+    before: { status: d.status }, after: { status: 'CONFIRMED', creditedTo: to, amount: dec(big(d.amount)), confirmations: view.confirmations, late },
+  });
+  await depositEvents(s, confirmed, 'confirmed');
+  if (intent && late) {
+    if (!intent.paidLate) await tx.paymentIntent.update({ where: { id: intent.id }, data: { paidLate: true } });
+    await emit(tx, deps, d.organizationId, 'payment_intent.late_deposit_received', {
+      PaymentIntentId: intent.id, TransactionId: intent.transactionId, DepositId: d.id, Amount: big(d.amount),
+      ExpiredAt: intent.expiredAt ?? intent.cancelledAt ?? intent.expiresAt, ReceivedAt: d.detectedAt,
+    });
+  } else if (intent) await evaluateIntent(tx, deps, actor, intent.id, now, intent);
+}
+
+/** Dropped, replaced, reverted (or gone while under review) before confirmation: REJECTED, never credited. */
+async function reject(s: SyncScope, d: Deposit, reason: string): Promise<void> {
+  const { tx, deps } = s;
+  if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
+  const now = await intentNow(s, d);
+  await tx.deposit.update({ where: { id: d.id }, data: { status: 'REJECTED', reason, resolvedAt: now } });
+  await emit(tx, deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason });
+  await audit(s, d, 'deposit.rejected', { status: d.status }, { status: 'REJECTED', reason });
+  if (d.paymentIntentId && !d.late) await evaluateIntent(tx, deps, SYNC_ACTOR, d.paymentIntentId, now);
+}
+
+/**
+ * A confirmed deposit the chain no longer has at depth (a reorganization orphaned its block):
+ * REORG_FROZEN, deposit.reorg_frozen, and its transaction frozen while the credit is in doubt.
+ * No posting: AdminResolveDepositReorg decides (REMINED keeps the credit, GONE reverses it).
+ */
+async function reorgFreeze(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<void> {
+  const { tx, deps } = s;
+  if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
+  await tx.deposit.update({ where: { id: d.id }, data: { status: 'REORG_FROZEN', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } });
+  if (d.paymentIntentId) await emit(tx, deps, d.organizationId, 'deposit.reorg_frozen', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: big(d.amount) });
+  await audit(s, d, 'deposit.reorg_frozen', { status: d.status, blockHash: d.blockHash }, { status: 'REORG_FROZEN', confirmations: view.confirmations });
+  if (d.transactionId && d.creditedTo === 'ESCROW') await freezeForDeposit(tx, deps, SYNC_ACTOR, d.transactionId, d.id);
+}
+
