@@ -1,6 +1,7 @@
 import type { NetworkKind } from '../generated/prisma/enums';
 import type { Db } from '../db/prisma';
 import { sandboxAdapter } from './sandbox/adapter';
+import type { ChainDeps } from './sandbox/chain';
 
 /**
  * The one seam between domain code and a blockchain. Domain code (custody, deposits, withdrawals,
@@ -93,7 +94,7 @@ export function hasAdapter(kind: NetworkKind): boolean {
  * `db`: pass the transaction you work in, so what you read is consistent with what you write.
  * Key and address operations need no database.
  */
-export function adapterFor(kind: NetworkKind, db?: Db): NetworkAdapter {
-  if (kind === 'SANDBOX') return sandboxAdapter(db);
+export function adapterFor(kind: NetworkKind, db?: Db, deps?: ChainDeps): NetworkAdapter {
+  if (kind === 'SANDBOX') return sandboxAdapter(db, deps);
   throw new Error(`no network adapter for ${kind} networks in this version (docs/chains.md)`);
 }

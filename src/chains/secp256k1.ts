@@ -104,3 +104,50 @@ export function keccakHex(text: string): string {
   return bytesToHex(keccak_256(new TextEncoder().encode(text)));
 }
 export { bytesToHex, hexToBytes };
+
+/**
+ * A signed transfer, as the sandbox chain accepts it for broadcast (the "raw transaction" of the
+ * sandbox): JSON `{ "payload": {...}, "signature": "<64-byte compact r||s, hex>" }`. The signature is
+ * ECDSA secp256k1 over SHA-256 of the payload's canonical JSON (keys sorted, amount a decimal string),
+ * made with the private key of `payload.fromPublicKey`, whose address must be `payload.fromAddress`.
+ * The nonce makes two equal transfers two transactions.
+ */
+export interface TransferPayload {
+  networkId: string;
+  assetNetworkId: string;
+  fromAddress: string;
+  fromPublicKey: string;
+  toAddress: string;
+  amount: string;
+  nonce: string;
+}
+
+const canonical = (p: TransferPayload) =>
+  new TextEncoder().encode(JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))));
+
+/** Signs a transfer (integrators' SELF_CUSTODY signing does this on their side; tests and custodial wallets here). */
+export function signTransfer(payload: TransferPayload, privateKey: Uint8Array): string {
+  return JSON.stringify({ payload, signature: bytesToHex(secp256k1.sign(canonical(payload), privateKey)) });
+}
+
+/** Parses and verifies a signed transfer; throws a RangeError saying what is wrong. */
+export function verifySignedTransfer(signed: string): TransferPayload {
+  let parsed: { payload?: Partial<TransferPayload>; signature?: unknown };
+  try {
+    parsed = JSON.parse(signed);
+  } catch {
+    throw new RangeError('not a signed transfer (JSON expected)');
+  }
+  const p = parsed?.payload;
+  const fields = ['networkId', 'assetNetworkId', 'fromAddress', 'fromPublicKey', 'toAddress', 'amount', 'nonce'] as const;
+  if (!p || typeof p !== 'object' || fields.some((f) => typeof p[f] !== 'string') || Object.keys(p).length !== fields.length)
+    throw new RangeError(`the payload must have exactly these string fields: ${fields.join(', ')}`);
+  const payload = p as TransferPayload;
+  if (!/^[1-9]\d{0,77}$/.test(payload.amount)) throw new RangeError('amount must be a positive integer of base units');
+  if (!ADDRESS_PATTERN.test(payload.toAddress) || !ADDRESS_PATTERN.test(payload.fromAddress)) throw new RangeError('malformed address');
+  const publicKey = normalizePublicKey(payload.fromPublicKey);
+  if (!publicKey || addressOf(publicKey) !== payload.fromAddress) throw new RangeError('fromPublicKey does not own fromAddress');
+  if (typeof parsed.signature !== 'string' || !/^[0-9a-f]{128}$/.test(parsed.signature)) throw new RangeError('signature must be 64 bytes of hex');
+  if (!secp256k1.verify(hexToBytes(parsed.signature), canonical(payload), hexToBytes(publicKey))) throw new RangeError('the signature does not verify');
+  return payload;
+}

@@ -1,14 +1,14 @@
-import type { Db } from '../../db/prisma';
+import type { Db, PrismaClient } from '../../db/prisma';
 import type { DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
-import { observe, tip } from './chain';
+import { balanceOf, lockNetwork, observe, sendTransaction, tip, type ChainDeps } from './chain';
 
 /**
  * The NetworkAdapter of SANDBOX networks: keys and addresses as on an EVM chain (secp256k1, keccak
  * addresses, src/chains/secp256k1.ts); the chain itself is the PostgreSQL-persisted sandbox chain
  * (src/chains/sandbox/chain.ts). Reads go through the database handle it was made with.
  */
-export function sandboxAdapter(db?: Db): NetworkAdapter {
+export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
   const database = (): Db => {
     if (!db) throw new Error("the sandbox adapter reads the chain through a database handle: adapterFor('SANDBOX', db)");
     return db;
@@ -46,9 +46,33 @@ export function sandboxAdapter(db?: Db): NetworkAdapter {
       if (!row || row.networkId !== network.id) return null;
       return observe(row, (await tip(d, network.id)).height);
     },
-    async broadcast() {
-      // Withdrawals (a later issue) sign and broadcast; the sandbox will accept its own transaction format then.
-      throw new Error('the sandbox chain does not accept signed transactions yet');
+    /**
+     * Accepts a signed transfer (src/chains/secp256k1.ts `signTransfer`): verified, then PENDING in the
+     * mempool (and a chain.sync queued when the adapter was given the job runner). Refused, with
+     * nothing written: a bad signature, another network, or more than the sender's mined balance
+     * less what it already has pending.
+     */
+    async broadcast(network, signedTransaction) {
+      if (!deps) throw new Error("broadcasting needs the clock (and the job runner): adapterFor('SANDBOX', db, deps)");
+      const d = database();
+      const p = keys.verifySignedTransfer(signedTransaction);
+      if (p.networkId !== network.id) throw new RangeError('the transfer is signed for another network');
+      const amount = BigInt(p.amount);
+      // In the caller's transaction, or one of its own: the balance check and the insert hold the network lock together.
+      const inTx = <T>(f: (tx: Db) => Promise<T>): Promise<T> => ('$transaction' in d ? (d as PrismaClient).$transaction(f) : f(d));
+      return inTx(async (d) => {
+        await lockNetwork(d, network.id);
+        const pending = await d.sandboxTransaction.aggregate({
+          where: { networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, status: { in: ['PENDING', 'ORPHANED'] } },
+          _sum: { amount: true },
+        });
+        const spendable = (await balanceOf(d, network.id, p.assetNetworkId, p.fromAddress)) - BigInt(pending._sum.amount?.toFixed(0) ?? '0');
+        if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
+        const row = await sendTransaction(d, deps, {
+          networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: false, revert: false,
+        });
+        return { txHash: row.txHash };
+      });
     },
     async estimateFee(): Promise<FeeEstimate> {
       // A flat, deterministic cost: 21,000 gas at 1 base unit each.

@@ -4,6 +4,7 @@ import {
   sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog,
 } from '../../../test/money-helpers';
 import { adapterFor, networkRef } from '../adapter';
+import * as keys from '../secp256k1';
 import { CHAIN_SYNC_QUEUE } from '../sync-queue';
 import { blockHash, payerAddress } from './chain';
 import { sandboxNow } from './clock';
@@ -389,6 +390,40 @@ describe('the network adapter over the sandbox chain', () => {
     expect(adapter.validateAddress('0xABC')).toBe(false);
     expect(() => adapterFor('EVM')).toThrow(/no network adapter/);
     await expect(adapterFor('SANDBOX').blockHeight(network)).rejects.toThrow(/database handle/);
+  });
+
+  test('broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad signature, another network or an overspend writes nothing', async () => {
+    const c = await freshChain();
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
+    const sender = keys.generateKeyPair();
+    const from = keys.addressOf(sender.publicKey);
+    const to = address();
+    await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId, 1);
+    const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
+      networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount, nonce,
+    });
+    const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+    const syncBefore = await syncJobs(c.networkId);
+    // Tampered: the amount changed after signing.
+    const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
+    signed.payload.amount = '61';
+    await expect(adapter.broadcast(network, JSON.stringify(signed))).rejects.toThrow(/does not verify/);
+    // Signed by another key than the one that owns fromAddress.
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey))).rejects.toThrow(/does not verify/);
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey))).rejects.toThrow(/another network/);
+    await expect(adapter.broadcast(network, 'not json')).rejects.toThrow(/JSON/);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
+    const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey));
+    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
+    // 100 mined, 60 pending: 41 more is an overspend.
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey))).rejects.toThrow(/insufficient funds/);
+    expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
+    await sandboxMine(app, h, c.networkId, 1);
+    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
+    expect(await balance(c.assetNetworkId, from)).toBe(40n);
+    expect(await balance(c.assetNetworkId, to)).toBe(60n);
   });
 });
 

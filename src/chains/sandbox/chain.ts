@@ -98,17 +98,20 @@ export function observe(t: SandboxTransactionRow, tipHeight: number): ObservedTr
 }
 
 /** Recomputes the balances of the (asset-network, address) pairs from the canonical mined transactions. */
-async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetworkId: string; toAddress: string }[]): Promise<void> {
-  const pairs = [...new Map(rows.map((r) => [`${r.assetNetworkId} ${r.toAddress}`, r])).values()];
+async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetworkId: string; toAddress: string; fromAddress: string }[]): Promise<void> {
+  // Both sides of each transfer: received minus sent, over canonical mined transactions. The
+  // organizations' payer (faucet) addresses only ever send: they are unbounded sources and stay at 0.
+  const pairs = [...new Map(rows.flatMap((r) => [r.toAddress, r.fromAddress].map((addr) => [`${r.assetNetworkId} ${addr}`, { a: r.assetNetworkId, addr }] as const))).values()];
   if (!pairs.length) return;
-  const assetNetworkIds = pairs.map((p) => p.assetNetworkId);
-  const addresses = pairs.map((p) => p.toAddress);
+  const assetNetworkIds = pairs.map((p) => p.a);
+  const addresses = pairs.map((p) => p.addr);
   await tx.$executeRaw`
     INSERT INTO "SandboxAddressBalance" ("networkId", "assetNetworkId", "address", "balance")
-    SELECT ${networkId}::uuid, p.a, p.addr, COALESCE((
-      SELECT SUM(t."amount") FROM "SandboxTransaction" t
-      WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr AND t."status" = 'MINED'
-    ), 0)
+    SELECT ${networkId}::uuid, p.a, p.addr, GREATEST(0, COALESCE((
+      SELECT SUM(CASE WHEN t."toAddress" = p.addr THEN t."amount" ELSE 0 END) - SUM(CASE WHEN t."fromAddress" = p.addr THEN t."amount" ELSE 0 END)
+      FROM "SandboxTransaction" t
+      WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND (t."toAddress" = p.addr OR t."fromAddress" = p.addr) AND t."status" = 'MINED'
+    ), 0))
     FROM unnest(${assetNetworkIds}::uuid[], ${addresses}::text[]) AS p(a, addr)
     ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "balance" = EXCLUDED."balance"`;
 }
@@ -150,7 +153,7 @@ async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: stri
     where: { networkId, status: { in: ['PENDING', 'ORPHANED'] }, ...(exclude.length ? { id: { notIn: exclude } } : {}) },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     take: MAX_BLOCK_TRANSACTIONS,
-    select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true },
+    select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true, fromAddress: true },
   });
   const fork = await tx.sandboxBlock.count({ where: { networkId, height } });
   const hash = blockHash(networkId, height, parent.hash, fork, mempool.map((t) => t.txHash));
@@ -203,7 +206,7 @@ export async function reorganize(
   const transactions = await tx.sandboxTransaction.updateManyAndReturn({
     where: { networkId, blockHash: { in: orphaned.map((b) => b.hash) }, status: { in: ['MINED', 'REVERTED'] } },
     data: { status: 'ORPHANED', updatedAt: now },
-    select: { id: true, assetNetworkId: true, toAddress: true },
+    select: { id: true, assetNetworkId: true, toAddress: true, fromAddress: true },
   });
   await recomputeBalances(tx, networkId, transactions);
   const r = await mineMany(tx, deps, networkId, depth + 1, includeOrphanedTransactions ? [] : transactions.map((t) => t.id));
