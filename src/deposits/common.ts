@@ -27,8 +27,6 @@ export function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationI
   return emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
 }
 
-/** Conversions of NUMERIC columns, from src/money.ts (the one place for money arithmetic). */
-export { numericToAmount as big, amountToNumeric as dec } from '../money';
 
 
 /**

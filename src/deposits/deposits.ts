@@ -1,3 +1,4 @@
+import { numericToAmount } from '../money';
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
@@ -5,7 +6,7 @@ import type { Deposit } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId } from '../ids';
 import { adapterFor, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, big, emit, lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS, type Actor } from './common';
+import { auditAs, emit, lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS, type Actor } from './common';
 import { evaluateIntent, postDepositReversal, releaseDepositFreeze } from './funding';
 import { confirm, scope, type NetworkRow, type SyncScope } from './sync';
 import { reasons } from './rules';
@@ -139,7 +140,7 @@ export async function resolveReorg(ctx: Context, idArg: unknown, input: z.infer<
       });
       if (d.paymentIntentId)
         await emit(tx, ctx.deps, d.organizationId, 'deposit.confirmed', {
-          DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: big(d.amount),
+          DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: numericToAmount(d.amount),
         });
       await auditAs(tx, ctx.deps, actor, {
         organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.reorg_resolved',

@@ -1,8 +1,9 @@
+import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { postLedgerTransaction } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
-import { auditAll, auditAs, big, dec, emit, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, emit, type Actor, type MoneyDeps } from './common';
 import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
 
 /**
@@ -41,7 +42,7 @@ function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'as
 
 /** Posts a confirmed deposit's credit: DEBIT CHAIN_CLEARING, CREDIT ESCROW or SUSPENSE. Once per deposit, ever. */
 export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to: LedgerKind): Promise<void> {
-  const amount = big(d.amount);
+  const amount = numericToAmount(d.amount);
   await postLedgerTransaction(tx, {
     idempotencyKey: `deposit:${d.id}:confirmed`,
     nature: to === 'ESCROW' ? 'deposit.confirmed' : 'deposit.confirmed.suspense',
@@ -60,7 +61,7 @@ export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to:
 /** Reverses a credited deposit that the chain no longer has: DEBIT where it sits now, CREDIT CHAIN_CLEARING. */
 export async function postDepositReversal(tx: Db, deps: MoneyDeps, d: Deposit): Promise<void> {
   if (!d.creditedTo || (d.creditedTo !== 'ESCROW' && d.creditedTo !== 'SUSPENSE')) throw new Error(`deposit ${d.id} was never credited`);
-  const amount = big(d.amount);
+  const amount = numericToAmount(d.amount);
   await postLedgerTransaction(tx, {
     idempotencyKey: `deposit:${d.id}:reversed`,
     nature: 'deposit.reversed',
@@ -95,7 +96,7 @@ async function depositSums(tx: Db, intentId: string) {
   let live = 0;
   let undecided = 0;
   for (const g of groups) {
-    const sum = g._sum.amount ? big(g._sum.amount) : 0n;
+    const sum = g._sum.amount ? numericToAmount(g._sum.amount) : 0n;
     if ((LIVE_DEPOSIT as readonly string[]).includes(g.status)) {
       detected += sum;
       live += g._count._all;
@@ -126,7 +127,7 @@ export async function evaluateIntent(
   const intent = loaded ?? (await loadIntent(tx, intentId));
   if (intent.status === 'EXPIRED' || intent.status === 'CANCELLED') return intent;
   const t = intent.transaction;
-  const amount = big(intent.amount);
+  const amount = numericToAmount(intent.amount);
   const sums = await depositSums(tx, intentId);
   const covered = isCovered(sums.credited, amount);
   const status: PaymentIntent['status'] = covered ? 'SUCCEEDED' : sums.live > 0 ? 'PROCESSING' : 'AWAITING_PAYMENT';
@@ -135,10 +136,10 @@ export async function evaluateIntent(
   const org = t.organizationId;
 
   // The transaction follows the credited sum.
-  const previousFunded = big(t.fundedAmount);
+  const previousFunded = numericToAmount(t.fundedAmount);
   let tStatus = t.status;
   const tData: Record<string, unknown> = {};
-  if (sums.credited !== previousFunded) tData.fundedAmount = dec(sums.credited);
+  if (sums.credited !== previousFunded) tData.fundedAmount = amountToNumeric(sums.credited);
   if (covered && t.status === 'AWAITING_FUNDS') {
     tStatus = 'RESERVED';
     Object.assign(tData, { status: 'RESERVED', fundedAt: now, reservedAt: now });
@@ -154,35 +155,35 @@ export async function evaluateIntent(
       await emit(tx, deps, org, 'transaction.funded', { TransactionId: t.id });
       await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
       audits.push(
-        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funded', before: { status: t.status }, after: { status: 'FUNDED', fundedAmount: dec(sums.credited) } },
-        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved', before: { status: 'FUNDED' }, after: { status: 'RESERVED', reservedAmount: dec(sums.credited) } },
+        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funded', before: { status: t.status }, after: { status: 'FUNDED', fundedAmount: amountToNumeric(sums.credited) } },
+        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved', before: { status: 'FUNDED' }, after: { status: 'RESERVED', reservedAmount: amountToNumeric(sums.credited) } },
       );
     } else if (tStatus !== t.status) {
       audits.push({
         organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funding_reversed',
-        before: { status: t.status, fundedAmount: dec(previousFunded) }, after: { status: tStatus, fundedAmount: dec(sums.credited) },
+        before: { status: t.status, fundedAmount: amountToNumeric(previousFunded) }, after: { status: tStatus, fundedAmount: amountToNumeric(sums.credited) },
       });
     } else if (tStatus === 'RESERVED' && sums.credited > previousFunded) {
       // More funds arrived for a reserved transaction (an overpayment, a second payment): all held.
       await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
       audits.push({
         organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved',
-        before: { reservedAmount: dec(previousFunded) }, after: { reservedAmount: dec(sums.credited) },
+        before: { reservedAmount: amountToNumeric(previousFunded) }, after: { reservedAmount: amountToNumeric(sums.credited) },
       });
     }
   }
 
   const overpaid = sums.credited > amount;
   const intentData: Record<string, unknown> = {};
-  if (big(intent.detectedAmount) !== sums.detected) intentData.detectedAmount = dec(sums.detected);
-  if (big(intent.confirmedAmount) !== sums.credited) intentData.confirmedAmount = dec(sums.credited);
+  if (numericToAmount(intent.detectedAmount) !== sums.detected) intentData.detectedAmount = amountToNumeric(sums.detected);
+  if (numericToAmount(intent.confirmedAmount) !== sums.credited) intentData.confirmedAmount = amountToNumeric(sums.credited);
   if (intent.overpaid !== overpaid) intentData.overpaid = overpaid;
   if (status !== intent.status) {
     intentData.status = status;
     intentData.succeededAt = status === 'SUCCEEDED' ? now : null;
     audits.push({
       organizationId: org, entityType: 'PaymentIntent', entityId: intent.id, action: `payment_intent.${status.toLowerCase()}`,
-      before: { status: intent.status }, after: { status, detectedAmount: dec(sums.detected), confirmedAmount: dec(sums.credited) },
+      before: { status: intent.status }, after: { status, detectedAmount: amountToNumeric(sums.detected), confirmedAmount: amountToNumeric(sums.credited) },
     });
   }
   let updated: PaymentIntent = intent;
@@ -200,7 +201,7 @@ export async function evaluateIntent(
 async function expireIntent(tx: Db, deps: MoneyDeps, actor: Actor, intentId: string, now: Date): Promise<IntentWithTransaction> {
   const intent = await loadIntent(tx, intentId);
   const t = intent.transaction;
-  const held = big(t.fundedAmount);
+  const held = numericToAmount(t.fundedAmount);
   if (held > 0n) {
     await postLedgerTransaction(tx, {
       idempotencyKey: `payment-intent:${intent.id}:expired`,
@@ -223,11 +224,11 @@ async function expireIntent(tx: Db, deps: MoneyDeps, actor: Actor, intentId: str
   await auditAll(tx, deps, actor, [
     {
       organizationId: intent.organizationId, entityType: 'PaymentIntent', entityId: intent.id, action: 'payment_intent.expired',
-      before: { status: intent.status }, after: { status: 'EXPIRED', movedToSuspense: dec(held) },
+      before: { status: intent.status }, after: { status: 'EXPIRED', movedToSuspense: amountToNumeric(held) },
     },
     {
       organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.expired',
-      before: { status: t.status, fundedAmount: dec(held) }, after: { status: 'EXPIRED', fundedAmount: '0' },
+      before: { status: t.status, fundedAmount: amountToNumeric(held) }, after: { status: 'EXPIRED', fundedAmount: '0' },
     },
   ]);
   return loadIntent(tx, intentId);

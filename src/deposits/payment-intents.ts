@@ -1,3 +1,4 @@
+import { numericToAmount, amountToNumeric } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
@@ -8,7 +9,7 @@ import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { allocateAddressInTx } from '../custody/addresses';
-import { auditAll, auditAs, big, dec, emit, lockTransactionRow, nowFor, requestActor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
 
@@ -143,8 +144,8 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
           if (an.network.environmentType !== env.environmentType)
             throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
           if (an.status !== 'ENABLED') throw invalidState(`The asset-network is ${an.status}: it takes no new payment intents.`);
-          const amount = big(input.amount);
-          if (amount < big(an.minimumDeposit)) throw fieldError('amount', `must be at least the asset-network's minimum deposit (${big(an.minimumDeposit)})`);
+          const amount = numericToAmount(input.amount);
+          if (amount < numericToAmount(an.minimumDeposit)) throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(an.minimumDeposit)})`);
           const scopeOf = { organizationId, applicationId: env.applicationId, environmentType: env.environmentType };
           const beneficiaryAccountId = await checkAccount(tx, 'beneficiaryAccountId', input.beneficiaryAccountId, scopeOf);
           const payerAccountId = input.payerAccountId != null ? await checkAccount(tx, 'payerAccountId', input.payerAccountId, scopeOf) : null;
@@ -175,13 +176,13 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
           await tx.transaction.create({
             data: {
               id: transactionId, organizationId, applicationId: env.applicationId, environmentId: env.environmentId, environmentType: env.environmentType,
-              assetNetworkId: an.id, amount: dec(amount), createdAt, participants: { create: participants },
+              assetNetworkId: an.id, amount: amountToNumeric(amount), createdAt, participants: { create: participants },
             },
           });
           await tx.paymentIntent.create({
             data: {
               id: intentId, organizationId, applicationId: env.applicationId, environmentId: env.environmentId, environmentType: env.environmentType,
-              transactionId, assetNetworkId: an.id, amount: dec(amount), reference, metadata: (input.metadata ?? undefined) as never, expiresAt, createdAt,
+              transactionId, assetNetworkId: an.id, amount: amountToNumeric(amount), reference, metadata: (input.metadata ?? undefined) as never, expiresAt, createdAt,
             },
           });
           await emit(tx, deps, organizationId, 'transaction.created', {
@@ -191,11 +192,11 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
           await auditAll(tx, deps, actor, [
             {
               organizationId, entityType: 'Transaction', entityId: transactionId, action: 'transaction.created',
-              after: { status: 'AWAITING_FUNDS', amount: dec(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
+              after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
             },
             {
               organizationId, entityType: 'PaymentIntent', entityId: intentId, action: 'payment_intent.created',
-              after: { status: 'AWAITING_PAYMENT', transactionId, amount: dec(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
+              after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
             },
           ]);
           // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced

@@ -1,15 +1,15 @@
+import { numericToAmount } from '../money';
 import { z } from 'zod';
 import { builder } from '../builder';
 import { policies } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/schema';
 import { amountToString } from '../money';
 import type { Deposit as DepositRow } from '../generated/prisma/client';
-import { big } from './common';
 import * as intents from './payment-intents';
 import * as deposits from './deposits';
 import type { IntentRow } from './payment-intents';
 
-const amount = (v: { toFixed(dp: number): string }) => amountToString(big(v));
+const amount = (v: { toFixed(dp: number): string }) => amountToString(numericToAmount(v));
 
 const PaymentIntentStatus = builder.enumType('PaymentIntentStatus', {
   description:

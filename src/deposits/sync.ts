@@ -1,7 +1,8 @@
+import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, big, dec, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { auditAs, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
 import { reasons, screeningVerdict } from './rules';
 
@@ -161,10 +162,10 @@ async function reconcile(s: SyncScope, address: AddressRow, d: Deposit | null, o
 async function depositEvents(s: SyncScope, d: Deposit, ...kinds: ('detected' | 'confirmed')[]) {
   for (const kind of kinds) {
     if (!d.paymentIntentId) continue; // an address without an intent: its events carry no PaymentIntentId (docs/money-in.md)
-    if (kind === 'detected') await emit(s.tx, s.deps, d.organizationId, 'deposit.detected', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: big(d.amount) });
+    if (kind === 'detected') await emit(s.tx, s.deps, d.organizationId, 'deposit.detected', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: numericToAmount(d.amount) });
     else
       await emit(s.tx, s.deps, d.organizationId, 'deposit.confirmed', {
-        DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: big(d.amount),
+        DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: numericToAmount(d.amount),
       });
   }
 }
@@ -204,9 +205,9 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
   if (o.assetNetworkId !== address.assetNetworkId) {
     status = 'REJECTED';
     reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
-  } else if (an && o.amount < big(an.minimumDeposit)) {
+  } else if (an && o.amount < numericToAmount(an.minimumDeposit)) {
     status = 'REJECTED';
-    reason = `${reasons.belowMinimum}: the minimum deposit is ${big(an.minimumDeposit)}`;
+    reason = `${reasons.belowMinimum}: the minimum deposit is ${numericToAmount(an.minimumDeposit)}`;
   } else {
     const verdict = screeningVerdict(s.network.kind, o);
     if (verdict) reviewReason = verdict;
@@ -226,11 +227,11 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
     : await tx.deposit.create({
         data: {
           ...data, organizationId: address.organizationId, paymentIntentId: intentId, transactionId: e?.transactionId ?? null, depositAddressId: address.id,
-          networkId: s.network.id, assetNetworkId: o.assetNetworkId, address: address.address, txHash: o.txHash, amount: dec(o.amount),
+          networkId: s.network.id, assetNetworkId: o.assetNetworkId, address: address.address, txHash: o.txHash, amount: amountToNumeric(o.amount),
         },
       });
   await audit(s, d, existing ? 'deposit.redetected' : 'deposit.detected', existing ? { status: existing.status, reason: existing.reason } : null, {
-    status, txHash: d.txHash, amount: dec(o.amount), late, ...(reason ? { reason } : {}), ...(reviewReason ? { reviewReason } : {}),
+    status, txHash: d.txHash, amount: amountToNumeric(o.amount), late, ...(reason ? { reason } : {}), ...(reviewReason ? { reviewReason } : {}),
   });
   if (status === 'REJECTED') {
     await emit(tx, deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason! });
@@ -295,13 +296,13 @@ export async function confirm(
   await postDepositCredit(tx, deps, confirmed, to);
   await auditAs(tx, deps, actor, {
     organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.confirmed',
-    before: { status: d.status }, after: { status: 'CONFIRMED', creditedTo: to, amount: dec(big(d.amount)), confirmations: view.confirmations, late },
+    before: { status: d.status }, after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations: view.confirmations, late },
   });
   await depositEvents(s, confirmed, 'confirmed');
   if (intent && late) {
     if (!intent.paidLate) await tx.paymentIntent.update({ where: { id: intent.id }, data: { paidLate: true } });
     await emit(tx, deps, d.organizationId, 'payment_intent.late_deposit_received', {
-      PaymentIntentId: intent.id, TransactionId: intent.transactionId, DepositId: d.id, Amount: big(d.amount),
+      PaymentIntentId: intent.id, TransactionId: intent.transactionId, DepositId: d.id, Amount: numericToAmount(d.amount),
       ExpiredAt: intent.expiredAt ?? intent.cancelledAt ?? intent.expiresAt, ReceivedAt: d.detectedAt,
     });
   } else if (intent) await evaluateIntent(tx, deps, actor, intent.id, now, intent);
@@ -327,7 +328,7 @@ async function reorgFreeze(s: SyncScope, d: Deposit, view: { confirmations: numb
   const { tx, deps } = s;
   if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
   await tx.deposit.update({ where: { id: d.id }, data: { status: 'REORG_FROZEN', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } });
-  if (d.paymentIntentId) await emit(tx, deps, d.organizationId, 'deposit.reorg_frozen', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: big(d.amount) });
+  if (d.paymentIntentId) await emit(tx, deps, d.organizationId, 'deposit.reorg_frozen', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: numericToAmount(d.amount) });
   await audit(s, d, 'deposit.reorg_frozen', { status: d.status, blockHash: d.blockHash }, { status: 'REORG_FROZEN', confirmations: view.confirmations });
   if (d.transactionId && d.creditedTo === 'ESCROW') await freezeForDeposit(tx, deps, SYNC_ACTOR, d.transactionId, d.id);
 }

@@ -1,9 +1,9 @@
+import { numericToAmount } from '../money';
 import { z } from 'zod';
 import { builder } from '../builder';
 import { policies } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/schema';
 import { amountToString } from '../money';
-import { big } from '../deposits/common';
 import * as transactions from './transactions';
 import type { TransactionRow } from './transactions';
 
@@ -31,10 +31,10 @@ export const Transaction = builder.objectRef<TransactionRow>('Transaction').impl
     environmentType: t.field({ type: EnvironmentType, resolve: (x) => x.environmentType }),
     assetNetworkId: t.exposeID('assetNetworkId'),
     paymentIntentId: t.id({ nullable: true, resolve: (x) => x.paymentIntent?.id ?? null }),
-    amount: t.string({ resolve: (x) => amountToString(big(x.amount)) }),
+    amount: t.string({ resolve: (x) => amountToString(numericToAmount(x.amount)) }),
     fundedAmount: t.string({
       description: 'Confirmed deposits credited to its escrow (may exceed amount: an overpayment is held too). 0 once expired or cancelled.',
-      resolve: (x) => amountToString(big(x.fundedAmount)),
+      resolve: (x) => amountToString(numericToAmount(x.fundedAmount)),
     }),
     status: t.field({ type: TransactionStatus, resolve: (x) => x.status }),
     frozen: t.exposeBoolean('frozen', { description: 'A flag, not a state: a frozen transaction moves no funds.' }),

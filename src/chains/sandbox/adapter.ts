@@ -1,3 +1,4 @@
+import { numericToAmount } from '../../money';
 import type { Db, PrismaClient } from '../../db/prisma';
 import type { DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
@@ -66,7 +67,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
           where: { networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, status: { in: ['PENDING', 'ORPHANED'] } },
           _sum: { amount: true },
         });
-        const spendable = (await balanceOf(d, network.id, p.assetNetworkId, p.fromAddress)) - BigInt(pending._sum.amount?.toFixed(0) ?? '0');
+        const spendable = (await balanceOf(d, network.id, p.assetNetworkId, p.fromAddress)) - numericToAmount(pending._sum.amount ?? 0n);
         if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
         const row = await sendTransaction(d, deps, {
           networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: false, revert: false,

@@ -1,3 +1,4 @@
+import { numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../db/prisma';
@@ -88,7 +89,7 @@ export function observe(t: SandboxTransactionRow, tipHeight: number): ObservedTr
     fromAddress: t.fromAddress,
     toAddress: t.toAddress,
     assetNetworkId: t.assetNetworkId,
-    amount: BigInt(t.amount.toFixed()),
+    amount: numericToAmount(t.amount),
     status: t.status,
     blockHash: t.blockHash,
     blockHeight: t.blockHeight,
@@ -240,7 +241,7 @@ export async function replaceTransaction(tx: Db, deps: ChainDeps, txHash: string
   if (amount !== undefined && amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
-    amount: amount ?? BigInt(row.amount.toFixed()), replaceable: true, revert: row.willRevert,
+    amount: amount ?? numericToAmount(row.amount), replaceable: true, revert: row.willRevert,
   });
   const replaced = await tx.sandboxTransaction.update({
     where: { id: row.id },
@@ -253,5 +254,5 @@ export async function replaceTransaction(tx: Db, deps: ChainDeps, txHash: string
 /** The balance of an address (base units) from the canonical mined transactions. */
 export async function balanceOf(db: Db, networkId: string, assetNetworkId: string, address: string): Promise<bigint> {
   const row = await db.sandboxAddressBalance.findUnique({ where: { networkId_assetNetworkId_address: { networkId, assetNetworkId, address } } });
-  return row ? BigInt(row.balance.toFixed()) : 0n;
+  return row ? numericToAmount(row.balance) : 0n;
 }
