@@ -11,6 +11,7 @@ import { registerLedgerJobs } from '../src/ledger/jobs';
 import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
 import { SANDBOX_BLOCKS_QUEUE, startBlockProduction } from '../src/chains/sandbox/producer';
 import { registerMoneyInJobs } from '../src/deposits/jobs';
+import { createSettlementQueues } from '../src/settlements/queues';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -75,6 +76,8 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await boss.createQueue(queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   await boss.createQueue(queues.sandboxBlocks, { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 600 });
   await registerMoneyInJobs(boss, deps, opts.work);
+  // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
+  await createSettlementQueues(boss);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await boss.work(queues.purgeExpired, async () => {

@@ -101,9 +101,27 @@ const checks: { name: string; sql: string }[] = [
               OR ((h."status" = 'PENDING') <> (h."resolvedAt" IS NULL)) OR ((h."status" = 'PENDING') <> (h."resolvedByLedgerTransactionId" IS NULL))`,
   },
   {
-    name: 'customer accounts never have a negative available balance',
-    sql: `SELECT "id"::text AS account, ("creditsPosted" - "debitsPosted" - "debitsPending")::text AS available
-            FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "creditsPosted" - "debitsPosted" - "debitsPending" < 0`,
+    name: 'customer, escrow and retained accounts never have a negative available balance',
+    sql: `SELECT "id"::text AS account, "kind"::text AS kind, ("creditsPosted" - "debitsPosted" - "debitsPending")::text AS available
+            FROM "LedgerAccount" WHERE "kind" IN ('CUSTOMER', 'ESCROW', 'RETAINED') AND "creditsPosted" - "debitsPosted" - "debitsPending" < 0`,
+  },
+  {
+    name: "a transaction's escrow balance is funded - settled - (refunded - reversed)",
+    sql: `SELECT t."id"::text AS transaction, (la."creditsPosted" - la."debitsPosted")::text AS escrow,
+                 (t."fundedAmount" - t."settledAmount" - t."refundedAmount" + t."reversedAmount")::text AS expected
+            FROM "Transaction" t JOIN "LedgerAccount" la ON la."kind" = 'ESCROW' AND la."ownerId" = t."id"
+           WHERE t."status" NOT IN ('EXPIRED', 'CANCELLED')
+             AND la."creditsPosted" - la."debitsPosted" <> t."fundedAmount" - t."settledAmount" - t."refundedAmount" + t."reversedAmount"`,
+  },
+  {
+    name: 'an executed settlement moved gross = fee + the sum of its allocations, and each retained allocation sits in its RETAINED account',
+    sql: `SELECT s."id"::text AS settlement FROM "Settlement" s
+            LEFT JOIN (SELECT "settlementId", sum("amount") AS total FROM "SettlementAllocation" GROUP BY 1) a ON a."settlementId" = s."id"
+           WHERE s."status" = 'EXECUTED' AND (s."grossAmount" <> s."feeAmount" + s."distributableAmount" OR coalesce(a.total, 0) <> s."distributableAmount")
+          UNION ALL
+          SELECT sa."id"::text FROM "SettlementAllocation" sa
+            LEFT JOIN "LedgerAccount" la ON la."kind" = 'RETAINED' AND la."ownerId" = sa."id"
+           WHERE coalesce(la."creditsPosted" - la."debitsPosted", 0) <> CASE WHEN sa."status" = 'RETAINED' THEN sa."amount" - sa."reversedAmount" ELSE 0 END`,
   },
 ];
 

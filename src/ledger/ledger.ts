@@ -16,7 +16,7 @@ import { isUuid } from '../ids';
  * Amounts are integer base units (bigint here, NUMERIC(78,0) in SQL), never floats.
  */
 
-export type LedgerAccountKind = 'CUSTOMER' | 'ESCROW' | 'SUSPENSE' | 'CHAIN_CLEARING' | 'FEES' | 'PLATFORM_REVENUE';
+export type LedgerAccountKind = 'CUSTOMER' | 'ESCROW' | 'SUSPENSE' | 'CHAIN_CLEARING' | 'FEES' | 'PLATFORM_REVENUE' | 'RETAINED';
 
 /**
  * A ledger account, by what it is: CUSTOMER: ownerId = the Account id (organizationId: its
@@ -91,7 +91,7 @@ export interface Balance {
   updatedAt: Date | null;
 }
 
-export const LEDGER_ACCOUNT_KINDS: readonly LedgerAccountKind[] = ['CUSTOMER', 'ESCROW', 'SUSPENSE', 'CHAIN_CLEARING', 'FEES', 'PLATFORM_REVENUE'];
+export const LEDGER_ACCOUNT_KINDS: readonly LedgerAccountKind[] = ['CUSTOMER', 'ESCROW', 'SUSPENSE', 'CHAIN_CLEARING', 'FEES', 'PLATFORM_REVENUE', 'RETAINED'];
 const SYSTEM_KINDS = new Set<LedgerAccountKind>(['CHAIN_CLEARING', 'FEES', 'PLATFORM_REVENUE']);
 export const isDebitNormal = (kind: LedgerAccountKind) => kind === 'CHAIN_CLEARING';
 

@@ -9,13 +9,17 @@ import type { TransactionRow } from './transactions';
 
 export const TransactionStatus = builder.enumType('TransactionStatus', {
   description:
-    'AWAITING_FUNDS -> RESERVED (funded: FUNDED and RESERVED in one step, the funds held in its escrow) -> back to AWAITING_FUNDS only when a reorganization reverses a credit; AWAITING_FUNDS -> CANCELLED or EXPIRED (terminal). docs/money-in.md.',
-  values: ['AWAITING_FUNDS', 'FUNDED', 'RESERVED', 'CANCELLED', 'EXPIRED'] as const,
+    'AWAITING_FUNDS -> RESERVED (funded: FUNDED and RESERVED in one step, the funds held in its escrow) -> back to AWAITING_FUNDS only when a reorganization reverses a credit; RESERVED -> SETTLED or REFUNDED once settlements and refunds empty the escrow; AWAITING_FUNDS -> CANCELLED or EXPIRED (terminal). docs/money-in.md, docs/settlements.md.',
+  values: ['AWAITING_FUNDS', 'FUNDED', 'RESERVED', 'SETTLED', 'REFUNDED', 'CANCELLED', 'EXPIRED'] as const,
 });
-const ParticipantRole = builder.enumType('ParticipantRole', { values: ['BENEFICIARY', 'PAYER'] as const });
+const ParticipantRole = builder.enumType('ParticipantRole', {
+  values: ['BENEFICIARY', 'PAYER', 'SPLIT_RECIPIENT'] as const,
+  description: 'SPLIT_RECIPIENT: an account named only by the split rule.',
+});
 
-const TransactionParticipant = builder.objectRef<{ accountId: string; role: 'BENEFICIARY' | 'PAYER' }>('TransactionParticipant').implement({
+const TransactionParticipant = builder.objectRef<{ id: string; accountId: string; role: 'BENEFICIARY' | 'PAYER' | 'SPLIT_RECIPIENT' }>('TransactionParticipant').implement({
   fields: (t) => ({
+    id: t.exposeID('id', { description: 'The ParticipantId of settlement.split_portion_retained.' }),
     accountId: t.exposeID('accountId'),
     role: t.field({ type: ParticipantRole, resolve: (p) => p.role }),
   }),
@@ -36,6 +40,13 @@ export const Transaction = builder.objectRef<TransactionRow>('Transaction').impl
       description: 'Confirmed deposits credited to its escrow (may exceed amount: an overpayment is held too). 0 once expired or cancelled.',
       resolve: (x) => amountToString(numericToAmount(x.fundedAmount)),
     }),
+    settledAmount: t.string({ description: 'Gross of its executed settlements (fees included).', resolve: (x) => amountToString(numericToAmount(x.settledAmount)) }),
+    refundedAmount: t.string({ description: 'Its executed refunds (fees and reversals included).', resolve: (x) => amountToString(numericToAmount(x.refundedAmount)) }),
+    reversedAmount: t.string({ description: 'The part of refundedAmount taken back from beneficiaries after settlement.', resolve: (x) => amountToString(numericToAmount(x.reversedAmount)) }),
+    escrowAmount: t.string({
+      description: 'What its escrow holds now: funded - settled - (refunded - reversed).',
+      resolve: (x) => amountToString(numericToAmount(x.fundedAmount) - numericToAmount(x.settledAmount) - numericToAmount(x.refundedAmount) + numericToAmount(x.reversedAmount)),
+    }),
     status: t.field({ type: TransactionStatus, resolve: (x) => x.status }),
     frozen: t.exposeBoolean('frozen', { description: 'A flag, not a state: a frozen transaction moves no funds.' }),
     frozenReason: t.exposeString('frozenReason', { nullable: true }),
@@ -45,6 +56,8 @@ export const Transaction = builder.objectRef<TransactionRow>('Transaction').impl
     fundedAt: t.expose('fundedAt', { type: 'DateTime', nullable: true }),
     reservedAt: t.expose('reservedAt', { type: 'DateTime', nullable: true }),
     cancelledAt: t.expose('cancelledAt', { type: 'DateTime', nullable: true }),
+    settledAt: t.expose('settledAt', { type: 'DateTime', nullable: true }),
+    refundedAt: t.expose('refundedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
     participants: t.field({ type: [TransactionParticipant], resolve: (x) => x.participants }),

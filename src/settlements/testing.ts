@@ -1,0 +1,52 @@
+import type { TestApp } from '../../test/harness';
+import type { MoneyDeps } from '../deposits/common';
+import { drainChainSync, moneyDeps } from '../deposits/testing';
+import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, REFUND_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE } from './queues';
+
+/**
+ * Test drivers for release, settlement and refund work (tests only). Test apps send jobs but work
+ * no queue: drainMoneyWork runs the real handlers, the way the job runner would, until every queue
+ * is empty. Jobs due later (startAfter) run too: tests move time with the clock, not by waiting.
+ */
+type Handler = (deps: MoneyDeps, data: any) => Promise<unknown>;
+
+/** The handler of each queue, as jobs/ registers it. */
+const handlers: Record<string, Handler> = {
+  // release rules: RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE
+  // settlements: SETTLEMENT_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE
+  // refunds: REFUND_EXECUTE_QUEUE
+};
+void [RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, SETTLEMENT_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, REFUND_EXECUTE_QUEUE];
+
+/** Runs the queued jobs of one queue with its real handler; answers how many ran. */
+export async function drainQueue(app: TestApp, queue: string, handler: Handler = handlers[queue]!): Promise<number> {
+  const boss = app.deps.boss!;
+  let ran = 0;
+  for (let round = 0; round < 100; round++) {
+    const jobs = await boss.fetch<unknown>(queue, { batchSize: 100, ignoreStartAfter: true });
+    if (!jobs.length) break;
+    for (const j of jobs) {
+      try {
+        await handler(moneyDeps(app), j.data);
+        await boss.complete(queue, j.id);
+      } catch (err) {
+        await boss.fail(queue, j.id, { message: String((err as Error).message) });
+        throw err;
+      }
+      ran++;
+    }
+  }
+  return ran;
+}
+
+/** Chain sync, then every release/settlement/refund queue, until nothing is left to run. */
+export async function drainMoneyWork(app: TestApp): Promise<number> {
+  let total = 0;
+  for (let round = 0; round < 50; round++) {
+    let ran = await drainChainSync(app);
+    for (const queue of Object.keys(handlers)) ran += await drainQueue(app, queue);
+    total += ran;
+    if (!ran) return total;
+  }
+  throw new Error('drainMoneyWork: jobs keep coming after 50 rounds');
+}
