@@ -13,6 +13,7 @@ import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
 import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
+import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -70,6 +71,8 @@ const ledgerBatcher = {
 const TARGET_LEDGER_RATIO = 3;
 // The deposits scenario (bench/deposits.ts, `deposits`): BENCH_DEPOSITS_INTENTS (1000 per round), BENCH_DEPOSITS_CONCURRENCY (16), BENCH_DEPOSITS_CONFIRMATIONS (2).
 const depositsSelected = !only || only.has('deposits');
+// The settlements scenario (bench/settlements.ts, `settlements`): BENCH_SETTLEMENTS_TRANSACTIONS (1000 per round), BENCH_SETTLEMENTS_CONCURRENCY (16), BENCH_SETTLEMENTS_WORKERS (8).
+const settlementsSelected = !only || only.has('settlements');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -156,6 +159,8 @@ try {
   }
   const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say }) : undefined;
   const depositRuns: DepositsRound[] = [];
+  const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
+  const settlementRuns: SettlementsRound[] = [];
   say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
 
   // Scenarios, in order; each with its warm-up.
@@ -232,6 +237,13 @@ try {
       const r = await deposits.run();
       say(`  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`);
       depositRuns.push(r);
+    }
+    if (settlements) {
+      const d = settlementsSettings();
+      say(`round ${round}/${rounds} settlements: ${d.transactions} funded transactions (3-way split, fee), ${d.concurrency} requests in flight, ${d.workers} settlement workers`);
+      const r = await settlements.run();
+      say(`  ${r.settlementsPerSecond} settlements/s executed by the job (${r.requestsPerSecond} requests/s through REST; intents ${r.intentsPerSecond}/s, funding ${r.fundedPerSecond}/s)`);
+      settlementRuns.push(r);
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
@@ -313,6 +325,9 @@ try {
   const depositsCheck = deposits && depositRuns.length ? await deposits.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
   const depositsOut = depositRuns.length ? depositsReport(depositRuns, depositsCheck) : undefined;
   if (depositsOut) console.log(depositsOut.table);
+  const settlementsCheck = settlements && settlementRuns.length ? await settlements.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const settlementsOut = settlementRuns.length ? settlementsReport(settlementRuns, settlementsCheck) : undefined;
+  if (settlementsOut) console.log(settlementsOut.table);
 
   const read = results.find((r) => r.role === 'read');
   const baseline = results.find((r) => r.role === 'baseline');
@@ -345,6 +360,7 @@ try {
       { target: 'ledger: invariants and balances exact after the run', met: ledgerCheck?.ok ?? null, measured: ledgerCheck?.detail ?? 'not checked' },
     );
   if (depositsOut) targets.push(...depositsOut.targets);
+  if (settlementsOut) targets.push(...settlementsOut.targets);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
@@ -372,6 +388,7 @@ try {
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
+        ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
         skipped,
         targets,
       },

@@ -12,6 +12,9 @@ import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
 import { SANDBOX_BLOCKS_QUEUE, startBlockProduction } from '../src/chains/sandbox/producer';
 import { registerMoneyInJobs } from '../src/deposits/jobs';
 import { createSettlementQueues } from '../src/settlements/queues';
+import { registerSettlementJobs } from '../src/settlements/jobs';
+import { registerRefundJobs } from '../src/refunds/jobs';
+import { registerReleaseJobs } from '../src/settlements/release-jobs';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -78,6 +81,9 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerMoneyInJobs(boss, deps, opts.work);
   // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
   await createSettlementQueues(boss);
+  await registerSettlementJobs(boss, deps, opts.work);
+  await registerRefundJobs(boss, deps, opts.work);
+  await registerReleaseJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await boss.work(queues.purgeExpired, async () => {

@@ -17,7 +17,7 @@ export type Source = `path.${string}` | `query.${string}` | `header.${string}` |
 
 export interface Route {
   operationId: string;
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   summary: string;
   tag: string;
@@ -324,6 +324,81 @@ export const routes: Route[] = [
     variables: { id: 'path.transactionId' }, success: { status: 204 }, errors: [404, 409],
   },
 
+  // Release rules and their templates (extensions: the spec does not show their configuration; docs/release-rules.md)
+  {
+    operationId: 'GetTransactionReleaseRule', operation: 'GetTransactionReleaseRule', method: 'GET', path: '/v1/transactions/{transactionId}/release-rule', extension: true,
+    summary: "A transaction's release rule: milestones with their conditions (due, met, approved) and split rules", tag: 'Release rules', policy: policies.accountRead,
+    variables: { transactionId: 'path.transactionId' }, success: { status: 200, body: 'transactionReleaseRule' }, errors: [404],
+  },
+  {
+    operationId: 'SetTransactionReleaseRule', operation: 'SetTransactionReleaseRule', method: 'PUT', path: '/v1/transactions/{transactionId}/release-rule', extension: true,
+    summary: 'Set (replace) the release rule of a transaction not yet settled: a template, or milestones and split rules inline', tag: 'Release rules', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { transactionId: 'path.transactionId', input: 'body' }, success: { status: 200, body: 'setTransactionReleaseRule' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ApproveRelease', operation: 'ApproveRelease', method: 'POST', path: '/v1/transactions/{transactionId}/release-approvals', extension: true,
+    summary: 'Approve the pending release approvals that name the caller (or one, by conditionId); due milestones release at once', tag: 'Release rules',
+    policy: { member: 'any', apiKey: true, accountHolder: true },
+    body: 'optional', variables: { transactionId: 'path.transactionId', input: 'body' }, success: { status: 200, body: 'approveRelease' }, errors: [404, 409],
+  },
+  {
+    operationId: 'CreateReleaseRuleTemplate', operation: 'CreateReleaseRuleTemplate', method: 'POST', path: '/v1/applications/{applicationId}/release-rule-templates', extension: true,
+    summary: 'Create a reusable release rule of the application', tag: 'Release rules', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
+    success: { status: 201, location: '/v1/release-rule-templates/{createReleaseRuleTemplate.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListReleaseRuleTemplates', operation: 'ListReleaseRuleTemplates', method: 'GET', path: '/v1/applications/{applicationId}/release-rule-templates', extension: true,
+    summary: "The application's release rule templates, oldest first (includeArchived to see archived ones)", tag: 'Release rules', policy: policies.memberOrApiKey('account-read'),
+    variables: { applicationId: 'path.applicationId', includeArchived: 'query.includeArchived' }, success: { status: 200, body: 'releaseRuleTemplates' }, errors: [404],
+  },
+  {
+    operationId: 'GetReleaseRuleTemplate', operation: 'GetReleaseRuleTemplate', method: 'GET', path: '/v1/release-rule-templates/{templateId}', extension: true,
+    summary: 'Get a release rule template', tag: 'Release rules', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.templateId' }, success: { status: 200, body: 'releaseRuleTemplate' }, errors: [404],
+  },
+  {
+    operationId: 'ArchiveReleaseRuleTemplate', operation: 'ArchiveReleaseRuleTemplate', method: 'POST', path: '/v1/release-rule-templates/{templateId}/archive', extension: true,
+    summary: 'Archive a release rule template: it can no longer be applied (idempotent)', tag: 'Release rules', policy: policies.memberOrApiKey('payment-manage'),
+    variables: { id: 'path.templateId' }, success: { status: 204 }, errors: [404],
+  },
+
+  // Settlements (extensions: the spec knows settlements through events only; docs/settlements.md)
+  {
+    operationId: 'RequestSettlement', operation: 'RequestSettlement', method: 'POST', path: '/v1/transactions/{transactionId}/settlements', extension: true,
+    summary: 'Ask to settle a transaction without release milestones (executed by the settlement job)', tag: 'Settlements', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'optional', variables: { transactionId: 'path.transactionId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/settlements/{requestSettlement.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListTransactionSettlements', operation: 'ListTransactionSettlements', method: 'GET', path: '/v1/transactions/{transactionId}/settlements', extension: true,
+    summary: "A transaction's settlements with their allocations, oldest first", tag: 'Settlements', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.transactionId' }, success: { status: 200, body: 'transaction.settlements' }, errors: [404],
+  },
+  {
+    operationId: 'GetSettlement', operation: 'GetSettlement', method: 'GET', path: '/v1/settlements/{settlementId}', extension: true,
+    summary: 'Get a settlement: fee, allocations (released or retained), state', tag: 'Settlements', policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { id: 'path.settlementId' }, success: { status: 200, body: 'settlement' }, errors: [404],
+  },
+
+  // Refunds (extensions: the spec knows refunds through events only; docs/refunds.md)
+  {
+    operationId: 'RequestRefund', operation: 'RequestRefund', method: 'POST', path: '/v1/transactions/{transactionId}/refunds', extension: true,
+    summary: "Ask to refund a funded transaction to the payer's origin (executed or rejected by the refund job)", tag: 'Refunds', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'optional', variables: { transactionId: 'path.transactionId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/refunds/{requestRefund.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListTransactionRefunds', operation: 'ListTransactionRefunds', method: 'GET', path: '/v1/transactions/{transactionId}/refunds', extension: true,
+    summary: "A transaction's refunds, oldest first", tag: 'Refunds', policy: policies.memberOrApiKey('account-read'),
+    variables: { id: 'path.transactionId' }, success: { status: 200, body: 'transaction.refunds' }, errors: [404],
+  },
+  {
+    operationId: 'GetRefund', operation: 'GetRefund', method: 'GET', path: '/v1/refunds/{refundId}', extension: true,
+    summary: 'Get a refund: amount, fee, net, reversal, state, chain transfer', tag: 'Refunds', policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { id: 'path.refundId' }, success: { status: 200, body: 'refund' }, errors: [404],
+  },
+
   // Execution and custody
   {
     operationId: 'RegisterWallet', operation: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet',
@@ -432,6 +507,26 @@ export const routes: Route[] = [
     summary: 'Resolve a deposit frozen by a chain reorganization: REMINED or GONE, as the chain shows', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { id: 'path.depositId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
   },
+  {
+    operationId: 'AdminRetrySettlement', operation: 'AdminRetrySettlement', method: 'POST', path: '/v1/admin/settlements/{settlementId}/retry',
+    summary: 'Send a FAILED settlement back to PENDING (executed again under the same ledger key: never pays twice)', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.settlementId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminConfigurePricingPolicy', operation: 'AdminConfigurePricingPolicy', method: 'POST', path: '/v1/admin/pricing-policy',
+    summary: 'Configure the next version of the platform fee of a scope (platform, organization or application; optionally one asset-network)', tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'AdminRegisterGlobalRevenueAccountExecutionDestination', operation: 'AdminRegisterGlobalRevenueAccountExecutionDestination', method: 'POST',
+    path: '/v1/admin/global-revenue-account/execution-destination', summary: "Name where an asset-network's platform revenue is paid out (a new version)", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'AdminConfigureRefundFeePolicy', operation: 'AdminConfigureRefundFeePolicy', method: 'POST', path: '/v1/admin/refund-fee-policy',
+    summary: 'Configure the next version of the refund fee of a scope (platform, organization or application; optionally one asset-network) and whether refunds may reverse settlements',
+    tag: 'Administration', policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
   ...(
     [
       ['SearchAuditLog', 'GET', '/v1/admin/audit-log', 200],
@@ -449,15 +544,11 @@ export const routes: Route[] = [
       ['AdminBlockWithdrawalDestination', 'POST', '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block', 204],
       ['AdminConfigureWithdrawalPolicy', 'POST', '/v1/admin/organizations/{organizationId}/withdrawal-policy', 204],
       ['AdminConfigurePayoutPolicy', 'POST', '/v1/admin/organizations/{organizationId}/payout-policy', 204],
-      ['AdminRetrySettlement', 'POST', '/v1/admin/settlements/{settlementId}/retry', 204],
-      ['AdminConfigurePricingPolicy', 'POST', '/v1/admin/pricing-policy', 204],
-      ['AdminRegisterGlobalRevenueAccountExecutionDestination', 'POST', '/v1/admin/global-revenue-account/execution-destination', 204],
       ['AdminConfigureTronResourceCostTable', 'POST', '/v1/admin/tron-resource-cost-table', 204],
       ['AdminConfigureNetworkExecutionMarginPolicy', 'POST', '/v1/admin/network-execution-margin-policy', 204],
       ['AdminSeedNetworkResourceReserve', 'POST', '/v1/admin/network-resource-reserve/seed', 200],
       ['AdminConfigureResourceReservePolicy', 'POST', '/v1/admin/network-resource-reserve/policy', 204],
       ['AdminConfigureReplenishmentRoute', 'POST', '/v1/admin/network-resource-reserve/replenishment-route', 204],
-      ['AdminConfigureRefundFeePolicy', 'POST', '/v1/admin/refund-fee-policy', 204],
       ['AdminExecuteReconciliation', 'POST', '/v1/admin/reconciliations/execute', 201],
       ['AdminResolveReconciliationDivergence', 'POST', '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence', 204],
       ['AdminRecordLedgerCorrection', 'POST', '/v1/admin/ledger-corrections', 201],

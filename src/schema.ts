@@ -9,6 +9,9 @@ import './custody/schema';
 import './chains/schema';
 import './transactions/schema';
 import './deposits/schema';
+import './settlements/release-schema';
+import './refunds/schema';
+import './settlements/schema';
 import './system/schema';
 
 export const schema = builder.toSchema();

@@ -1,4 +1,5 @@
-import { createApiKey, createOperator, signUpMember, type TestApp } from './harness';
+import { createApiKey, signUpMember, type TestApp } from './harness';
+import { contractCaseHelpers, type ContractCase } from './contract-case';
 import { sandboxMine, sandboxSend, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { generateKeyPair } from '../src/chains/secp256k1';
 
@@ -7,22 +8,9 @@ import { generateKeyPair } from '../src/chains/secp256k1';
  * generator runs each case's setup once for a query and twice for a mutation (REST on one, GraphQL
  * on the other); these setups build fresh catalog entries and integrators every time.
  */
-interface Setup {
-  variables: Record<string, unknown>;
-  headers: Record<string, string>;
-}
-interface Case {
-  name: string;
-  expect: 'success' | { code: string };
-  setup: () => Promise<Setup>;
-}
-
-export function chainContractFixtures(getApp: () => TestApp): Record<string, Case[]> {
-  const success = (name: string, setup: Case['setup']): Case => ({ name, expect: 'success', setup });
-  const failure = (name: string, code: string, setup: Case['setup']): Case => ({ name, expect: { code }, setup });
-  const random = () => crypto.randomUUID();
+export function chainContractFixtures(getApp: () => TestApp): Record<string, ContractCase[]> {
+  const { success, failure, random, operator } = contractCaseHelpers(getApp);
   const tag = () => random().slice(0, 8).toUpperCase();
-  const operator = async () => (await createOperator(getApp())).headers;
   const catalog = () => setupSandboxCatalog(getApp());
   const integrator = async () => {
     const c = await catalog();

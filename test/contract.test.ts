@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { ContractCase } from './contract-case';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { routes, type Route } from '../rest/routes';
@@ -8,6 +9,9 @@ import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, w
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 import { chainContractFixtures } from './contract-fixtures-chain';
 import { moneyInContractFixtures } from '../src/deposits/contract-fixtures';
+import { releaseContractFixtures } from '../src/settlements/release-contract-fixtures';
+import { settlementContractFixtures } from '../src/settlements/contract-fixtures';
+import { refundContractFixtures } from '../src/refunds/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -26,16 +30,9 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 type Headers = Record<string, string>;
-interface Setup {
-  variables: Record<string, unknown>;
-  headers: Headers;
-}
-interface Case {
-  name: string;
-  /** The outcome the case is built for: a success, or the error code both sides must answer. */
-  expect: 'success' | { code: string };
-  setup: () => Promise<Setup>;
-}
+/** A case: the outcome it is built for (a success, or the error code both sides must answer) and its setup. */
+type Case = ContractCase;
+type Setup = Awaited<ReturnType<Case['setup']>>;
 
 // ---------------------------------------------------------------------------------------------
 // Fixture helpers (all through the public REST surface).
@@ -86,6 +83,9 @@ const fixtures: Record<string, Case[]> = {
   // Catalog, custody and the sandbox chain (issue 4)
   ...chainContractFixtures(() => app),
   ...moneyInContractFixtures(() => app),
+  ...releaseContractFixtures(() => app),
+  ...settlementContractFixtures(() => app),
+  ...refundContractFixtures(() => app),
 
   // Member authentication
   SignUp: [

@@ -8,6 +8,7 @@ import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
+import { sendRetainedRelease } from '../settlements/queues';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -170,6 +171,7 @@ export async function authorizeApplication(ctx: Context, organizationIdArg: stri
         action: 'account.application_authorized',
         after: { applicationId },
       });
+    await sendRetainedRelease(tx, ctx.deps.boss, { accountId: account.id });
   });
   return loadForManage(ctx, account.id);
 }
@@ -221,6 +223,7 @@ export async function changeAccountStatus(ctx: Context, idArg: string, move: key
       before: { status: from },
       after: { status: to, ...(reason ? { reason } : {}) },
     });
+    if (move === 'unfreeze') await sendRetainedRelease(tx, ctx.deps.boss, { accountId: account.id });
   });
   return loadForManage(ctx, account.id);
 }

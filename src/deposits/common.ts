@@ -17,6 +17,8 @@ export interface MoneyDeps {
   db: PrismaClient;
   clock: Clock;
   boss: PgBoss | null;
+  /** The key sealing custodial wallet keys: only jobs that sign on the chain need it (refunds). */
+  sealingKey?: Buffer;
 }
 
 export const systemActor = (requestId: string | null = null): Actor => ({ principal: null, requestId });

@@ -1,5 +1,6 @@
+import { contractCaseHelpers, type ContractCase } from '../../test/contract-case';
 import type { TestApp } from '../../test/harness';
-import { createOperator, signUpMember } from '../../test/harness';
+import { signUpMember } from '../../test/harness';
 import { sandboxMine, sandboxReorg, sandboxSend } from '../../test/money-helpers';
 import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from './testing';
 
@@ -8,16 +9,11 @@ import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from '.
  * transactions and the two deposit resolutions. Each case builds its own integrator and sandbox
  * chain through the public REST surface.
  */
-export interface ContractCase {
-  name: string;
-  expect: 'success' | { code: string };
-  setup: () => Promise<{ variables: Record<string, unknown>; headers: Record<string, string> }>;
-}
+export type { ContractCase };
 
 export function moneyInContractFixtures(getApp: () => TestApp): Record<string, ContractCase[]> {
   const app = () => getApp();
-  const success = (name: string, setup: ContractCase['setup']): ContractCase => ({ name, expect: 'success', setup });
-  const failure = (name: string, code: string, setup: ContractCase['setup']): ContractCase => ({ name, expect: { code }, setup });
+  const { success, failure, operator, random } = contractCaseHelpers(getApp);
   const fixture = (requiredConfirmations = 1) => moneyFixture(app(), { requiredConfirmations });
   const intent = (f: MoneyFixture, body: Record<string, unknown> = {}) => createIntent(app(), f, body);
   const input = (f: MoneyFixture, extra: Record<string, unknown> = {}) => ({
@@ -33,8 +29,6 @@ export function moneyInContractFixtures(getApp: () => TestApp): Record<string, C
     const got = await app().rest('GET', `/v1/payment-intents/${pi.id}`, { headers: f.apiKeyHeaders });
     return { f, pi, depositId: got.body.depositIds[0] as string };
   }
-  const operator = async () => (await createOperator(app())).headers;
-  const random = () => crypto.randomUUID();
 
   return {
     CreatePaymentIntent: [

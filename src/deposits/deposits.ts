@@ -10,6 +10,8 @@ import { auditAs, emit, lockNetwork, lockTransactionRow, requestActor, TX_OPTION
 import { evaluateIntent, postDepositReversal, releaseDepositFreeze } from './funding';
 import { confirm, scope, type NetworkRow, type SyncScope } from './sync';
 import { reasons } from './rules';
+import { escrowOf } from '../settlements/escrow';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
 
 /**
  * Deposits: reads, and the two operator resolutions (AdminResolveDepositUnderReview,
@@ -80,6 +82,8 @@ export async function resolveUnderReview(ctx: Context, idArg: unknown, input: z.
     const { d, s, observed, required } = await resolution(tx, ctx, id);
     if (d.status !== 'UNDER_REVIEW') throw invalidState(`Only a deposit UNDER_REVIEW can be resolved this way; this one is ${d.status}.`);
     if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
+    // A resolution can clear what blocked the transaction's release (docs/release-rules.md): re-evaluate after commit.
+    if (d.transactionId) await sendReleaseEvaluation(tx, ctx.deps.boss, d.transactionId);
     const now = await nowOf(s, d);
     if (input.decision === 'REJECT') {
       const reason = `${reasons.reviewRejected}: ${input.reason}`;
@@ -130,6 +134,11 @@ export async function resolveReorg(ctx: Context, idArg: unknown, input: z.infer<
     const { d, s, observed: o, required } = await resolution(tx, ctx, id);
     if (d.status !== 'REORG_FROZEN') throw invalidState(`Only a deposit REORG_FROZEN can be resolved this way; this one is ${d.status}.`);
     if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
+    // A resolution can clear what blocked the transaction's release (docs/release-rules.md): re-evaluate after commit.
+    if (d.transactionId) {
+      await sendReleaseEvaluation(tx, ctx.deps.boss, d.transactionId);
+      await sendRetainedRelease(tx, ctx.deps.boss, { transactionId: d.transactionId });
+    }
     const now = await nowOf(s, d);
     if (input.outcome === 'REMINED') {
       if (!o || o.status !== 'MINED' || o.confirmations < required)
@@ -149,6 +158,16 @@ export async function resolveReorg(ctx: Context, idArg: unknown, input: z.infer<
     } else {
       if (o && o.status !== 'DROPPED' && o.status !== 'REPLACED' && o.status !== 'REVERTED')
         throw new DomainError('INVALID_STATE', `The chain may still mine the transaction (${describe(o, required)}): it is not gone.`);
+      if (d.creditedTo === 'ESCROW' && d.transactionId) {
+        // The reversal debits the escrow; what settlements or refunds already took out of it cannot come back this way.
+        const t = await tx.transaction.findUniqueOrThrow({ where: { id: d.transactionId } });
+        const escrow = escrowOf(t);
+        if (escrow < numericToAmount(d.amount))
+          throw new DomainError(
+            'INVALID_STATE',
+            `The transaction's escrow holds ${escrow} of this deposit's ${numericToAmount(d.amount)} base units: the rest was settled or refunded, so the loss cannot be reversed through the escrow (docs/settlements.md).`,
+          );
+      }
       const reason = `REVERSED: ${input.reason}`;
       await tx.deposit.update({ where: { id: d.id }, data: { status: 'REVERSED', reason, resolvedAt: now } });
       await postDepositReversal(tx, ctx.deps, d);

@@ -5,6 +5,7 @@ import { postLedgerTransaction } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, emit, type Actor, type MoneyDeps } from './common';
 import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
+import { sendReleaseEvaluation } from '../settlements/queues';
 
 /**
  * The funding side of money in: where a confirmed deposit's value goes in the ledger, and the
@@ -154,6 +155,8 @@ export async function evaluateIntent(
       // FUNDED and RESERVED in one step: the funds are held in its escrow from the moment they cover it.
       await emit(tx, deps, org, 'transaction.funded', { TransactionId: t.id });
       await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
+      // Reserved: its release rule may release now (docs/release-rules.md).
+      await sendReleaseEvaluation(tx, deps.boss, t.id);
       audits.push(
         { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funded', before: { status: t.status }, after: { status: 'FUNDED', fundedAmount: amountToNumeric(sums.credited) } },
         { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved', before: { status: 'FUNDED' }, after: { status: 'RESERVED', reservedAmount: amountToNumeric(sums.credited) } },

@@ -12,6 +12,7 @@ import { allocateAddressInTx } from '../custody/addresses';
 import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
+import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release-rules';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -49,8 +50,12 @@ export const createPaymentIntentInput = z
       .record(z.string(), z.unknown())
       .refine((m) => JSON.stringify(m).length <= 8192, 'must be at most 8 KiB of JSON')
       .nullish(),
+    // The transaction's release rule (docs/release-rules.md), set in the same database transaction.
+    releaseRule: z.lazy(() => releaseRuleInput).nullish(),
+    releaseRuleTemplateId: optionalId,
   })
-  .refine((i) => !(i.expiresInSeconds != null && i.expiresAt != null), { message: 'give expiresInSeconds or expiresAt, not both', path: ['expiresAt'] });
+  .refine((i) => !(i.expiresInSeconds != null && i.expiresAt != null), { message: 'give expiresInSeconds or expiresAt, not both', path: ['expiresAt'] })
+  .refine((i) => !(i.releaseRule != null && i.releaseRuleTemplateId != null), { message: 'give releaseRule or releaseRuleTemplateId, not both', path: ['releaseRuleTemplateId'] });
 export type CreatePaymentIntentInput = z.infer<typeof createPaymentIntentInput>;
 
 export const intentInclude = {
@@ -130,7 +135,7 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
   const deps = ctx.deps;
   const actor = requestActor(ctx);
   const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
-  const request = { organizationId, input: { ...input, expiresAt: input.expiresAt?.toISOString() ?? null } };
+  const request = { organizationId, input: { ...input, expiresAt: input.expiresAt?.toISOString() ?? null, releaseRule: input.releaseRule ? JSON.parse(JSON.stringify(input.releaseRule)) : null } };
   let created: { id: string };
   try {
     created = await deps.db.$transaction(
@@ -199,6 +204,11 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
               after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
             },
           ]);
+          if (input.releaseRule != null || input.releaseRuleTemplateId != null)
+            await applyReleaseRuleInTx(tx, deps, actor, transactionId, input.releaseRule ?? { templateId: input.releaseRuleTemplateId }, {
+              now,
+              field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
+            });
           // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced
           // later is caught by the sweep).
           if (deps.boss)

@@ -8,6 +8,7 @@ import type { Deposit as DepositRow } from '../generated/prisma/client';
 import * as intents from './payment-intents';
 import * as deposits from './deposits';
 import type { IntentRow } from './payment-intents';
+import { ReleaseRuleInput } from '../settlements/release-schema';
 
 const amount = (v: { toFixed(dp: number): string }) => amountToString(numericToAmount(v));
 
@@ -113,6 +114,8 @@ const CreatePaymentIntentInput = builder.inputType('CreatePaymentIntentInput', {
     reference: t.string({ description: "The integrator's own reference, unique within the organization." }),
     walletId: t.id({ description: 'Allocates the deposit address from this wallet at once (deposit.address_generated).' }),
     metadata: t.field({ type: 'JSON', description: 'A JSON object of the integrator’s, at most 8 KiB.' }),
+    releaseRule: t.field({ type: ReleaseRuleInput, description: "The transaction's release rule (docs/release-rules.md), set with it. Or releaseRuleTemplateId." }),
+    releaseRuleTemplateId: t.id({ description: 'Sets the release rule from this template of the application.' }),
   }),
   validate: intents.createPaymentIntentInput,
 });

@@ -1,7 +1,11 @@
 import type { TestApp } from '../../test/harness';
 import type { MoneyDeps } from '../deposits/common';
-import { drainChainSync, moneyDeps } from '../deposits/testing';
+import { createIntent, drainChainSync, moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, REFUND_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE } from './queues';
+import { settlementHandlers } from './jobs';
+import { releaseHandlers } from './release-jobs';
+import { refundHandlers } from '../refunds/jobs';
 
 /**
  * Test drivers for release, settlement and refund work (tests only). Test apps send jobs but work
@@ -12,11 +16,12 @@ type Handler = (deps: MoneyDeps, data: any) => Promise<unknown>;
 
 /** The handler of each queue, as jobs/ registers it. */
 const handlers: Record<string, Handler> = {
-  // release rules: RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE
-  // settlements: SETTLEMENT_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE
-  // refunds: REFUND_EXECUTE_QUEUE
+  [RELEASE_EVALUATE_QUEUE]: releaseHandlers[RELEASE_EVALUATE_QUEUE],
+  [RELEASE_SWEEP_QUEUE]: releaseHandlers[RELEASE_SWEEP_QUEUE],
+  [SETTLEMENT_EXECUTE_QUEUE]: settlementHandlers[SETTLEMENT_EXECUTE_QUEUE],
+  [RETAINED_RELEASE_QUEUE]: settlementHandlers[RETAINED_RELEASE_QUEUE],
+  [REFUND_EXECUTE_QUEUE]: refundHandlers[REFUND_EXECUTE_QUEUE],
 };
-void [RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, SETTLEMENT_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, REFUND_EXECUTE_QUEUE];
 
 /** Runs the queued jobs of one queue with its real handler; answers how many ran. */
 export async function drainQueue(app: TestApp, queue: string, handler: Handler = handlers[queue]!): Promise<number> {
@@ -27,7 +32,7 @@ export async function drainQueue(app: TestApp, queue: string, handler: Handler =
     if (!jobs.length) break;
     for (const j of jobs) {
       try {
-        await handler(moneyDeps(app), j.data);
+        await handler({ ...moneyDeps(app), sealingKey: app.deps.sealingKey }, j.data);
         await boss.complete(queue, j.id);
       } catch (err) {
         await boss.fail(queue, j.id, { message: String((err as Error).message) });
@@ -49,4 +54,14 @@ export async function drainMoneyWork(app: TestApp): Promise<number> {
     if (!ran) return total;
   }
   throw new Error('drainMoneyWork: jobs keep coming after 50 rounds');
+}
+
+/** A RESERVED transaction holding `amount` in its escrow: a new fixture (or `f`), an intent paid in full, mined and synced. */
+export async function fundedTransaction(app: TestApp, amount = 1_000_000n, f?: MoneyFixture): Promise<{ f: MoneyFixture; transactionId: string; intent: { id: string; address: string } }> {
+  const fx = f ?? (await moneyFixture(app, { requiredConfirmations: 1 }));
+  const pi = await createIntent(app, fx, { amount: amount.toString() });
+  await sandboxSend(app, fx.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: fx.catalog.assetNetworkId });
+  await sandboxMine(app, fx.apiKeyHeaders, fx.catalog.networkId, 1);
+  await drainMoneyWork(app);
+  return { f: fx, transactionId: pi.transactionId, intent: pi };
 }

@@ -7,6 +7,7 @@ import { assertId, isUuid } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { auditAs, emit, lockTransactionRow, requestActor, TX_OPTIONS } from '../deposits/common';
 import { cancelIntentInTx, DEFAULT_CANCEL_REASON, visibleMoneyWhere } from '../deposits/payment-intents';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
 
 /**
  * Transactions: the money a payment intent collects, held in the transaction's ESCROW ledger
@@ -112,6 +113,11 @@ export async function unfreezeTransaction(ctx: Context, idArg: unknown) {
       },
     });
     if (!stillHeld) await emit(tx, ctx.deps, cur.organizationId, 'transaction.unfrozen', { TransactionId: t.id, ActorMemberId: p.memberId });
+    // Release rules wait while frozen (docs/release-rules.md): evaluate once unfrozen.
+    if (!stillHeld) {
+      await sendReleaseEvaluation(tx, ctx.deps.boss, t.id);
+      await sendRetainedRelease(tx, ctx.deps.boss, { transactionId: t.id });
+    }
     await auditAs(tx, ctx.deps, requestActor(ctx), {
       organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.unfrozen',
       before: { frozen: true, reason: cur.frozenReason }, after: { frozen: stillHeld, frozenByDepositId: cur.frozenByDepositId },

@@ -9,6 +9,7 @@ import { adapterFor } from '../adapter';
 import * as chain from './chain';
 import { advanceSandboxClock, sandboxOffsetMs } from './clock';
 import { sendExpirySweep } from '../../deposits/jobs';
+import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues';
 
 /**
  * The sandbox chain for integrators (test helpers, like BTCPay's regtest "cheat mode" and Stripe's
@@ -202,6 +203,9 @@ export async function advanceClock(ctx: Context, input: z.infer<typeof advanceCl
       const offsetMs = await sandboxOffsetMs(tx, caller.organizationId);
       // The organization's sandbox intents now due expire at once, not at the next periodic sweep.
       await sendExpirySweep(tx, ctx.deps.boss, caller.organizationId);
+      // Release rules and retained split portions due by the new sandbox time, at once.
+      await sendReleaseSweep(tx, ctx.deps.boss, caller.organizationId);
+      await sendRetainedRelease(tx, ctx.deps.boss, { organizationId: caller.organizationId });
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxClock', entityId: caller.organizationId, action: 'sandbox.clock_advanced',
         after: { seconds: input.seconds, offsetSeconds: offsetMs / 1000 },

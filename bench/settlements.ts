@@ -1,0 +1,234 @@
+import type { Deps } from '../src/context';
+import { newOperatorKey } from '../src/auth/secrets';
+import { checkLedgerInvariants } from '../test/ledger-invariants';
+import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
+import { ledgerAccounts } from '../src/deposits/funding';
+import { amountToNumeric, numericToAmount } from '../src/money';
+import { SETTLEMENT_EXECUTE_QUEUE } from '../src/settlements/queues';
+import { startSettlementWorkers } from '../src/settlements/jobs';
+
+/**
+ * The settlements scenario of `npm run bench` (BENCH_SCENARIOS=settlements): funded transactions
+ * with a three-way split and a platform fee, settled by the service's own settlement job.
+ *
+ * Setup (once, through REST): a platform operator, a sandbox catalog, an organization with a
+ * sandbox API key, three split accounts, and an APPLICATION pricing policy (1.5%, minimum 100,
+ * maximum 50,000 base units) for the asset-network.
+ *
+ * Each round:
+ * 1. BENCH_SETTLEMENTS_TRANSACTIONS payment intents through REST (BENCH_SETTLEMENTS_CONCURRENCY in
+ *    flight), each with its release rule inline: splits 33.333333 / 33.333333 / 33.333334 %.
+ * 2. Funding, posted directly (not through the sandbox chain, which bench/deposits.ts measures):
+ *    per transaction the ledger posting a confirmed deposit makes (DEBIT CHAIN_CLEARING, CREDIT
+ *    ESCROW, key bench-funding:<transactionId>) and the rows it leaves (Transaction RESERVED with
+ *    fundedAmount, its payment intent SUCCEEDED), 100 transactions per database transaction.
+ * 3. The settlement workers of the process are stopped; one POST /v1/transactions/{id}/settlements
+ *    per transaction (no amount: everything), through REST, BENCH_SETTLEMENTS_CONCURRENCY in flight:
+ *    requests/s (each: the row lock, the checks, the PENDING settlement, its audit entry, its job).
+ * 4. BENCH_SETTLEMENTS_WORKERS settlement workers are started (the real job handler,
+ *    executeSettlement, as `npm start` runs it), and the bench waits until every settlement of the
+ *    round is EXECUTED: settlements/s = settlements / (workers started -> last executed). Each is one
+ *    database transaction: the fee, the split, one ledger transaction of 5 lines, 3 allocations,
+ *    the escrow totals, 6 events, 2 audit entries.
+ * After the rounds: every settlement EXECUTED, the three accounts and PLATFORM_REVENUE hold exactly
+ * what was funded (fees = the sum of the settlements' fees), every escrow is empty, the ledger
+ * invariants hold.
+ */
+export interface SettlementsRound {
+  transactions: number;
+  concurrency: number;
+  workers: number;
+  intentsPerSecond: number;
+  fundedPerSecond: number;
+  requestsPerSecond: number;
+  /** Settlements executed per second by the job workers (started -> last executed). */
+  settlementsPerSecond: number;
+  seconds: { create: number; fund: number; request: number; execute: number };
+}
+
+type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
+
+export interface SettlementsBench {
+  run(): Promise<SettlementsRound>;
+  verify(): Promise<string>;
+}
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+export const settlementsSettings = () => ({
+  transactions: env('BENCH_SETTLEMENTS_TRANSACTIONS', 1000),
+  concurrency: env('BENCH_SETTLEMENTS_CONCURRENCY', 16),
+  workers: env('BENCH_SETTLEMENTS_WORKERS', 8),
+  timeoutSeconds: env('BENCH_SETTLEMENTS_TIMEOUT', 600),
+});
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+export async function startSettlementsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<SettlementsBench> {
+  const { deps, call, say } = opts;
+  const s = settlementsSettings();
+  const boss = deps.boss;
+  if (!boss) throw new Error('settlements bench: the job runner is off (JOBS=on is needed)');
+  const expect = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
+    if (r.status !== status) throw new Error(`settlements bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
+    return r;
+  };
+  const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+
+  const { key, keyHash } = newOperatorKey();
+  const tag = `${Date.now().toString(36)}`.toUpperCase();
+  await deps.db.operator.create({ data: { email: `bench.settlements.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
+  const op = { 'x-operator-key': key };
+  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `BS${tag}`, name: `Bench settlement dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
+  const networkId = idOf(expect(
+    await call('POST', '/v1/platform/networks', { name: `Bench settlements ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 }, op),
+    201, 'network',
+  ));
+  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
+  expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
+
+  const email = `bench.settlements.${tag.toLowerCase()}@example.com`;
+  const password = 'correct horse battery staple';
+  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `Settlements ${tag}` }), 201, 'signup').body!.organizationId as string;
+  const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
+  const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: 'Settlements bench' }, member), 201, 'application').body!.id as string;
+  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
+  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  const accounts: string[] = [];
+  for (const name of ['Seller', 'Marketplace partner', 'Logistics']) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name }, apiKey), 201, 'account')));
+  expect(
+    await call('POST', '/v1/admin/pricing-policy', { scope: 'APPLICATION', applicationId: app, assetNetworkId, percentage: '1.5', minimumAmount: '100', maximumAmount: '50000' }, op),
+    204, 'pricing policy',
+  );
+  const releaseRule = { splits: [{ accountId: accounts[0], percentage: '33.333333' }, { accountId: accounts[1], percentage: '33.333333' }, { accountId: accounts[2], percentage: '33.333334' }] };
+  say(`settlements: organization ${org}, asset-network ${assetNetworkId}, splits 33.333333/33.333333/33.333334 %, fee 1.5% (min 100, max 50,000)`);
+
+  const all: { transactionId: string; settlementId: string; amount: bigint }[] = [];
+  let roundNo = 0;
+
+  return {
+    async run() {
+      roundNo++;
+      const n = s.transactions;
+      const txs: { intentId: string; transactionId: string; amount: bigint; settlementId: string }[] = new Array(n);
+      const t0 = performance.now();
+      await pool(n, s.concurrency, async (i) => {
+        // Awkward amounts (odd, not multiples of 3) so the rounding rule and the fee clamps are exercised.
+        const amount = BigInt(1_000_001 + roundNo * 100_000 + i * 37);
+        const r = expect(
+          await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: accounts[0], expiresInSeconds: 86_400, releaseRule }, apiKey),
+          201, 'payment intent',
+        );
+        const intentId = idOf(r);
+        const row = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, select: { transactionId: true } });
+        txs[i] = { intentId, transactionId: row.transactionId, amount, settlementId: '' };
+      });
+      const t1 = performance.now();
+      // Funding with the ledger shape of a confirmed deposit, 100 transactions per database transaction.
+      for (let k = 0; k < n; k += 100) {
+        const chunk = txs.slice(k, k + 100);
+        await deps.db.$transaction(async (tx) => {
+          const now = deps.clock.now();
+          for (const x of chunk) {
+            const t = { id: x.transactionId, organizationId: org, assetNetworkId };
+            await postLedgerTransaction(tx, {
+              idempotencyKey: `bench-funding:${x.transactionId}`, nature: 'bench.funding', organizationId: org, referenceType: 'Transaction', referenceId: x.transactionId,
+              lines: [
+                { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: x.amount },
+                { account: ledgerAccounts.escrow(t), direction: 'CREDIT', amount: x.amount },
+              ],
+              postedAt: now,
+            });
+            await tx.transaction.update({ where: { id: x.transactionId }, data: { status: 'RESERVED', fundedAmount: amountToNumeric(x.amount), fundedAt: now, reservedAt: now } });
+            await tx.paymentIntent.update({ where: { id: x.intentId }, data: { status: 'SUCCEEDED', confirmedAmount: amountToNumeric(x.amount), succeededAt: now } });
+          }
+        }, { timeout: 60_000 });
+      }
+      const t2 = performance.now();
+      // Requests with the workers stopped: the queue fills; then the workers drain it.
+      await boss.offWork(SETTLEMENT_EXECUTE_QUEUE, { wait: true });
+      await pool(n, s.concurrency, async (i) => {
+        const x = txs[i]!;
+        x.settlementId = idOf(expect(await call('POST', `/v1/transactions/${x.transactionId}/settlements`, undefined, apiKey), 201, 'request settlement'));
+      });
+      const t3 = performance.now();
+      await startSettlementWorkers(boss, deps, s.workers);
+      const ids = txs.map((x) => x.settlementId);
+      const deadline = performance.now() + s.timeoutSeconds * 1000; // monotonic: a wall-clock step must not end the wait
+      for (;;) {
+        const executed = await deps.db.settlement.count({ where: { id: { in: ids }, status: 'EXECUTED' } });
+        if (executed >= n) break;
+        const failed = await deps.db.settlement.count({ where: { id: { in: ids }, status: 'FAILED' } });
+        if (failed) throw new Error(`settlements bench: ${failed} settlements FAILED`);
+        if (performance.now() > deadline) throw new Error(`settlements bench: ${executed} of ${n} settlements executed after ${s.timeoutSeconds} s`);
+        await sleep(20);
+      }
+      const t4 = performance.now();
+      all.push(...txs.map((x) => ({ transactionId: x.transactionId, settlementId: x.settlementId, amount: x.amount })));
+      const sec = (ms: number) => +(ms / 1000).toFixed(2);
+      return {
+        transactions: n,
+        concurrency: s.concurrency,
+        workers: s.workers,
+        intentsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
+        fundedPerSecond: Math.round(n / ((t2 - t1) / 1000)),
+        requestsPerSecond: Math.round(n / ((t3 - t2) / 1000)),
+        settlementsPerSecond: Math.round(n / ((t4 - t3) / 1000)),
+        seconds: { create: sec(t1 - t0), fund: sec(t2 - t1), request: sec(t3 - t2), execute: sec(t4 - t3) },
+      };
+    },
+    async verify() {
+      const ids = all.map((x) => x.settlementId);
+      const rows = await deps.db.settlement.findMany({ where: { id: { in: ids } }, select: { status: true, grossAmount: true, feeAmount: true } });
+      const executed = rows.filter((r) => r.status === 'EXECUTED');
+      if (executed.length !== all.length) throw new Error(`${executed.length} of ${all.length} settlements EXECUTED`);
+      const funded = all.reduce((sum, x) => sum + x.amount, 0n);
+      const gross = executed.reduce((sum, r) => sum + numericToAmount(r.grossAmount!), 0n);
+      const fees = executed.reduce((sum, r) => sum + numericToAmount(r.feeAmount!), 0n);
+      if (gross !== funded) throw new Error(`settled ${gross}, funded ${funded}`);
+      const revenue = (await balanceOf(deps.db, { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId })).posted;
+      if (revenue !== fees) throw new Error(`PLATFORM_REVENUE ${revenue}, fees ${fees}`);
+      let customers = 0n;
+      for (const a of accounts) customers += (await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId })).posted;
+      if (customers + revenue !== funded) throw new Error(`accounts ${customers} + revenue ${revenue} != funded ${funded}`);
+      const open = await deps.db.transaction.count({ where: { id: { in: all.map((x) => x.transactionId) }, status: { not: 'SETTLED' } } });
+      if (open) throw new Error(`${open} transactions not SETTLED`);
+      await checkLedgerInvariants(deps.db);
+      return `${all.length} settlements EXECUTED, every transaction SETTLED; the three accounts (${customers}) + PLATFORM_REVENUE (${revenue} = the fees) = funded (${funded}); ledger invariants hold`;
+    },
+  };
+}
+
+/** The scenario's table (the round with the median settlements/s) and its targets. */
+export function settlementsReport(runs: SettlementsRound[], check: { ok: boolean; detail: string } | undefined) {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const m = median(runs.map((r) => r.settlementsPerSecond));
+  const r = runs.find((x) => x.settlementsPerSecond === m)!;
+  const rows = [
+    ['settlements', 'intents/s', 'funded/s', 'requests/s', 'settlements/s', 'execute s', 'rounds: settlements/s'],
+    [
+      `${r.transactions} transactions, 3-way split + fee, ${r.workers} workers, ${r.concurrency} requests in flight`, String(r.intentsPerSecond), String(r.fundedPerSecond),
+      String(r.requestsPerSecond), String(r.settlementsPerSecond), String(r.seconds.execute), runs.map((x) => String(x.settlementsPerSecond)).join(', '),
+    ],
+  ];
+  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+  return {
+    result: { ...r, rounds: runs },
+    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    targets: [
+      {
+        target: 'settlements: measured (no target set): settlements executed per second by the job workers (median of the rounds)',
+        met: null,
+        measured: `${r.settlementsPerSecond}/s with ${r.workers} workers (requests through REST ${r.requestsPerSecond}/s)`,
+      },
+      { target: 'settlements: every settlement EXECUTED once, balances exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+    ],
+  };
+}

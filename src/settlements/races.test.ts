@@ -1,0 +1,142 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { createTestApp, type TestApp } from '../../test/harness';
+import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { drainMoneyWork, fundedTransaction } from './testing';
+import { executeSettlement } from './settlements';
+import { executeRefund } from '../refunds/refunds';
+
+/**
+ * Racing operations on one transaction never move more than was funded: two settlements, a
+ * settlement and a refund, a freeze in the middle, the same job delivered twice. The job handlers
+ * run concurrently on separate connections, as two workers would.
+ */
+let app: TestApp;
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(() => app.close());
+afterEach(() => checkLedgerInvariants(app.deps.db));
+
+const AMOUNT = 1_000_000n;
+
+async function funded(f: MoneyFixture, amount = AMOUNT) {
+  const { transactionId } = await fundedTransaction(app, amount, f);
+  expect((await txOf(f, transactionId)).status).toBe('RESERVED');
+  return transactionId;
+}
+
+const txOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
+const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+
+async function pendingSettlement(f: MoneyFixture, transactionId: string, amount: bigint) {
+  const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
+  expect(r.status, r.text).toBe(201);
+  return idOf(r);
+}
+async function pendingRefund(f: MoneyFixture, transactionId: string, amount: bigint) {
+  const r = await app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
+  expect(r.status, r.text).toBe(201);
+  return idOf(r);
+}
+const settlement = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders })).body;
+const refund = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/refunds/${id}`, { headers: f.apiKeyHeaders })).body;
+
+/** An account's posted balance in the fixture's asset-network (members read balances). */
+async function posted(f: MoneyFixture, accountId: string): Promise<bigint> {
+  const r = await app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
+  expect(r.status).toBe(200);
+  const b = (r.body as { assetNetworkId: string; posted: string }[]).find((x) => x.assetNetworkId === f.catalog.assetNetworkId);
+  return b ? BigInt(b.posted) : 0n;
+}
+
+/** What left the escrow by the records, which must never exceed what was funded. */
+async function moved(f: MoneyFixture, transactionId: string) {
+  const t = await txOf(f, transactionId);
+  return { t, out: BigInt(t.settledAmount) + BigInt(t.refundedAmount) - BigInt(t.reversedAmount), escrow: BigInt(t.escrowAmount) };
+}
+
+describe('races on one transaction', () => {
+  let f: MoneyFixture;
+  beforeAll(async () => {
+    f = await moneyFixture(app, { requiredConfirmations: 1 });
+  });
+
+  test('two settlement requests of 60% at once: one is accepted, the other answers 409', async () => {
+    const id = await funded(f);
+    const ask = () => app.rest('POST', `/v1/transactions/${id}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '600000' } });
+    const [a, b] = await Promise.all([ask(), ask()]);
+    expect([a.status, b.status].sort()).toEqual([201, 409]);
+    await drainMoneyWork(app);
+    const { t, out, escrow } = await moved(f, id);
+    expect(out).toBe(600_000n);
+    expect(escrow).toBe(400_000n);
+    expect(t.status).toBe('RESERVED');
+  });
+
+  test('a settlement and a refund of 60% each, executed concurrently: exactly one moves money', async () => {
+    const id = await funded(f);
+    const s = await pendingSettlement(f, id, 600_000n);
+    const r = await pendingRefund(f, id, 600_000n);
+    const results = await Promise.allSettled([executeSettlement(moneyDeps(app), s), executeRefund({ ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never, r)]);
+    expect(results.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled']);
+    await drainMoneyWork(app);
+    const [sv, rv] = [await settlement(f, s), await refund(f, r)];
+    const outcomes = [sv.status, rv.status].sort();
+    expect(outcomes.filter((x) => x === 'EXECUTED')).toHaveLength(1);
+    expect(sv.status === 'EXECUTED' ? rv.status : sv.status).toBe(sv.status === 'EXECUTED' ? 'REJECTED' : 'FAILED');
+    const { out, escrow } = await moved(f, id);
+    expect(out).toBe(600_000n);
+    expect(escrow).toBe(400_000n);
+  });
+
+  test('the same settlement job delivered twice at once pays once', async () => {
+    const id = await funded(f);
+    const before = await posted(f, f.beneficiaryAccountId);
+    const s = await pendingSettlement(f, id, 250_000n);
+    await Promise.all([executeSettlement(moneyDeps(app), s), executeSettlement(moneyDeps(app), s), executeSettlement(moneyDeps(app), s)]);
+    await drainMoneyWork(app);
+    const sv = await settlement(f, s);
+    expect(sv).toMatchObject({ status: 'EXECUTED', attempts: 1, grossAmount: '250000' });
+    const { out } = await moved(f, id);
+    expect(out).toBe(250_000n);
+    expect((await posted(f, f.beneficiaryAccountId)) - before).toBe(BigInt(sv.distributableAmount));
+  });
+
+  test('a freeze racing the settlement job: either the settlement executed before the freeze, or it failed and moved nothing', async () => {
+    for (let i = 0; i < 3; i++) {
+      const id = await funded(f);
+      const s = await pendingSettlement(f, id, AMOUNT);
+      const [, freeze] = await Promise.all([
+        executeSettlement(moneyDeps(app), s),
+        app.rest('POST', `/v1/transactions/${id}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }),
+      ]);
+      const sv = await settlement(f, s);
+      const { t, out } = await moved(f, id);
+      if (sv.status === 'EXECUTED') {
+        expect(out).toBe(AMOUNT);
+        expect(t.status).toBe('SETTLED');
+        // A settled transaction is closed: the freeze came after it and is refused.
+        expect(freeze.status).toBe(409);
+      } else {
+        expect(sv).toMatchObject({ status: 'FAILED' });
+        expect(freeze.status).toBe(204);
+        expect(out).toBe(0n);
+        expect(t).toMatchObject({ status: 'RESERVED', frozen: true });
+      }
+    }
+  });
+
+  test('two refunds of 60% executed concurrently: one executes, the other is rejected', async () => {
+    const id = await funded(f);
+    const a = await pendingRefund(f, id, 600_000n);
+    const b = await pendingRefund(f, id, 600_000n);
+    const deps = { ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never;
+    await Promise.all([executeRefund(deps, a), executeRefund(deps, b)]);
+    const statuses = [(await refund(f, a)).status, (await refund(f, b)).status].sort();
+    expect(statuses).toEqual(['EXECUTED', 'REJECTED']);
+    const { out, escrow } = await moved(f, id);
+    expect(out).toBe(600_000n);
+    expect(escrow).toBe(400_000n);
+  });
+});

@@ -1,0 +1,338 @@
+import { z } from 'zod';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import type { Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
+import { DomainError, invalidState, notFound } from '../errors';
+import { assertId, isUuid, uuidv7 } from '../ids';
+import { idempotent } from '../idempotency';
+import { postLedgerTransaction, type PostingLine } from '../ledger/ledger';
+import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, percentageToNumeric, percentageToString, type Amount } from '../money';
+import type { AuditInput } from '../audit/audit';
+import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
+import { ledgerAccounts } from '../deposits/funding';
+import { visibleMoneyWhere } from '../deposits/payment-intents';
+import { loadTransaction } from '../transactions/transactions';
+import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from './escrow';
+import { computeFee, pricingPolicyInForce } from './policies';
+import { sendSettlementExecution } from './queues';
+import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
+
+/**
+ * Settlements (docs/settlements.md): money leaves a transaction's escrow, pays the platform fee
+ * and is split between beneficiary accounts, in one ledger transaction.
+ *
+ * Lifecycle: PENDING (requested: by a release rule's milestone, or directly) -> EXECUTED by the
+ * settlement.execute job, or FAILED with a reason (nothing moved); FAILED -> PENDING again by an
+ * operator's AdminRetrySettlement. The job posts under the key settlement:<id>, so however often a
+ * settlement is executed or retried it pays at most once.
+ */
+
+/**
+ * A settlement with its allocations, oldest (= split position) first. The allocations are read by
+ * a query of their own, never through `include`: a relation loaded by a join travels as JSON, where
+ * a NUMERIC(78,0) becomes a JSON number (a double), and amounts above 2^53 would lose digits.
+ */
+export type SettlementRow = Settlement & { allocations: SettlementAllocation[] };
+
+async function withAllocations(db: Db, rows: Settlement[]): Promise<SettlementRow[]> {
+  if (!rows.length) return [];
+  const allocations = await db.settlementAllocation.findMany({ where: { settlementId: { in: rows.map((r) => r.id) } }, orderBy: { id: 'asc' } });
+  return rows.map((r) => ({ ...r, allocations: allocations.filter((a) => a.settlementId === r.id) }));
+}
+
+/** Why an attempt failed (the code starting settlement.failed's Reason and failureReason). */
+export type FailureCode =
+  | 'NOT_RESERVED'
+  | 'TRANSACTION_FROZEN'
+  | 'DEPOSIT_UNDER_REVIEW'
+  | 'NOTHING_TO_SETTLE'
+  | 'INSUFFICIENT_ESCROW'
+  | 'FEE_EXCEEDS_GROSS'
+  | 'SPLIT_RULES_INVALID';
+
+// ------------------------------------------------------------------------------------------------
+// Reads
+
+export async function loadSettlement(ctx: Context, idArg: unknown, db: Db = ctx.deps.db): Promise<SettlementRow> {
+  const id = assertId(idArg, 'Settlement');
+  const visible = visibleMoneyWhere(ctx);
+  if (!visible) throw notFound('Settlement');
+  const row = await db.settlement.findFirst({ where: { id, ...visible } });
+  if (!row) throw notFound('Settlement');
+  return (await withAllocations(db, [row]))[0]!;
+}
+
+/** A transaction's settlements, oldest first (the caller has checked the transaction is visible). */
+export async function settlementsOfTransaction(db: Db, transactionId: string): Promise<SettlementRow[]> {
+  return withAllocations(db, await db.settlement.findMany({ where: { transactionId }, orderBy: { id: 'asc' } }));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Request
+
+/**
+ * Creates a PENDING settlement of the transaction and queues its execution, with its audit entry,
+ * in the caller's database transaction. The caller holds the Transaction row lock (release rules
+ * call this when a milestone's conditions are met; requestSettlement for a direct request).
+ * amount: what to settle (gross, fee included); null: everything left in escrow when it executes.
+ */
+export async function requestSettlementInTx(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  input: { transaction: Transaction; milestoneId?: string | null; amount?: bigint | null },
+): Promise<{ id: string }> {
+  const t = input.transaction;
+  const amount = input.amount ?? null;
+  if (amount !== null && amount <= 0n) throw new RangeError('a settlement asks for a positive amount');
+  const now = deps.clock.now();
+  const id = uuidv7(now.getTime());
+  await tx.settlement.create({
+    data: {
+      id, organizationId: t.organizationId, applicationId: t.applicationId, environmentId: t.environmentId, environmentType: t.environmentType,
+      transactionId: t.id, assetNetworkId: t.assetNetworkId, milestoneId: input.milestoneId ?? null,
+      requestedAmount: amount === null ? null : amountToNumeric(amount), createdAt: now,
+    },
+  });
+  await auditAs(tx, deps, actor, {
+    organizationId: t.organizationId, entityType: 'Settlement', entityId: id, action: 'settlement.requested',
+    after: { status: 'PENDING', transactionId: t.id, milestoneId: input.milestoneId ?? null, requestedAmount: amount === null ? null : amountToNumeric(amount) },
+  });
+  await sendSettlementExecution(tx, deps.boss, id);
+  return { id };
+}
+
+const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
+export const requestSettlementInput = z.object({ amount: positiveAmount.nullish() }).strict();
+export type RequestSettlementInput = z.infer<typeof requestSettlementInput>;
+
+/**
+ * A direct settlement request (members with payment-manage, API keys of the transaction's
+ * environment): 409 when the transaction has release milestones (its rule releases the funds),
+ * when it may not release now (releaseBlocker), or when the amount exceeds what its escrow holds
+ * beyond what pending settlements already ask; no amount asks for everything left at execution
+ * (or, while other settlements are pending, for exactly what they leave).
+ */
+export async function requestSettlement(ctx: Context, transactionIdArg: unknown, input: RequestSettlementInput | null | undefined, idempotencyKey: string | null | undefined): Promise<SettlementRow> {
+  const t0 = await loadTransaction(ctx, transactionIdArg);
+  const amount = input?.amount == null ? null : BigInt(input.amount);
+  const p = ctx.principal;
+  const who = p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other';
+  const created = await ctx.deps.db.$transaction(
+    (tx) =>
+      idempotent(tx, ctx, { scope: `requestSettlement:${t0.id}:${who}`, key: idempotencyKey, request: { transactionId: t0.id, amount: input?.amount ?? null } }, async () => {
+        await lockTransactionRow(tx, t0.id);
+        const t = await tx.transaction.findUniqueOrThrow({ where: { id: t0.id } });
+        if (await tx.releaseMilestone.count({ where: { transactionId: t.id } }))
+          throw invalidState('The transaction has a release rule with milestones: the rule releases its funds (docs/release-rules.md).');
+        const blocker = await releaseBlocker(tx, t);
+        if (blocker) throw invalidState(BLOCKER_MESSAGES[blocker]);
+        const pending = await tx.settlement.findMany({ where: { transactionId: t.id, status: 'PENDING' }, select: { requestedAmount: true } });
+        if (pending.some((s) => s.requestedAmount === null)) throw invalidState('A pending settlement of the transaction already asks for everything left in its escrow.');
+        const available = escrowOf(t) - pending.reduce((sum, s) => sum + numericToAmount(s.requestedAmount!), 0n);
+        if (amount === null ? available <= 0n : amount > available)
+          throw invalidState(`The escrow holds ${amountToString(available > 0n ? available : 0n)} beyond what pending settlements ask${amount === null ? '' : `: ${amountToString(amount)} cannot be settled`}.`);
+        // No amount, while others are pending: ask for exactly what they leave, so the order the
+        // settlements execute in cannot matter (a null one executed first would leave them nothing).
+        const ask = amount === null && pending.length ? available : amount;
+        return requestSettlementInTx(tx, ctx.deps, requestActor(ctx), { transaction: t, amount: ask });
+      }),
+    TX_OPTIONS,
+  );
+  return loadSettlement(ctx, created.id);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Execution (the settlement.execute job)
+
+export type ExecutionOutcome = { status: 'EXECUTED'; isTotal: boolean } | { status: 'FAILED'; reason: FailureCode } | { status: 'SKIPPED' };
+
+const FAILURE_MESSAGES: Record<FailureCode, string> = {
+  ...BLOCKER_MESSAGES,
+  NOTHING_TO_SETTLE: 'The escrow holds nothing to settle.',
+  INSUFFICIENT_ESCROW: 'The amount asked exceeds what the escrow holds.',
+  FEE_EXCEEDS_GROSS: 'The platform fee of the pricing policy in force exceeds the amount settled.',
+  SPLIT_RULES_INVALID: 'The split rules do not allocate exactly the distributable amount.',
+};
+
+/**
+ * Executes a PENDING settlement (anything else: nothing happens, so a repeated job is harmless),
+ * under the Transaction row lock, in one database transaction: the fee from the pricing policy in
+ * force, the split, one ledger transaction (key settlement:<id>), the allocations, the escrow
+ * totals, the settlement's state, the events and the audit entries. A business refusal records
+ * FAILED with its reason and moves nothing; an unexpected error (database) throws, and the job is
+ * retried.
+ */
+export async function executeSettlement(deps: MoneyDeps, settlementId: string): Promise<ExecutionOutcome> {
+  if (!isUuid(settlementId)) return { status: 'SKIPPED' };
+  return deps.db.$transaction(async (tx) => {
+    const head = await tx.settlement.findUnique({ where: { id: settlementId }, select: { transactionId: true, status: true } });
+    if (!head || head.status !== 'PENDING') return { status: 'SKIPPED' as const };
+    await lockTransactionRow(tx, head.transactionId);
+    const s = await tx.settlement.findUniqueOrThrow({ where: { id: settlementId } });
+    if (s.status !== 'PENDING') return { status: 'SKIPPED' as const };
+    const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
+    const now = await nowFor(tx, deps.clock, t.organizationId, t.environmentType);
+    const fail = (code: FailureCode, detail?: string) => failSettlement(tx, deps, s, code, detail ?? FAILURE_MESSAGES[code], now);
+
+    const blocker = await releaseBlocker(tx, t);
+    if (blocker) return fail(blocker);
+    const escrow = escrowOf(t);
+    const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
+    if (gross === 0n) return fail('NOTHING_TO_SETTLE');
+    if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
+
+    const policy = await pricingPolicyInForce(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId, at: now });
+    const { fee, percentage } = computeFee(gross, policy);
+    if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
+    const distributable = gross - fee;
+
+    const rules = await tx.splitRule.findMany({ where: { transactionId: t.id }, orderBy: { position: 'asc' }, include: { holdConditions: true } });
+    const beneficiary = rules.length
+      ? null
+      : await tx.transactionParticipant.findFirst({ where: { transactionId: t.id, role: 'BENEFICIARY' }, select: { id: true, accountId: true } });
+    let split;
+    try {
+      split = allocate(distributable, rules.map(splitRuleInput), beneficiary && { participantId: beneficiary.id, accountId: beneficiary.accountId });
+    } catch (e) {
+      if (e instanceof SplitRulesInvalid) return fail('SPLIT_RULES_INVALID', `${FAILURE_MESSAGES.SPLIT_RULES_INVALID} ${e.message}.`);
+      throw e;
+    }
+    const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((r) => r.id === ruleId)?.holdConditions ?? []) : []);
+    const reasons = await retainReasons(tx, t, split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })), now);
+    const ids = sequentialIds(split.portions.length, deps.clock.now());
+    const allocations = split.portions.map((p, i) => ({ id: ids[i]!, ...p, reason: reasons[i] as RetainReason | null }));
+
+    if (allocations.length)
+      await tx.settlementAllocation.createMany({
+        data: allocations.map((a) => ({
+          id: a.id, settlementId: s.id, transactionId: t.id, organizationId: t.organizationId, splitRuleId: a.splitRuleId, participantId: a.participantId,
+          accountId: a.accountId, amount: amountToNumeric(a.amount), status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const), retainReason: a.reason,
+          releasedAt: a.reason ? null : now, createdAt: now,
+        })),
+      });
+    for (const [ruleId, allocated] of split.fixedAllocated) await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
+    const { isTotal, transaction: after } = await recordEscrowOutcome(tx, t, { settled: gross }, now);
+    const org = t.organizationId;
+    if (policy)
+      await emit(tx, deps, org, 'settlement.fee_applied', { SettlementId: s.id, PricingPolicyId: policy.id, FeeAmount: fee, FeePercentageApplied: percentageToString(percentage) });
+    for (const a of allocations) {
+      if (a.reason)
+        await emit(tx, deps, org, 'settlement.split_portion_retained', {
+          SettlementId: s.id, AllocationId: a.id, ParticipantId: a.participantId, AccountId: a.accountId, Amount: a.amount, Reason: a.reason,
+        });
+      else await emit(tx, deps, org, 'settlement.split_portion_released', { SettlementId: s.id, AllocationId: a.id, AccountId: a.accountId, Amount: a.amount });
+    }
+    await emit(tx, deps, org, 'settlement.executed', {
+      SettlementId: s.id, TransactionId: t.id, AssetNetworkId: t.assetNetworkId, GrossAmount: gross, DistributableAmount: distributable, PlatformFeeAmount: fee, ExecutedAt: now,
+    });
+    await emit(tx, deps, org, 'transaction.settled', { TransactionId: t.id, SettlementId: s.id, IsTotal: isTotal });
+
+    const audits: AuditInput[] = [
+      {
+        organizationId: org, entityType: 'Settlement', entityId: s.id, action: 'settlement.executed', before: { status: 'PENDING' },
+        after: {
+          status: 'EXECUTED', grossAmount: amountToNumeric(gross), feeAmount: amountToNumeric(fee), distributableAmount: amountToNumeric(distributable),
+          pricingPolicyId: policy?.id ?? null, feePercentage: policy ? percentageToString(percentage) : null, isTotal, ledgerKey: `settlement:${s.id}`,
+          allocations: allocations.map((a) => ({ id: a.id, accountId: a.accountId, amount: amountToNumeric(a.amount), status: a.reason ? 'RETAINED' : 'RELEASED', retainReason: a.reason })),
+        },
+      },
+      {
+        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.settled',
+        before: { status: t.status, settledAmount: amountToNumeric(numericToAmount(t.settledAmount)) },
+        after: { status: after.status, settledAmount: amountToNumeric(numericToAmount(after.settledAmount)), settlementId: s.id, isTotal },
+      },
+    ];
+    await auditAll(tx, deps, systemActor(), audits);
+    const held = allocations.filter((a) => a.reason === 'HOLD_CONDITION_NOT_MET').flatMap((a) => holdOf(a.splitRuleId));
+    if (held.length) await scheduleHoldRecheck(tx, deps, t, held, now);
+
+    // The ledger last: every settlement of the asset-network credits the same PLATFORM_REVENUE row
+    // (and often the same accounts), whose row locks are held from here to the commit.
+    const lines: PostingLine[] = [{ account: ledgerAccounts.escrow(t), direction: 'DEBIT', amount: gross }];
+    if (fee > 0n) lines.push({ account: { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId: t.assetNetworkId }, direction: 'CREDIT', amount: fee });
+    for (const a of allocations)
+      lines.push({
+        account: a.reason ? ledgerRetained({ id: a.id, organizationId: t.organizationId }, t.assetNetworkId) : ledgerCustomer(a.accountId, t.organizationId, t.assetNetworkId),
+        direction: 'CREDIT',
+        amount: a.amount,
+      });
+    const ledger = await postLedgerTransaction(tx, {
+      idempotencyKey: `settlement:${s.id}`,
+      nature: 'settlement.executed',
+      organizationId: t.organizationId,
+      referenceType: 'Settlement',
+      referenceId: s.id,
+      metadata: { transactionId: t.id, feeAmount: amountToString(fee), pricingPolicyId: policy?.id ?? null },
+      lines,
+      postedAt: deps.clock.now(),
+    });
+
+    await tx.settlement.update({
+      where: { id: s.id },
+      data: {
+        status: 'EXECUTED', attempts: s.attempts + 1, grossAmount: amountToNumeric(gross), feeAmount: amountToNumeric(fee), distributableAmount: amountToNumeric(distributable),
+        pricingPolicyId: policy?.id ?? null, feePercentage: policy ? percentageToNumeric(percentage) : null, isTotal, executedAt: now,
+        ledgerTransactionId: ledger.ledgerTransactionId, failureReason: null, failedAt: null,
+      },
+    });
+    return { status: 'EXECUTED' as const, isTotal };
+  }, TX_OPTIONS);
+}
+
+/**
+ * UUIDv7s that sort in the order asked for (allocations are listed by id = split rule position):
+ * one random UUIDv7, its 12-bit rand_a field replaced by 0, 1, 2, ... (at most 4,096).
+ */
+function sequentialIds(n: number, now: Date): string[] {
+  const base = uuidv7(now.getTime());
+  return Array.from({ length: n }, (_x, i) => `${base.slice(0, 15)}${i.toString(16).padStart(3, '0')}${base.slice(18)}`);
+}
+
+function splitRuleInput(r: { id: string; position: number; participantId: string; accountId: string; percentage: { toFixed(dp: number): string } | null; fixedAmount: { toFixed(dp: number): string } | null; allocatedAmount: { toFixed(dp: number): string } }): SplitRuleInput {
+  return {
+    id: r.id, position: r.position, participantId: r.participantId, accountId: r.accountId,
+    percentage: r.percentage === null ? null : numericToPercentage(r.percentage),
+    fixedAmount: r.fixedAmount === null ? null : numericToAmount(r.fixedAmount),
+    allocatedAmount: numericToAmount(r.allocatedAmount),
+  };
+}
+
+async function failSettlement(tx: Db, deps: MoneyDeps, s: Settlement, code: FailureCode, detail: string, now: Date): Promise<ExecutionOutcome> {
+  const reason = `${code}: ${detail}`;
+  await tx.settlement.update({ where: { id: s.id }, data: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason, failedAt: now } });
+  await emit(tx, deps, s.organizationId, 'settlement.failed', { SettlementId: s.id, TransactionId: s.transactionId, Reason: reason, FailedAt: now });
+  await auditAs(tx, deps, systemActor(), {
+    organizationId: s.organizationId, entityType: 'Settlement', entityId: s.id, action: 'settlement.failed',
+    before: { status: 'PENDING', attempts: s.attempts }, after: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason },
+  });
+  return { status: 'FAILED', reason: code };
+}
+
+// ------------------------------------------------------------------------------------------------
+// AdminRetrySettlement
+
+/**
+ * An operator sends a FAILED settlement back to PENDING and queues its execution again: the same
+ * settlement, so the same ledger key (settlement:<id>): a retry can never pay twice. 409 unless
+ * FAILED; 404 for an unknown id. failureReason and failedAt keep the last failure until it executes.
+ */
+export async function retrySettlement(ctx: Context, idArg: unknown): Promise<SettlementRow> {
+  const id = assertId(idArg, 'Settlement');
+  if (ctx.principal?.type !== 'operator') throw notFound('Settlement');
+  await ctx.deps.db.$transaction(async (tx) => {
+    const head = await tx.settlement.findUnique({ where: { id }, select: { transactionId: true } });
+    if (!head) throw notFound('Settlement');
+    await lockTransactionRow(tx, head.transactionId);
+    const s = await tx.settlement.findUniqueOrThrow({ where: { id } });
+    if (s.status !== 'FAILED') throw new DomainError('INVALID_STATE', `Only a FAILED settlement can be retried; this one is ${s.status}.`);
+    await tx.settlement.update({ where: { id }, data: { status: 'PENDING' } });
+    await auditAs(tx, ctx.deps, requestActor(ctx), {
+      organizationId: s.organizationId, entityType: 'Settlement', entityId: id, action: 'settlement.retry_requested',
+      before: { status: 'FAILED', failureReason: s.failureReason, attempts: s.attempts }, after: { status: 'PENDING' },
+    });
+    await sendSettlementExecution(tx, ctx.deps.boss, id);
+  }, TX_OPTIONS);
+  return loadSettlement(ctx, id);
+}
