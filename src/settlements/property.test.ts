@@ -304,7 +304,7 @@ describe('release, settlement and refund against a model', () => {
         expect((await revenue()) - startRevenue).toBe(m.revenue);
         await checkLedgerInvariants(app.deps.db);
       }),
-      { numRuns: 30, endOnFailure: true },
+      { numRuns: Number(process.env.PROPERTY_RUNS ?? 30), endOnFailure: true },
     );
   }, 600_000);
 });
