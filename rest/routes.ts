@@ -399,6 +399,26 @@ export const routes: Route[] = [
     variables: { id: 'path.refundId' }, success: { status: 200, body: 'refund' }, errors: [404],
   },
 
+  // Withdrawal destinations (extensions besides AdminBlockWithdrawalDestination; docs/withdrawals.md)
+  {
+    operationId: 'RegisterWithdrawalDestination', operation: 'RegisterWithdrawalDestination', method: 'POST', path: '/v1/organizations/{organizationId}/withdrawal-destinations', extension: true,
+    summary: 'Register a withdrawal destination (the same network and address again: the existing one)', tag: 'Withdrawals', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/withdrawal-destinations/{registerWithdrawalDestination.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'ListWithdrawalDestinations', operation: 'ListWithdrawalDestinations', method: 'GET', path: '/v1/organizations/{organizationId}/withdrawal-destinations', extension: true,
+    summary: "List the organization's withdrawal destinations, oldest first (an API key: those of its environment type)", tag: 'Withdrawals',
+    policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'withdrawalDestinations.items', nextCursor: 'withdrawalDestinations.nextCursor' }, errors: [404],
+  },
+  {
+    operationId: 'GetWithdrawalDestination', operation: 'GetWithdrawalDestination', method: 'GET', path: '/v1/withdrawal-destinations/{withdrawalDestinationId}', extension: true,
+    summary: 'Get a withdrawal destination', tag: 'Withdrawals', policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { id: 'path.withdrawalDestinationId' }, success: { status: 200, body: 'withdrawalDestination' }, errors: [404],
+  },
+
   // Execution and custody
   {
     operationId: 'RegisterWallet', operation: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet',
@@ -527,21 +547,56 @@ export const routes: Route[] = [
     summary: 'Configure the next version of the refund fee of a scope (platform, organization or application; optionally one asset-network) and whether refunds may reverse settlements',
     tag: 'Administration', policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
   },
+  {
+    operationId: 'SearchAuditLog', operation: 'SearchAuditLog', method: 'GET', path: '/v1/admin/audit-log',
+    summary: 'Search the audit log, newest first (filters: organizationId, entityType, entityId, actionType; skip 0-100000, take 1-500)', tag: 'Administration',
+    policy: policies.operator,
+    variables: { organizationId: 'query.organizationId', entityType: 'query.entityType', entityId: 'query.entityId', actionType: 'query.actionType', skip: 'query.skip', take: 'query.take' },
+    success: { status: 200, body: 'auditLogEntries' },
+  },
+  {
+    operationId: 'GetAuditLogEntry', operation: 'GetAuditLogEntry', method: 'GET', path: '/v1/admin/audit-log/{auditLogEntryId}',
+    summary: 'Get one audit log entry', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.auditLogEntryId' }, success: { status: 200, body: 'auditLogEntry' }, errors: [404],
+  },
+  {
+    operationId: 'GetPlatformDashboard', operation: 'GetPlatformDashboard', method: 'GET', path: '/v1/admin/dashboard',
+    summary: 'Counts and volumes by state, webhook health, ledger counts (reserve levels and divergences: empty for now)', tag: 'Administration',
+    policy: policies.operator, success: { status: 200, body: 'platformDashboard' },
+  },
+  {
+    operationId: 'SearchLedgerEntriesAdmin', operation: 'SearchLedgerEntriesAdmin', method: 'GET', path: '/v1/admin/ledger-entries',
+    summary: "Search ledger entries of every organization, newest first (filters: assetNetworkId, nature, from/to on postedAt; skip 0-100000, take 1-500)",
+    tag: 'Administration', policy: policies.operator,
+    variables: { assetNetworkId: 'query.assetNetworkId', nature: 'query.nature', from: 'query.from', to: 'query.to', skip: 'query.skip', take: 'query.take' },
+    success: { status: 200, body: 'ledgerEntries' },
+  },
+  {
+    operationId: 'AdminBlockWithdrawalDestination', operation: 'AdminBlockWithdrawalDestination', method: 'POST', path: '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block',
+    summary: 'Block a withdrawal destination, with a reason: it refuses new withdrawals and stops pending ones (terminal)', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { id: 'path.withdrawalDestinationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminRecordLedgerCorrection', operation: 'AdminRecordLedgerCorrection', method: 'POST', path: '/v1/admin/ledger-corrections',
+    summary: 'Record a balanced correcting ledger transaction with a reason (never an edit of past entries)', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/admin/ledger-corrections/{adminRecordLedgerCorrection.id}' }, errors: [409],
+  },
+  {
+    operationId: 'AdminGetLedgerCorrection', operation: 'AdminGetLedgerCorrection', method: 'GET', path: '/v1/admin/ledger-corrections/{ledgerCorrectionId}', extension: true,
+    summary: 'Get a ledger correction: reason, operator, lines, the correcting ledger transaction', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.ledgerCorrectionId' }, success: { status: 200, body: 'ledgerCorrection' }, errors: [404],
+  },
   ...(
     [
-      ['SearchAuditLog', 'GET', '/v1/admin/audit-log', 200],
-      ['GetAuditLogEntry', 'GET', '/v1/admin/audit-log/{auditLogEntryId}', 200],
-      ['GetPlatformDashboard', 'GET', '/v1/admin/dashboard', 200],
       ['GetTreasuryOverview', 'GET', '/v1/admin/treasury-overview', 200],
       ['GetTreasuryControlledAddresses', 'GET', '/v1/admin/treasury/{assetNetworkId}/controlled-addresses', 200],
       ['GetTreasuryRebalancePlan', 'GET', '/v1/admin/treasury/{assetNetworkId}/rebalance-plan', 200],
       ['SearchTreasurySweeps', 'GET', '/v1/admin/treasury/sweeps', 200],
       ['AdminExecuteSandboxSweep', 'POST', '/v1/admin/treasury/sweeps', 201],
       ['AdminGetNetworkResourceReserveBalance', 'GET', '/v1/admin/network-resource-reserve/{assetNetworkId}/balance', 200],
-      ['SearchLedgerEntriesAdmin', 'GET', '/v1/admin/ledger-entries', 200],
       ['AdminApproveWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/approve', 204],
       ['AdminRejectWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/reject', 204],
-      ['AdminBlockWithdrawalDestination', 'POST', '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block', 204],
       ['AdminConfigureWithdrawalPolicy', 'POST', '/v1/admin/organizations/{organizationId}/withdrawal-policy', 204],
       ['AdminConfigurePayoutPolicy', 'POST', '/v1/admin/organizations/{organizationId}/payout-policy', 204],
       ['AdminConfigureTronResourceCostTable', 'POST', '/v1/admin/tron-resource-cost-table', 204],
@@ -551,7 +606,6 @@ export const routes: Route[] = [
       ['AdminConfigureReplenishmentRoute', 'POST', '/v1/admin/network-resource-reserve/replenishment-route', 204],
       ['AdminExecuteReconciliation', 'POST', '/v1/admin/reconciliations/execute', 201],
       ['AdminResolveReconciliationDivergence', 'POST', '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence', 204],
-      ['AdminRecordLedgerCorrection', 'POST', '/v1/admin/ledger-corrections', 201],
       ['AdminRegisterControlledAddress', 'POST', '/v1/admin/treasury/controlled-addresses', 201],
       ['AdminConfigureTreasuryLiquidityPolicy', 'POST', '/v1/admin/treasury/liquidity-policy', 204],
     ] as const

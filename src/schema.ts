@@ -11,8 +11,11 @@ import './transactions/schema';
 import './deposits/schema';
 import './settlements/release-schema';
 import './refunds/schema';
+import './withdrawals/schema';
+import './ledger/corrections-schema';
 import './settlements/schema';
 import './system/schema';
+import './admin/schema';
 
 export const schema = builder.toSchema();
 

@@ -12,6 +12,8 @@ import { moneyInContractFixtures } from '../src/deposits/contract-fixtures';
 import { releaseContractFixtures } from '../src/settlements/release-contract-fixtures';
 import { settlementContractFixtures } from '../src/settlements/contract-fixtures';
 import { refundContractFixtures } from '../src/refunds/contract-fixtures';
+import { adminContractFixtures } from '../src/admin/contract-fixtures';
+import { withdrawalContractFixtures } from '../src/withdrawals/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -86,6 +88,8 @@ const fixtures: Record<string, Case[]> = {
   ...releaseContractFixtures(() => app),
   ...settlementContractFixtures(() => app),
   ...refundContractFixtures(() => app),
+  ...adminContractFixtures(() => app),
+  ...withdrawalContractFixtures(() => app),
 
   // Member authentication
   SignUp: [

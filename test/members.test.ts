@@ -60,9 +60,10 @@ test('npm run operator:create prints a key once that authenticates operator rout
   const op = await app.deps.db.operator.findUniqueOrThrow({ where: { email } });
   expect(op.keyHash).not.toContain(key);
   expect(JSON.stringify(op)).not.toContain(key);
-  // An operator route (built by a later issue) authorizes the key, then answers 501.
+  // An operator route authorizes the key.
   const r = await app.rest('GET', '/v1/admin/dashboard', { headers: operatorKey(key) });
-  expect(r.status).toBe(501);
+  expect(r.status).toBe(200);
+  expect(r.body.generatedAt).toBeTypeOf('string');
   // The operator key is refused on member routes.
   const m = await app.rest('GET', `/v1/organizations/${op.id}/applications`, { headers: operatorKey(key) });
   expect(m.status).toBe(403);
