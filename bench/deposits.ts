@@ -1,5 +1,5 @@
 import type { Deps } from '../src/context';
-import { newOperatorKey } from '../src/auth/secrets';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
@@ -41,7 +41,6 @@ export interface DepositsRound {
   seconds: { create: number; send: number; confirm: number; total: number };
 }
 
-type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
 
 export interface DepositsBench {
   run(): Promise<DepositsRound>;
@@ -49,7 +48,6 @@ export interface DepositsBench {
   verify(): Promise<string>;
 }
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const depositsSettings = () => ({
   intents: env('BENCH_DEPOSITS_INTENTS', 1000),
   concurrency: env('BENCH_DEPOSITS_CONCURRENCY', 16),
@@ -57,47 +55,14 @@ export const depositsSettings = () => ({
   timeoutSeconds: env('BENCH_DEPOSITS_TIMEOUT', 600),
 });
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 
-/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight. */
-async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    while (next < n) await task(next++);
-  }));
-}
 
 export async function startDepositsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<DepositsBench> {
   const { deps, call, say } = opts;
   const s = depositsSettings();
-  const expect = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
-    if (r.status !== status) throw new Error(`deposits bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
-    return r;
-  };
-  const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
-
-  // A platform operator (as `npm run operator:create` makes one) and the catalog.
-  const { key, keyHash } = newOperatorKey();
-  const tag = `${Date.now().toString(36)}`.toUpperCase();
-  await deps.db.operator.create({ data: { email: `bench.operator.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
-  const op = { 'x-operator-key': key };
-  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `BD${tag}`, name: `Bench dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
-  const networkId = idOf(expect(
-    await call('POST', '/v1/platform/networks', { name: `Bench sandbox ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: s.requiredConfirmations }, op),
-    201, 'network',
-  ));
-  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
-  expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
-
-  // The integrator.
-  const email = `bench.deposits.${tag.toLowerCase()}@example.com`;
-  const password = 'correct horse battery staple';
-  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `Deposits ${tag}` }), 201, 'signup').body!.organizationId as string;
-  const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
-  const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: 'Deposits bench' }, member), 201, 'application').body!.id as string;
-  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
-  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  const expect = expectStatus('deposits');
+  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'deposits', { code: 'BD', requiredConfirmations: s.requiredConfirmations });
   const walletId = idOf(expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'));
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
   say(`deposits: organization ${org}, network ${networkId} (${s.requiredConfirmations} confirmations)`);

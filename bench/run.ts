@@ -14,6 +14,7 @@ import { startWebhookBench, type WebhookBench, type WebhookResult } from './webh
 import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
+import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -73,6 +74,8 @@ const TARGET_LEDGER_RATIO = 3;
 const depositsSelected = !only || only.has('deposits');
 // The settlements scenario (bench/settlements.ts, `settlements`): BENCH_SETTLEMENTS_TRANSACTIONS (1000 per round), BENCH_SETTLEMENTS_CONCURRENCY (16), BENCH_SETTLEMENTS_WORKERS (8).
 const settlementsSelected = !only || only.has('settlements');
+// The withdrawals scenario (bench/withdrawals.ts, `withdrawals`): BENCH_WITHDRAWALS_COUNT (500 per round), BENCH_WITHDRAWALS_CONCURRENCY (16).
+const withdrawalsSelected = !only || only.has('withdrawals');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -161,6 +164,8 @@ try {
   const depositRuns: DepositsRound[] = [];
   const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
   const settlementRuns: SettlementsRound[] = [];
+  const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, say }) : undefined;
+  const withdrawalRuns: WithdrawalsRound[] = [];
   say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
 
   // Scenarios, in order; each with its warm-up.
@@ -245,6 +250,13 @@ try {
       say(`  ${r.settlementsPerSecond} settlements/s executed by the job (${r.requestsPerSecond} requests/s through REST; intents ${r.intentsPerSecond}/s, funding ${r.fundedPerSecond}/s)`);
       settlementRuns.push(r);
     }
+    if (withdrawals) {
+      const d = withdrawalsSettings();
+      say(`round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight`);
+      const r = await withdrawals.run();
+      say(`  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST)`);
+      withdrawalRuns.push(r);
+    }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const baselineRuns = perScenario.get('baseline');
@@ -328,6 +340,9 @@ try {
   const settlementsCheck = settlements && settlementRuns.length ? await settlements.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
   const settlementsOut = settlementRuns.length ? settlementsReport(settlementRuns, settlementsCheck) : undefined;
   if (settlementsOut) console.log(settlementsOut.table);
+  const withdrawalsCheck = withdrawals && withdrawalRuns.length ? await withdrawals.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const withdrawalsOut = withdrawalRuns.length ? withdrawalsReport(withdrawalRuns, withdrawalsCheck) : undefined;
+  if (withdrawalsOut) console.log(withdrawalsOut.table);
 
   const read = results.find((r) => r.role === 'read');
   const baseline = results.find((r) => r.role === 'baseline');
@@ -361,6 +376,7 @@ try {
     );
   if (depositsOut) targets.push(...depositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
+  if (withdrawalsOut) targets.push(...withdrawalsOut.targets);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
@@ -389,6 +405,7 @@ try {
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
         ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
+        ...(withdrawalsOut ? { withdrawals: { ...withdrawalsOut.result, check: withdrawalsCheck } } : {}),
         skipped,
         targets,
       },

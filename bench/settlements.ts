@@ -1,5 +1,5 @@
 import type { Deps } from '../src/context';
-import { newOperatorKey } from '../src/auth/secrets';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
@@ -46,14 +46,12 @@ export interface SettlementsRound {
   seconds: { create: number; fund: number; request: number; execute: number };
 }
 
-type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
 
 export interface SettlementsBench {
   run(): Promise<SettlementsRound>;
   verify(): Promise<string>;
 }
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const settlementsSettings = () => ({
   transactions: env('BENCH_SETTLEMENTS_TRANSACTIONS', 1000),
   concurrency: env('BENCH_SETTLEMENTS_CONCURRENCY', 16),
@@ -61,45 +59,15 @@ export const settlementsSettings = () => ({
   timeoutSeconds: env('BENCH_SETTLEMENTS_TIMEOUT', 600),
 });
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    while (next < n) await task(next++);
-  }));
-}
 
 export async function startSettlementsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<SettlementsBench> {
   const { deps, call, say } = opts;
   const s = settlementsSettings();
   const boss = deps.boss;
   if (!boss) throw new Error('settlements bench: the job runner is off (JOBS=on is needed)');
-  const expect = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
-    if (r.status !== status) throw new Error(`settlements bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
-    return r;
-  };
-  const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
-
-  const { key, keyHash } = newOperatorKey();
-  const tag = `${Date.now().toString(36)}`.toUpperCase();
-  await deps.db.operator.create({ data: { email: `bench.settlements.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
-  const op = { 'x-operator-key': key };
-  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `BS${tag}`, name: `Bench settlement dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
-  const networkId = idOf(expect(
-    await call('POST', '/v1/platform/networks', { name: `Bench settlements ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 }, op),
-    201, 'network',
-  ));
-  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
-  expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
-
-  const email = `bench.settlements.${tag.toLowerCase()}@example.com`;
-  const password = 'correct horse battery staple';
-  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `Settlements ${tag}` }), 201, 'signup').body!.organizationId as string;
-  const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
-  const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: 'Settlements bench' }, member), 201, 'application').body!.id as string;
-  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
-  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  const expect = expectStatus('settlements');
+  const { op, assetNetworkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'settlements', { code: 'BS', requiredConfirmations: 1 });
   const accounts: string[] = [];
   for (const name of ['Seller', 'Marketplace partner', 'Logistics']) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name }, apiKey), 201, 'account')));
   expect(

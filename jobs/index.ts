@@ -15,6 +15,9 @@ import { createSettlementQueues } from '../src/settlements/queues';
 import { registerSettlementJobs } from '../src/settlements/jobs';
 import { registerRefundJobs } from '../src/refunds/jobs';
 import { registerReleaseJobs } from '../src/settlements/release-jobs';
+import { registerReconciliationJobs } from '../src/treasury/reconciliation';
+import { registerReserveJobs } from '../src/treasury/reserve';
+import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -84,6 +87,9 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerSettlementJobs(boss, deps, opts.work);
   await registerRefundJobs(boss, deps, opts.work);
   await registerReleaseJobs(boss, deps, opts.work);
+  await registerReconciliationJobs(boss, deps, opts.work);
+  await registerReserveJobs(boss, deps, opts.work);
+  await registerWithdrawalJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await boss.work(queues.purgeExpired, async () => {

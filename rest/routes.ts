@@ -419,6 +419,24 @@ export const routes: Route[] = [
     variables: { id: 'path.withdrawalDestinationId' }, success: { status: 200, body: 'withdrawalDestination' }, errors: [404],
   },
 
+  // Withdrawals (extensions besides the admin operations; docs/withdrawals.md)
+  {
+    operationId: 'RequestWithdrawal', operation: 'RequestWithdrawal', method: 'POST', path: '/v1/accounts/{accountId}/withdrawals', extension: true,
+    summary: 'Request a withdrawal to a withdrawal destination (the amount is held at once)', tag: 'Withdrawals', policy: policies.memberOrApiKey('payment-manage'),
+    body: 'required', variables: { accountId: 'path.accountId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/withdrawals/{requestWithdrawal.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetWithdrawal', operation: 'GetWithdrawal', method: 'GET', path: '/v1/withdrawals/{withdrawalId}', extension: true,
+    summary: 'Get a withdrawal: amount, state, destination, chain transfer', tag: 'Withdrawals', policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { id: 'path.withdrawalId' }, success: { status: 200, body: 'withdrawal' }, errors: [404],
+  },
+  {
+    operationId: 'CancelWithdrawal', operation: 'CancelWithdrawal', method: 'POST', path: '/v1/withdrawals/{withdrawalId}/cancel', extension: true,
+    summary: 'Cancel a withdrawal until it is broadcast (the hold is released)', tag: 'Withdrawals', policy: policies.memberOrApiKey('payment-manage'),
+    variables: { id: 'path.withdrawalId' }, success: { status: 204 }, errors: [404, 409],
+  },
+
   // Execution and custody
   {
     operationId: 'RegisterWallet', operation: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet',
@@ -439,8 +457,28 @@ export const routes: Route[] = [
     summary: "Get a wallet's public key material and derivation scheme", tag: 'Custody', policy: policies.memberOrApiKey('account-read'),
     variables: { id: 'path.walletId' }, success: { status: 200, body: 'walletPublicMaterial' }, errors: [404],
   },
-  pending({ operationId: 'CreateSigningRequest', method: 'POST', path: '/v1/environments/{environmentId}/signing-requests', summary: 'Create a SelfCustody signing request', tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', success: { status: 201 } }),
-  pending({ operationId: 'GetNetworkExecutionQuote', method: 'POST', path: '/v1/environments/{environmentId}/network-execution-quote', summary: 'Quote the network cost of an operation', tag: 'Custody', policy: policies.memberOrApiKey('account-read'), body: 'required' }),
+  {
+    operationId: 'CreateSigningRequest', operation: 'CreateSigningRequest', method: 'POST', path: '/v1/environments/{environmentId}/signing-requests',
+    summary: 'Create a SelfCustody signing request for a withdrawal awaiting its signature (the same withdrawal again: the same request)', tag: 'Custody',
+    policy: policies.memberOrApiKey('custody-manage'), body: 'required', variables: { environmentId: 'path.environmentId', input: 'body' },
+    success: { status: 201, location: '/v1/signing-requests/{createSigningRequest.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetSigningRequest', operation: 'GetSigningRequest', method: 'GET', path: '/v1/signing-requests/{signingRequestId}', extension: true,
+    summary: 'Get a signing request: the exact payload to sign, its canonical bytes and digest', tag: 'Custody', policy: { member: 'account-read', apiKey: true, operator: true },
+    variables: { id: 'path.signingRequestId' }, success: { status: 200, body: 'signingRequest' }, errors: [404],
+  },
+  {
+    operationId: 'SubmitSigningRequestSignature', operation: 'SubmitSigningRequestSignature', method: 'POST', path: '/v1/signing-requests/{signingRequestId}/signature', extension: true,
+    summary: "Submit the integrator's signature: verified with the wallet's public material, then broadcast (a wrong one: 400, nothing broadcast)", tag: 'Custody',
+    policy: policies.memberOrApiKey('custody-manage'), body: 'required', variables: { id: 'path.signingRequestId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'GetNetworkExecutionQuote', operation: 'GetNetworkExecutionQuote', method: 'POST', path: '/v1/environments/{environmentId}/network-execution-quote',
+    summary: "Quote the network cost of a WITHDRAWAL or SWEEP of an asset-network: resources, network cost, margin, total (native base units), valid 60 s", tag: 'Custody',
+    policy: policies.memberOrApiKey('account-read'), body: 'required', variables: { environmentId: 'path.environmentId', input: 'body' },
+    success: { status: 200, body: 'createNetworkExecutionQuote' }, errors: [404, 409],
+  },
 
   // Sandbox chain (extensions; SANDBOX environments only: production answers 404)
   {
@@ -561,7 +599,7 @@ export const routes: Route[] = [
   },
   {
     operationId: 'GetPlatformDashboard', operation: 'GetPlatformDashboard', method: 'GET', path: '/v1/admin/dashboard',
-    summary: 'Counts and volumes by state, webhook health, ledger counts (reserve levels and divergences: empty for now)', tag: 'Administration',
+    summary: 'Counts and volumes by state, webhook health, ledger counts, reserve levels and open reconciliation divergences', tag: 'Administration',
     policy: policies.operator, success: { status: 200, body: 'platformDashboard' },
   },
   {
@@ -577,6 +615,26 @@ export const routes: Route[] = [
     body: 'required', variables: { id: 'path.withdrawalDestinationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
   },
   {
+    operationId: 'AdminApproveWithdrawal', operation: 'AdminApproveWithdrawal', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/approve',
+    summary: 'Approve a withdrawal waiting for an operator', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.withdrawalId' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminRejectWithdrawal', operation: 'AdminRejectWithdrawal', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/reject',
+    summary: 'Reject a withdrawal before broadcast, with a reason (the hold is released)', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { id: 'path.withdrawalId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminConfigureWithdrawalPolicy', operation: 'AdminConfigureWithdrawalPolicy', method: 'POST', path: '/v1/admin/organizations/{organizationId}/withdrawal-policy',
+    summary: "Configure the next version of an organization's withdrawal policy (limits, approval threshold)", tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' }, success: { status: 204 }, errors: [404],
+  },
+  {
+    operationId: 'AdminConfigurePayoutPolicy', operation: 'AdminConfigurePayoutPolicy', method: 'POST', path: '/v1/admin/organizations/{organizationId}/payout-policy',
+    summary: "Configure the next version of an organization's payout policy (destination rules)", tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' }, success: { status: 204 }, errors: [404],
+  },
+  {
     operationId: 'AdminRecordLedgerCorrection', operation: 'AdminRecordLedgerCorrection', method: 'POST', path: '/v1/admin/ledger-corrections',
     summary: 'Record a balanced correcting ledger transaction with a reason (never an edit of past entries)', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
@@ -587,33 +645,111 @@ export const routes: Route[] = [
     summary: 'Get a ledger correction: reason, operator, lines, the correcting ledger transaction', tag: 'Administration', policy: policies.operator,
     variables: { id: 'path.ledgerCorrectionId' }, success: { status: 200, body: 'ledgerCorrection' }, errors: [404],
   },
-  ...(
-    [
-      ['GetTreasuryOverview', 'GET', '/v1/admin/treasury-overview', 200],
-      ['GetTreasuryControlledAddresses', 'GET', '/v1/admin/treasury/{assetNetworkId}/controlled-addresses', 200],
-      ['GetTreasuryRebalancePlan', 'GET', '/v1/admin/treasury/{assetNetworkId}/rebalance-plan', 200],
-      ['SearchTreasurySweeps', 'GET', '/v1/admin/treasury/sweeps', 200],
-      ['AdminExecuteSandboxSweep', 'POST', '/v1/admin/treasury/sweeps', 201],
-      ['AdminGetNetworkResourceReserveBalance', 'GET', '/v1/admin/network-resource-reserve/{assetNetworkId}/balance', 200],
-      ['AdminApproveWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/approve', 204],
-      ['AdminRejectWithdrawal', 'POST', '/v1/admin/withdrawals/{withdrawalId}/reject', 204],
-      ['AdminConfigureWithdrawalPolicy', 'POST', '/v1/admin/organizations/{organizationId}/withdrawal-policy', 204],
-      ['AdminConfigurePayoutPolicy', 'POST', '/v1/admin/organizations/{organizationId}/payout-policy', 204],
-      ['AdminConfigureTronResourceCostTable', 'POST', '/v1/admin/tron-resource-cost-table', 204],
-      ['AdminConfigureNetworkExecutionMarginPolicy', 'POST', '/v1/admin/network-execution-margin-policy', 204],
-      ['AdminSeedNetworkResourceReserve', 'POST', '/v1/admin/network-resource-reserve/seed', 200],
-      ['AdminConfigureResourceReservePolicy', 'POST', '/v1/admin/network-resource-reserve/policy', 204],
-      ['AdminConfigureReplenishmentRoute', 'POST', '/v1/admin/network-resource-reserve/replenishment-route', 204],
-      ['AdminExecuteReconciliation', 'POST', '/v1/admin/reconciliations/execute', 201],
-      ['AdminResolveReconciliationDivergence', 'POST', '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence', 204],
-      ['AdminRegisterControlledAddress', 'POST', '/v1/admin/treasury/controlled-addresses', 201],
-      ['AdminConfigureTreasuryLiquidityPolicy', 'POST', '/v1/admin/treasury/liquidity-policy', 204],
-    ] as const
-  ).map(([operationId, method, path, status]) =>
-    pending({
-      operationId, method, path, summary: operationId.replace(/([a-z])([A-Z])/g, '$1 $2'), tag: 'Administration', policy: policies.operator,
-      success: { status }, errors: path.includes('{') ? [404] : [],
-      ...(method === 'POST' && !['AdminApproveWithdrawal', 'AdminRetrySettlement', 'AdminExecuteReconciliation'].includes(operationId) ? { body: 'required' as const } : {}),
-    }),
-  ),
+  // Treasury (docs/treasury.md)
+  {
+    operationId: 'GetTreasuryOverview', operation: 'GetTreasuryOverview', method: 'GET', path: '/v1/admin/treasury-overview',
+    summary: 'Per asset-network: customer liabilities (ledger) against the assets held in controlled and deposit addresses (chain), and the difference',
+    tag: 'Administration', policy: policies.operator, success: { status: 200, body: 'treasuryOverview' },
+  },
+  {
+    operationId: 'GetTreasuryControlledAddresses', operation: 'GetTreasuryControlledAddresses', method: 'GET', path: '/v1/admin/treasury/{assetNetworkId}/controlled-addresses',
+    summary: 'The controlled addresses holding an asset-network, oldest first, with their balances (activeOnly: only active ones)', tag: 'Administration',
+    policy: policies.operator, variables: { assetNetworkId: 'path.assetNetworkId', activeOnly: 'query.activeOnly' },
+    success: { status: 200, body: 'treasuryControlledAddresses' }, errors: [404],
+  },
+  {
+    operationId: 'GetTreasuryRebalancePlan', operation: 'GetTreasuryRebalancePlan', method: 'GET', path: '/v1/admin/treasury/{assetNetworkId}/rebalance-plan',
+    summary: 'Proposed moves between HOT, WARM and COLD addresses under the liquidity policy in force, with the reasoning (read-only)', tag: 'Administration',
+    policy: policies.operator, variables: { assetNetworkId: 'path.assetNetworkId' }, success: { status: 200, body: 'treasuryRebalancePlan' }, errors: [404],
+  },
+  {
+    operationId: 'SearchTreasurySweeps', operation: 'SearchTreasurySweeps', method: 'GET', path: '/v1/admin/treasury/sweeps',
+    summary: 'Search sweeps, newest first (filter: assetNetworkId; skip 0-100000, take 1-500)', tag: 'Administration', policy: policies.operator,
+    variables: { assetNetworkId: 'query.assetNetworkId', skip: 'query.skip', take: 'query.take' }, success: { status: 200, body: 'treasurySweeps' },
+  },
+  {
+    operationId: 'AdminExecuteSandboxSweep', operation: 'AdminExecuteSandboxSweep', method: 'POST', path: '/v1/admin/treasury/sweeps',
+    summary: 'Sweep a deposit address to a HOT or WARM controlled address (SANDBOX networks; CUSTODIAL wallets; the ledger does not move)', tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 201, location: '/v1/admin/treasury/sweeps/{adminExecuteSandboxSweep.id}' }, errors: [404, 409],
+  },
+  {
+    operationId: 'AdminGetTreasurySweep', operation: 'AdminGetTreasurySweep', method: 'GET', path: '/v1/admin/treasury/sweeps/{sweepId}', extension: true,
+    summary: 'Get a sweep, with its transfer as the chain shows it now', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.sweepId' }, success: { status: 200, body: 'treasurySweep' }, errors: [404],
+  },
+  {
+    operationId: 'AdminRegisterControlledAddress', operation: 'AdminRegisterControlledAddress', method: 'POST', path: '/v1/admin/treasury/controlled-addresses',
+    summary: 'Register a treasury address: GENERATED (key generated and sealed by the service) or WATCH_ONLY (receive-only), in tier HOT, WARM or COLD',
+    tag: 'Administration', policy: policies.operator, body: 'required', variables: { input: 'body' },
+    success: { status: 201, location: '/v1/admin/treasury/controlled-addresses/{adminRegisterControlledAddress.id}' }, errors: [409],
+  },
+  {
+    operationId: 'AdminGetControlledAddress', operation: 'AdminGetControlledAddress', method: 'GET', path: '/v1/admin/treasury/controlled-addresses/{controlledAddressId}',
+    extension: true, summary: 'Get a controlled address', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.controlledAddressId' }, success: { status: 200, body: 'treasuryControlledAddress' }, errors: [404],
+  },
+  {
+    operationId: 'AdminDeactivateControlledAddress', operation: 'AdminDeactivateControlledAddress', method: 'POST',
+    path: '/v1/admin/treasury/controlled-addresses/{controlledAddressId}/deactivate', extension: true,
+    summary: 'Deactivate a controlled address (idempotent): no sweep, withdrawal or plan uses it any more', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.controlledAddressId' }, success: { status: 204 }, errors: [404],
+  },
+  {
+    operationId: 'AdminConfigureTreasuryLiquidityPolicy', operation: 'AdminConfigureTreasuryLiquidityPolicy', method: 'POST', path: '/v1/admin/treasury/liquidity-policy',
+    summary: "Configure the next version of an asset-network's liquidity targets per tier ({min, target, max} in base units)", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 }, errors: [404],
+  },
+  // Reconciliation (docs/reconciliation.md)
+  {
+    operationId: 'AdminExecuteReconciliation', operation: 'AdminExecuteReconciliation', method: 'POST', path: '/v1/admin/reconciliations/execute',
+    summary: 'Compare the ledger against the chain per asset-network now and record each divergence', tag: 'Administration', policy: policies.operator,
+    success: { status: 201, body: 'adminExecuteReconciliation', location: '/v1/admin/reconciliations/{adminExecuteReconciliation.id}' },
+  },
+  {
+    operationId: 'AdminResolveReconciliationDivergence', operation: 'AdminResolveReconciliationDivergence', method: 'POST', path: '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence',
+    summary: 'Resolve an open divergence with a reason: by a ledger correction (CORRECTION) or by accepting the chain (ACCEPT_CHAIN)', tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { reconciliationId: 'path.reconciliationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'SearchReconciliations', operation: 'SearchReconciliations', method: 'GET', path: '/v1/admin/reconciliations', extension: true,
+    summary: 'Reconciliations, newest first (skip 0-100000, take 1-500)', tag: 'Administration', policy: policies.operator,
+    variables: { skip: 'query.skip', take: 'query.take' }, success: { status: 200, body: 'reconciliations' },
+  },
+  {
+    operationId: 'GetReconciliation', operation: 'GetReconciliation', method: 'GET', path: '/v1/admin/reconciliations/{reconciliationId}', extension: true,
+    summary: 'A reconciliation with its per-asset-network summaries and divergences', tag: 'Administration', policy: policies.operator,
+    variables: { id: 'path.reconciliationId' }, success: { status: 200, body: 'reconciliation' }, errors: [404],
+  },
+  // Network execution costs and resource reserves (docs/network-costs.md)
+  {
+    operationId: 'AdminConfigureTronResourceCostTable', operation: 'AdminConfigureTronResourceCostTable', method: 'POST', path: '/v1/admin/tron-resource-cost-table',
+    summary: "Configure the next version of a TRON network's resource cost table (energy and bandwidth prices in sun; other networks: 400)", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'AdminConfigureNetworkExecutionMarginPolicy', operation: 'AdminConfigureNetworkExecutionMarginPolicy', method: 'POST', path: '/v1/admin/network-execution-margin-policy',
+    summary: 'Configure the next version of the margin on network costs (global: a percentage; one asset-network: percentage + fixed)', tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'AdminSeedNetworkResourceReserve', operation: 'AdminSeedNetworkResourceReserve', method: 'POST', path: '/v1/admin/network-resource-reserve/seed',
+    summary: "Add to the network resource reserve of an asset-network's network (created when missing); answers the new balance", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'adminSeedNetworkResourceReserve' },
+  },
+  {
+    operationId: 'AdminGetNetworkResourceReserveBalance', operation: 'AdminGetNetworkResourceReserveBalance', method: 'GET', path: '/v1/admin/network-resource-reserve/{assetNetworkId}/balance',
+    summary: "The network resource reserve of the asset-network's network: balance, thresholds, replenishment route", tag: 'Administration',
+    policy: policies.operator, variables: { assetNetworkId: 'path.assetNetworkId' }, success: { status: 200, body: 'networkResourceReserveBalance' }, errors: [404],
+  },
+  {
+    operationId: 'AdminConfigureResourceReservePolicy', operation: 'AdminConfigureResourceReservePolicy', method: 'POST', path: '/v1/admin/network-resource-reserve/policy',
+    summary: "Configure a reserve's low threshold and target balance (below the threshold, the replenish job tops it up)", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'AdminConfigureReplenishmentRoute', operation: 'AdminConfigureReplenishmentRoute', method: 'POST', path: '/v1/admin/network-resource-reserve/replenishment-route',
+    summary: "Configure where a reserve's top-ups come from: SANDBOX_FAUCET (sandbox networks) or EXTERNAL_TOP_UP", tag: 'Administration',
+    policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
 ];

@@ -66,3 +66,13 @@ export function statusOf(code: unknown): number {
 export function problemType(code: ErrorCode): string {
   return `/problems/${code.toLowerCase().replace(/_/g, '-')}`;
 }
+
+/** Parses input with a zod schema; the first issue answers 400 VALIDATION_FAILED naming its field (nothing is changed). */
+export function parseInput<T>(schema: { safeParse(input: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, input: unknown): T {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw fieldError(i.path.map(String).join('.') || '(input)', i.message);
+  }
+  return r.data;
+}

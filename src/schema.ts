@@ -12,10 +12,14 @@ import './deposits/schema';
 import './settlements/release-schema';
 import './refunds/schema';
 import './withdrawals/schema';
+import './withdrawals/withdrawals-schema';
 import './ledger/corrections-schema';
 import './settlements/schema';
 import './system/schema';
 import './admin/schema';
+import './treasury/reconciliation-schema';
+import './treasury/treasury-schema';
+import './treasury/costs-schema';
 
 export const schema = builder.toSchema();
 

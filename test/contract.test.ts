@@ -13,7 +13,11 @@ import { releaseContractFixtures } from '../src/settlements/release-contract-fix
 import { settlementContractFixtures } from '../src/settlements/contract-fixtures';
 import { refundContractFixtures } from '../src/refunds/contract-fixtures';
 import { adminContractFixtures } from '../src/admin/contract-fixtures';
+import { reconciliationContractFixtures } from '../src/treasury/reconciliation-contract-fixtures';
 import { withdrawalContractFixtures } from '../src/withdrawals/contract-fixtures';
+import { withdrawalFlowContractFixtures } from '../src/withdrawals/withdrawal-contract-fixtures';
+import { networkCostContractFixtures } from '../src/treasury/costs-contract-fixtures';
+import { treasuryContractFixtures } from '../src/treasury/treasury-contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -89,7 +93,11 @@ const fixtures: Record<string, Case[]> = {
   ...settlementContractFixtures(() => app),
   ...refundContractFixtures(() => app),
   ...adminContractFixtures(() => app),
+  ...reconciliationContractFixtures(() => app),
   ...withdrawalContractFixtures(() => app),
+  ...withdrawalFlowContractFixtures(() => app),
+  ...networkCostContractFixtures(() => app),
+  ...treasuryContractFixtures(() => app),
 
   // Member authentication
   SignUp: [

@@ -3,6 +3,8 @@ import {
   DepositStatus, PaymentIntentStatus, RefundStatus, SettlementStatus, TransactionStatus, WebhookDeliveryStatus, WebhookEndpointStatus,
 } from '../generated/prisma/client';
 import { amountToString, numericToAmount } from '../money';
+import { openDivergences } from '../treasury/reconciliation';
+import { reserveLevels } from '../treasury/reserve';
 
 export interface StatusCount {
   status: string;
@@ -36,7 +38,7 @@ export interface PlatformDashboard {
     oldestPendingDeliveryAgeSeconds: number | null;
   };
   ledger: { accounts: number; transactions: number };
-  /** Reserve levels: empty until the network resource reserve exists (issue 6, treasury). */
+  /** Network resource reserve levels, one per reserve (src/treasury/reserve.ts), by network name. */
   reserveLevels: unknown[];
   /** Open reconciliation divergences: empty until reconciliation exists (issue 6). */
   openDivergences: unknown[];
@@ -112,7 +114,7 @@ export async function platformDashboard(ctx: Context): Promise<PlatformDashboard
       oldestPendingDeliveryAgeSeconds: oldestAt ? Math.max(0, Math.floor((now.getTime() - oldestAt.getTime()) / 1000)) : null,
     },
     ledger: { accounts: ledgerAccounts, transactions: ledgerTransactions },
-    reserveLevels: [],
-    openDivergences: [],
+    reserveLevels: await reserveLevels(db),
+    openDivergences: await openDivergences(db),
   };
 }

@@ -128,12 +128,12 @@ const PlatformDashboardRef = builder.objectRef<PlatformDashboard>('PlatformDashb
     ledger: t.field({ type: LedgerCounts, resolve: (d) => d.ledger }),
     reserveLevels: t.field({
       type: ['JSON'],
-      description: 'Network resource reserve levels: always empty for now (the reserve comes later in issue 6).',
+      description: 'Network resource reserve levels, one per network with a reserve: balance, thresholds, state (docs/network-costs.md).',
       resolve: (d) => d.reserveLevels,
     }),
     openDivergences: t.field({
       type: ['JSON'],
-      description: 'Open reconciliation divergences: always empty for now (reconciliation comes later in issue 6).',
+      description: "Open divergences of the latest reconciliation: reconciliationId, id, assetNetworkId, kind, difference (docs/reconciliation.md).",
       resolve: (d) => d.openDivergences,
     }),
   }),

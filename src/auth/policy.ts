@@ -78,3 +78,9 @@ function describe(policy: Policy): string {
 export function authorize(policy: Policy, principal: Principal | null, credentialError: DomainError | null): void {
   if (!allows(policy, principal) || (credentialError && !policy.public)) throw denial(policy, principal, credentialError);
 }
+
+/** The operator running the request (its id), or the policy's refusal: for services that act as an operator. */
+export function requireOperator(principal: Principal | null, credentialError: DomainError | null): string {
+  if (principal?.type !== 'operator' || credentialError) throw denial(policies.operator, principal, credentialError);
+  return principal.operatorId;
+}

@@ -103,6 +103,22 @@ describe('races on one transaction', () => {
     expect((await posted(f, f.beneficiaryAccountId)) - before).toBe(BigInt(sv.distributableAmount));
   });
 
+  test("a transaction's settlements execute in request order, whichever job runs first", async () => {
+    const id = await funded(f);
+    const first = await pendingSettlement(f, id, 300_000n);
+    app.clock.advance(1000);
+    const second = await pendingSettlement(f, id, 200_000n);
+    // The second one's job runs first: it executes the first settlement.
+    await executeSettlement(moneyDeps(app), second);
+    expect((await settlement(f, first)).status).toBe('EXECUTED');
+    expect((await settlement(f, second)).status).toBe('PENDING');
+    await executeSettlement(moneyDeps(app), first);
+    const [a, b] = [await settlement(f, first), await settlement(f, second)];
+    expect([a.status, b.status]).toEqual(['EXECUTED', 'EXECUTED']);
+    expect(new Date(a.executedAt).getTime()).toBeLessThanOrEqual(new Date(b.executedAt).getTime());
+    expect((await moved(f, id)).out).toBe(500_000n);
+  });
+
   test('a freeze racing the settlement job: either the settlement executed before the freeze, or it failed and moved nothing', async () => {
     for (let i = 0; i < 3; i++) {
       const id = await funded(f);

@@ -157,7 +157,8 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
 };
 
 /**
- * Executes a PENDING settlement (anything else: nothing happens, so a repeated job is harmless),
+ * Executes a PENDING settlement — the transaction's oldest pending one, so that settlements of a
+ * transaction execute in request order (anything else: nothing happens, so a repeated job is harmless),
  * under the Transaction row lock, in one database transaction: the fee from the pricing policy in
  * force, the split, one ledger transaction (key settlement:<id>), the allocations, the escrow
  * totals, the settlement's state, the events and the audit entries. A business refusal records
@@ -167,11 +168,20 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
 export async function executeSettlement(deps: MoneyDeps, settlementId: string): Promise<ExecutionOutcome> {
   if (!isUuid(settlementId)) return { status: 'SKIPPED' };
   return deps.db.$transaction(async (tx) => {
-    const head = await tx.settlement.findUnique({ where: { id: settlementId }, select: { transactionId: true, status: true } });
-    if (!head || head.status !== 'PENDING') return { status: 'SKIPPED' as const };
+    // Not only when this one is PENDING: its job may come after another job executed it in its place
+    // (below), and then it executes the next one waiting.
+    const head = await tx.settlement.findUnique({ where: { id: settlementId }, select: { transactionId: true } });
+    if (!head) return { status: 'SKIPPED' as const };
     await lockTransactionRow(tx, head.transactionId);
-    const s = await tx.settlement.findUniqueOrThrow({ where: { id: settlementId } });
-    if (s.status !== 'PENDING') return { status: 'SKIPPED' as const };
+    // A transaction's settlements execute in the order they were requested (by time, then milestone
+    // position), whichever of their jobs runs first: fixed split amounts and rounding remainders then
+    // land the same way however the workers are scheduled. Each job executes one pending settlement.
+    const [next] = await tx.$queryRaw<{ id: string }[]>`
+      SELECT s."id"::text AS "id" FROM "Settlement" s LEFT JOIN "ReleaseMilestone" m ON m."id" = s."milestoneId"
+       WHERE s."transactionId" = ${head.transactionId}::uuid AND s."status" = 'PENDING'
+       ORDER BY s."createdAt", m."position" NULLS LAST, s."id" LIMIT 1`;
+    if (!next) return { status: 'SKIPPED' as const };
+    const s = await tx.settlement.findUniqueOrThrow({ where: { id: next.id } });
     const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
     const now = await nowFor(tx, deps.clock, t.organizationId, t.environmentType);
     const fail = (code: FailureCode, detail?: string) => failSettlement(tx, deps, s, code, detail ?? FAILURE_MESSAGES[code], now);

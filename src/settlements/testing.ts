@@ -6,6 +6,9 @@ import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, REFUND_EXECUTE_QUEUE, RETA
 import { settlementHandlers } from './jobs';
 import { releaseHandlers } from './release-jobs';
 import { refundHandlers } from '../refunds/jobs';
+import { withdrawalHandlers } from '../withdrawals/jobs';
+import { WITHDRAWAL_BROADCAST_QUEUE } from '../withdrawals/withdrawals';
+import { RESERVE_REPLENISH_QUEUE, reserveHandlers } from '../treasury/reserve';
 
 /**
  * Test drivers for release, settlement and refund work (tests only). Test apps send jobs but work
@@ -21,6 +24,8 @@ const handlers: Record<string, Handler> = {
   [SETTLEMENT_EXECUTE_QUEUE]: settlementHandlers[SETTLEMENT_EXECUTE_QUEUE],
   [RETAINED_RELEASE_QUEUE]: settlementHandlers[RETAINED_RELEASE_QUEUE],
   [REFUND_EXECUTE_QUEUE]: refundHandlers[REFUND_EXECUTE_QUEUE],
+  [WITHDRAWAL_BROADCAST_QUEUE]: withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE],
+  [RESERVE_REPLENISH_QUEUE]: reserveHandlers[RESERVE_REPLENISH_QUEUE],
 };
 
 /** Runs the queued jobs of one queue with its real handler; answers how many ran. */

@@ -40,7 +40,8 @@ export interface EventFields {
   'refund.executed': { RefundId: Id; TransactionId: Id; Amount: Amount; ExecutedAt: Date };
   'refund.rejected': { RefundId: Id; TransactionId: Id; Reason: string };
   'withdrawal.requested': { WithdrawalId: Id; AccountId: Id; Amount: Amount; WithdrawalDestinationId: Id };
-  'withdrawal.approved': { WithdrawalId: Id; ActorMemberId: Id };
+  /** ActorMemberId: the operator who approved; null when the withdrawal policy approved it automatically (docs/withdrawals.md). */
+  'withdrawal.approved': { WithdrawalId: Id; ActorMemberId: Id | null };
   'withdrawal.rejected': { WithdrawalId: Id; Reason: string };
   'withdrawal.cancelled': { WithdrawalId: Id };
   'withdrawal.broadcast': { WithdrawalId: Id; TechnicalReference: string };

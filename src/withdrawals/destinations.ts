@@ -2,12 +2,13 @@ import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { NetworkKind, WithdrawalDestination } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { idempotent } from '../idempotency';
 import { adapterFor, hasAdapter } from '../chains/adapter';
 import { assertOrganization } from '../tenancy/access';
 import { auditAs, emit, requestActor, TX_OPTIONS } from '../deposits/common';
+import { stopWithdrawalsToDestination } from './withdrawals';
 
 /**
  * Withdrawal destinations (docs/withdrawals.md): addresses an organization registers ahead of its
@@ -17,14 +18,7 @@ import { auditAs, emit, requestActor, TX_OPTIONS } from '../deposits/common';
  * new withdrawals and (once withdrawals exist) stops the pending ones.
  */
 
-function parse<T>(schema: z.ZodType<T>, input: unknown): T {
-  const r = schema.safeParse(input ?? {});
-  if (!r.success) {
-    const i = r.error.issues[0]!;
-    throw fieldError(i.path.map(String).join('.') || '(input)', i.message);
-  }
-  return r.data;
-}
+const parse = parseInput;
 
 export const registerDestinationInput = z
   .object({
@@ -149,6 +143,8 @@ export async function blockDestination(ctx: Context, idArg: unknown, input: unkn
     if (row.status === 'BLOCKED') throw invalidState('The withdrawal destination is blocked already.');
     const now = ctx.deps.clock.now();
     await tx.withdrawalDestination.update({ where: { id }, data: { status: 'BLOCKED', blockedReason: reason, blockedAt: now, blockedByOperatorId: p.operatorId, updatedAt: now } });
+    // Withdrawals to it not broadcast yet: REJECTED (DESTINATION_BLOCKED), holds released (docs/withdrawals.md).
+    await stopWithdrawalsToDestination(tx, ctx.deps, requestActor(ctx), id, reason);
     await auditAs(tx, ctx.deps, requestActor(ctx), {
       organizationId: row.organizationId, entityType: 'WithdrawalDestination', entityId: id, action: 'withdrawal_destination.blocked',
       before: { status: 'ACTIVE' }, after: { status: 'BLOCKED', reason },

@@ -1,0 +1,73 @@
+import type { Deps } from '../src/context';
+import { newOperatorKey } from '../src/auth/secrets';
+
+/**
+ * What the money scenarios of the bench share: the REST call type, the checked-call helpers, a worker
+ * pool, and the setup every one starts from (a platform operator, a sandbox catalog entry and an
+ * integrator with a sandbox API key), all through the public REST surface as an integrator would.
+ */
+export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
+
+export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight. */
+export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+/** A call's answer must have `status`; throws naming the scenario and the step otherwise. */
+export const expectStatus = (scenario: string) => <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
+  if (r.status !== status) throw new Error(`${scenario} bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
+  return r;
+};
+export const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+
+export interface BenchIntegrator {
+  tag: string;
+  op: Record<string, string>;
+  assetNetworkId: string;
+  networkId: string;
+  org: string;
+  member: Record<string, string>;
+  app: string;
+  environment: string;
+  apiKey: Record<string, string>;
+}
+
+/**
+ * A platform operator (as `npm run operator:create` makes one), an enabled sandbox asset-network
+ * (6 decimals) on a new sandbox network, and an integrator: organization, owner session,
+ * application, SANDBOX environment and API key.
+ */
+export async function setupBenchIntegrator(
+  deps: Deps,
+  call: Call,
+  scenario: string,
+  opts: { code: string; requiredConfirmations: number },
+): Promise<BenchIntegrator> {
+  const expect = expectStatus(scenario);
+  const { key, keyHash } = newOperatorKey();
+  const tag = `${Date.now().toString(36)}`.toUpperCase();
+  await deps.db.operator.create({ data: { email: `bench.${scenario}.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
+  const op = { 'x-operator-key': key };
+  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `${opts.code}${tag}`, name: `Bench ${scenario} dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
+  const networkId = idOf(expect(
+    await call('POST', '/v1/platform/networks', { name: `Bench ${scenario} ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: opts.requiredConfirmations }, op),
+    201, 'network',
+  ));
+  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
+  expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
+
+  const email = `bench.${scenario}.owner.${tag.toLowerCase()}@example.com`;
+  const password = 'correct horse battery staple';
+  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `${scenario} ${tag}` }), 201, 'signup').body!.organizationId as string;
+  const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
+  const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: `${scenario} bench` }, member), 201, 'application').body!.id as string;
+  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
+  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  return { tag, op, assetNetworkId, networkId, org, member, app, environment, apiKey };
+}

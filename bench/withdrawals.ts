@@ -1,0 +1,171 @@
+import type { Deps } from '../src/context';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, type Call } from './setup';
+import { checkLedgerInvariants } from '../test/ledger-invariants';
+import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
+import { ledgerAccounts } from '../src/deposits/funding';
+import { numericToAmount } from '../src/money';
+import { sweepWithdrawals } from '../src/withdrawals/withdrawals';
+
+/**
+ * The withdrawals scenario of `npm run bench` (BENCH_SCENARIOS=withdrawals): custodial
+ * withdrawals end to end: request through REST, auto-approved (no policy), broadcast by the
+ * service's withdrawal.broadcast workers (signed with the custodial key, sent to the sandbox
+ * chain), blocks mined through the sandbox REST API, and the sweep (sweepWithdrawals, what the
+ * scheduled withdrawal.sweep job runs) confirming them.
+ *
+ * Setup (once, through REST): an operator, a sandbox catalog (1 confirmation), an organization with
+ * a sandbox API key, a custodial wallet, an account and a withdrawal destination. Funding: the
+ * account is credited directly in the ledger (DEBIT CHAIN_CLEARING, CREDIT CUSTOMER: the shape of
+ * a settled deposit; BENCH_WITHDRAWALS_ACCOUNTS accounts, default 16, requests round robin), and the custodial deposit address of a payment intent receives the same on
+ * the sandbox chain (a sandbox send, mined).
+ *
+ * Each round: BENCH_WITHDRAWALS_COUNT withdrawals (BENCH_WITHDRAWALS_CONCURRENCY requests in
+ * flight); meanwhile a loop mines a block and runs the sweep until every withdrawal of the round is
+ * CONFIRMED. withdrawals/s = withdrawals / (first request -> last confirmed).
+ * After the rounds: every withdrawal CONFIRMED, the account's balance is the funding less the
+ * withdrawals, no hold left pending, the ledger invariants hold.
+ */
+export interface WithdrawalsRound {
+  withdrawals: number;
+  concurrency: number;
+  accounts: number;
+  requestsPerSecond: number;
+  /** End to end: first request -> last CONFIRMED. */
+  withdrawalsPerSecond: number;
+  seconds: { request: number; total: number };
+}
+
+
+export interface WithdrawalsBench {
+  run(): Promise<WithdrawalsRound>;
+  verify(): Promise<string>;
+}
+
+export const withdrawalsSettings = () => ({
+  count: env('BENCH_WITHDRAWALS_COUNT', 500),
+  concurrency: env('BENCH_WITHDRAWALS_CONCURRENCY', 16),
+  accounts: env('BENCH_WITHDRAWALS_ACCOUNTS', 16),
+  timeoutSeconds: env('BENCH_WITHDRAWALS_TIMEOUT', 600),
+});
+
+
+const FUNDING = 10n ** 15n;
+
+export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<WithdrawalsBench> {
+  const { deps, call, say } = opts;
+  const s = withdrawalsSettings();
+  if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
+  const expect = expectStatus('withdrawals');
+  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'withdrawals', { code: 'BW', requiredConfirmations: 1 });
+  const walletId = idOf(expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'Hot' }, apiKey), 201, 'wallet'));
+  const accounts: string[] = [];
+  for (let i = 0; i < s.accounts; i++) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: `Payouts ${i}` }, apiKey), 201, 'account')));
+  const destinationId = idOf(expect(
+    await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey), 201, 'destination',
+  ));
+  // On the chain: a custodial deposit address (allocated for a payment intent) receives the funding.
+  const intent = idOf(expect(
+    await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: '1000', beneficiaryAccountId: accounts[0], walletId, expiresInSeconds: 86_400 }, apiKey), 201, 'intent',
+  ));
+  const address = expect(await call('GET', `/v1/payment-intents/${intent}`, undefined, apiKey), 200, 'get intent').body!.address as string;
+  expect(await call('POST', '/v1/sandbox/deposits', { address, amount: FUNDING.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+  expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+  // In the ledger: the accounts hold the same, split evenly.
+  const each = FUNDING / BigInt(accounts.length);
+  for (const a of accounts)
+    await postLedgerTransaction(deps.db, {
+      idempotencyKey: `bench-withdrawals-funding:${a}`, nature: 'bench.funding', organizationId: org, referenceType: 'Account', referenceId: a,
+      lines: [
+        { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: each },
+        { account: { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: each },
+      ],
+      postedAt: deps.clock.now(),
+    });
+  say(`withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, custodial source ${address}, no policy (auto-approved)`);
+  const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss, sealingKey: deps.sealingKey };
+
+  const all: { id: string; amount: bigint }[] = [];
+  let roundNo = 0;
+  return {
+    async run() {
+      roundNo++;
+      const n = s.count;
+      const ids: string[] = new Array(n);
+      const amounts: bigint[] = new Array(n);
+      const t0 = performance.now();
+      let requested = false;
+      let t1 = t0;
+      const requests = pool(n, s.concurrency, async (i) => {
+        const amount = BigInt(1_000 + roundNo * 10 + i);
+        amounts[i] = amount;
+        ids[i] = idOf(expect(
+          await call('POST', `/v1/accounts/${accounts[i % accounts.length]}/withdrawals`, { amount: amount.toString(), assetNetworkId, withdrawalDestinationId: destinationId }, apiKey), 201, 'withdrawal',
+        ));
+      }).then(() => {
+        requested = true;
+        t1 = performance.now();
+      });
+      const deadline = performance.now() + s.timeoutSeconds * 1000;
+      // Mine and sweep until every withdrawal of the round is CONFIRMED.
+      for (;;) {
+        expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+        await sweepWithdrawals(moneyDeps, { organizationId: org, limit: 5000 });
+        if (requested) {
+          const confirmed = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: 'CONFIRMED' } });
+          if (confirmed >= n) break;
+          const bad = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: { in: ['FAILED', 'REJECTED', 'REQUIRES_RECONCILIATION', 'BROADCAST_FAILED'] } } });
+          if (bad) throw new Error(`withdrawals bench: ${bad} withdrawals failed or need reconciliation`);
+        }
+        if (performance.now() > deadline) throw new Error(`withdrawals bench: not all confirmed after ${s.timeoutSeconds} s`);
+      }
+      await requests;
+      const t2 = performance.now();
+      all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
+      const sec = (ms: number) => +(ms / 1000).toFixed(2);
+      return {
+        withdrawals: n, concurrency: s.concurrency, accounts: accounts.length,
+        requestsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
+        withdrawalsPerSecond: Math.round(n / ((t2 - t0) / 1000)),
+        seconds: { request: sec(t1 - t0), total: sec(t2 - t0) },
+      };
+    },
+    async verify() {
+      const rows = await deps.db.withdrawal.findMany({ where: { id: { in: all.map((x) => x.id) } }, select: { status: true, amount: true, holdId: true } });
+      const confirmed = rows.filter((r) => r.status === 'CONFIRMED');
+      if (confirmed.length !== all.length) throw new Error(`${confirmed.length} of ${all.length} withdrawals CONFIRMED`);
+      const out = confirmed.reduce((sum, r) => sum + numericToAmount(r.amount), 0n);
+      let posted = 0n;
+      for (const a of accounts) {
+        const b = await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId });
+        if (b.available !== b.posted) throw new Error(`account ${a}: posted ${b.posted}, available ${b.available}`);
+        posted += b.posted;
+      }
+      if (posted !== each * BigInt(accounts.length) - out) throw new Error(`accounts hold ${posted}; expected ${each * BigInt(accounts.length) - out}`);
+      const pending = await deps.db.ledgerHold.count({ where: { id: { in: rows.map((r) => r.holdId) }, status: { not: 'POSTED' } } });
+      if (pending) throw new Error(`${pending} holds not POSTED`);
+      await checkLedgerInvariants(deps.db);
+      return `${all.length} withdrawals CONFIRMED, each hold posted once; the ${accounts.length} accounts hold the funding less ${out}; ledger invariants hold`;
+    },
+  };
+}
+
+/** The scenario's table (the round with the median withdrawals/s) and its target. */
+export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean; detail: string } | undefined) {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const m = median(runs.map((r) => r.withdrawalsPerSecond));
+  const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
+  const rows = [
+    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'rounds: withdrawals/s'],
+    [`${r.withdrawals} custodial, auto-approved, ${r.accounts} accounts, ${r.concurrency} requests in flight`, String(r.requestsPerSecond), String(r.withdrawalsPerSecond), String(r.seconds.total), runs.map((x) => String(x.withdrawalsPerSecond)).join(', ')],
+  ];
+  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+  return {
+    result: { ...r, rounds: runs },
+    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    targets: [
+      { target: 'withdrawals: measured (no target set): request -> auto-approve -> broadcast -> mine -> confirmed, end to end (median of the rounds)', met: null, measured: `${r.withdrawalsPerSecond}/s (requests through REST ${r.requestsPerSecond}/s)` },
+      { target: 'withdrawals: every withdrawal CONFIRMED once, balance exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+    ],
+  };
+}

@@ -1,0 +1,473 @@
+import { z } from 'zod';
+import { fromPrisma, type PgBoss } from 'pg-boss';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
+import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
+import { assertId, isUuid, uuidv7 } from '../ids';
+import { idempotent } from '../idempotency';
+import { createHold, LedgerError, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
+import { amountToNumeric, amountToString, numericToAmount, type Amount } from '../money';
+import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
+import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
+import { custodialRootKey } from '../custody/wallets';
+import { auditAs, emit, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
+import { ledgerAccounts } from '../deposits/funding';
+import { loadVisibleAccount } from '../accounts/accounts';
+import { assertDestinationUsable } from './destinations';
+import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
+
+/**
+ * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
+ *
+ *   request ─► PENDING_APPROVAL ─approve─► APPROVED ─broadcast job─► BROADCAST ─sweep─► CONFIRMED
+ *                │ (auto-approved) ───────►   │  (SELF_CUSTODY: AWAITING_SIGNATURE ─signature─► BROADCAST)
+ *   REJECTED / CANCELLED before broadcast; BROADCAST_FAILED ─retry (backoff)─► BROADCAST or FAILED;
+ *   BROADCAST ─► FAILED (reverted) or REQUIRES_RECONCILIATION (dropped, replaced, stuck).
+ *
+ * Ledger: a hold CUSTOMER(account) → CHAIN_CLEARING at request (key withdrawal:<id>:hold), posted
+ * when CONFIRMED (withdrawal:<id>:post), voided when REJECTED, CANCELLED or FAILED
+ * (withdrawal:<id>:void). Every step locks the withdrawal row first and commits its state change,
+ * ledger move, events, audit entry and jobs in one database transaction.
+ */
+
+export const WITHDRAWAL_BROADCAST_QUEUE = 'withdrawal.broadcast';
+export const WITHDRAWAL_SWEEP_QUEUE = 'withdrawal.sweep';
+export interface WithdrawalBroadcastJob { withdrawalId: string }
+export interface WithdrawalSweepJob { organizationId?: string }
+
+/** Broadcast attempts before FAILED; the wait before attempt n+1 is RETRY_BASE_MS · 2^(n-1). */
+export const MAX_BROADCAST_ATTEMPTS = 3;
+export const RETRY_BASE_MS = 30_000;
+/** A broadcast transaction neither mined nor gone after this long: REQUIRES_RECONCILIATION. */
+export const STUCK_AFTER_MS = 3_600_000;
+
+/** Before broadcast: the states an operator may reject and the requester cancel. */
+export const BEFORE_BROADCAST: readonly WithdrawalStatus[] = ['PENDING_APPROVAL', 'APPROVED', 'AWAITING_SIGNATURE', 'BROADCAST_FAILED'];
+
+export async function sendWithdrawalBroadcast(tx: Db, boss: PgBoss | null, withdrawalId: string): Promise<void> {
+  if (!boss) return;
+  await boss.send(WITHDRAWAL_BROADCAST_QUEUE, { withdrawalId } satisfies WithdrawalBroadcastJob, { db: fromPrisma(tx as never) });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reads
+
+/** 404 unless the principal may see it: its organization (an API key: its environment type and an account authorized for its application); operators all. */
+export async function loadWithdrawal(ctx: Context, idArg: unknown, db: Db = ctx.deps.db): Promise<Withdrawal> {
+  const id = assertId(idArg, 'Withdrawal');
+  const p = ctx.principal;
+  const row = await db.withdrawal.findUnique({ where: { id } });
+  if (!row || !p) throw notFound('Withdrawal');
+  if (p.type === 'operator') return row;
+  if (p.type === 'member' && p.organizationId === row.organizationId) return row;
+  if (p.type === 'apiKey' && p.organizationId === row.organizationId && p.mode === row.environmentType) {
+    const authorized = await db.accountApplicationAuthorization.findUnique({ where: { accountId_applicationId: { accountId: row.accountId, applicationId: p.applicationId } } });
+    if (authorized) return row;
+  }
+  throw notFound('Withdrawal');
+}
+
+/** Locks the withdrawal row (FOR UPDATE) and re-reads it. */
+export async function lockWithdrawal(tx: Db, id: string): Promise<Withdrawal | null> {
+  const rows = await tx.$queryRaw<{ id: string }[]>`SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ${id}::uuid FOR UPDATE`;
+  return rows[0] ? tx.withdrawal.findUnique({ where: { id } }) : null;
+}
+
+const customer = (w: { accountId: string; organizationId: string; assetNetworkId: string }): LedgerAccountRef => ({
+  kind: 'CUSTOMER', ownerId: w.accountId, organizationId: w.organizationId, assetNetworkId: w.assetNetworkId,
+});
+
+// ------------------------------------------------------------------------------------------------
+// Request
+
+const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
+export const requestWithdrawalInput = z
+  .object({
+    amount: positiveAmount,
+    assetNetworkId: z.string().refine(isUuid, 'must be an asset-network id (uuid)'),
+    withdrawalDestinationId: z.string().refine(isUuid, 'must be a withdrawal destination id (uuid)'),
+    walletId: z.string().refine(isUuid, 'must be a wallet id (uuid)').nullish(),
+    sourceIndex: z.number().int('must be an integer').min(0).max(0x7fffffff).nullish(),
+  })
+  .strict()
+  .superRefine((v, c) => {
+    if ((v.walletId == null) !== (v.sourceIndex == null))
+      c.addIssue({ code: 'custom', path: [v.walletId == null ? 'walletId' : 'sourceIndex'], message: 'walletId and sourceIndex go together (a SELF_CUSTODY source)' });
+  });
+export type RequestWithdrawalInput = z.infer<typeof requestWithdrawalInput>;
+
+const parse = parseInput;
+
+/**
+ * Requests a withdrawal (members with payment-manage, API keys for accounts authorized for their
+ * application). 400 on bad input; 404 for an account, destination or wallet the caller may not see;
+ * 409 over a policy limit, a destination refused by the payout policy or blocked, or a balance
+ * that does not cover the amount (nothing is held then). Created PENDING_APPROVAL (above the
+ * approval threshold, or a new destination the payout policy wants approved), else approved at
+ * once: APPROVED (custodial, broadcast job sent) or AWAITING_SIGNATURE (SELF_CUSTODY).
+ */
+export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, input: unknown, idempotencyKey: string | null | undefined): Promise<Withdrawal> {
+  const data = parse(requestWithdrawalInput, input);
+  const account = await loadVisibleAccount(ctx, accountIdArg);
+  const amount = BigInt(data.amount);
+  const assetNetwork = await ctx.deps.db.assetNetwork.findUnique({ where: { id: data.assetNetworkId.toLowerCase() }, include: { network: true } });
+  if (!assetNetwork) throw fieldError('assetNetworkId', 'is not an asset-network of the catalog');
+  const network = assetNetwork.network;
+  if (network.environmentType !== account.mode) throw fieldError('assetNetworkId', `must be a ${account.mode} asset-network (the account's mode)`);
+  if (!hasAdapter(network.kind)) throw fieldError('assetNetworkId', `${network.kind} networks have no adapter in this version`);
+  let source: { walletId: string; sourceIndex: number; fromAddress: string } | null = null;
+  if (data.walletId != null && data.sourceIndex != null) {
+    const wallet = await ctx.deps.db.wallet.findUnique({ where: { id: data.walletId.toLowerCase() } });
+    if (!wallet || wallet.organizationId !== account.organizationId) throw notFound('Wallet');
+    if (wallet.custodyMode !== 'SELF_CUSTODY') throw fieldError('walletId', 'must be a SELF_CUSTODY wallet (custodial withdrawals name no source)');
+    if (wallet.networkId !== network.id) throw fieldError('walletId', "must be a wallet of the asset-network's network");
+    source = { walletId: wallet.id, sourceIndex: data.sourceIndex, fromAddress: adapterFor(network.kind).deriveAddress(networkRef(network), wallet, data.sourceIndex).address };
+  }
+  const p = ctx.principal;
+  const who = p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other';
+  const request = { accountId: account.id, ...data };
+  const created = await ctx.deps.db.$transaction(
+    (tx) =>
+      idempotent(tx, ctx, { scope: `requestWithdrawal:${account.id}:${who}`, key: idempotencyKey, request }, async () => {
+        const destination = await assertDestinationUsable(tx, data.withdrawalDestinationId, account.organizationId);
+        if (destination.networkId !== network.id) throw fieldError('withdrawalDestinationId', "must be a destination on the asset-network's network");
+        const now = ctx.deps.clock.now();
+        const ruleNow = await nowFor(tx, ctx.deps.clock, account.organizationId, account.mode);
+        // Withdrawal policy: limits (409) and the approval threshold.
+        const policy = await withdrawalPolicyInForce(tx, account.organizationId, assetNetwork.id);
+        const approvalReasons: string[] = [];
+        if (policy) {
+          const perWithdrawal = policyAmount(policy.perWithdrawalLimit);
+          if (perWithdrawal !== null && amount > perWithdrawal)
+            throw invalidState(`The amount exceeds the per-withdrawal limit of ${amountToString(perWithdrawal)} (withdrawal policy v${policy.version}).`);
+          const periodLimit = policyAmount(policy.periodLimit);
+          if (periodLimit !== null && policy.periodSeconds !== null) {
+            // Under a period limit, one request at a time per (organization, asset-network): the sum sees every request before it.
+            await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal ${account.organizationId} ${assetNetwork.id}`}, 0))`;
+            const since = new Date(now.getTime() - policy.periodSeconds * 1000);
+            const sum = await tx.withdrawal.aggregate({
+              where: { organizationId: account.organizationId, assetNetworkId: assetNetwork.id, createdAt: { gt: since }, status: { notIn: ['REJECTED', 'CANCELLED', 'FAILED'] } },
+              _sum: { amount: true },
+            });
+            const used = sum._sum.amount ? numericToAmount(sum._sum.amount) : 0n;
+            if (used + amount > periodLimit)
+              throw invalidState(`The amount exceeds the limit of ${amountToString(periodLimit)} per ${policy.periodSeconds} s: ${amountToString(used)} already withdrawn in the period (withdrawal policy v${policy.version}).`);
+          }
+          const threshold = policyAmount(policy.approvalThreshold);
+          if (threshold !== null && amount > threshold) approvalReasons.push(`the amount is above the approval threshold of ${amountToString(threshold)}`);
+        }
+        // Payout policy: destination rules.
+        const payout = await payoutPolicyInForce(tx, account.organizationId);
+        if (payout) {
+          if (payout.allowedNetworkIds.length && !payout.allowedNetworkIds.includes(network.id))
+            throw invalidState(`The payout policy (v${payout.version}) does not allow withdrawals on this network.`);
+          const ageSeconds = Math.floor((ruleNow.getTime() - destination.createdAt.getTime()) / 1000);
+          if (ageSeconds < payout.minimumDestinationAgeSeconds)
+            throw invalidState(`The destination is ${ageSeconds} s old: the payout policy (v${payout.version}) allows it from ${payout.minimumDestinationAgeSeconds} s.`);
+          if (payout.requireApprovalForNewDestination) {
+            const used = await tx.withdrawal.findFirst({ where: { withdrawalDestinationId: destination.id, status: 'CONFIRMED' }, select: { id: true } });
+            if (!used) approvalReasons.push('the destination was never used by a confirmed withdrawal');
+          }
+        }
+        // The hold: the available balance drops now; an insufficient balance refuses the request (409).
+        const id = uuidv7();
+        const { holdId } = await createHold(tx, {
+          idempotencyKey: `withdrawal:${id}:hold`, nature: 'withdrawal.requested', organizationId: account.organizationId,
+          referenceType: 'Withdrawal', referenceId: id, debit: customer({ accountId: account.id, organizationId: account.organizationId, assetNetworkId: assetNetwork.id }),
+          credit: ledgerAccounts.clearing(assetNetwork.id), amount, postedAt: now,
+        });
+        const waits = approvalReasons.length > 0;
+        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
+        const w = await tx.withdrawal.create({
+          data: {
+            id, organizationId: account.organizationId, environmentType: account.mode, applicationId: p?.type === 'apiKey' ? p.applicationId : null,
+            accountId: account.id, assetNetworkId: assetNetwork.id, networkId: network.id, withdrawalDestinationId: destination.id, toAddress: destination.address,
+            amount: amountToNumeric(amount), status, custodyMode: source ? 'SELF_CUSTODY' : 'CUSTODIAL', walletId: source?.walletId ?? null,
+            sourceIndex: source?.sourceIndex ?? null, fromAddress: source?.fromAddress ?? null, holdId, withdrawalPolicyId: policy?.id ?? null,
+            payoutPolicyId: payout?.id ?? null, approvalReason: waits ? approvalReasons.join('; ') : null, approvedAt: waits ? null : now, createdAt: now, updatedAt: now,
+          },
+        });
+        await emit(tx, ctx.deps, w.organizationId, 'withdrawal.requested', { WithdrawalId: id, AccountId: account.id, Amount: amount, WithdrawalDestinationId: destination.id });
+        await auditAs(tx, ctx.deps, requestActor(ctx), {
+          organizationId: w.organizationId, entityType: 'Withdrawal', entityId: id, action: 'withdrawal.requested',
+          after: { status, accountId: account.id, assetNetworkId: assetNetwork.id, amount: amountToString(amount), withdrawalDestinationId: destination.id, custodyMode: w.custodyMode, approvalReason: w.approvalReason, holdId },
+        });
+        if (!waits) await approved(tx, ctx.deps, w, null);
+        return { id };
+      }),
+    TX_OPTIONS,
+  );
+  return loadWithdrawal(ctx, created.id);
+}
+
+/** What follows an approval (automatic: operatorId null): the event, and the broadcast job of a custodial withdrawal. */
+async function approved(tx: Db, deps: MoneyDeps, w: Withdrawal, operatorId: string | null): Promise<void> {
+  await emit(tx, deps, w.organizationId, 'withdrawal.approved', { WithdrawalId: w.id, ActorMemberId: operatorId });
+  if (w.custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, deps.boss, w.id);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Endings that release the hold
+
+type Closing = { status: 'REJECTED' | 'CANCELLED' | 'FAILED'; reason: string | null };
+
+/** REJECTED, CANCELLED or FAILED: the hold voided (once: withdrawal:<id>:void), the signing request closed, the event and the audit entry. */
+async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, c: Closing, now: Date): Promise<Withdrawal> {
+  await voidHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:void`, nature: `withdrawal.${c.status.toLowerCase()}`, postedAt: now });
+  const updated = await tx.withdrawal.update({
+    where: { id: w.id },
+    data: {
+      status: c.status, closedAt: now, updatedAt: now, nextAttemptAt: null,
+      ...(c.status === 'REJECTED' ? { rejectionReason: c.reason } : c.status === 'FAILED' ? { failureReason: c.reason } : {}),
+    },
+  });
+  await tx.signingRequest.updateMany({ where: { withdrawalId: w.id, status: 'PENDING' }, data: { status: 'CLOSED', updatedAt: now } });
+  if (c.status === 'REJECTED') await emit(tx, deps, w.organizationId, 'withdrawal.rejected', { WithdrawalId: w.id, Reason: c.reason ?? '' });
+  else if (c.status === 'FAILED') await emit(tx, deps, w.organizationId, 'withdrawal.failed', { WithdrawalId: w.id, Reason: c.reason ?? '' });
+  else await emit(tx, deps, w.organizationId, 'withdrawal.cancelled', { WithdrawalId: w.id });
+  await auditAs(tx, deps, actor, {
+    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: `withdrawal.${c.status.toLowerCase()}`,
+    before: { status: w.status }, after: { status: c.status, reason: c.reason },
+  });
+  return updated;
+}
+
+/**
+ * The destination check of every step before broadcast: null when usable; otherwise the withdrawal
+ * is REJECTED (DESTINATION_BLOCKED, hold voided) in `tx` and the reason answered.
+ */
+export async function refuseBlockedDestination(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, now: Date): Promise<string | null> {
+  try {
+    await assertDestinationUsable(tx, w.withdrawalDestinationId, w.organizationId);
+    return null;
+  } catch (e) {
+    if (!(e instanceof DomainError) || e.code !== 'INVALID_STATE') throw e;
+    const reason = `DESTINATION_BLOCKED: ${e.message}`;
+    await close(tx, deps, actor, w, { status: 'REJECTED', reason }, now);
+    return reason;
+  }
+}
+
+/** Called by AdminBlockWithdrawalDestination in its transaction: every withdrawal to it not broadcast yet is REJECTED (DESTINATION_BLOCKED). */
+export async function stopWithdrawalsToDestination(tx: Db, deps: MoneyDeps, actor: Actor, destinationId: string, reason: string): Promise<number> {
+  const pending = await tx.withdrawal.findMany({ where: { withdrawalDestinationId: destinationId, status: { in: [...BEFORE_BROADCAST] } }, select: { id: true }, orderBy: { id: 'asc' } });
+  const now = deps.clock.now();
+  for (const { id } of pending) {
+    const w = await lockWithdrawal(tx, id);
+    if (w && BEFORE_BROADCAST.includes(w.status)) await close(tx, deps, actor, w, { status: 'REJECTED', reason: `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${reason}.` }, now);
+  }
+  return pending.length;
+}
+
+/** Runs `f` in a transaction; a refusal it records (DESTINATION_BLOCKED) commits, then answers 409. */
+async function committingRefusal(deps: MoneyDeps, f: (tx: Db) => Promise<string | null>): Promise<void> {
+  const refusal = await deps.db.$transaction(f, TX_OPTIONS);
+  if (refusal) throw invalidState(`The withdrawal was rejected: ${refusal}`);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Operator decisions, cancellation
+
+/** AdminApproveWithdrawal (operators): PENDING_APPROVAL → APPROVED (custodial) or AWAITING_SIGNATURE; 409 otherwise. */
+export async function approveWithdrawal(ctx: Context, idArg: unknown): Promise<Withdrawal> {
+  const w0 = await loadWithdrawal(ctx, idArg);
+  const p = ctx.principal;
+  if (p?.type !== 'operator') throw notFound('Withdrawal');
+  await committingRefusal(ctx.deps, async (tx) => {
+    const w = (await lockWithdrawal(tx, w0.id))!;
+    if (w.status !== 'PENDING_APPROVAL') throw invalidState(`Only a PENDING_APPROVAL withdrawal can be approved; this one is ${w.status}.`);
+    const now = ctx.deps.clock.now();
+    const refusal = await refuseBlockedDestination(tx, ctx.deps, requestActor(ctx), w, now);
+    if (refusal) return refusal;
+    const status = w.custodyMode === 'SELF_CUSTODY' ? 'AWAITING_SIGNATURE' : 'APPROVED';
+    const updated = await tx.withdrawal.update({ where: { id: w.id }, data: { status, approvedAt: now, approvedByOperatorId: p.operatorId, updatedAt: now } });
+    await auditAs(tx, ctx.deps, requestActor(ctx), {
+      organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.approved', before: { status: w.status }, after: { status },
+    });
+    await approved(tx, ctx.deps, updated, p.operatorId);
+    return null;
+  });
+  return loadWithdrawal(ctx, w0.id);
+}
+
+export const rejectWithdrawalInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) }).strict();
+
+/** AdminRejectWithdrawal (operators, with a reason): any state before broadcast → REJECTED, hold voided; 409 otherwise. */
+export async function rejectWithdrawal(ctx: Context, idArg: unknown, input: unknown): Promise<Withdrawal> {
+  const { reason } = parse(rejectWithdrawalInput, input);
+  const w0 = await loadWithdrawal(ctx, idArg);
+  if (ctx.principal?.type !== 'operator') throw notFound('Withdrawal');
+  await ctx.deps.db.$transaction(async (tx) => {
+    const w = (await lockWithdrawal(tx, w0.id))!;
+    if (!BEFORE_BROADCAST.includes(w.status)) throw invalidState(`A ${w.status} withdrawal can no longer be rejected.`);
+    await close(tx, ctx.deps, requestActor(ctx), w, { status: 'REJECTED', reason }, ctx.deps.clock.now());
+  }, TX_OPTIONS);
+  return loadWithdrawal(ctx, w0.id);
+}
+
+/** CancelWithdrawal (the organization's members with payment-manage, API keys that see it): before broadcast → CANCELLED, hold voided; 409 after. */
+export async function cancelWithdrawal(ctx: Context, idArg: unknown): Promise<Withdrawal> {
+  const w0 = await loadWithdrawal(ctx, idArg);
+  await ctx.deps.db.$transaction(async (tx) => {
+    const w = (await lockWithdrawal(tx, w0.id))!;
+    if (!BEFORE_BROADCAST.includes(w.status)) throw invalidState(`A ${w.status} withdrawal can no longer be cancelled (only until it is broadcast).`);
+    await close(tx, ctx.deps, requestActor(ctx), w, { status: 'CANCELLED', reason: null }, ctx.deps.clock.now());
+  }, TX_OPTIONS);
+  return loadWithdrawal(ctx, w0.id);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Broadcast (custodial: the withdrawal.broadcast job and the retries of the sweep)
+
+export type StepOutcome = 'BROADCAST' | 'BROADCAST_FAILED' | 'FAILED' | 'REJECTED' | 'CONFIRMED' | 'REQUIRES_RECONCILIATION' | 'WAITING' | 'SKIPPED';
+
+/** Marks BROADCAST with its hash; withdrawal.broadcast {TechnicalReference} and the audit entry. */
+export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, txHash: string, fromAddress: string, now: Date): Promise<void> {
+  await tx.withdrawal.update({
+    where: { id: w.id },
+    data: { status: 'BROADCAST', txHash, fromAddress, broadcastAt: now, broadcastAttempts: w.broadcastAttempts + 1, nextAttemptAt: null, lastBroadcastError: null, updatedAt: now },
+  });
+  await emit(tx, deps, w.organizationId, 'withdrawal.broadcast', { WithdrawalId: w.id, TechnicalReference: txHash });
+  await auditAs(tx, deps, actor, {
+    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast',
+    before: { status: w.status }, after: { status: 'BROADCAST', txHash, fromAddress, attempt: w.broadcastAttempts + 1 },
+  });
+}
+
+/**
+ * Broadcasts an APPROVED (or due BROADCAST_FAILED) custodial withdrawal: signs a transfer from one
+ * of the organization's custodial deposit addresses on the network (oldest first, the first whose
+ * on-chain balance the network accepts) and broadcasts it in this transaction. Refused by every
+ * candidate: BROADCAST_FAILED (retried at nextAttemptAt), FAILED after MAX_BROADCAST_ATTEMPTS.
+ */
+export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string): Promise<StepOutcome> {
+  if (!isUuid(withdrawalId)) return 'SKIPPED';
+  return deps.db.$transaction(async (tx) => {
+    const w = await lockWithdrawal(tx, withdrawalId);
+    if (!w || w.custodyMode !== 'CUSTODIAL') return 'SKIPPED';
+    const now = deps.clock.now();
+    if (w.status === 'BROADCAST_FAILED' ? !w.nextAttemptAt || w.nextAttemptAt > now : w.status !== 'APPROVED') return 'SKIPPED';
+    if (await refuseBlockedDestination(tx, deps, systemActor(), w, now)) return 'REJECTED';
+    if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
+    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
+    const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
+    const candidates = await tx.depositAddress.findMany({
+      where: { organizationId: w.organizationId, networkId: w.networkId, assetNetworkId: w.assetNetworkId, wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType } },
+      orderBy: { id: 'asc' }, take: 50,
+    });
+    const amount = numericToAmount(w.amount);
+    let lastError = 'no custodial address of the organization holds funds on this network';
+    const roots = new Map<string, Uint8Array>();
+    for (const a of candidates) {
+      const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
+      roots.set(a.walletId, root);
+      const payload: TransferPayload = {
+        networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
+      };
+      try {
+        const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(payload, derivePrivateKey(root, a.derivationIndex)));
+        await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now);
+        return 'BROADCAST';
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e;
+        lastError = e.message;
+      }
+    }
+    return broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${lastError}`, now);
+  }, TX_OPTIONS);
+}
+
+/** One more refused attempt: BROADCAST_FAILED with the next attempt's time, or FAILED (hold voided) when attempts are exhausted. */
+async function broadcastFailed(tx: Db, deps: MoneyDeps, w: Withdrawal, reason: string, now: Date): Promise<StepOutcome> {
+  const attempts = w.broadcastAttempts + 1;
+  await emit(tx, deps, w.organizationId, 'withdrawal.broadcast_failed', { WithdrawalId: w.id, Reason: reason });
+  if (attempts >= MAX_BROADCAST_ATTEMPTS) {
+    const updated = await tx.withdrawal.update({ where: { id: w.id }, data: { broadcastAttempts: attempts, lastBroadcastError: reason, updatedAt: now } });
+    await close(tx, deps, systemActor(), updated, { status: 'FAILED', reason: `BROADCAST_ATTEMPTS_EXHAUSTED: ${attempts} attempts refused; last: ${reason}` }, now);
+    return 'FAILED';
+  }
+  const nextAttemptAt = new Date(now.getTime() + RETRY_BASE_MS * 2 ** (attempts - 1));
+  await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'BROADCAST_FAILED', broadcastAttempts: attempts, lastBroadcastError: reason, nextAttemptAt, updatedAt: now } });
+  await auditAs(tx, deps, systemActor(), {
+    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast_failed',
+    before: { status: w.status }, after: { status: 'BROADCAST_FAILED', reason, attempt: attempts, nextAttemptAt: nextAttemptAt.toISOString() },
+  });
+  return 'BROADCAST_FAILED';
+}
+
+// ------------------------------------------------------------------------------------------------
+// Confirmation (the sweep)
+
+/**
+ * Follows a BROADCAST withdrawal on the chain: MINED with the network's required confirmations →
+ * CONFIRMED (hold posted); REVERTED → FAILED (hold voided); DROPPED or REPLACED, or still not mined
+ * STUCK_AFTER_MS after the broadcast → REQUIRES_RECONCILIATION (the hold stays until an operator
+ * resolves it). Anything else: WAITING.
+ */
+export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): Promise<StepOutcome> {
+  return deps.db.$transaction(async (tx) => {
+    const w = await lockWithdrawal(tx, withdrawalId);
+    if (!w || w.status !== 'BROADCAST' || !w.txHash) return 'SKIPPED';
+    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
+    const seen = await adapterFor(network.kind, tx).transaction(networkRef(network), w.txHash);
+    const now = deps.clock.now();
+    if (seen?.status === 'MINED' && seen.confirmations >= network.requiredConfirmations) {
+      await postHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now });
+      await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'CONFIRMED', confirmedAt: now, closedAt: now, updatedAt: now } });
+      await emit(tx, deps, w.organizationId, 'withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: w.txHash });
+      await auditAs(tx, deps, systemActor(), {
+        organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.confirmed',
+        before: { status: 'BROADCAST' }, after: { status: 'CONFIRMED', txHash: w.txHash, confirmations: seen.confirmations },
+      });
+      return 'CONFIRMED';
+    }
+    if (seen?.status === 'REVERTED') {
+      await close(tx, deps, systemActor(), w, { status: 'FAILED', reason: `REVERTED: the transaction ${w.txHash} reverted on the chain.` }, now);
+      return 'FAILED';
+    }
+    const gone = !seen || seen.status === 'DROPPED' || seen.status === 'REPLACED';
+    const stuck = w.broadcastAt !== null && now.getTime() - w.broadcastAt.getTime() >= STUCK_AFTER_MS && seen?.status !== 'MINED';
+    if (gone || stuck) {
+      const why = !seen ? 'UNKNOWN_TO_CHAIN' : gone ? seen.status : 'STUCK';
+      await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'REQUIRES_RECONCILIATION', failureReason: `${why}: the outcome on the chain is unknown`, updatedAt: now } });
+      await emit(tx, deps, w.organizationId, 'withdrawal.requires_reconciliation', { WithdrawalId: w.id });
+      await auditAs(tx, deps, systemActor(), {
+        organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.requires_reconciliation',
+        before: { status: 'BROADCAST' }, after: { status: 'REQUIRES_RECONCILIATION', chainStatus: seen?.status ?? null, replacedByTxHash: seen?.replacedByTxHash ?? null, why },
+      });
+      return 'REQUIRES_RECONCILIATION';
+    }
+    return 'WAITING';
+  }, TX_OPTIONS);
+}
+
+/**
+ * The withdrawal.sweep job (scheduled every minute; tests and the bench run it directly): retries
+ * the due BROADCAST_FAILED withdrawals and follows the BROADCAST ones, at most `limit` of each.
+ */
+export async function sweepWithdrawals(deps: MoneyDeps, opts: { organizationId?: string; limit?: number } = {}): Promise<Record<StepOutcome, number>> {
+  const counts = { BROADCAST: 0, BROADCAST_FAILED: 0, FAILED: 0, REJECTED: 0, CONFIRMED: 0, REQUIRES_RECONCILIATION: 0, WAITING: 0, SKIPPED: 0 } as Record<StepOutcome, number>;
+  const scope = opts.organizationId ? { organizationId: opts.organizationId } : {};
+  const take = opts.limit ?? 500;
+  const now = deps.clock.now();
+  const due = await deps.db.withdrawal.findMany({ where: { ...scope, status: 'BROADCAST_FAILED', nextAttemptAt: { lte: now } }, select: { id: true }, orderBy: { nextAttemptAt: 'asc' }, take });
+  for (const { id } of due) counts[await broadcastWithdrawal(deps, id)]++;
+  const broadcast = await deps.db.withdrawal.findMany({ where: { ...scope, status: 'BROADCAST' }, select: { id: true }, orderBy: { broadcastAt: 'asc' }, take });
+  for (const { id } of broadcast) counts[await followWithdrawal(deps, id)]++;
+  return counts;
+}
+
+// ------------------------------------------------------------------------------------------------
+// For signing (signing.ts)
+
+/** The exact transfer a SELF_CUSTODY withdrawal needs signed (nonce = the withdrawal id). */
+export async function selfCustodyPayload(db: Db, w: Withdrawal): Promise<TransferPayload> {
+  if (w.custodyMode !== 'SELF_CUSTODY' || !w.walletId || w.sourceIndex === null || !w.fromAddress) throw invalidState('Only a SELF_CUSTODY withdrawal is signed by the integrator.');
+  const wallet = await db.wallet.findUniqueOrThrow({ where: { id: w.walletId } });
+  const fromPublicKey = derivePublicKey(wallet.publicKey, w.sourceIndex);
+  if (addressOf(fromPublicKey) !== w.fromAddress) throw new Error('the source address does not derive from the wallet');
+  return { networkId: w.networkId, assetNetworkId: w.assetNetworkId, fromAddress: w.fromAddress, fromPublicKey, toAddress: w.toAddress, amount: numericToAmount(w.amount).toString(), nonce: w.id };
+}
+
+export { LedgerError, type Amount };
