@@ -28,3 +28,27 @@ export function uuidv7(now: number = Date.now()): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+let lastMs = 0;
+let counter = 0;
+/**
+ * A UUIDv7 that sorts after every earlier one this process made (RFC 9562 method 1: a 12-bit
+ * counter in rand_a; an earlier or equal time reuses the last one). For rows whose order matters
+ * among equal timestamps, such as audit entries written at the same clock tick.
+ */
+export function monotonicUuidv7(now: number = Date.now()): string {
+  if (now > lastMs) {
+    lastMs = now;
+    counter = 0;
+  } else if (++counter > 0xfff) {
+    lastMs += 1;
+    counter = 0;
+  }
+  const b = randomBytes(16);
+  b.writeUIntBE(lastMs, 0, 6);
+  b[6] = 0x70 | (counter >> 8);
+  b[7] = counter & 0xff;
+  b[8] = 0x80 | (b[8]! & 0x3f);
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

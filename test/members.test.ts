@@ -34,7 +34,7 @@ test('an owner adds a VIEWER, who sets a password from the mailed token and is l
   const again = await app.gql(ADD, { org: owner.organizationId, input: { email: uniqueEmail(), name: 'X', role: 'ADMIN' } }, viewer);
   expect(again.errors?.[0]?.extensions?.code).toBe('PERMISSION_DENIED');
 
-  const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: added.data!.addMember.id }, orderBy: { occurredAt: 'asc' } });
+  const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: added.data!.addMember.id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
   expect(audit.map((a) => a.action)).toEqual(['member.added', 'member.set_password_issued', 'member.password_reset']);
   expect(audit[0]).toMatchObject({ actorType: 'MEMBER', actorId: owner.memberId, organizationId: owner.organizationId });
 });

@@ -2,6 +2,7 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import { actorOf, type Principal } from '../auth/principal';
 import type { Clock } from '../clock';
+import { monotonicUuidv7 } from '../ids';
 
 export interface AuditInput {
   organizationId: string | null;
@@ -32,7 +33,9 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
   const { actorType, actorId } = actorOf(actor.principal);
   const occurredAt = deps.clock.now();
   await tx.auditLogEntry.createMany({
+    // Ids increase in writing order, so entries of one clock tick still read back in order.
     data: entries.map((entry) => ({
+      id: monotonicUuidv7(occurredAt.getTime()),
       occurredAt, organizationId: entry.organizationId, actorType, actorId, entityType: entry.entityType, entityId: entry.entityId, action: entry.action,
       requestId: actor.requestId, before: (entry.before ?? undefined) as never, after: (entry.after ?? undefined) as never,
     })),

@@ -96,7 +96,7 @@ describe('the deposit lifecycle', () => {
     // GraphQL reads the same deposit.
     const g = await app.gql<{ deposit: { status: string; amount: string } }>(`query($id: ID!) { deposit(id: $id) { status amount } }`, { id: depositId }, f.apiKeyHeaders);
     expect(g.data?.deposit).toEqual({ status: 'CONFIRMED', amount: '1000000' });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: depositId }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: depositId }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     // (One ManualClock instant for all of them: compared as sets.)
     expect(audit.map((a) => a.action).sort()).toEqual(['deposit.confirmed', 'deposit.confirming', 'deposit.detected']);
     expect(audit.every((a) => a.actorType === 'SYSTEM')).toBe(true);

@@ -50,7 +50,7 @@ describe('CreatePaymentIntent', () => {
     expect(events[0]!.body).toEqual({ TransactionId: got.body.transactionId, ApplicationId: f.applicationId, ParticipantAccountIds: [f.beneficiaryAccountId] });
     expect(events[1]!.body).toEqual({ PaymentIntentId: id, TransactionId: got.body.transactionId, Amount: '1000000', ExpiresAt: got.body.expiresAt });
     expect(events[2]!.body).toEqual({ PaymentIntentId: id, Address: got.body.address, AssetNetworkId: f.catalog.assetNetworkId });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [id, got.body.transactionId] } }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [id, got.body.transactionId] } }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual(['payment_intent.created API_KEY', 'transaction.created API_KEY']);
     // The expiry job, due at ExpiresAt.
     const [job] = await app.deps.db.$queryRaw<{ start_after: Date }[]>`SELECT start_after FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND data->>'paymentIntentId' = ${id}`;

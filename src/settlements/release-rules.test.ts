@@ -148,7 +148,7 @@ describe('setting and reading a rule', () => {
     expect(again.milestones.map((m: any) => [m.position, m.amount, m.conditions])).toEqual([[1, AMOUNT.toString(), []]]);
     expect(again.splits).toEqual([]);
     expect((await txOf(f, pi.transactionId)).participants.map((p: any) => p.role)).toEqual(['BENEFICIARY']);
-    const audits = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: 'transaction.release_rule_set' }, orderBy: { occurredAt: 'asc' } });
+    const audits = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: 'transaction.release_rule_set' }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audits.map((a) => a.actorType)).toEqual(['API_KEY', 'MEMBER']);
     expect((await eventsOf(app, f.organizationId)).length).toBe(eventsBefore);
   });

@@ -189,7 +189,7 @@ describe('settlements', () => {
       },
       { type: 'transaction.settled', body: { TransactionId: transactionId, SettlementId: id, IsTotal: true } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.map((a) => [a.action, a.actorType])).toEqual([['settlement.requested', 'API_KEY'], ['settlement.executed', 'SYSTEM']]);
 
     // GraphQL: the transaction's settlements, and nothing more to settle.
@@ -495,7 +495,7 @@ describe('settlements', () => {
     expect(await escrow(f, transactionId)).toBe(0n);
     expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
     expect(types(await settlementEvents(f))).toEqual(['settlement.failed', 'settlement.failed', 'settlement.split_portion_released', 'settlement.executed', 'transaction.settled']);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.map((a) => a.action)).toEqual(['settlement.requested', 'settlement.failed', 'settlement.retry_requested', 'settlement.failed', 'settlement.retry_requested', 'settlement.executed']);
     expect((await app.rest('POST', `/v1/admin/settlements/${crypto.randomUUID()}/retry`, { headers: op })).status).toBe(404);
   });
@@ -596,7 +596,7 @@ describe('settlements', () => {
     expect(overview.globalRevenueAccount.find((r: { assetNetworkId: string }) => r.assetNetworkId === an)).toEqual({
       assetNetworkId: an, balance: '5000', destination: { version: 2, address: second.address, label: null },
     });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'RevenueExecutionDestination' }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'RevenueExecutionDestination' }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.filter((a) => (a.after as { assetNetworkId?: string }).assetNetworkId === an).map((a) => [a.action, a.actorType])).toEqual([
       ['revenue_destination.registered', 'OPERATOR'], ['revenue_destination.registered', 'OPERATOR'],
     ]);

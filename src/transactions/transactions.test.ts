@@ -112,7 +112,7 @@ describe('freeze and unfreeze', () => {
       { type: 'transaction.frozen', body: { TransactionId: pi.transactionId, Reason: 'suspicious payer', ActorMemberId: f.member.memberId } },
       { type: 'transaction.unfrozen', body: { TransactionId: pi.transactionId, ActorMemberId: f.member.memberId } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: { startsWith: 'transaction.' } }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: { startsWith: 'transaction.' } }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual(['transaction.created API_KEY', 'transaction.frozen MEMBER', 'transaction.unfrozen MEMBER']);
     // GraphQL: the same operations.
     const g = await app.gql<{ freezeTransaction: { frozen: boolean } }>(

@@ -106,7 +106,7 @@ describe('endpoint management', () => {
     expect((await app.rest('POST', `/v1/webhook-endpoints/${id}/deactivate`, { headers: m.headers })).status).toBe(204);
     const again = await app.rest('POST', `/v1/webhook-endpoints/${id}/rotate-secret`, { headers: m.headers });
     expect(again.status).toBe(409);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: id }, orderBy: { occurredAt: 'asc' } });
+    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     expect(audit.map((a) => a.action)).toEqual(['webhook_endpoint.registered', 'webhook_endpoint.secret_rotated', 'webhook_endpoint.deactivated']);
   });
 });
