@@ -1,3 +1,4 @@
+import { z } from 'zod';
 /**
  * Money in one place. Amounts are integer base units of an asset (bigint in TypeScript,
  * NUMERIC(78,0) in PostgreSQL) and travel as decimal strings of those base units; never a float.
@@ -94,3 +95,15 @@ export function splitByPercentages(total: Amount, percentages: readonly Percenta
   }
   return shares;
 }
+
+/** Wire forms for request validation (zod): base units as decimal strings, and percentages. */
+export const amountText = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative whole number of base units, as a decimal string');
+export const positiveAmountText = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
+export const percentageText = z.string().refine((v) => {
+  try {
+    parsePercentage(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a decimal percentage from 0 to 100 with at most 6 decimals, e.g. "1.5"');

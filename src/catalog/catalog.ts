@@ -5,7 +5,7 @@ import type { AssetNetworkStatus } from '../generated/prisma/enums';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import { audit } from '../audit/audit';
-import { amountToString, parseAmount } from '../money';
+import { amountToString, parseAmount, amountText } from '../money';
 
 /**
  * The asset and network catalog, administered by platform operators and readable by every
@@ -52,13 +52,12 @@ export const createNetworkInput = z
       ctx.addIssue({ code: 'custom', path: ['environmentType'], message: 'a SANDBOX network serves SANDBOX environments only' });
   });
 
-const baseUnits = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative integer amount of base units, as a decimal string');
 export const createAssetNetworkInput = z.object({
   assetId: z.string(),
   networkId: z.string(),
   decimals: z.number().int('must be an integer').min(0).max(36),
   contractReference: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
-  minimumDeposit: baseUnits.nullish(),
+  minimumDeposit: amountText.nullish(),
 });
 
 export const pauseInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) });

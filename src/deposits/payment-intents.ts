@@ -1,4 +1,4 @@
-import { numericToAmount, amountToNumeric } from '../money';
+import { numericToAmount, amountToNumeric, positiveAmountText } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
@@ -26,7 +26,6 @@ export interface ExpireJob {
   paymentIntentId: string;
 }
 
-const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
 const optionalId = z.string().nullish();
 
 export const createPaymentIntentInput = z
@@ -34,7 +33,7 @@ export const createPaymentIntentInput = z
     applicationId: optionalId,
     environmentId: optionalId,
     assetNetworkId: z.string(),
-    amount: positiveAmount,
+    amount: positiveAmountText,
     beneficiaryAccountId: z.string(),
     payerAccountId: optionalId,
     expiresInSeconds: z

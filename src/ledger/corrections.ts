@@ -1,3 +1,4 @@
+import { positiveAmountText } from '../money';
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { LedgerCorrection } from '../generated/prisma/client';
@@ -38,7 +39,7 @@ export const recordCorrectionInput = z
               })
               .strict(),
             direction: z.enum(['DEBIT', 'CREDIT']),
-            amount: z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string'),
+            amount: positiveAmountText,
           })
           .strict(),
       )

@@ -6,7 +6,7 @@ import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { LedgerError, postLedgerTransaction, type LedgerAccountRef, type PostingLine } from '../ledger/ledger';
-import { amountToNumeric, amountToString, numericToAmount, type Amount } from '../money';
+import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
@@ -109,10 +109,9 @@ export async function payerOrigins(db: Db, transactionId: string): Promise<strin
 // ------------------------------------------------------------------------------------------------
 // Request
 
-const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
 export const requestRefundInput = z
   .object({
-    amount: positiveAmount.nullish(),
+    amount: positiveAmountText.nullish(),
     reason: z.string().trim().min(1, 'must not be empty').max(1000).nullish(),
     toAddress: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
   })

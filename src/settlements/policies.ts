@@ -7,10 +7,7 @@ import { fieldError } from '../errors';
 import { isUuid } from '../ids';
 import { audit } from '../audit/audit';
 import { denial, policies } from '../auth/policy';
-import {
-  amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric,
-  percentageToString, percentOf, type Amount, type Percentage,
-} from '../money';
+import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf, type Amount, type Percentage, amountText, percentageText } from '../money';
 
 /**
  * The policy core shared by settlements (platform fee: PricingPolicy) and refunds (refund fee:
@@ -41,15 +38,6 @@ export type PolicyKind = 'pricing' | 'refundFee';
 /** A time in the past by at most this much is taken as "now" (client clocks drift); more is refused. */
 export const EFFECTIVE_FROM_TOLERANCE_MS = 5_000;
 
-const baseUnits = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative integer amount of base units, as a decimal string');
-const percentage = z.string().refine((v) => {
-  try {
-    parsePercentage(v);
-    return true;
-  } catch {
-    return false;
-  }
-}, 'must be a decimal percentage from 0 to 100 with at most 6 decimals, e.g. "1.5"');
 
 /** The command of AdminConfigurePricingPolicy and AdminConfigureRefundFeePolicy (the latter also takes allowReversalAfterSettlement). */
 export const policyInput = z
@@ -58,10 +46,10 @@ export const policyInput = z
     organizationId: z.string().nullish(),
     applicationId: z.string().nullish(),
     assetNetworkId: z.string().nullish(),
-    percentage: percentage.nullish(),
-    fixedAmount: baseUnits.nullish(),
-    minimumAmount: baseUnits.nullish(),
-    maximumAmount: baseUnits.nullish(),
+    percentage: percentageText.nullish(),
+    fixedAmount: amountText.nullish(),
+    minimumAmount: amountText.nullish(),
+    maximumAmount: amountText.nullish(),
     effectiveFrom: z.date().nullish(),
     allowReversalAfterSettlement: z.boolean().nullish(),
   })

@@ -9,7 +9,7 @@ import { assertId, isUuid } from '../ids';
 import { actorOf, type Principal } from '../auth/principal';
 import {
   amountToNumeric, amountToString, numericToAmount, numericToPercentage, parsePercentage, percentageToNumeric, percentageToString, splitByPercentages,
-  type Amount, type Percentage,
+  positiveAmountText, type Amount, type Percentage,
 } from '../money';
 import { auditAll, auditAs, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { escrowOf, releaseBlocker } from './escrow';
@@ -17,8 +17,7 @@ import { conditionDueAt, conditionMet, conditionsMet, nextDueAt } from './condit
 import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from './queues';
 import { requestSettlementInTx } from './settlements';
 import {
-  conditionKinds, conditionModes, conditionShapeIssues, definitionOf, MAX_CONDITIONS, MAX_MILESTONES, MAX_SPLITS, nameText, percentageText, positiveAmountText,
-  report, seconds, splitSetIssues, sumsToHundred, validationFailed,
+  conditionKinds, conditionModes, conditionShapeIssues, definitionOf, MAX_CONDITIONS, MAX_MILESTONES, MAX_SPLITS, nameText, sharePercentageText, report, seconds, splitSetIssues, sumsToHundred, validationFailed,
 } from './templates';
 
 /**
@@ -56,7 +55,7 @@ const milestoneInput = z
   .object({
     name: nameText.nullish(),
     amount: positiveAmountText.nullish(),
-    percentage: percentageText.nullish(),
+    percentage: sharePercentageText.nullish(),
     mode: z.enum(conditionModes).nullish(),
     conditions: z.array(conditionInput(false)).max(MAX_CONDITIONS, `at most ${MAX_CONDITIONS} conditions`).nullish(),
   })
@@ -67,7 +66,7 @@ const milestoneInput = z
 const splitInput = z
   .object({
     accountId: z.string(),
-    percentage: percentageText.nullish(),
+    percentage: sharePercentageText.nullish(),
     fixedAmount: positiveAmountText.nullish(),
     holdConditions: z.array(conditionInput(true)).max(MAX_CONDITIONS, `at most ${MAX_CONDITIONS} conditions`).nullish(),
   })
@@ -91,7 +90,7 @@ export const releaseRuleInput = z
     if (byAmount && byAmount < milestones.length)
       ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'give every milestone an amount, or every milestone a percentage: not a mix' });
     const percentages = milestones.map((m) => m.percentage).filter((p): p is string => p != null);
-    if (!byAmount && percentages.length && percentages.every((p) => percentageText.safeParse(p).success) && !sumsToHundred(percentages))
+    if (!byAmount && percentages.length && percentages.every((p) => sharePercentageText.safeParse(p).success) && !sumsToHundred(percentages))
       ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'milestone percentages must add up to exactly 100' });
     report(ctx, splitSetIssues(splits.map((s) => ({ key: s.accountId.toLowerCase(), percentage: s.percentage ?? null, keyField: 'accountId' }))));
   });

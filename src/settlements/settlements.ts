@@ -6,7 +6,7 @@ import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { postLedgerTransaction, type PostingLine } from '../ledger/ledger';
-import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, percentageToNumeric, percentageToString, type Amount } from '../money';
+import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, percentageToNumeric, percentageToString, type Amount, positiveAmountText } from '../money';
 import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { ledgerAccounts } from '../deposits/funding';
@@ -103,8 +103,7 @@ export async function requestSettlementInTx(
   return { id };
 }
 
-const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
-export const requestSettlementInput = z.object({ amount: positiveAmount.nullish() }).strict();
+export const requestSettlementInput = z.object({ amount: positiveAmountText.nullish() }).strict();
 export type RequestSettlementInput = z.infer<typeof requestSettlementInput>;
 
 /**

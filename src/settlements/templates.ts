@@ -5,7 +5,7 @@ import type { ReleaseRuleTemplate } from '../generated/prisma/client';
 import { DomainError, notFound, type FieldError } from '../errors';
 import { audit } from '../audit/audit';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
-import { HUNDRED_PERCENT, parsePercentage, percentageToString } from '../money';
+import { HUNDRED_PERCENT, parsePercentage, percentageToString, positiveAmountText } from '../money';
 
 /**
  * Release rule templates (docs/release-rules.md): reusable release rules of an application.
@@ -28,8 +28,8 @@ export const MAX_SPLITS = 20;
 export const conditionKinds = ['APPROVAL', 'TIME_LOCK', 'INSPECTION_PERIOD'] as const;
 export const conditionModes = ['ALL', 'ANY'] as const;
 
-export const positiveAmountText = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
-export const percentageText = z.string().refine((s) => {
+/** A split or milestone share: above 0 (percentageText of src/money.ts also admits 0). */
+export const sharePercentageText = z.string().refine((s) => {
   try {
     return parsePercentage(s) > 0n;
   } catch {
@@ -97,7 +97,7 @@ const templateCondition = (hold: boolean) =>
 
 const templateMilestone = z.object({
   name: nameText.nullish(),
-  percentage: percentageText,
+  percentage: sharePercentageText,
   mode: z.enum(conditionModes).nullish(),
   conditions: z.array(templateCondition(false)).max(MAX_CONDITIONS, `at most ${MAX_CONDITIONS} conditions`).nullish(),
 });
@@ -106,7 +106,7 @@ const templateSplit = z
   .object({
     accountId: z.string().nullish(),
     role: z.enum(['BENEFICIARY']).nullish(),
-    percentage: percentageText.nullish(),
+    percentage: sharePercentageText.nullish(),
     fixedAmount: positiveAmountText.nullish(),
     holdConditions: z.array(templateCondition(true)).max(MAX_CONDITIONS, `at most ${MAX_CONDITIONS} conditions`).nullish(),
   })
@@ -126,7 +126,7 @@ export const createTemplateInput = z
     const milestones = t.milestones ?? [];
     const splits = t.splits ?? [];
     if (!milestones.length && !splits.length) ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'a template needs milestones, split rules, or both' });
-    if (milestones.length && milestones.every((m) => percentageText.safeParse(m.percentage).success) && !sumsToHundred(milestones.map((m) => m.percentage)))
+    if (milestones.length && milestones.every((m) => sharePercentageText.safeParse(m.percentage).success) && !sumsToHundred(milestones.map((m) => m.percentage)))
       ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'milestone percentages must add up to exactly 100' });
     report(ctx, splitSetIssues(splits.map((s) => ({ key: s.accountId ?? `role:${s.role}`, percentage: s.percentage ?? null, keyField: s.accountId != null ? 'accountId' : 'role' }))));
   });
@@ -138,7 +138,7 @@ export function splitSetIssues(splits: { key: string; percentage: string | null;
   const issues: Issue[] = [];
   const percentages = splits.map((s) => s.percentage).filter((p): p is string => p !== null);
   if (!percentages.length) issues.push({ path: ['splits'], message: 'at least one split rule must have a percentage (the percentages share what the fixed amounts leave)' });
-  else if (percentages.every((p) => percentageText.safeParse(p).success) && !sumsToHundred(percentages))
+  else if (percentages.every((p) => sharePercentageText.safeParse(p).success) && !sumsToHundred(percentages))
     issues.push({ path: ['splits'], message: 'split percentages must add up to exactly 100' });
   const seen = new Set<string>();
   splits.forEach((s, i) => {

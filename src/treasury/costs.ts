@@ -10,10 +10,7 @@ import { requireOperator as requireOperatorOf } from '../auth/policy';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { nowFor } from '../deposits/common';
-import {
-  amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf,
-  type Amount, type Percentage,
-} from '../money';
+import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf, type Amount, type Percentage, positiveAmountText, amountText, percentageText } from '../money';
 
 /**
  * Network execution costs (docs/network-costs.md): what a withdrawal or a sweep costs on its
@@ -139,33 +136,23 @@ export async function quoteNetworkExecution(
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-const baseUnits = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative integer amount of base units, as a decimal string');
-const positiveUnits = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive integer amount of base units, as a decimal string');
-const percentage = z.string().refine((v) => {
-  try {
-    parsePercentage(v);
-    return true;
-  } catch {
-    return false;
-  }
-}, 'must be a decimal percentage from 0 to 100 with at most 6 decimals, e.g. "1.5"');
 
 export const quoteInput = z.object({
   assetNetworkId: z.string(),
   operation: z.enum(['WITHDRAWAL', 'SWEEP']),
-  amount: positiveUnits,
+  amount: positiveAmountText,
 });
-export const tronCostTableInput = z.object({ networkId: z.string(), energyPrice: baseUnits, bandwidthPrice: baseUnits });
+export const tronCostTableInput = z.object({ networkId: z.string(), energyPrice: amountText, bandwidthPrice: amountText });
 export const costTableInput = z.object({
   networkId: z.string(),
   prices: z
-    .array(z.object({ resource: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'must be a lower-case resource name, e.g. "gas"'), unitPrice: baseUnits }))
+    .array(z.object({ resource: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'must be a lower-case resource name, e.g. "gas"'), unitPrice: amountText }))
     .min(1, 'names at least one resource')
     .max(20)
     .refine((ps) => new Set(ps.map((p) => p.resource)).size === ps.length, 'names each resource once'),
 });
 export const marginPolicyInput = z
-  .object({ assetNetworkId: z.string().nullish(), percentage: percentage.nullish(), fixedAmount: baseUnits.nullish() })
+  .object({ assetNetworkId: z.string().nullish(), percentage: percentageText.nullish(), fixedAmount: amountText.nullish() })
   .refine((v) => v.assetNetworkId || v.fixedAmount == null || v.fixedAmount === '0', {
     path: ['fixedAmount'],
     message: "is in native base units of one network: name the assetNetworkId (the global margin is a percentage only)",

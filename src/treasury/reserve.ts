@@ -9,7 +9,7 @@ import { isUuid, uuidv7 } from '../ids';
 import { audit, auditAs } from '../audit/audit';
 import { requireOperator as requireOperatorOf } from '../auth/policy';
 import { adapterFor, hasAdapter } from '../chains/adapter';
-import { amountToNumeric, amountToString, numericToAmount, parseAmount, type Amount } from '../money';
+import { amountToNumeric, amountToString, numericToAmount, parseAmount, type Amount, positiveAmountText, amountText } from '../money';
 
 /**
  * The network resource reserve (a gas station; docs/network-costs.md): per NETWORK, a balance in
@@ -177,11 +177,9 @@ export async function reserveLevels(db: Db): Promise<(Omit<ReserveView, 'updated
 // ---------------------------------------------------------------------------------------------
 // Operator commands
 
-const positiveUnits = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive integer amount of base units, as a decimal string');
-const baseUnits = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative integer amount of base units, as a decimal string');
-export const seedInput = z.object({ assetNetworkId: z.string(), amount: positiveUnits });
+export const seedInput = z.object({ assetNetworkId: z.string(), amount: positiveAmountText });
 export const policyInput = z
-  .object({ assetNetworkId: z.string(), lowThreshold: baseUnits, targetBalance: positiveUnits })
+  .object({ assetNetworkId: z.string(), lowThreshold: amountText, targetBalance: positiveAmountText })
   .refine((v) => !/^\d+$/.test(v.lowThreshold) || !/^\d+$/.test(v.targetBalance) || BigInt(v.targetBalance) >= BigInt(v.lowThreshold), {
     path: ['targetBalance'], message: 'must be at least lowThreshold',
   });
@@ -189,7 +187,7 @@ export const routeInput = z.object({
   assetNetworkId: z.string(),
   source: z.enum(['SANDBOX_FAUCET', 'EXTERNAL_TOP_UP']),
   address: z.string().trim().min(1).max(200).nullish(),
-  maxTopUpAmount: positiveUnits.nullish(),
+  maxTopUpAmount: positiveAmountText.nullish(),
 });
 
 const parse = parseInput;

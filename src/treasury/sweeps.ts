@@ -5,7 +5,7 @@ import type { Prisma, TreasurySweep } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { amountToNumeric, amountToString, numericToAmount } from '../money';
+import { amountToNumeric, amountToString, numericToAmount, positiveAmountText } from '../money';
 import { adapterFor, networkRef, type ObservedStatus } from '../chains/adapter';
 import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
@@ -35,7 +35,7 @@ export const executeSweepInput = z
     assetNetworkId: uuid('an asset-network id'),
     fromDepositAddressId: uuid('a deposit address id'),
     toControlledAddressId: uuid('a controlled address id'),
-    amount: z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string').nullish(),
+    amount: positiveAmountText.nullish(),
   })
   .strict();
 

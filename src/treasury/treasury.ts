@@ -5,7 +5,7 @@ import type { ControlledAddress, Network, TreasuryLiquidityPolicy } from '../gen
 import type { NetworkKind, TreasuryTier } from '../generated/prisma/enums';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
-import { amountToString, numericToAmount, type Amount } from '../money';
+import { amountToString, numericToAmount, type Amount, amountText } from '../money';
 import { seal, unseal } from '../auth/secrets';
 import { auditAs, requestActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
@@ -22,7 +22,6 @@ import { normalizeAddress } from '../withdrawals/destinations';
 export const TIERS: readonly TreasuryTier[] = ['HOT', 'WARM', 'COLD'];
 
 const uuid = (what: string) => z.string().refine(isUuid, `must be ${what} (uuid)`).transform((s) => s.toLowerCase());
-const baseUnits = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a whole number of base units, as a decimal string');
 
 function parseInput<T extends z.ZodTypeAny>(schema: T, input: unknown): z.infer<T> {
   const parsed = schema.safeParse(input ?? {});
@@ -419,7 +418,7 @@ export const configureLiquidityPolicyInput = z
   .object({
     assetNetworkId: uuid('an asset-network id'),
     tiers: z
-      .array(z.object({ tier: z.enum(['HOT', 'WARM', 'COLD']), min: baseUnits, target: baseUnits, max: baseUnits.nullish() }).strict())
+      .array(z.object({ tier: z.enum(['HOT', 'WARM', 'COLD']), min: amountText, target: amountText, max: amountText.nullish() }).strict())
       .min(1, 'name the targets of at least one tier')
       .max(3),
   })

@@ -4,7 +4,7 @@ import type { Db } from '../db/prisma';
 import type { PayoutPolicy, WithdrawalPolicy } from '../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { amountToNumeric, numericToAmount, type Amount } from '../money';
+import { amountToNumeric, numericToAmount, type Amount, positiveAmountText, amountText } from '../money';
 import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 
 /**
@@ -17,13 +17,11 @@ import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 
 const parse = parseInput;
 
-const amountText = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a whole number of base units, as a decimal string');
-const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
 
 export const withdrawalPolicyInput = z
   .object({
-    perWithdrawalLimit: positiveAmount.nullish(),
-    periodLimit: positiveAmount.nullish(),
+    perWithdrawalLimit: positiveAmountText.nullish(),
+    periodLimit: positiveAmountText.nullish(),
     periodSeconds: z.number().int('must be an integer').min(1).max(366 * 86_400).nullish(),
     approvalThreshold: amountText.nullish(),
     assetNetworkId: z.string().refine(isUuid, 'must be an asset-network id (uuid)').nullish(),

@@ -7,7 +7,7 @@ import { DomainError, fieldError, invalidState, notFound, parseInput } from '../
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { createHold, LedgerError, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
-import { amountToNumeric, amountToString, numericToAmount, type Amount } from '../money';
+import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
@@ -81,10 +81,9 @@ const customer = (w: { accountId: string; organizationId: string; assetNetworkId
 // ------------------------------------------------------------------------------------------------
 // Request
 
-const positiveAmount = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
 export const requestWithdrawalInput = z
   .object({
-    amount: positiveAmount,
+    amount: positiveAmountText,
     assetNetworkId: z.string().refine(isUuid, 'must be an asset-network id (uuid)'),
     withdrawalDestinationId: z.string().refine(isUuid, 'must be a withdrawal destination id (uuid)'),
     walletId: z.string().refine(isUuid, 'must be a wallet id (uuid)').nullish(),

@@ -1,3 +1,4 @@
+import { positiveAmountText } from '../../money';
 import { z } from 'zod';
 import type { Context } from '../../context';
 import type { Db } from '../../db/prisma';
@@ -27,13 +28,12 @@ import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues'
  */
 
 export const txHashPattern = /^0x[0-9a-f]{64}$/;
-const amountText = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive integer amount of base units, as a decimal string');
 const txHash = z.string().trim().toLowerCase().regex(txHashPattern, 'must be a transaction hash: 0x and 64 hex digits');
 const environmentId = z.string().nullish();
 
 export const sendInput = z.object({
   address: z.string().trim().toLowerCase().max(200),
-  amount: amountText,
+  amount: positiveAmountText,
   assetNetworkId: z.string(),
   replaceable: z.boolean().nullish(),
   revert: z.boolean().nullish(),
@@ -42,7 +42,7 @@ export const sendInput = z.object({
 export const mineInput = z.object({ blocks: z.number().int('must be an integer').min(1).max(100).nullish(), environmentId });
 export const reorgInput = z.object({ depth: z.number().int('must be an integer').min(1).max(100), includeOrphanedTransactions: z.boolean().nullish(), environmentId });
 export const dropInput = z.object({ txHash, environmentId });
-export const replaceInput = z.object({ txHash, amount: amountText.nullish(), environmentId });
+export const replaceInput = z.object({ txHash, amount: positiveAmountText.nullish(), environmentId });
 export const advanceClockInput = z.object({ seconds: z.number().int('must be an integer').min(1).max(366 * 86_400), environmentId });
 
 /** A transaction as the sandbox API answers it (JSON-safe: it is also the stored idempotent answer). */
