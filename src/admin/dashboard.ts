@@ -39,9 +39,9 @@ export interface PlatformDashboard {
   };
   ledger: { accounts: number; transactions: number };
   /** Network resource reserve levels, one per reserve (src/treasury/reserve.ts), by network name. */
-  reserveLevels: unknown[];
-  /** Open reconciliation divergences: empty until reconciliation exists (issue 6). */
-  openDivergences: unknown[];
+  reserveLevels: Awaited<ReturnType<typeof reserveLevels>>;
+  /** The OPEN divergences of the latest reconciliation run (src/treasury/reconciliation.ts). */
+  openDivergences: Awaited<ReturnType<typeof openDivergences>>;
 }
 
 /** Every value of the enumeration, with its count (0 when absent), in the enumeration's order. */

@@ -4,6 +4,7 @@ import { getAuditLogEntry, searchAuditLog, type AuditLogEntryView } from './audi
 import { searchLedgerEntries, type LedgerEntryView } from './ledger-search';
 import { platformDashboard, type PlatformDashboard, type StatusCount, type TransactionVolume } from './dashboard';
 import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from './paging';
+import { NetworkResourceReserveBalance } from '../treasury/costs-schema';
 
 /** Operator search and dashboard (docs/admin.md): every field is for platform operators only. */
 const operator = policies.operator;
@@ -112,6 +113,17 @@ const LedgerCounts = builder.objectRef<PlatformDashboard['ledger']>('PlatformLed
   fields: (t) => ({ accounts: t.exposeInt('accounts'), transactions: t.exposeInt('transactions') }),
 });
 
+const DashboardDivergence = builder.objectRef<PlatformDashboard['openDivergences'][number]>('DashboardDivergence').implement({
+  description: 'An OPEN divergence of the latest reconciliation run (docs/reconciliation.md); the run itself has the details.',
+  fields: (t) => ({
+    reconciliationId: t.exposeID('reconciliationId'),
+    id: t.exposeID('id'),
+    assetNetworkId: t.exposeID('assetNetworkId'),
+    kind: t.exposeString('kind', { description: 'BALANCE_MISMATCH, DEPOSIT_NOT_ON_CHAIN or UNCREDITED_TRANSFER.' }),
+    difference: t.exposeString('difference', { description: 'observed - expected (base units, decimal string; negative when the chain holds less).' }),
+  }),
+});
+
 const PlatformDashboardRef = builder.objectRef<PlatformDashboard>('PlatformDashboard').implement({
   description: 'GetPlatformDashboard: a snapshot of the platform, read in one database transaction.',
   fields: (t) => ({
@@ -127,13 +139,13 @@ const PlatformDashboardRef = builder.objectRef<PlatformDashboard>('PlatformDashb
     webhooks: t.field({ type: WebhookHealth, resolve: (d) => d.webhooks }),
     ledger: t.field({ type: LedgerCounts, resolve: (d) => d.ledger }),
     reserveLevels: t.field({
-      type: ['JSON'],
-      description: 'Network resource reserve levels, one per network with a reserve: balance, thresholds, state (docs/network-costs.md).',
+      type: [NetworkResourceReserveBalance],
+      description: 'Network resource reserve levels, one per network with a reserve, by network name (docs/network-costs.md).',
       resolve: (d) => d.reserveLevels,
     }),
     openDivergences: t.field({
-      type: ['JSON'],
-      description: "Open divergences of the latest reconciliation: reconciliationId, id, assetNetworkId, kind, difference (docs/reconciliation.md).",
+      type: [DashboardDivergence],
+      description: 'Open divergences of the latest reconciliation run (docs/reconciliation.md).',
       resolve: (d) => d.openDivergences,
     }),
   }),

@@ -44,6 +44,12 @@ export interface ObservedTransfer {
   replacedByTxHash: string | null;
 }
 
+/** The balance of one address in one asset-network (base units). */
+export interface AddressBalance {
+  mined: bigint;
+  spendable: bigint;
+}
+
 export interface FeeEstimate {
   /** In base units of the network's native asset. */
   fee: bigint;
@@ -75,6 +81,13 @@ export interface NetworkAdapter {
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
   /** Sends a signed transaction; answers its hash. */
   broadcast(network: NetworkRef, signedTransaction: string): Promise<{ txHash: string }>;
+  /**
+   * The balances of `addresses` in one asset-network, in base units: `mined` is the canonical mined
+   * balance; `spendable` is `mined` less the address's outgoing transfers not mined (PENDING or
+   * ORPHANED): what `broadcast` accepts from the address now. Every requested address is in the map
+   * (0 when the chain never saw it). Set-based: one read for any number of addresses.
+   */
+  balances(network: NetworkRef, assetNetworkId: string, addresses: readonly string[]): Promise<Map<string, AddressBalance>>;
   /** What an operation costs on the network now. */
   estimateFee(network: NetworkRef, operation: { kind: 'transfer' | 'sweep'; assetNetworkId: string; amount: bigint }): Promise<FeeEstimate>;
 }
@@ -84,13 +97,37 @@ export function networkRef(network: { id: string; kind: NetworkKind; requiredCon
   return { id: network.id, kind: network.kind, requiredConfirmations: network.requiredConfirmations };
 }
 
+/** How many replacements of one transaction are followed (replace-by-fee chains are short). */
+export const MAX_REPLACEMENT_LINKS = 16;
+
+/**
+ * A transaction and its replacements, in order, as the chain reports them now (seen null: unknown
+ * to the chain): its hash, then each `replacedByTxHash` of a REPLACED one. At most
+ * MAX_REPLACEMENT_LINKS + 1 links (`truncated` when there were more); a cycle ends the chain.
+ */
+export async function replacementChain(
+  adapter: NetworkAdapter,
+  ref: NetworkRef,
+  first: string,
+): Promise<{ links: { txHash: string; seen: ObservedTransfer | null }[]; truncated: boolean }> {
+  const links: { txHash: string; seen: ObservedTransfer | null }[] = [];
+  let hash: string | null = first;
+  while (hash && !links.some((l) => l.txHash === hash)) {
+    if (links.length > MAX_REPLACEMENT_LINKS) return { links, truncated: true };
+    const seen = await adapter.transaction(ref, hash);
+    links.push({ txHash: hash, seen });
+    hash = seen?.status === 'REPLACED' ? seen.replacedByTxHash : null;
+  }
+  return { links, truncated: false };
+}
+
 /** Whether this version has an adapter for the kind (only SANDBOX today; docs/chains.md). */
 export function hasAdapter(kind: NetworkKind): boolean {
   return kind === 'SANDBOX';
 }
 
 /**
- * The adapter of a network kind. Chain reads (blockHeight, transfersTo, transaction) go through
+ * The adapter of a network kind. Chain reads (blockHeight, transfersTo, transaction, balances) go through
  * `db`: pass the transaction you work in, so what you read is consistent with what you write.
  * Key and address operations need no database.
  */

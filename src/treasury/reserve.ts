@@ -162,16 +162,11 @@ export function reserveView(network: { id: string; name: string }, r: NetworkRes
 }
 
 /** Every reserve's level (the platform dashboard), by network name. */
-export async function reserveLevels(db: Db): Promise<(Omit<ReserveView, 'updatedAt'> & { updatedAt: string | null })[]> {
+export async function reserveLevels(db: Db): Promise<ReserveView[]> {
   const rows = await db.networkResourceReserve.findMany({ orderBy: { networkId: 'asc' } });
   if (!rows.length) return [];
   const networks = new Map((await db.network.findMany({ where: { id: { in: rows.map((r) => r.networkId) } }, select: { id: true, name: true } })).map((n) => [n.id, n]));
-  return rows
-    .map((r) => {
-      const v = reserveView(networks.get(r.networkId) ?? { id: r.networkId, name: '' }, r, null);
-      return { ...v, updatedAt: v.updatedAt?.toISOString() ?? null };
-    })
-    .sort((a, b) => a.networkName.localeCompare(b.networkName));
+  return rows.map((r) => reserveView(networks.get(r.networkId) ?? { id: r.networkId, name: '' }, r, null)).sort((a, b) => a.networkName.localeCompare(b.networkName));
 }
 
 // ---------------------------------------------------------------------------------------------

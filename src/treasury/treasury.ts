@@ -42,11 +42,11 @@ function operatorId(ctx: Context): string {
 // Chain balances
 
 /**
- * The balance of addresses on the chain (base units), from the network's canonical mined
- * transactions: `mined`; and what can still be sent (`spendable`: mined less what the address has
- * pending in the mempool, as the adapter's broadcast checks it). The NetworkAdapter has no balance
- * read yet (docs/treasury.md): for SANDBOX networks this reads the sandbox chain's balance rows,
- * which is what the sandbox adapter's broadcast itself checks; other kinds answer null (unknown).
+ * The balance of addresses on the chain (base units), read through the network's adapter
+ * (NetworkAdapter.balances): `mined`, the canonical mined balance; and what can still be sent
+ * (`spendable`: mined less what the address has pending in the mempool, as the adapter's broadcast
+ * checks it). Every address asked is in the map. Null (unknown) when this version has no adapter
+ * for the network's kind. Reads go through `db`: pass the transaction you work in.
  */
 export async function chainBalances(
   db: Db,
@@ -54,32 +54,27 @@ export async function chainBalances(
   assetNetworkId: string,
   addresses: readonly string[],
 ): Promise<Map<string, { mined: Amount; spendable: Amount }> | null> {
-  if (network.kind !== 'SANDBOX') return null;
-  const out = new Map<string, { mined: Amount; spendable: Amount }>();
-  if (!addresses.length) return out;
-  for (const a of addresses) out.set(a, { mined: 0n, spendable: 0n });
-  const rows = await db.sandboxAddressBalance.findMany({ where: { networkId: network.id, assetNetworkId, address: { in: [...addresses] } } });
-  for (const r of rows) out.set(r.address, { mined: numericToAmount(r.balance), spendable: numericToAmount(r.balance) });
-  const pending = await db.sandboxTransaction.groupBy({
-    by: ['fromAddress'],
-    where: { networkId: network.id, assetNetworkId, fromAddress: { in: [...addresses] }, status: { in: ['PENDING', 'ORPHANED'] } },
-    _sum: { amount: true },
-  });
-  for (const p of pending) {
-    const b = out.get(p.fromAddress)!;
-    b.spendable = b.mined - numericToAmount(p._sum.amount ?? 0);
-  }
-  return out;
+  if (!hasAdapter(network.kind)) return null;
+  return adapterFor(network.kind, db).balances(refOf(network), assetNetworkId, addresses);
 }
 
-/** The sum of the mined balances of every deposit address of an asset-network (null: unknown, no balance read for the network). */
+/** A NetworkRef of a network row; balances do not depend on the required confirmations (0 when the row does not carry them). */
+const refOf = (network: { id: string; kind: NetworkKind; requiredConfirmations?: number }) =>
+  networkRef({ id: network.id, kind: network.kind, requiredConfirmations: network.requiredConfirmations ?? 0 });
+
+/**
+ * The sum of the mined balances of every deposit address of an asset-network, through the adapter
+ * (null: unknown, no adapter for the network). O(deposit addresses): the addresses are listed and
+ * their balances read in one adapter call; a large production would keep a running total instead.
+ */
 async function depositAddressHoldings(db: Db, network: { id: string; kind: NetworkKind }, assetNetworkId: string): Promise<Amount | null> {
-  if (network.kind !== 'SANDBOX') return null;
-  const [row] = await db.$queryRaw<{ total: string | null }[]>`
-    SELECT sum(b."balance")::text AS "total"
-      FROM "SandboxAddressBalance" b JOIN "DepositAddress" d ON d."networkId" = b."networkId" AND d."address" = b."address"
-     WHERE b."networkId" = ${network.id}::uuid AND b."assetNetworkId" = ${assetNetworkId}::uuid AND d."assetNetworkId" = ${assetNetworkId}::uuid`;
-  return row?.total ? numericToAmount(row.total) : 0n;
+  if (!hasAdapter(network.kind)) return null;
+  const addresses = (await db.depositAddress.findMany({ where: { networkId: network.id, assetNetworkId }, select: { address: true } })).map((a) => a.address);
+  if (!addresses.length) return 0n;
+  const balances = await adapterFor(network.kind, db).balances(refOf(network), assetNetworkId, addresses);
+  let total = 0n;
+  for (const b of balances.values()) total += b.mined;
+  return total;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { numericToAmount } from '../../money';
 import type { Db, PrismaClient } from '../../db/prisma';
-import type { DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import type { AddressBalance, DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
 import { balanceOf, lockNetwork, observe, sendTransaction, tip, type ChainDeps } from './chain';
 
@@ -70,10 +70,34 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
         const spendable = (await balanceOf(d, network.id, p.assetNetworkId, p.fromAddress)) - numericToAmount(pending._sum.amount ?? 0n);
         if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
         const row = await sendTransaction(d, deps, {
-          networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: false, revert: false,
+          networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: true, revert: false,
         });
         return { txHash: row.txHash };
       });
+    },
+    /**
+     * Mined: the chain's balance rows (canonical mined transactions). Spendable: mined less the
+     * address's PENDING and ORPHANED outgoing transfers, as `broadcast` checks it. Two queries for
+     * any number of addresses.
+     */
+    async balances(network, assetNetworkId, addresses): Promise<Map<string, AddressBalance>> {
+      const out = new Map<string, AddressBalance>();
+      const wanted = [...new Set(addresses)];
+      for (const a of wanted) out.set(a, { mined: 0n, spendable: 0n });
+      if (!wanted.length) return out;
+      const d = database();
+      const rows = await d.sandboxAddressBalance.findMany({ where: { networkId: network.id, assetNetworkId, address: { in: wanted } } });
+      for (const r of rows) out.set(r.address, { mined: numericToAmount(r.balance), spendable: numericToAmount(r.balance) });
+      const pending = await d.sandboxTransaction.groupBy({
+        by: ['fromAddress'],
+        where: { networkId: network.id, assetNetworkId, fromAddress: { in: wanted }, status: { in: ['PENDING', 'ORPHANED'] } },
+        _sum: { amount: true },
+      });
+      for (const p of pending) {
+        const b = out.get(p.fromAddress)!;
+        b.spendable = b.mined - numericToAmount(p._sum.amount ?? 0);
+      }
+      return out;
     },
     async estimateFee(): Promise<FeeEstimate> {
       // A flat, deterministic cost: 21,000 gas at 1 base unit each.

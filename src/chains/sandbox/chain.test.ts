@@ -427,6 +427,45 @@ describe('the network adapter over the sandbox chain', () => {
   });
 });
 
+describe('the adapter balance read', () => {
+  test('balances: mined from canonical blocks, spendable less PENDING and ORPHANED outgoing transfers; every address answered', async () => {
+    const c = await freshChain();
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
+    const sender = keys.generateKeyPair();
+    const from = keys.addressOf(sender.publicKey);
+    const to = address();
+    const unknown = address();
+    const read = async (addresses: string[], assetNetworkId = c.assetNetworkId) =>
+      Object.fromEntries([...(await adapter.balances(network, assetNetworkId, addresses))].map(([a, b]) => [a, [b.mined, b.spendable]]));
+    expect(await adapter.balances(network, c.assetNetworkId, [])).toEqual(new Map());
+
+    await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
+    // Not mined yet: nothing to spend; an incoming PENDING transfer counts for neither.
+    expect(await read([from, to, unknown])).toEqual({ [from]: [0n, 0n], [to]: [0n, 0n], [unknown]: [0n, 0n] });
+    await sandboxMine(app, h, c.networkId, 1);
+    const signed = keys.signTransfer(
+      { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '30', nonce: '1' },
+      sender.privateKey,
+    );
+    const { txHash } = await adapter.broadcast(network, signed);
+    // PENDING outgoing: mined unchanged, spendable less it (what broadcast accepts); duplicates answered once.
+    expect(await read([from, to, unknown, from])).toEqual({ [from]: [100n, 70n], [to]: [0n, 0n], [unknown]: [0n, 0n] });
+    // Another asset-network of the addresses: nothing.
+    expect(await read([from], catalog.assetNetworkId)).toEqual({ [from]: [0n, 0n] });
+
+    await sandboxMine(app, h, c.networkId, 1);
+    expect(await read([from, to])).toEqual({ [from]: [70n, 70n], [to]: [30n, 30n] });
+    // Reorganized away without re-inclusion: ORPHANED, back in the mined balance, still not spendable.
+    await sandboxReorg(app, h, c.networkId, 1, false);
+    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'ORPHANED' });
+    expect(await read([from, to])).toEqual({ [from]: [100n, 70n], [to]: [0n, 0n] });
+    await sandboxDrop(app, h, txHash);
+    expect(await read([from, to])).toEqual({ [from]: [100n, 100n], [to]: [0n, 0n] });
+    await expect(adapterFor('SANDBOX').balances(network, c.assetNetworkId, [from])).rejects.toThrow(/database handle/);
+  });
+});
+
 describe('block production', () => {
   test('the job handler mines one block per SANDBOX network per interval, by the app clock, each with its chain.sync', async () => {
     const c = await freshChain();
