@@ -625,6 +625,12 @@ export const routes: Route[] = [
     body: 'required', variables: { id: 'path.withdrawalId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
   },
   {
+    operationId: 'AdminResolveWithdrawalReconciliation', operation: 'AdminResolveWithdrawalReconciliation', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/resolve-reconciliation', extension: true,
+    summary: 'Resolve a withdrawal that requires reconciliation: CONFIRMED (a mined transaction of it; the hold is posted) or FAILED (nothing mined or pending; the hold is released), checked against the chain',
+    tag: 'Administration', policy: policies.operator,
+    body: 'required', variables: { withdrawalId: 'path.withdrawalId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+  },
+  {
     operationId: 'AdminConfigureWithdrawalPolicy', operation: 'AdminConfigureWithdrawalPolicy', method: 'POST', path: '/v1/admin/organizations/{organizationId}/withdrawal-policy',
     summary: "Configure the next version of an organization's withdrawal policy (limits, approval threshold)", tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' }, success: { status: 204 }, errors: [404],

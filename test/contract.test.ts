@@ -16,6 +16,7 @@ import { adminContractFixtures } from '../src/admin/contract-fixtures';
 import { reconciliationContractFixtures } from '../src/treasury/reconciliation-contract-fixtures';
 import { withdrawalContractFixtures } from '../src/withdrawals/contract-fixtures';
 import { withdrawalFlowContractFixtures } from '../src/withdrawals/withdrawal-contract-fixtures';
+import { withdrawalResolutionContractFixtures } from '../src/withdrawals/resolution-contract-fixtures';
 import { networkCostContractFixtures } from '../src/treasury/costs-contract-fixtures';
 import { treasuryContractFixtures } from '../src/treasury/treasury-contract-fixtures';
 
@@ -96,6 +97,7 @@ const fixtures: Record<string, Case[]> = {
   ...reconciliationContractFixtures(() => app),
   ...withdrawalContractFixtures(() => app),
   ...withdrawalFlowContractFixtures(() => app),
+  ...withdrawalResolutionContractFixtures(() => app),
   ...networkCostContractFixtures(() => app),
   ...treasuryContractFixtures(() => app),
 

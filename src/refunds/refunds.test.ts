@@ -301,6 +301,30 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
   });
+
+  test('after a sweep of the deposit address to the treasury, a HOT treasury address pays the refund', async () => {
+    const f = await fixture();
+    const an = f.catalog.assetNetworkId;
+    const payer = await payerWithFunds(f);
+    const { pi, transactionId } = await fund(f, 1_000_000n, { from: payer });
+    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: op, body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' } });
+    expect(reg.status, reg.text).toBe(201);
+    const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op })).body as { id: string; address: string };
+    const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: pi.address }, select: { id: true } });
+    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: op, body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id } });
+    expect(sw.status, sw.text).toBe(201);
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    expect(await onChain(f, pi.address)).toBe(0n);
+
+    const done = await refund(f, transactionId, { amount: '300000' });
+    expect(done).toMatchObject({ status: 'EXECUTED', netAmount: '300000', fromAddress: hot.address, toAddress: payer.address });
+    const transfer = await app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
+    expect(transfer).toMatchObject({ fromAddress: hot.address, toAddress: payer.address });
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    expect(await onChain(f, hot.address)).toBe(700_000n);
+    expect(await onChain(f, payer.address)).toBe(9_300_000n);
+    expect(await txOf(f, transactionId)).toMatchObject({ refundedAmount: '300000', escrowAmount: '700000' });
+  });
 });
 
 describe('requests: validation, states, principals, tenants, idempotency', () => {

@@ -10,6 +10,7 @@ import { amountToNumeric, amountToString, numericToAmount, type Amount, positive
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
+import { sendFromTreasury } from '../treasury/payouts';
 import { auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
 import { ledgerAccounts } from '../deposits/funding';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
@@ -30,7 +31,8 @@ import { sendRefundExecution } from '../settlements/queues';
  * DEBIT RETAINED(allocation) / CUSTOMER(account) what is taken back from settled allocations (only
  * when the policy allows a reversal after settlement); CREDIT CHAIN_CLEARING the net (it leaves on
  * the chain); CREDIT PLATFORM_REVENUE the fee. In the same database transaction: the transfer is
- * signed with the deposit address's key and broadcast (the sandbox adapter writes its mempool in
+ * signed with the deposit address's key (a HOT treasury address's when the deposit address can no
+ * longer pay, its funds swept) and broadcast (the sandbox adapter writes its mempool in
  * this transaction), the totals move (recordEscrowOutcome), refund.executed and transaction.refunded
  * are emitted and audited.
  */
@@ -361,19 +363,25 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   }
 
   // 6. Sign with the deposit address's key and broadcast, in this transaction (the sandbox chain is
-  //    in this database: the transfer commits or rolls back with the ledger).
+  //    in this database: the transfer commits or rolls back with the ledger). When the deposit
+  //    address can no longer pay (its funds were swept to the treasury), a HOT treasury address pays.
   const root = await custodialRootKey(tx, deps.sealingKey, address.wallet.id);
   const key = derivePrivateKey(root, address.derivationIndex);
+  root.fill(0);
   const signed = signTransfer(
     { networkId: network.id, assetNetworkId: t.assetNetworkId, fromAddress: address.address, fromPublicKey: address.publicKey, toAddress: r.toAddress, amount: net.toString(), nonce: r.id },
     key,
   );
+  key.fill(0);
   let txHash: string;
+  let fromAddress = address.address;
   try {
     ({ txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed));
   } catch (e) {
-    if (e instanceof RangeError) throw new Rejection('BROADCAST_REFUSED', `${REJECTION_MESSAGES.BROADCAST_REFUSED} ${e.message}`);
-    throw e;
+    if (!(e instanceof RangeError)) throw e;
+    const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: t.assetNetworkId, toAddress: r.toAddress, amount: net, nonce: r.id });
+    if ('refused' in treasury) throw new Rejection('BROADCAST_REFUSED', `${REJECTION_MESSAGES.BROADCAST_REFUSED} ${e.message}; ${treasury.refused}`);
+    ({ txHash, fromAddress } = treasury);
   }
 
   // 7. Totals, state, events, audit.
@@ -382,7 +390,7 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
     where: { id: r.id },
     data: {
       status: 'EXECUTED', amount: amountToNumeric(amount), feeAmount: amountToNumeric(fee), netAmount: amountToNumeric(net), reversedAmount: amountToNumeric(reversed),
-      refundFeePolicyId: policy?.id ?? null, fromAddress: address.address, txHash, isTotal, executedAt: now, ledgerTransactionId, updatedAt: deps.clock.now(),
+      refundFeePolicyId: policy?.id ?? null, fromAddress, txHash, isTotal, executedAt: now, ledgerTransactionId, updatedAt: deps.clock.now(),
     },
   });
   await emit(tx, deps, t.organizationId, 'refund.executed', { RefundId: r.id, TransactionId: t.id, Amount: amount, ExecutedAt: now });
@@ -393,7 +401,7 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
     after: {
       status: 'EXECUTED', amount: amountToString(amount), feeAmount: amountToString(fee), netAmount: amountToString(net), reversedAmount: amountToString(reversed),
       reversals: parts.map((p) => ({ allocationId: p.allocation.id, accountId: p.allocation.accountId, status: p.allocation.status, amount: amountToString(p.amount) })),
-      refundFeePolicyId: policy?.id ?? null, fromAddress: address.address, toAddress: r.toAddress, txHash, isTotal, ledgerTransactionId,
+      refundFeePolicyId: policy?.id ?? null, fromAddress, toAddress: r.toAddress, txHash, isTotal, ledgerTransactionId,
     },
   });
   return { status: 'EXECUTED', isTotal };

@@ -6,7 +6,7 @@ import type { Reconciliation, ReconciliationDivergence, ReconciliationDivergence
 import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { amountToNumeric, amountToString, numericToAmount } from '../money';
-import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
+import { adapterFor, hasAdapter, networkRef, replacementChain, type ObservedTransfer } from '../chains/adapter';
 import { auditAs, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { recordCorrection, recordCorrectionInput } from '../ledger/corrections';
 import { parsePaging, type Page } from '../admin/paging';
@@ -110,8 +110,6 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
         const ours = new Set([...depositAddresses, ...controlled.map((c) => c.address)]);
         const transfers = await adapter.transfersTo(ref, [...ours]);
         const deposits = new Map((await tx.deposit.findMany({ where: { networkId } })).map((d) => [d.txHash, d]));
-        // Balances: the adapter interface has no balance read yet; the sandbox's balances table is its source (docs/reconciliation.md).
-        const balances = await tx.sandboxAddressBalance.findMany({ where: { networkId, address: { in: [...ours] } } });
         // Outgoing broadcasts of the platform: refunds and withdrawals with a transaction hash.
         const anIds = ans.map((a) => a.id);
         const outgoing = [
@@ -126,7 +124,8 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
         // (pending, not in the posted balance) and post it when CONFIRMED: mined but not posted yet.
         const outgoingSeen: { kind: string; id: string; observed: ObservedTransfer; side: 'inFlight' | 'minedNotPosted' }[] = [];
         for (const o of outgoing) {
-          const seen = await adapter.transaction(ref, o.txHash);
+          // A replaced transfer is followed to its latest replacement (the one that can still move the value).
+          const seen = (await replacementChain(adapter, ref, o.txHash)).links.at(-1)!.seen;
           if (!seen || !ours.has(seen.fromAddress)) continue;
           if (o.kind === 'refund' && IN_FLIGHT.has(seen.status)) outgoingSeen.push({ kind: o.kind, id: o.id, observed: seen, side: 'inFlight' });
           if (o.kind === 'withdrawal' && seen.status === 'MINED') outgoingSeen.push({ kind: o.kind, id: o.id, observed: seen, side: 'minedNotPosted' });
@@ -135,8 +134,9 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
         for (const an of ans) {
           const ledger = clearing.get(an.id) ?? 0n;
           const addresses = new Set([...depositAddresses, ...controlled.filter((c) => c.assetNetworkIds.includes(an.id)).map((c) => c.address)]);
+          // Mined balances through the adapter (NetworkAdapter.balances), one read per asset-network.
           let chain = 0n;
-          for (const b of balances) if (b.assetNetworkId === an.id && addresses.has(b.address)) chain += numericToAmount(b.balance);
+          for (const b of (await adapter.balances(ref, an.id, [...addresses])).values()) chain += b.mined;
           let inFlightOut = 0n;
           let outMinedNotPosted = 0n;
           const inFlight: { kind: string; id: string; txHash: string; amount: string; side: string }[] = [];

@@ -13,6 +13,7 @@ import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 import { parsePaging, type Page } from '../admin/paging';
 import { chainBalances } from './treasury';
 import { consumeReserveInTx } from './reserve';
+import { quoteNetworkExecution } from './costs';
 
 /**
  * Sweeps (docs/treasury.md): an operator moves the value of a deposit address to a HOT or WARM
@@ -120,7 +121,8 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         if (amount <= 0n) throw invalidState('The deposit address holds nothing to sweep (mined balance less pending transfers).');
         if (amount > spendable) throw invalidState(`The deposit address can send ${spendable}, not ${amount}.`);
         const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
-        const { fee: networkCost } = await adapter.estimateFee(networkRef(network), { kind: 'sweep', assetNetworkId: an.id, amount });
+        // The network cost as quoted (docs/network-costs.md): the cost table in force, else the adapter's estimate.
+        const { networkCost } = await quoteNetworkExecution(tx, { assetNetworkId: an.id, operation: 'SWEEP', amount, at: deps.clock.now() });
 
         // Real time in the id (not the injectable clock): sweeps list in execution order even when the clock stands still.
         const id = uuidv7();

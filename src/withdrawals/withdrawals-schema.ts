@@ -6,6 +6,7 @@ import { EnvironmentType } from '../tenancy/schema';
 import * as withdrawals from './withdrawals';
 import * as signing from './signing';
 import * as policyFns from './policies';
+import * as resolution from './resolution';
 
 /** GraphQL of withdrawals, their policies and SelfCustody signing requests (docs/withdrawals.md). The REST routes carry the same policies. */
 
@@ -138,6 +139,17 @@ const RequestWithdrawalInput = builder.inputType('RequestWithdrawalInput', {
     sourceIndex: t.int({ description: 'SELF_CUSTODY: the derivation index of the source address under the wallet.' }),
   }),
 });
+const WithdrawalReconciliationOutcome = builder.enumType('WithdrawalReconciliationOutcome', {
+  description: 'CONFIRMED: the value left (a mined transaction of the withdrawal or a replacement of it); FAILED: it did not and cannot (nothing mined or pending).',
+  values: ['CONFIRMED', 'FAILED'] as const,
+});
+const ResolveWithdrawalReconciliationInput = builder.inputType('ResolveWithdrawalReconciliationInput', {
+  fields: (t) => ({
+    outcome: t.field({ type: WithdrawalReconciliationOutcome, required: true }),
+    reason: t.string({ required: true, description: '1 to 1000 characters.' }),
+    txHash: t.string({ description: "CONFIRMED: the mined transaction (default: the withdrawal's own; for a replaced one, its replacement)." }),
+  }),
+});
 const RejectWithdrawalInput = builder.inputType('RejectWithdrawalInput', { fields: (t) => ({ reason: t.string({ required: true, description: '1 to 1000 characters.' }) }) });
 const ConfigureWithdrawalPolicyInput = builder.inputType('ConfigureWithdrawalPolicyInput', {
   fields: (t) => ({
@@ -196,6 +208,13 @@ builder.mutationFields((t) => ({
     type: Withdrawal, description: 'AdminRejectWithdrawal (operators): before broadcast -> REJECTED with the reason; the hold is released.',
     authScopes: { policy: policies.operator }, args: { id: t.arg.id({ required: true }), input: t.arg({ type: RejectWithdrawalInput, required: true }) },
     resolve: (_p, a, ctx) => withdrawals.rejectWithdrawal(ctx, String(a.id), a.input),
+  }),
+  adminResolveWithdrawalReconciliation: t.field({
+    type: Withdrawal,
+    description: 'AdminResolveWithdrawalReconciliation (operators, extension): REQUIRES_RECONCILIATION -> CONFIRMED (hold posted) or FAILED (hold released), each checked against the chain first (409 when the chain disagrees).',
+    authScopes: { policy: policies.operator },
+    args: { withdrawalId: t.arg.id({ required: true }), input: t.arg({ type: ResolveWithdrawalReconciliationInput, required: true }) },
+    resolve: (_p, a, ctx) => resolution.resolveWithdrawalReconciliation(ctx, String(a.withdrawalId), clean(a.input)),
   }),
   adminConfigureWithdrawalPolicy: t.field({
     type: WithdrawalPolicy, description: "AdminConfigureWithdrawalPolicy (operators): the next version of the organization's withdrawal policy.",

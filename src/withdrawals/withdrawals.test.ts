@@ -3,12 +3,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { sandboxDrop, sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { sandboxDrop, sandboxSend } from '../../test/money-helpers';
+import { eventsOf } from '../deposits/testing';
 import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair } from '../chains/secp256k1';
-import { balanceOf } from '../ledger/ledger';
-import { RETRY_BASE_MS, STUCK_AFTER_MS, sweepWithdrawals } from './withdrawals';
+import { RESERVE_RETRY_MS, RETRY_BASE_MS, STUCK_AFTER_MS } from './withdrawals';
+import { withdrawalTesting, type WithdrawalSetup } from './testing';
 
 /**
  * Withdrawals, their policies and SelfCustody signing, through REST and GraphQL, with the real job
@@ -27,25 +27,9 @@ afterEach(() => checkLedgerInvariants(app.deps.db));
 // ------------------------------------------------------------------------------------------------
 // Helpers
 
-const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const DEST = '0x00000000000000000000000000000000000000d1';
-const sweep = (s: { f: MoneyFixture }) => sweepWithdrawals({ db: app.deps.db, clock: app.deps.clock, boss: app.deps.boss, sealingKey: app.deps.sealingKey }, { organizationId: s.f.organizationId });
-
-interface Setup { f: MoneyFixture; accountId: string; destinationId: string; depositAddress: string }
-/** A fixture whose beneficiary account holds `amount` (a funded transaction settled to it) and an ACTIVE destination. */
-async function setup(amount = 1_000_000n, f?: MoneyFixture): Promise<Setup> {
-  const funded = await fundedTransaction(app, amount, f ?? (await moneyFixture(app, { requiredConfirmations: 1 })));
-  const s = await app.rest('POST', `/v1/transactions/${funded.transactionId}/settlements`, { headers: funded.f.apiKeyHeaders });
-  expect(s.status, s.text).toBe(201);
-  await drainMoneyWork(app);
-  const d = await app.rest('POST', `/v1/organizations/${funded.f.organizationId}/withdrawal-destinations`, { headers: funded.f.apiKeyHeaders, body: { networkId: funded.f.catalog.networkId, address: DEST } });
-  expect(d.status, d.text).toBe(201);
-  return { f: funded.f, accountId: funded.f.beneficiaryAccountId, destinationId: idOf(d), depositAddress: funded.intent.address };
-}
-const balance = async (s: Setup) => {
-  const b = await balanceOf(app.deps.db, { kind: 'CUSTOMER', ownerId: s.accountId, organizationId: s.f.organizationId, assetNetworkId: s.f.catalog.assetNetworkId });
-  return { posted: b.posted, available: b.available };
-};
+const { idOf, setup, sweep, balance, get, withdrawalEvents, mine } = withdrawalTesting(() => app, DEST);
+type Setup = WithdrawalSetup;
 const request = (s: Setup, amount: bigint, extra: Record<string, unknown> = {}, headers: Record<string, string> = s.f.apiKeyHeaders) =>
   app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
     headers, body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId, ...extra },
@@ -57,18 +41,10 @@ async function withdraw(s: Setup, amount: bigint, extra: Record<string, unknown>
   expect(r.headers.get('location')).toMatch(/^\/v1\/withdrawals\/[0-9a-f-]{36}$/);
   return idOf(r);
 }
-const get = async (s: Setup, id: string) => {
-  const r = await app.rest('GET', `/v1/withdrawals/${id}`, { headers: s.f.apiKeyHeaders });
-  expect(r.status, r.text).toBe(200);
-  return r.body as Record<string, any>;
-};
-const withdrawalEvents = async (s: Setup, id: string) =>
-  (await eventsOf(app, s.f.organizationId)).filter((e) => e.body.WithdrawalId === id).map((e) => e.type.replace('withdrawal.', ''));
 const configure = async (s: Setup, kind: 'withdrawal' | 'payout', body: Record<string, unknown>) => {
   const r = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/${kind}-policy`, { headers: op.headers, body });
   expect(r.status, r.text).toBe(204);
 };
-const mine = (s: Setup, blocks = 1) => sandboxMine(app, s.f.apiKeyHeaders, s.f.catalog.networkId, blocks);
 
 // ------------------------------------------------------------------------------------------------
 
@@ -302,6 +278,91 @@ describe('broadcast failures, revert, reconciliation', () => {
     expect((await sweep(s)).REQUIRES_RECONCILIATION).toBe(1);
     expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 700_000n });
     expect(await withdrawalEvents(s, stuck)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation']);
+  });
+});
+
+describe('treasury payouts and the network resource reserve', () => {
+  /** A HOT treasury address holding what the setup's deposit address held (swept, mined). */
+  async function sweptToHot(s: Setup): Promise<{ id: string; address: string }> {
+    const an = s.f.catalog.assetNetworkId;
+    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: op.headers, body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' } });
+    expect(reg.status, reg.text).toBe(201);
+    const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op.headers })).body as { id: string; address: string };
+    const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: s.depositAddress }, select: { id: true } });
+    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: op.headers, body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id } });
+    expect(sw.status, sw.text).toBe(201);
+    await mine(s);
+    return hot;
+  }
+  const reserveBalance = async (s: Setup) => {
+    const r = await app.rest('GET', `/v1/admin/network-resource-reserve/${s.f.catalog.assetNetworkId}/balance`, { headers: op.headers });
+    expect(r.status, r.text).toBe(200);
+    return r.body.balance as string;
+  };
+  const seed = async (s: Setup, amount: bigint) => {
+    const r = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', { headers: op.headers, body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: amount.toString() } });
+    expect(r.status, r.text).toBe(200);
+  };
+
+  test('paid from the HOT treasury address; the network cost comes from the reserve; a dry reserve queues the withdrawal until topped up', async () => {
+    const s = await setup();
+    const hot = await sweptToHot(s);
+    await seed(s, 30_000n);
+    const first = await withdraw(s, 400_000n);
+    await drainMoneyWork(app);
+    expect(await get(s, first)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1 });
+    // The sandbox network cost: 21,000 (the adapter's estimate; no cost table configured).
+    expect(await reserveBalance(s)).toBe('9000');
+
+    // 9,000 left: the next withdrawal waits, APPROVED, without an attempt or a webhook.
+    const second = await withdraw(s, 100_000n);
+    await drainMoneyWork(app);
+    expect(await get(s, second)).toMatchObject({ status: 'APPROVED', broadcastAttempts: 0, txHash: null, lastBroadcastError: expect.stringMatching(/^RESERVE_EXHAUSTED/) });
+    expect(await withdrawalEvents(s, second)).toEqual(['requested', 'approved']);
+    expect((await sweep(s)).DEFERRED).toBe(0); // not due yet
+    app.clock.advance(RESERVE_RETRY_MS);
+    expect((await sweep(s)).DEFERRED).toBe(1);
+    const deferrals = await app.rest('GET', `/v1/admin/audit-log?entityId=${second}&actionType=withdrawal.broadcast_deferred`, { headers: op.headers });
+    expect(deferrals.status, deferrals.text).toBe(200);
+    expect(deferrals.body.total).toBe(1); // audited when it starts waiting, not at every retry
+
+    // Topped up: the sweep broadcasts it; both confirm; the ledger moved once each.
+    await seed(s, 50_000n);
+    app.clock.advance(RESERVE_RETRY_MS);
+    expect((await sweep(s)).BROADCAST).toBe(1);
+    expect(await get(s, second)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1, nextAttemptAt: null, lastBroadcastError: null });
+    expect(await reserveBalance(s)).toBe('38000');
+    await mine(s);
+    expect((await sweep(s)).CONFIRMED).toBe(2);
+    expect(await balance(s)).toEqual({ posted: 500_000n, available: 500_000n });
+    expect(await withdrawalEvents(s, second)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
+    const sent = await app.deps.db.sandboxTransaction.findMany({ where: { fromAddress: hot.address }, select: { amount: true, status: true } });
+    expect(sent.map((t) => [t.amount.toString(), t.status]).sort()).toEqual([['100000', 'MINED'], ['400000', 'MINED']]);
+    // One consumption per attempt, named by the withdrawal and the attempt.
+    const movements = await app.deps.db.networkResourceReserveMovement.findMany({ where: { referenceType: 'Withdrawal', referenceId: { in: [`${first}:1`, `${second}:1`] } } });
+    expect(movements.map((m) => [m.kind, m.amount.toString()])).toEqual([['CONSUME', '21000'], ['CONSUME', '21000']]);
+  });
+
+  test('a refused broadcast gives its reserve consumption back; the next attempt consumes again', async () => {
+    const s = await setup();
+    await setup(1_000_000n, s.f);
+    await seed(s, 100_000n);
+    const id = await withdraw(s, 1_500_000n); // no single address holds it
+    await drainMoneyWork(app);
+    expect(await get(s, id)).toMatchObject({ status: 'BROADCAST_FAILED', broadcastAttempts: 1, lastBroadcastError: expect.stringContaining('no HOT treasury address') });
+    expect(await reserveBalance(s)).toBe('100000');
+    const kinds = await app.deps.db.networkResourceReserveMovement.findMany({ where: { referenceId: `${id}:1` }, orderBy: { createdAt: 'asc' }, select: { kind: true } });
+    expect(kinds.map((k) => k.kind).sort()).toEqual(['CONSUME', 'RELEASE']);
+    await withdraw(s, 100_000n); // one an address can pay consumes as usual
+    await drainMoneyWork(app);
+    expect(await reserveBalance(s)).toBe('79000');
+    app.clock.advance(RETRY_BASE_MS);
+    expect((await sweep(s)).BROADCAST_FAILED).toBe(1);
+    expect(await reserveBalance(s)).toBe('79000');
+    expect(await app.deps.db.networkResourceReserveMovement.count({ where: { referenceId: `${id}:2` } })).toBe(2);
+    await app.rest('POST', `/v1/withdrawals/${id}/cancel`, { headers: s.f.apiKeyHeaders });
+    await mine(s);
+    await sweep(s);
   });
 });
 

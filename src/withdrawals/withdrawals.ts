@@ -15,6 +15,9 @@ import { auditAs, emit, nowFor, requestActor, systemActor, TX_OPTIONS, type Acto
 import { ledgerAccounts } from '../deposits/funding';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable } from './destinations';
+import { quoteNetworkExecution } from '../treasury/costs';
+import { sendFromTreasury } from '../treasury/payouts';
+import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 
 /**
@@ -39,6 +42,8 @@ export interface WithdrawalSweepJob { organizationId?: string }
 /** Broadcast attempts before FAILED; the wait before attempt n+1 is RETRY_BASE_MS · 2^(n-1). */
 export const MAX_BROADCAST_ATTEMPTS = 3;
 export const RETRY_BASE_MS = 30_000;
+/** An APPROVED custodial withdrawal not broadcast this long after its approval is picked up by the sweep. */
+export const LOST_JOB_AFTER_MS = 600_000;
 /** A broadcast transaction neither mined nor gone after this long: REQUIRES_RECONCILIATION. */
 export const STUCK_AFTER_MS = 3_600_000;
 
@@ -209,10 +214,10 @@ async function approved(tx: Db, deps: MoneyDeps, w: Withdrawal, operatorId: stri
 // ------------------------------------------------------------------------------------------------
 // Endings that release the hold
 
-type Closing = { status: 'REJECTED' | 'CANCELLED' | 'FAILED'; reason: string | null };
+export type Closing = { status: 'REJECTED' | 'CANCELLED' | 'FAILED'; reason: string | null };
 
 /** REJECTED, CANCELLED or FAILED: the hold voided (once: withdrawal:<id>:void), the signing request closed, the event and the audit entry. */
-async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, c: Closing, now: Date): Promise<Withdrawal> {
+export async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, c: Closing, now: Date): Promise<Withdrawal> {
   await voidHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:void`, nature: `withdrawal.${c.status.toLowerCase()}`, postedAt: now });
   const updated = await tx.withdrawal.update({
     where: { id: w.id },
@@ -319,10 +324,10 @@ export async function cancelWithdrawal(ctx: Context, idArg: unknown): Promise<Wi
 // ------------------------------------------------------------------------------------------------
 // Broadcast (custodial: the withdrawal.broadcast job and the retries of the sweep)
 
-export type StepOutcome = 'BROADCAST' | 'BROADCAST_FAILED' | 'FAILED' | 'REJECTED' | 'CONFIRMED' | 'REQUIRES_RECONCILIATION' | 'WAITING' | 'SKIPPED';
+export type StepOutcome = 'BROADCAST' | 'DEFERRED' | 'BROADCAST_FAILED' | 'FAILED' | 'REJECTED' | 'CONFIRMED' | 'REQUIRES_RECONCILIATION' | 'WAITING' | 'SKIPPED';
 
 /** Marks BROADCAST with its hash; withdrawal.broadcast {TechnicalReference} and the audit entry. */
-export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, txHash: string, fromAddress: string, now: Date): Promise<void> {
+export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, txHash: string, fromAddress: string, now: Date, networkCost: Amount | null = null): Promise<void> {
   await tx.withdrawal.update({
     where: { id: w.id },
     data: { status: 'BROADCAST', txHash, fromAddress, broadcastAt: now, broadcastAttempts: w.broadcastAttempts + 1, nextAttemptAt: null, lastBroadcastError: null, updatedAt: now },
@@ -330,15 +335,23 @@ export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Wi
   await emit(tx, deps, w.organizationId, 'withdrawal.broadcast', { WithdrawalId: w.id, TechnicalReference: txHash });
   await auditAs(tx, deps, actor, {
     organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast',
-    before: { status: w.status }, after: { status: 'BROADCAST', txHash, fromAddress, attempt: w.broadcastAttempts + 1 },
+    before: { status: w.status }, after: { status: 'BROADCAST', txHash, fromAddress, attempt: w.broadcastAttempts + 1, networkCost: networkCost === null ? null : amountToString(networkCost) },
   });
 }
 
 /**
- * Broadcasts an APPROVED (or due BROADCAST_FAILED) custodial withdrawal: signs a transfer from one
- * of the organization's custodial deposit addresses on the network (oldest first, the first whose
- * on-chain balance the network accepts) and broadcasts it in this transaction. Refused by every
- * candidate: BROADCAST_FAILED (retried at nextAttemptAt), FAILED after MAX_BROADCAST_ATTEMPTS.
+ * Broadcasts an APPROVED (or due BROADCAST_FAILED) custodial withdrawal, in this transaction:
+ *
+ * 1. The network cost (quoteNetworkExecution: the cost table in force, else the adapter's estimate)
+ *    is consumed from the network resource reserve, once per attempt (reference
+ *    `Withdrawal`/`<id>:<attempt>`). Exhausted: nothing is broadcast, no attempt is counted, the
+ *    withdrawal stays queued (nextAttemptAt = now + RESERVE_RETRY_MS; the sweep retries it) and a
+ *    replenishment is queued: DEFERRED. A network without a reserve is not metered.
+ * 2. The source: a HOT treasury address covering the amount (src/treasury/payouts.ts), else one of
+ *    the organization's custodial deposit addresses on the network (oldest first, the first whose
+ *    on-chain balance the network accepts).
+ * 3. Refused by every source: the reserve consumption is given back and the attempt counts:
+ *    BROADCAST_FAILED (retried at nextAttemptAt), FAILED after MAX_BROADCAST_ATTEMPTS.
  */
 export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string): Promise<StepOutcome> {
   if (!isUuid(withdrawalId)) return 'SKIPPED';
@@ -350,31 +363,65 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     if (await refuseBlockedDestination(tx, deps, systemActor(), w, now)) return 'REJECTED';
     if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
+    const amount = numericToAmount(w.amount);
+
+    const attempt = w.broadcastAttempts + 1;
+    const reserveRef = { assetNetworkId: w.assetNetworkId, referenceType: 'Withdrawal', referenceId: `${w.id}:${attempt}` };
+    const { networkCost } = await quoteNetworkExecution(tx, { assetNetworkId: w.assetNetworkId, operation: 'WITHDRAWAL', amount, at: now });
+    const reserve = await consumeReserveInTx(tx, deps, { ...reserveRef, amount: networkCost });
+    if (!reserve.ok) return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
+
+    const payload = { assetNetworkId: w.assetNetworkId, toAddress: w.toAddress, amount, nonce: w.id };
+    const fromTreasury = await sendFromTreasury(tx, deps, network, payload);
+    if ('txHash' in fromTreasury) {
+      await markBroadcast(tx, deps, systemActor(), w, fromTreasury.txHash, fromTreasury.fromAddress, now, networkCost);
+      return 'BROADCAST';
+    }
     const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
     const candidates = await tx.depositAddress.findMany({
       where: { organizationId: w.organizationId, networkId: w.networkId, assetNetworkId: w.assetNetworkId, wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType } },
       orderBy: { id: 'asc' }, take: 50,
     });
-    const amount = numericToAmount(w.amount);
-    let lastError = 'no custodial address of the organization holds funds on this network';
+    let lastError = `${fromTreasury.refused}; no custodial deposit address of the organization holds the amount on this network`;
     const roots = new Map<string, Uint8Array>();
     for (const a of candidates) {
       const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
       roots.set(a.walletId, root);
-      const payload: TransferPayload = {
+      const transfer: TransferPayload = {
         networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
       };
       try {
-        const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(payload, derivePrivateKey(root, a.derivationIndex)));
-        await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now);
+        const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)));
+        await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
         return 'BROADCAST';
       } catch (e) {
         if (!(e instanceof RangeError)) throw e;
-        lastError = e.message;
+        lastError = `${fromTreasury.refused}; ${e.message}`;
       }
     }
+    for (const root of roots.values()) root.fill(0);
+    await releaseReserveInTx(tx, deps, reserveRef);
     return broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${lastError}`, now);
   }, TX_OPTIONS);
+}
+
+/** The wait before a withdrawal queued for want of network resources is tried again. */
+export const RESERVE_RETRY_MS = 60_000;
+
+/**
+ * The reserve cannot pay the network cost: the withdrawal stays queued (its state and attempts
+ * unchanged), tried again at nextAttemptAt by the sweep. No webhook (the platform's resources are
+ * not the integrator's failure); an audit entry when it starts waiting.
+ */
+async function deferred(tx: Db, deps: MoneyDeps, w: Withdrawal, reason: string, now: Date): Promise<StepOutcome> {
+  const nextAttemptAt = new Date(now.getTime() + RESERVE_RETRY_MS);
+  await tx.withdrawal.update({ where: { id: w.id }, data: { nextAttemptAt, lastBroadcastError: reason, updatedAt: now } });
+  if (!w.lastBroadcastError?.startsWith('RESERVE_EXHAUSTED'))
+    await auditAs(tx, deps, systemActor(), {
+      organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast_deferred',
+      before: { status: w.status }, after: { status: w.status, reason, nextAttemptAt: nextAttemptAt.toISOString() },
+    });
+  return 'DEFERRED';
 }
 
 /** One more refused attempt: BROADCAST_FAILED with the next attempt's time, or FAILED (hold voided) when attempts are exhausted. */
@@ -443,14 +490,26 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
 
 /**
  * The withdrawal.sweep job (scheduled every minute; tests and the bench run it directly): retries
- * the due BROADCAST_FAILED withdrawals and follows the BROADCAST ones, at most `limit` of each.
+ * the due custodial withdrawals (BROADCAST_FAILED, APPROVED deferred or left by a failed job) and
+ * follows the BROADCAST ones, at most `limit` of each.
  */
 export async function sweepWithdrawals(deps: MoneyDeps, opts: { organizationId?: string; limit?: number } = {}): Promise<Record<StepOutcome, number>> {
-  const counts = { BROADCAST: 0, BROADCAST_FAILED: 0, FAILED: 0, REJECTED: 0, CONFIRMED: 0, REQUIRES_RECONCILIATION: 0, WAITING: 0, SKIPPED: 0 } as Record<StepOutcome, number>;
+  const counts = { BROADCAST: 0, DEFERRED: 0, BROADCAST_FAILED: 0, FAILED: 0, REJECTED: 0, CONFIRMED: 0, REQUIRES_RECONCILIATION: 0, WAITING: 0, SKIPPED: 0 } as Record<StepOutcome, number>;
   const scope = opts.organizationId ? { organizationId: opts.organizationId } : {};
   const take = opts.limit ?? 500;
   const now = deps.clock.now();
-  const due = await deps.db.withdrawal.findMany({ where: { ...scope, status: 'BROADCAST_FAILED', nextAttemptAt: { lte: now } }, select: { id: true }, orderBy: { nextAttemptAt: 'asc' }, take });
+  // Due retries: BROADCAST_FAILED, and APPROVED ones deferred for want of network resources, at their time;
+  // an APPROVED one still waiting LOST_JOB_AFTER_MS after its approval (its broadcast job failed for good).
+  const due = await deps.db.withdrawal.findMany({
+    where: {
+      ...scope, custodyMode: 'CUSTODIAL',
+      OR: [
+        { status: { in: ['BROADCAST_FAILED', 'APPROVED'] }, nextAttemptAt: { lte: now } },
+        { status: 'APPROVED', nextAttemptAt: null, approvedAt: { lte: new Date(now.getTime() - LOST_JOB_AFTER_MS) } },
+      ],
+    },
+    select: { id: true }, orderBy: { nextAttemptAt: 'asc' }, take,
+  });
   for (const { id } of due) counts[await broadcastWithdrawal(deps, id)]++;
   const broadcast = await deps.db.withdrawal.findMany({ where: { ...scope, status: 'BROADCAST' }, select: { id: true }, orderBy: { broadcastAt: 'asc' }, take });
   for (const { id } of broadcast) counts[await followWithdrawal(deps, id)]++;
