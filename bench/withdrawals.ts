@@ -14,10 +14,11 @@ import { sweepWithdrawals } from '../src/withdrawals/withdrawals';
  * scheduled withdrawal.sweep job runs) confirming them.
  *
  * Setup (once, through REST): an operator, a sandbox catalog (1 confirmation), an organization with
- * a sandbox API key, a custodial wallet, an account and a withdrawal destination. Funding: the
- * account is credited directly in the ledger (DEBIT CHAIN_CLEARING, CREDIT CUSTOMER: the shape of
- * a settled deposit; BENCH_WITHDRAWALS_ACCOUNTS accounts, default 16, requests round robin), and the custodial deposit address of a payment intent receives the same on
- * the sandbox chain (a sandbox send, mined).
+ * a sandbox API key, accounts and a withdrawal destination; a HOT treasury controlled address and a
+ * seeded network resource reserve. Funding: the accounts are credited directly in the ledger (DEBIT
+ * CHAIN_CLEARING, CREDIT CUSTOMER: the shape of a settled deposit; BENCH_WITHDRAWALS_ACCOUNTS
+ * accounts, default 16, requests round robin), and the HOT address receives the same on the sandbox
+ * chain (a sandbox send, mined): withdrawals pay from the treasury, as in production.
  *
  * Each round: BENCH_WITHDRAWALS_COUNT withdrawals (BENCH_WITHDRAWALS_CONCURRENCY requests in
  * flight); meanwhile a loop mines a block and runs the sweep until every withdrawal of the round is
@@ -50,26 +51,27 @@ export const withdrawalsSettings = () => ({
 
 
 const FUNDING = 10n ** 15n;
+/** Enough network resource reserve for every broadcast of the rounds (21,000 each on the sandbox). */
+const RESERVE = 10n ** 12n;
 
 export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<WithdrawalsBench> {
   const { deps, call, say } = opts;
   const s = withdrawalsSettings();
   if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
   const expect = expectStatus('withdrawals');
-  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'withdrawals', { code: 'BW', requiredConfirmations: 1 });
-  const walletId = idOf(expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'Hot' }, apiKey), 201, 'wallet'));
-  const accounts: string[] = [];
+  const { assetNetworkId, networkId, org, app, apiKey, op } = await setupBenchIntegrator(deps, call, 'withdrawals', { code: 'BW', requiredConfirmations: 1 });
+    const accounts: string[] = [];
   for (let i = 0; i < s.accounts; i++) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: `Payouts ${i}` }, apiKey), 201, 'account')));
   const destinationId = idOf(expect(
     await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey), 201, 'destination',
   ));
-  // On the chain: a custodial deposit address (allocated for a payment intent) receives the funding.
-  const intent = idOf(expect(
-    await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: '1000', beneficiaryAccountId: accounts[0], walletId, expiresInSeconds: 86_400 }, apiKey), 201, 'intent',
-  ));
-  const address = expect(await call('GET', `/v1/payment-intents/${intent}`, undefined, apiKey), 200, 'get intent').body!.address as string;
+  // On the chain: the treasury's HOT address (registered by the operator) holds the funding, and the
+  // network resource reserve pays the network cost of every broadcast (docs/withdrawals.md).
+  const hot = expect(await call('POST', '/v1/admin/treasury/controlled-addresses', { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'Bench hot' }, op), 201, 'controlled address');
+  const address = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
   expect(await call('POST', '/v1/sandbox/deposits', { address, amount: FUNDING.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
   expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: RESERVE.toString() }, op), 200, 'reserve seed');
   // In the ledger: the accounts hold the same, split evenly.
   const each = FUNDING / BigInt(accounts.length);
   for (const a of accounts)
@@ -81,7 +83,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       ],
       postedAt: deps.clock.now(),
     });
-  say(`withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, custodial source ${address}, no policy (auto-approved)`);
+  say(`withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`);
   const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss, sealingKey: deps.sealingKey };
 
   const all: { id: string; amount: bigint }[] = [];
@@ -130,10 +132,14 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       };
     },
     async verify() {
-      const rows = await deps.db.withdrawal.findMany({ where: { id: { in: all.map((x) => x.id) } }, select: { status: true, amount: true, holdId: true } });
+      const rows = await deps.db.withdrawal.findMany({ where: { id: { in: all.map((x) => x.id) } }, select: { status: true, amount: true, holdId: true, fromAddress: true } });
       const confirmed = rows.filter((r) => r.status === 'CONFIRMED');
       if (confirmed.length !== all.length) throw new Error(`${confirmed.length} of ${all.length} withdrawals CONFIRMED`);
       const out = confirmed.reduce((sum, r) => sum + numericToAmount(r.amount), 0n);
+      const elsewhere = confirmed.filter((r) => r.fromAddress !== address).length;
+      if (elsewhere) throw new Error(`${elsewhere} withdrawals were not paid from the HOT treasury address`);
+      const reserve = expect(await call('GET', `/v1/admin/network-resource-reserve/${assetNetworkId}/balance`, undefined, op), 200, 'reserve balance').body!.balance as string;
+      if (BigInt(reserve) !== RESERVE - 21_000n * BigInt(all.length)) throw new Error(`the reserve holds ${reserve}; expected ${RESERVE - 21_000n * BigInt(all.length)} (21,000 per broadcast)`);
       let posted = 0n;
       for (const a of accounts) {
         const b = await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId });
@@ -144,7 +150,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       const pending = await deps.db.ledgerHold.count({ where: { id: { in: rows.map((r) => r.holdId) }, status: { not: 'POSTED' } } });
       if (pending) throw new Error(`${pending} holds not POSTED`);
       await checkLedgerInvariants(deps.db);
-      return `${all.length} withdrawals CONFIRMED, each hold posted once; the ${accounts.length} accounts hold the funding less ${out}; ledger invariants hold`;
+      return `${all.length} withdrawals CONFIRMED from the HOT address, each hold posted once, 21,000 of reserve each; the ${accounts.length} accounts hold the funding less ${out}; ledger invariants hold`;
     },
   };
 }
@@ -156,7 +162,7 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
     ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'rounds: withdrawals/s'],
-    [`${r.withdrawals} custodial, auto-approved, ${r.accounts} accounts, ${r.concurrency} requests in flight`, String(r.requestsPerSecond), String(r.withdrawalsPerSecond), String(r.seconds.total), runs.map((x) => String(x.withdrawalsPerSecond)).join(', ')],
+    [`${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`, String(r.requestsPerSecond), String(r.withdrawalsPerSecond), String(r.seconds.total), runs.map((x) => String(x.withdrawalsPerSecond)).join(', ')],
   ];
   const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
@@ -165,7 +171,7 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
     table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
     targets: [
       { target: 'withdrawals: measured (no target set): request -> auto-approve -> broadcast -> mine -> confirmed, end to end (median of the rounds)', met: null, measured: `${r.withdrawalsPerSecond}/s (requests through REST ${r.requestsPerSecond}/s)` },
-      { target: 'withdrawals: every withdrawal CONFIRMED once, balance exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+      { target: 'withdrawals: every withdrawal CONFIRMED once from the HOT address, reserve consumed once each, balance exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
     ],
   };
 }
