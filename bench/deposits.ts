@@ -1,5 +1,5 @@
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call } from './setup';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
@@ -42,11 +42,7 @@ export interface DepositsRound {
 }
 
 
-export interface DepositsBench {
-  run(): Promise<DepositsRound>;
-  /** Every intent of every round SUCCEEDED, balances exact, ledger invariants: a description, or throws. */
-  verify(): Promise<string>;
-}
+export type DepositsBench = ScenarioBench<DepositsRound>;
 
 export const depositsSettings = () => ({
   intents: env('BENCH_DEPOSITS_INTENTS', 1000),
@@ -146,7 +142,6 @@ export async function startDepositsBench(opts: { deps: Deps; call: Call; say: (m
 
 /** The scenario's table (the round with the median confirmed/s) and its targets. */
 export function depositsReport(runs: DepositsRound[], check: { ok: boolean; detail: string } | undefined) {
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const m = median(runs.map((r) => r.confirmedPerSecond));
   const r = runs.find((x) => x.confirmedPerSecond === m)!;
   const rows = [
@@ -156,11 +151,9 @@ export function depositsReport(runs: DepositsRound[], check: { ok: boolean; deta
       String(r.confirmSyncPerSecond), String(r.latencyMs.p50), String(r.latencyMs.p99), runs.map((x) => `${x.confirmedPerSecond} (${x.confirmSyncPerSecond})`).join(', '),
     ],
   ];
-  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
   return {
     result: { ...r, rounds: runs },
-    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    table: textTable(rows),
     targets: [
       {
         target: 'deposits: measured end to end (no target set): deposits confirmed per second, first send to last confirmation',

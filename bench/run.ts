@@ -15,6 +15,7 @@ import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger'
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
+import { checkOf, median, textTable } from './setup';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -258,7 +259,6 @@ try {
       withdrawalRuns.push(r);
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const baselineRuns = perScenario.get('baseline');
   const results: Result[] = active.map((s) => {
     const runs = perScenario.get(s.name)!;
@@ -284,9 +284,7 @@ try {
     ]),
     ...skipped.map((s) => [s.label, 'skipped', '', '', '', '', '']),
   ];
-  const widths = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  if (results.length || skipped.length) console.log('\n' + line(rows[0]!) + '\n' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'));
+  if (results.length || skipped.length) console.log(textTable(rows));
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -306,9 +304,7 @@ try {
         w.rounds.map((x) => `${x.deliveriesPerSecond.toFixed(0)} (${x.p50}, ${x.p99})`).join(', '),
       ],
     ];
-    const ww = wrows[0]!.map((_c, i) => Math.max(...wrows.map((row) => row[i]!.length)));
-    const wline = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(ww[i]!) : c.padStart(ww[i]!))).join('  ');
-    console.log('\n' + wline(wrows[0]!) + '\n' + ww.map((x) => '-'.repeat(x)).join('  ') + '\n' + wline(wrows[1]!));
+    console.log(textTable(wrows));
   }
 
   // The ledger scenario: the round with the median ratio, then the checks after all rounds.
@@ -320,7 +316,7 @@ try {
     : undefined;
   let ledgerCheck: { ok: boolean; detail: string } | undefined;
   if (ledger && ledgerResult) {
-    ledgerCheck = await ledger.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) }));
+    ledgerCheck = await checkOf(ledger);
     const l = ledgerResult;
     const lrows = [
       ['ledger', 'postings/s', 'p50 ms', 'p99 ms', 'errors', 'per batch', 'cpu bench/pg %', 'rounds: postings/s (ratio)'],
@@ -329,18 +325,16 @@ try {
       [`baseline: 1 transfer per commit (pg)`, String(l.baseline.postingsPerSecond), String(l.baseline.latencyMs.p50), String(l.baseline.latencyMs.p99), String(l.baseline.errors), '1',
         `${l.baseline.cpuPercent.bench}/${l.baseline.cpuPercent.postgres}`, l.rounds.map((x) => String(x.baseline)).join(', ')],
     ];
-    const lw = lrows[0]!.map((_c, i) => Math.max(...lrows.map((row) => row[i]!.length)));
-    const lline = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(lw[i]!) : c.padStart(lw[i]!))).join('  ');
-    console.log('\n' + lline(lrows[0]!) + '\n' + lw.map((x) => '-'.repeat(x)).join('  ') + '\n' + lrows.slice(1).map(lline).join('\n'));
+    console.log(textTable(lrows));
   }
 
-  const depositsCheck = deposits && depositRuns.length ? await deposits.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const depositsCheck = deposits && depositRuns.length ? await checkOf(deposits) : undefined;
   const depositsOut = depositRuns.length ? depositsReport(depositRuns, depositsCheck) : undefined;
   if (depositsOut) console.log(depositsOut.table);
-  const settlementsCheck = settlements && settlementRuns.length ? await settlements.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const settlementsCheck = settlements && settlementRuns.length ? await checkOf(settlements) : undefined;
   const settlementsOut = settlementRuns.length ? settlementsReport(settlementRuns, settlementsCheck) : undefined;
   if (settlementsOut) console.log(settlementsOut.table);
-  const withdrawalsCheck = withdrawals && withdrawalRuns.length ? await withdrawals.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) })) : undefined;
+  const withdrawalsCheck = withdrawals && withdrawalRuns.length ? await checkOf(withdrawals) : undefined;
   const withdrawalsOut = withdrawalRuns.length ? withdrawalsReport(withdrawalRuns, withdrawalsCheck) : undefined;
   if (withdrawalsOut) console.log(withdrawalsOut.table);
 

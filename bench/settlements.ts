@@ -1,5 +1,5 @@
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call } from './setup';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
@@ -47,10 +47,7 @@ export interface SettlementsRound {
 }
 
 
-export interface SettlementsBench {
-  run(): Promise<SettlementsRound>;
-  verify(): Promise<string>;
-}
+export type SettlementsBench = ScenarioBench<SettlementsRound>;
 
 export const settlementsSettings = () => ({
   transactions: env('BENCH_SETTLEMENTS_TRANSACTIONS', 1000),
@@ -175,7 +172,6 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
 
 /** The scenario's table (the round with the median settlements/s) and its targets. */
 export function settlementsReport(runs: SettlementsRound[], check: { ok: boolean; detail: string } | undefined) {
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const m = median(runs.map((r) => r.settlementsPerSecond));
   const r = runs.find((x) => x.settlementsPerSecond === m)!;
   const rows = [
@@ -185,11 +181,9 @@ export function settlementsReport(runs: SettlementsRound[], check: { ok: boolean
       String(r.requestsPerSecond), String(r.settlementsPerSecond), String(r.seconds.execute), runs.map((x) => String(x.settlementsPerSecond)).join(', '),
     ],
   ];
-  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
   return {
     result: { ...r, rounds: runs },
-    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    table: textTable(rows),
     targets: [
       {
         target: 'settlements: measured (no target set): settlements executed per second by the job workers (median of the rounds)',

@@ -26,6 +26,25 @@ export const expectStatus = (scenario: string) => <R extends { status: number; t
 };
 export const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 
+/** A money scenario: one measured round per `run()`, and the checks after all rounds (a description, or throws). */
+export interface ScenarioBench<Round> {
+  run(): Promise<Round>;
+  verify(): Promise<string>;
+}
+/** A scenario's checks as a target's outcome: ok with their description, or the error. */
+export const checkOf = (bench: { verify(): Promise<string> }): Promise<{ ok: boolean; detail: string }> =>
+  bench.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) }));
+
+/** The middle value (the lower of the two middles for an even count): rounds are reported by their median. */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** A text table, starting with a newline: the first column left-aligned, the others right-aligned, a rule under the header. */
+export function textTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return '\n' + line(rows[0]!) + '\n' + widths.map((w) => '-'.repeat(w)).join('  ') + '\n' + rows.slice(1).map(line).join('\n');
+}
+
 export interface BenchIntegrator {
   tag: string;
   op: Record<string, string>;

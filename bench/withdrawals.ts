@@ -1,5 +1,5 @@
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, pool, setupBenchIntegrator, type Call } from './setup';
+import { env, expectStatus, idOf, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
@@ -37,10 +37,7 @@ export interface WithdrawalsRound {
 }
 
 
-export interface WithdrawalsBench {
-  run(): Promise<WithdrawalsRound>;
-  verify(): Promise<string>;
-}
+export type WithdrawalsBench = ScenarioBench<WithdrawalsRound>;
 
 export const withdrawalsSettings = () => ({
   count: env('BENCH_WITHDRAWALS_COUNT', 500),
@@ -157,18 +154,15 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
 
 /** The scenario's table (the round with the median withdrawals/s) and its target. */
 export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean; detail: string } | undefined) {
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const m = median(runs.map((r) => r.withdrawalsPerSecond));
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
     ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'rounds: withdrawals/s'],
     [`${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`, String(r.requestsPerSecond), String(r.withdrawalsPerSecond), String(r.seconds.total), runs.map((x) => String(x.withdrawalsPerSecond)).join(', ')],
   ];
-  const w = rows[0]!.map((_c, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
   return {
     result: { ...r, rounds: runs },
-    table: '\n' + line(rows[0]!) + '\n' + w.map((x) => '-'.repeat(x)).join('  ') + '\n' + rows.slice(1).map(line).join('\n'),
+    table: textTable(rows),
     targets: [
       { target: 'withdrawals: measured (no target set): request -> auto-approve -> broadcast -> mine -> confirmed, end to end (median of the rounds)', met: null, measured: `${r.withdrawalsPerSecond}/s (requests through REST ${r.requestsPerSecond}/s)` },
       { target: 'withdrawals: every withdrawal CONFIRMED once from the HOT address, reserve consumed once each, balance exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
