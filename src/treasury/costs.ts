@@ -92,15 +92,19 @@ export function marginOf(cost: Amount, policy: { percentage: Parameters<typeof n
   return { margin: percentOf(cost, percentage, 'halfUp') + fixed, percentage, fixed };
 }
 
+/** What an operation costs the network, before any margin (the part the resource reserve pays). */
+export type NetworkCost = Pick<NetworkExecutionQuoteResult, 'assetNetworkId' | 'networkId' | 'operation' | 'amount' | 'resources' | 'costSource' | 'networkCost' | 'costTableVersion'>;
+
 /**
- * The network execution cost of an operation (no side effects; the WITHDRAWALS and TREASURY
- * helpers call it inside their transactions). Throws 404 for an unknown asset-network and 409 when
- * the network can be neither estimated nor priced.
+ * The network cost of an operation, without the margin: the resources (the adapter's estimate, else
+ * the kind's fixed profile) priced by the cost table in force, else the adapter's own fee. No side
+ * effects: withdrawals and sweeps call it in the transaction that broadcasts (what the reserve pays).
+ * Throws 404 for an unknown asset-network and 409 when the network can be neither estimated nor priced.
  */
-export async function quoteNetworkExecution(
+export async function networkCostOf(
   tx: Db,
   q: { assetNetworkId: string; operation: NetworkOperation; amount: bigint; at: Date },
-): Promise<NetworkExecutionQuoteResult> {
+): Promise<NetworkCost> {
   const an = isUuid(q.assetNetworkId)
     ? await tx.assetNetwork.findUnique({ where: { id: q.assetNetworkId.toLowerCase() }, include: { network: true } })
     : null;
@@ -124,12 +128,23 @@ export async function quoteNetworkExecution(
   if (table) networkCost = priceResources(resources, table);
   else if (adapterFee !== null) networkCost = adapterFee;
   else throw invalidState(`no resource cost table is configured for the network ${network.name}`);
-  const policy = await marginPolicyInForce(tx, an.id, q.at);
-  const { margin, percentage, fixed } = marginOf(networkCost, policy);
   return {
     assetNetworkId: an.id, networkId: network.id, operation: q.operation, amount: q.amount, resources,
-    costSource: table ? 'COST_TABLE' : 'ADAPTER', networkCost, margin, total: networkCost + margin,
-    costTableVersion: table?.version ?? null, marginPolicyVersion: policy?.version ?? null, marginPercentage: percentage, marginFixedAmount: fixed,
+    costSource: table ? 'COST_TABLE' : 'ADAPTER', networkCost, costTableVersion: table?.version ?? null,
+  };
+}
+
+/** The network execution quote of an operation: its network cost (networkCostOf) plus the margin policy in force. No side effects. */
+export async function quoteNetworkExecution(
+  tx: Db,
+  q: { assetNetworkId: string; operation: NetworkOperation; amount: bigint; at: Date },
+): Promise<NetworkExecutionQuoteResult> {
+  const cost = await networkCostOf(tx, q);
+  const policy = await marginPolicyInForce(tx, cost.assetNetworkId, q.at);
+  const { margin, percentage, fixed } = marginOf(cost.networkCost, policy);
+  return {
+    ...cost, margin, total: cost.networkCost + margin,
+    marginPolicyVersion: policy?.version ?? null, marginPercentage: percentage, marginFixedAmount: fixed,
   };
 }
 

@@ -13,7 +13,7 @@ import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 import { parsePaging, type Page } from '../admin/paging';
 import { chainBalances } from './treasury';
 import { consumeReserveInTx } from './reserve';
-import { quoteNetworkExecution } from './costs';
+import { networkCostOf } from './costs';
 
 /**
  * Sweeps (docs/treasury.md): an operator moves the value of a deposit address to a HOT or WARM
@@ -122,7 +122,7 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         if (amount > spendable) throw invalidState(`The deposit address can send ${spendable}, not ${amount}.`);
         const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
         // The network cost as quoted (docs/network-costs.md): the cost table in force, else the adapter's estimate.
-        const { networkCost } = await quoteNetworkExecution(tx, { assetNetworkId: an.id, operation: 'SWEEP', amount, at: deps.clock.now() });
+        const { networkCost } = await networkCostOf(tx, { assetNetworkId: an.id, operation: 'SWEEP', amount, at: deps.clock.now() });
 
         // Real time in the id (not the injectable clock): sweeps list in execution order even when the clock stands still.
         const id = uuidv7();

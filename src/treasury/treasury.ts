@@ -50,28 +50,24 @@ function operatorId(ctx: Context): string {
  */
 export async function chainBalances(
   db: Db,
-  network: { id: string; kind: NetworkKind },
+  network: Network,
   assetNetworkId: string,
   addresses: readonly string[],
 ): Promise<Map<string, { mined: Amount; spendable: Amount }> | null> {
   if (!hasAdapter(network.kind)) return null;
-  return adapterFor(network.kind, db).balances(refOf(network), assetNetworkId, addresses);
+  return adapterFor(network.kind, db).balances(networkRef(network), assetNetworkId, addresses);
 }
-
-/** A NetworkRef of a network row; balances do not depend on the required confirmations (0 when the row does not carry them). */
-const refOf = (network: { id: string; kind: NetworkKind; requiredConfirmations?: number }) =>
-  networkRef({ id: network.id, kind: network.kind, requiredConfirmations: network.requiredConfirmations ?? 0 });
 
 /**
  * The sum of the mined balances of every deposit address of an asset-network, through the adapter
  * (null: unknown, no adapter for the network). O(deposit addresses): the addresses are listed and
  * their balances read in one adapter call; a large production would keep a running total instead.
  */
-async function depositAddressHoldings(db: Db, network: { id: string; kind: NetworkKind }, assetNetworkId: string): Promise<Amount | null> {
+async function depositAddressHoldings(db: Db, network: Network, assetNetworkId: string): Promise<Amount | null> {
   if (!hasAdapter(network.kind)) return null;
   const addresses = (await db.depositAddress.findMany({ where: { networkId: network.id, assetNetworkId }, select: { address: true } })).map((a) => a.address);
   if (!addresses.length) return 0n;
-  const balances = await adapterFor(network.kind, db).balances(refOf(network), assetNetworkId, addresses);
+  const balances = await adapterFor(network.kind, db).balances(networkRef(network), assetNetworkId, addresses);
   let total = 0n;
   for (const b of balances.values()) total += b.mined;
   return total;

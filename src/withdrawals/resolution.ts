@@ -3,12 +3,11 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { Withdrawal } from '../generated/prisma/client';
 import { invalidState, notFound, parseInput } from '../errors';
-import { postHold } from '../ledger/ledger';
 import { amountToString, numericToAmount } from '../money';
 import { adapterFor, MAX_REPLACEMENT_LINKS, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, emit, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 import { releaseReserveInTx } from '../treasury/reserve';
-import { close, loadWithdrawal, lockWithdrawal } from './withdrawals';
+import { close, confirm, loadWithdrawal, lockWithdrawal } from './withdrawals';
 
 /**
  * AdminResolveWithdrawalReconciliation (docs/withdrawals.md, "Resolving REQUIRES_RECONCILIATION"):
@@ -115,9 +114,7 @@ export async function resolveWithdrawalReconciliation(ctx: Context, idArg: unkno
 
     if (data.outcome === 'CONFIRMED') {
       const mined = await checkConfirmed(tx, w, adapter, ref, data.txHash);
-      await postHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now });
-      await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'CONFIRMED', txHash: mined.txHash, failureReason: null, confirmedAt: now, closedAt: now, updatedAt: now } });
-      await emit(tx, ctx.deps, w.organizationId, 'withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: mined.txHash });
+      await confirm(tx, ctx.deps, w, mined.txHash, now);
       await auditAs(tx, ctx.deps, actor, {
         organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.reconciliation_resolved',
         before: { status: w.status, txHash: w.txHash, failureReason: w.failureReason },

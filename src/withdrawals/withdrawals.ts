@@ -15,7 +15,7 @@ import { auditAs, emit, nowFor, requestActor, systemActor, TX_OPTIONS, type Acto
 import { ledgerAccounts } from '../deposits/funding';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable } from './destinations';
-import { quoteNetworkExecution } from '../treasury/costs';
+import { networkCostOf } from '../treasury/costs';
 import { sendFromTreasury } from '../treasury/payouts';
 import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
@@ -238,6 +238,17 @@ export async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal
 }
 
 /**
+ * CONFIRMED by the mined transaction `txHash` (the withdrawal's own, or a replacement an operator
+ * names): the hold posted (once: withdrawal:<id>:post), the row, withdrawal.confirmed
+ * {TechnicalReference}. The caller writes its audit entry.
+ */
+export async function confirm(tx: Db, deps: MoneyDeps, w: Withdrawal, txHash: string, now: Date): Promise<void> {
+  await postHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now });
+  await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'CONFIRMED', txHash, failureReason: null, confirmedAt: now, closedAt: now, updatedAt: now } });
+  await emit(tx, deps, w.organizationId, 'withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: txHash });
+}
+
+/**
  * The destination check of every step before broadcast: null when usable; otherwise the withdrawal
  * is REJECTED (DESTINATION_BLOCKED, hold voided) in `tx` and the reason answered.
  */
@@ -342,7 +353,7 @@ export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Wi
 /**
  * Broadcasts an APPROVED (or due BROADCAST_FAILED) custodial withdrawal, in this transaction:
  *
- * 1. The network cost (quoteNetworkExecution: the cost table in force, else the adapter's estimate)
+ * 1. The network cost (networkCostOf: the cost table in force, else the adapter's estimate; no margin)
  *    is consumed from the network resource reserve, once per attempt (reference
  *    `Withdrawal`/`<id>:<attempt>`). Exhausted: nothing is broadcast, no attempt is counted, the
  *    withdrawal stays queued (nextAttemptAt = now + RESERVE_RETRY_MS; the sweep retries it) and a
@@ -367,7 +378,7 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
 
     const attempt = w.broadcastAttempts + 1;
     const reserveRef = { assetNetworkId: w.assetNetworkId, referenceType: 'Withdrawal', referenceId: `${w.id}:${attempt}` };
-    const { networkCost } = await quoteNetworkExecution(tx, { assetNetworkId: w.assetNetworkId, operation: 'WITHDRAWAL', amount, at: now });
+    const { networkCost } = await networkCostOf(tx, { assetNetworkId: w.assetNetworkId, operation: 'WITHDRAWAL', amount, at: now });
     const reserve = await consumeReserveInTx(tx, deps, { ...reserveRef, amount: networkCost });
     if (!reserve.ok) return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
 
@@ -384,22 +395,25 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     });
     let lastError = `${fromTreasury.refused}; no custodial deposit address of the organization holds the amount on this network`;
     const roots = new Map<string, Uint8Array>();
-    for (const a of candidates) {
-      const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
-      roots.set(a.walletId, root);
-      const transfer: TransferPayload = {
-        networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
-      };
-      try {
-        const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)));
-        await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
-        return 'BROADCAST';
-      } catch (e) {
-        if (!(e instanceof RangeError)) throw e;
-        lastError = `${fromTreasury.refused}; ${e.message}`;
+    try {
+      for (const a of candidates) {
+        const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
+        roots.set(a.walletId, root);
+        const transfer: TransferPayload = {
+          networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
+        };
+        try {
+          const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)));
+          await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
+          return 'BROADCAST';
+        } catch (e) {
+          if (!(e instanceof RangeError)) throw e;
+          lastError = `${fromTreasury.refused}; ${e.message}`;
+        }
       }
+    } finally {
+      for (const root of roots.values()) root.fill(0);
     }
-    for (const root of roots.values()) root.fill(0);
     await releaseReserveInTx(tx, deps, reserveRef);
     return broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${lastError}`, now);
   }, TX_OPTIONS);
@@ -459,9 +473,7 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
     const seen = await adapterFor(network.kind, tx).transaction(networkRef(network), w.txHash);
     const now = deps.clock.now();
     if (seen?.status === 'MINED' && seen.confirmations >= network.requiredConfirmations) {
-      await postHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now });
-      await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'CONFIRMED', confirmedAt: now, closedAt: now, updatedAt: now } });
-      await emit(tx, deps, w.organizationId, 'withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: w.txHash });
+      await confirm(tx, deps, w, w.txHash, now);
       await auditAs(tx, deps, systemActor(), {
         organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.confirmed',
         before: { status: 'BROADCAST' }, after: { status: 'CONFIRMED', txHash: w.txHash, confirmations: seen.confirmations },
