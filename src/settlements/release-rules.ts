@@ -405,14 +405,9 @@ async function maySee(db: Db, p: Principal | null, t: Transaction): Promise<bool
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-export interface ConditionView {
+/** A stored condition: what was resolved at set time, plus its id, due time, state and approval. */
+export interface ConditionView extends Resolved {
   id: string;
-  kind: ReleaseCondition['kind'];
-  party: Party | null;
-  memberId: string | null;
-  accountHolderId: string | null;
-  releaseAfter: Date | null;
-  durationSeconds: number | null;
   dueAt: Date | null;
   met: boolean;
   approvedAt: Date | null;
