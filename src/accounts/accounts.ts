@@ -179,7 +179,8 @@ export async function authorizeApplication(ctx: Context, organizationIdArg: stri
 
 /**
  * Account lifecycle: ACTIVE -> FROZEN (reason) -> ACTIVE (unfreeze); ACTIVE -> CLOSED, terminal
- * (a frozen account is unfrozen first). Any other move answers 409.
+ * (a frozen account is unfrozen first; an account holding or awaiting money is refused, 409 saying
+ * what: whatKeepsAccountOpen). Any other move answers 409.
  */
 const moves = {
   freeze: { from: 'ACTIVE', to: 'FROZEN', action: 'account.frozen' },
