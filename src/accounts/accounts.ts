@@ -9,6 +9,7 @@ import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import { sendRetainedRelease } from '../settlements/queues';
+import { balancesOfOwner } from '../ledger/ledger';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -178,7 +179,8 @@ export async function authorizeApplication(ctx: Context, organizationIdArg: stri
 
 /**
  * Account lifecycle: ACTIVE -> FROZEN (reason) -> ACTIVE (unfreeze); ACTIVE -> CLOSED, terminal
- * (a frozen account is unfrozen first). Any other move answers 409.
+ * (a frozen account is unfrozen first; an account holding or awaiting money is refused, 409 saying
+ * what: whatKeepsAccountOpen). Any other move answers 409.
  */
 const moves = {
   freeze: { from: 'ACTIVE', to: 'FROZEN', action: 'account.frozen' },
@@ -193,10 +195,6 @@ export async function changeAccountStatus(ctx: Context, idArg: string, move: key
   const { from, to, action } = moves[move];
   const now = ctx.deps.clock.now();
   await ctx.deps.db.$transaction(async (tx) => {
-    if (move === 'close') {
-      // Closing an account that still holds funds is refused once balances exist (a later
-      // issue): check here, in this transaction, that every balance of the account is zero.
-    }
     // Conditional update: a concurrent move of the same account cannot apply twice.
     const changed = await tx.account.updateMany({
       where: { id: account.id, status: from },
@@ -215,6 +213,13 @@ export async function changeAccountStatus(ctx: Context, idArg: string, move: key
           : `An account in status ${current} cannot be ${{ freeze: 'frozen', unfreeze: 'unfrozen', close: 'closed' }[move]}.`,
       );
     }
+    // A close refuses an account that holds or awaits money. The status change above took the
+    // account's ledger lock exclusively (trigger Account_ledger_status): it waited for the postings
+    // in flight, and postings after it see CLOSED. So what is read now, after it, is final.
+    if (move === 'close') {
+      const open = await whatKeepsAccountOpen(tx, account.id);
+      if (open.length) throw invalidState(`The account cannot be closed: ${open.join('; ')}. Move the funds out and let these finish first.`);
+    }
     await audit(tx, ctx, {
       organizationId: account.organizationId,
       entityType: 'Account',
@@ -226,4 +231,40 @@ export async function changeAccountStatus(ctx: Context, idArg: string, move: key
     if (move === 'unfreeze') await sendRetainedRelease(tx, ctx.deps.boss, { accountId: account.id });
   });
   return loadForManage(ctx, account.id);
+}
+
+const FINISHED_WITHDRAWALS = ['CONFIRMED', 'REJECTED', 'CANCELLED', 'FAILED'] as const;
+
+/**
+ * Why the account may not be closed (empty: it may): a non-zero posted or pending balance in any
+ * asset-network, a pending ledger hold, a withdrawal not finished, a PENDING or FAILED (an operator
+ * may retry it) settlement or a PENDING refund of a transaction it takes part in, a portion retained
+ * for it. Read in the close's transaction, after the status change (see changeAccountStatus).
+ */
+async function whatKeepsAccountOpen(tx: Db, accountId: string): Promise<string[]> {
+  const some = <T>(rows: T[], what: string, show: (r: T) => string) =>
+    rows.length ? [`${what}: ${rows.slice(0, 5).map(show).join(', ')}${rows.length > 5 ? ` and ${rows.length - 5} more` : ''}`] : [];
+  const ofItsTransactions = { transaction: { participants: { some: { accountId } } } };
+  const [balances, holds, withdrawals, settlements, refunds, retained] = await Promise.all([
+    balancesOfOwner(tx, 'CUSTOMER', accountId),
+    tx.$queryRaw<{ id: string }[]>`
+      SELECT h."id"::text AS "id" FROM "LedgerHold" h JOIN "LedgerAccount" a ON a."id" IN (h."debitAccountId", h."creditAccountId")
+       WHERE a."kind" = 'CUSTOMER' AND a."ownerId" = ${accountId}::uuid AND h."status" = 'PENDING' ORDER BY h."id" LIMIT 6`,
+    tx.withdrawal.findMany({ where: { accountId, status: { notIn: [...FINISHED_WITHDRAWALS] } }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.settlement.findMany({ where: { status: { in: ['PENDING', 'FAILED'] }, ...ofItsTransactions }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.refund.findMany({ where: { status: 'PENDING', ...ofItsTransactions }, select: { id: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.settlementAllocation.findMany({ where: { accountId, status: 'RETAINED' }, select: { id: true, amount: true, retainReason: true }, orderBy: { id: 'asc' }, take: 6 }),
+  ]);
+  return [
+    ...some(
+      balances.filter((b) => b.posted !== 0n || b.pendingDebits !== 0n || b.pendingCredits !== 0n),
+      'balance',
+      (b) => `asset-network ${b.assetNetworkId} posted ${b.posted}, pending out ${b.pendingDebits}, pending in ${b.pendingCredits}`,
+    ),
+    ...some(holds, 'pending hold', (h) => h.id),
+    ...some(withdrawals, 'open withdrawal', (w) => `${w.id} (${w.status})`),
+    ...some(settlements, 'open settlement', (x) => `${x.id} (${x.status})`),
+    ...some(refunds, 'pending refund', (r) => r.id),
+    ...some(retained, 'retained portion', (a) => `allocation ${a.id} of ${a.amount.toFixed()} (${a.retainReason})`),
+  ];
 }

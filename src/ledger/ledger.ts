@@ -529,6 +529,22 @@ export async function expireHolds(db: PrismaClient, now: Date): Promise<number> 
   }
 }
 
+/**
+ * Takes, in `tx`, the shared lock every posting takes on a customer Account (the one a status change
+ * takes exclusively: trigger `Account_ledger_status`), in the order ledger_post takes them. A status
+ * read after it (in a later statement) is the status until the commit: a freeze or a close in flight
+ * has committed before, and one that comes later waits for `tx`. For checks made before money moves
+ * (docs/decisions.md, "Rules re-checked when a job carries an operation out").
+ */
+export async function lockAccountsForMove(tx: Db, accountIds: readonly string[]): Promise<void> {
+  const ids = [...new Set(accountIds.map((id) => checkUuid(id, 'accountId')))];
+  if (!ids.length) return;
+  await tx.$executeRawUnsafe(
+    `SELECT pg_advisory_xact_lock_shared(s.h) FROM (SELECT DISTINCT ledger_account_lock_key(u) AS h FROM unnest($1::uuid[]) AS u ORDER BY 1) s`,
+    ids,
+  );
+}
+
 interface BalanceRow {
   assetNetworkId: string;
   normalBalance: 'DEBIT' | 'CREDIT';

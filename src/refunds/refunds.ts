@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { statusAllows } from '../catalog/catalog';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { Prisma, Refund } from '../generated/prisma/client';
@@ -48,6 +49,7 @@ export type RejectionCode =
   | 'BENEFICIARY_ACCOUNT_UNAVAILABLE'
   | 'PAYER_ORIGIN_UNKNOWN'
   | 'SELF_CUSTODY_SIGNING_REQUIRED'
+  | 'ASSET_NETWORK_UNAVAILABLE'
   | 'BROADCAST_REFUSED';
 
 export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
@@ -61,6 +63,7 @@ export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
   BENEFICIARY_ACCOUNT_UNAVAILABLE: "A beneficiary's account is frozen or closed: its settled portion cannot be taken back.",
   PAYER_ORIGIN_UNKNOWN: "The payer's origin address is unknown.",
   SELF_CUSTODY_SIGNING_REQUIRED: 'The deposit address belongs to a SELF_CUSTODY wallet: the refund must be signed by the integrator (signing requests are not built yet).',
+  ASSET_NETWORK_UNAVAILABLE: 'The asset-network is not ENABLED (paused or disabled by the platform): nothing is sent on it.',
   BROADCAST_REFUSED: 'The network refused the refund transfer.',
 };
 
@@ -316,6 +319,10 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   if (!depositAddressId) return refuse('PAYER_ORIGIN_UNKNOWN', 'The transaction has no deposit address to send the refund from.');
   const address = await tx.depositAddress.findUniqueOrThrow({ where: { id: depositAddressId }, include: { wallet: { select: { id: true, custodyMode: true } } } });
   if (address.wallet.custodyMode === 'SELF_CUSTODY') return refuse('SELF_CUSTODY_SIGNING_REQUIRED');
+  // A transfer on the chain, as a withdrawal's: only on an ENABLED asset-network (re-checked here, at execution).
+  const assetNetwork = await tx.assetNetwork.findUniqueOrThrow({ where: { id: t.assetNetworkId }, select: { status: true } });
+  if (!statusAllows.withdrawals(assetNetwork.status))
+    return refuse('ASSET_NETWORK_UNAVAILABLE', `The asset-network is ${assetNetwork.status}: nothing is sent on it until it is enabled.`);
   const network = await tx.network.findUniqueOrThrow({ where: { id: address.networkId } });
   if (!hasAdapter(network.kind)) return refuse('BROADCAST_REFUSED', `No adapter for ${network.kind} networks in this version.`);
   if (!deps.sealingKey) throw new Error('executing a refund signs on the chain: the job needs the sealing key (deps.sealingKey)');

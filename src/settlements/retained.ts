@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { fromPrisma } from 'pg-boss';
 import type { Db } from '../db/prisma';
 import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
-import { postLedgerTransaction } from '../ledger/ledger';
+import { lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
 import { auditAll, emit, lockTransactionRow, nowFor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
 import type { AuditInput } from '../audit/audit';
@@ -43,12 +43,18 @@ export const ledgerCustomer = (accountId: string, organizationId: string, assetN
 
 /**
  * Why each portion must be retained now (null: it may be released), for the transaction's
- * application, at the environment's `now`. One query for the accounts and their authorizations.
+ * application, at the environment's `now`, under the accounts' ledger locks (held to the commit).
+ * One query for the accounts and their authorizations.
  */
 export async function retainReasons(tx: Db, t: TxTimes, portions: readonly { accountId: string; holdConditions: readonly HoldCondition[] }[], now: Date): Promise<(RetainReason | null)[]> {
   if (!portions.length) return [];
+  const ids = [...new Set(portions.map((p) => p.accountId))];
+  // The ledger lock first: a freeze or close in flight has committed before the status is read,
+  // and one that comes later waits for this commit (the credit to a frozen account is accepted by
+  // the ledger, so only this read keeps the portion retained).
+  await lockAccountsForMove(tx, ids);
   const accounts = await tx.account.findMany({
-    where: { id: { in: [...new Set(portions.map((p) => p.accountId))] } },
+    where: { id: { in: ids } },
     select: { id: true, status: true, authorizations: { where: { applicationId: t.applicationId }, select: { applicationId: true } } },
   });
   const byId = new Map(accounts.map((a) => [a.id, a]));

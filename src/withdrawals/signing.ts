@@ -8,7 +8,7 @@ import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { verifySignedTransfer, type TransferPayload } from '../chains/secp256k1';
 import { requestActor, TX_OPTIONS, auditAs } from '../deposits/common';
-import { loadWithdrawal, lockWithdrawal, markBroadcast, refuseBlockedDestination, selfCustodyPayload } from './withdrawals';
+import { checkBeforeMoving, loadWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
 
 /**
  * SelfCustody signing (docs/withdrawals.md "Signing"): a withdrawal funded from a SELF_CUSTODY
@@ -111,8 +111,9 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
       throw e;
     }
     const now = ctx.deps.clock.now();
-    const blocked = await refuseBlockedDestination(tx, ctx.deps, requestActor(ctx), w, now);
-    if (blocked) return blocked;
+    const check = await checkBeforeMoving(tx, ctx.deps, requestActor(ctx), w, now);
+    if (check?.outcome === 'REJECTED') return check.reason;
+    if (check) throw invalidState(`The signed transfer cannot be sent now: ${check.reason} Nothing was broadcast; the request stays PENDING: submit the signature again later.`);
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     let txHash: string;
     try {

@@ -6,7 +6,7 @@ import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { createHold, LedgerError, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
+import { createHold, LedgerError, lockAccountsForMove, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
@@ -19,6 +19,7 @@ import { networkCostOf } from '../treasury/costs';
 import { sendFromTreasury } from '../treasury/payouts';
 import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
+import { statusAllows } from '../catalog/catalog';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -120,6 +121,7 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
   const network = assetNetwork.network;
   if (network.environmentType !== account.mode) throw fieldError('assetNetworkId', `must be a ${account.mode} asset-network (the account's mode)`);
   if (!hasAdapter(network.kind)) throw fieldError('assetNetworkId', `${network.kind} networks have no adapter in this version`);
+  if (!statusAllows.withdrawals(assetNetwork.status)) throw invalidState(`The asset-network is ${assetNetwork.status}: no new withdrawals.`);
   let source: { walletId: string; sourceIndex: number; fromAddress: string } | null = null;
   if (data.walletId != null && data.sourceIndex != null) {
     const wallet = await ctx.deps.db.wallet.findUnique({ where: { id: data.walletId.toLowerCase() } });
@@ -249,19 +251,43 @@ export async function confirm(tx: Db, deps: MoneyDeps, w: Withdrawal, txHash: st
 }
 
 /**
- * The destination check of every step before broadcast: null when usable; otherwise the withdrawal
- * is REJECTED (DESTINATION_BLOCKED, hold voided) in `tx` and the reason answered.
+ * What every step that moves a withdrawal on re-checks (approval, the broadcast job, each retry, the
+ * SelfCustody signature; docs/decisions.md "Rules re-checked when a job carries an operation out"),
+ * under the account's ledger lock so that no freeze or close slips in before the commit:
+ *
+ * | found                                   | outcome                                                              |
+ * | --------------------------------------- | -------------------------------------------------------------------- |
+ * | account CLOSED                          | REJECTED (`ACCOUNT_CLOSED: …`), hold voided, in `tx`                 |
+ * | destination not usable (blocked)        | REJECTED (`DESTINATION_BLOCKED: …`), hold voided, in `tx`            |
+ * | account FROZEN                          | WAITS (`ACCOUNT_FROZEN: …`): nothing changes here, the hold stays    |
+ * | asset-network PAUSED or DISABLED        | WAITS (`ASSET_NETWORK_<status>: …`)                                  |
+ *
+ * null: the step may go on. What a WAITS means is the caller's: approval and signature answer 409,
+ * the broadcast job defers (the sweep tries again).
  */
-export async function refuseBlockedDestination(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, now: Date): Promise<string | null> {
-  try {
-    await assertDestinationUsable(tx, w.withdrawalDestinationId, w.organizationId);
-    return null;
-  } catch (e) {
-    if (!(e instanceof DomainError) || e.code !== 'INVALID_STATE') throw e;
-    const reason = `DESTINATION_BLOCKED: ${e.message}`;
-    await close(tx, deps, actor, w, { status: 'REJECTED', reason }, now);
-    return reason;
+export async function checkBeforeMoving(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, now: Date): Promise<{ outcome: 'REJECTED' | 'WAITS'; reason: string } | null> {
+  await lockAccountsForMove(tx, [w.accountId]);
+  const [account, assetNetwork] = await Promise.all([
+    tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } }),
+    tx.assetNetwork.findUniqueOrThrow({ where: { id: w.assetNetworkId }, select: { status: true } }),
+  ]);
+  let rejection: string | null = null;
+  if (!account || account.status === 'CLOSED') rejection = 'ACCOUNT_CLOSED: The account is closed.';
+  else
+    try {
+      await assertDestinationUsable(tx, w.withdrawalDestinationId, w.organizationId);
+    } catch (e) {
+      if (!(e instanceof DomainError) || e.code !== 'INVALID_STATE') throw e;
+      rejection = `DESTINATION_BLOCKED: ${e.message}`;
+    }
+  if (rejection) {
+    await close(tx, deps, actor, w, { status: 'REJECTED', reason: rejection }, now);
+    return { outcome: 'REJECTED', reason: rejection };
   }
+  if (account!.status === 'FROZEN') return { outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' };
+  if (!statusAllows.withdrawals(assetNetwork.status))
+    return { outcome: 'WAITS', reason: `ASSET_NETWORK_${assetNetwork.status}: The asset-network is ${assetNetwork.status}: nothing is sent on it until it is enabled.` };
+  return null;
 }
 
 /** Called by AdminBlockWithdrawalDestination in its transaction: every withdrawal to it not broadcast yet is REJECTED (DESTINATION_BLOCKED). */
@@ -293,8 +319,9 @@ export async function approveWithdrawal(ctx: Context, idArg: unknown): Promise<W
     const w = (await lockWithdrawal(tx, w0.id))!;
     if (w.status !== 'PENDING_APPROVAL') throw invalidState(`Only a PENDING_APPROVAL withdrawal can be approved; this one is ${w.status}.`);
     const now = ctx.deps.clock.now();
-    const refusal = await refuseBlockedDestination(tx, ctx.deps, requestActor(ctx), w, now);
-    if (refusal) return refusal;
+    const check = await checkBeforeMoving(tx, ctx.deps, requestActor(ctx), w, now);
+    if (check?.outcome === 'REJECTED') return check.reason;
+    if (check) throw invalidState(`The withdrawal cannot be approved now: ${check.reason} It stays PENDING_APPROVAL with its hold.`);
     const status = w.custodyMode === 'SELF_CUSTODY' ? 'AWAITING_SIGNATURE' : 'APPROVED';
     const updated = await tx.withdrawal.update({ where: { id: w.id }, data: { status, approvedAt: now, approvedByOperatorId: p.operatorId, updatedAt: now } });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
@@ -371,7 +398,9 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     if (!w || w.custodyMode !== 'CUSTODIAL') return 'SKIPPED';
     const now = deps.clock.now();
     if (w.status === 'BROADCAST_FAILED' ? !w.nextAttemptAt || w.nextAttemptAt > now : w.status !== 'APPROVED') return 'SKIPPED';
-    if (await refuseBlockedDestination(tx, deps, systemActor(), w, now)) return 'REJECTED';
+    const check = await checkBeforeMoving(tx, deps, systemActor(), w, now);
+    if (check?.outcome === 'REJECTED') return 'REJECTED';
+    if (check) return deferred(tx, deps, w, check.reason, now);
     if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     const amount = numericToAmount(w.amount);
@@ -419,18 +448,20 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
   }, TX_OPTIONS);
 }
 
-/** The wait before a withdrawal queued for want of network resources is tried again. */
+/** The wait before a deferred withdrawal (reserve exhausted, account frozen, asset-network not enabled) is tried again. */
 export const RESERVE_RETRY_MS = 60_000;
 
 /**
- * The reserve cannot pay the network cost: the withdrawal stays queued (its state and attempts
- * unchanged), tried again at nextAttemptAt by the sweep. No webhook (the platform's resources are
- * not the integrator's failure); an audit entry when it starts waiting.
+ * The withdrawal cannot be sent now (the reserve cannot pay the network cost, the account is frozen,
+ * the asset-network is not enabled): it stays queued (its state and attempts unchanged), tried again
+ * at nextAttemptAt by the sweep, `lastBroadcastError` saying why (`CODE: …`). No webhook (nothing
+ * failed); an audit entry when it starts waiting for a new cause.
  */
 async function deferred(tx: Db, deps: MoneyDeps, w: Withdrawal, reason: string, now: Date): Promise<StepOutcome> {
   const nextAttemptAt = new Date(now.getTime() + RESERVE_RETRY_MS);
   await tx.withdrawal.update({ where: { id: w.id }, data: { nextAttemptAt, lastBroadcastError: reason, updatedAt: now } });
-  if (!w.lastBroadcastError?.startsWith('RESERVE_EXHAUSTED'))
+  const code = (r: string | null) => r?.split(':')[0];
+  if (code(w.lastBroadcastError) !== code(reason))
     await auditAs(tx, deps, systemActor(), {
       organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast_deferred',
       before: { status: w.status }, after: { status: w.status, reason, nextAttemptAt: nextAttemptAt.toISOString() },
@@ -473,6 +504,11 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
     const seen = await adapterFor(network.kind, tx).transaction(networkRef(network), w.txHash);
     const now = deps.clock.now();
     if (seen?.status === 'MINED' && seen.confirmations >= network.requiredConfirmations) {
+      // The coins left; the ledger posts the hold, which it refuses while the account is frozen: the
+      // confirmation waits for the unfreeze (the hold keeps the amount unavailable meanwhile).
+      await lockAccountsForMove(tx, [w.accountId]);
+      const account = await tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } });
+      if (account?.status === 'FROZEN') return 'WAITING';
       await confirm(tx, deps, w, w.txHash, now);
       await auditAs(tx, deps, systemActor(), {
         organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.confirmed',
