@@ -12,21 +12,24 @@ import { ensureServiceRole, SERVICE_ROLE } from '../src/db/roles';
  *
  * Two roles, as in production: the owner (the embedded superuser, or DATABASE_URL's role, which
  * must be allowed to create databases and roles) migrates and clones; every service connection of
- * the tests logs in as the least-privilege service role (SERVICE_ROLE, or `ftis_test_app` with a
- * fresh password on DATABASE_URL's server), so the whole suite runs with its privileges only.
+ * the tests logs in as the least-privilege service role (SERVICE_ROLE, or `ftis_test_app_<pid>`
+ * created for the run on DATABASE_URL's server), so the whole suite runs with its privileges only.
  */
 export default async function setup(project: TestProject) {
   let serverUrl: string;
   let serviceServerUrl: string;
   let stop = async () => {};
+  let dropRole: string | null = null;
   if (process.env.DATABASE_URL) {
     serverUrl = process.env.DATABASE_URL;
-    const role = 'ftis_test_app';
+    // One role per run (two runs may share the server), dropped at the end.
+    const role = `ftis_test_app_${process.pid}`;
     const password = randomBytes(24).toString('base64url');
     const c = new pg.Client({ connectionString: serverUrl });
     await c.connect();
     await ensureServiceRole(c, role, password);
     await c.end();
+    dropRole = role;
     const u = new URL(serverUrl);
     u.username = role;
     u.password = password;
@@ -55,6 +58,7 @@ export default async function setup(project: TestProject) {
     // Drop what this run created: the template and the per-file databases cloned from it.
     const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 't\\_${process.pid}\\_%' OR datname = $1`, [template]);
     for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
+    if (dropRole) await admin.query(`DROP OWNED BY ${admin.escapeIdentifier(dropRole)}; DROP ROLE ${admin.escapeIdentifier(dropRole)}`);
     await admin.end();
     await stop();
   };
