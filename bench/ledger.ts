@@ -65,6 +65,7 @@ const FUNDING = 10n ** 15n;
 export async function startLedgerBench(opts: {
   deps: Deps;
   call: Call;
+  /** The owner's connection: the baseline makes its own tables. */
   databaseUrl: string;
   pgPort: number;
   accounts: number;

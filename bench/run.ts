@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { loadConfig } from '../src/config';
 import { startEmbeddedPostgres } from '../src/db/embedded';
 import { applyMigrations } from '../src/db/migrate';
+import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
 import { createDeps } from '../src/deps';
@@ -105,9 +106,9 @@ async function shutdown() {
 process.on('SIGINT', () => void shutdown().then(() => process.exit(130)));
 
 try {
-  const applied = await applyMigrations(db.url);
+  const applied = await applyMigrations(db.ownerUrl, { serviceRole: SERVICE_ROLE });
   say(`migrations applied: ${applied.length}`);
-  const deps = await createDeps(config, db.url, log);
+  const deps = await createDeps(config, db.serviceUrl, log);
   cleanup.push(() => deps.db.$disconnect());
   const boss = deps.boss;
   if (boss) cleanup.push(() => stopJobs(boss, { graceful: true, timeout: 10_000 }));
@@ -158,7 +159,7 @@ try {
   }
   let ledger: LedgerBench | undefined;
   if (ledgerSelected) {
-    ledger = await startLedgerBench({ deps, call, databaseUrl: db.url, pgPort, accounts: ledgerAccounts, batcher: ledgerBatcher, say });
+    ledger = await startLedgerBench({ deps, call, databaseUrl: db.ownerUrl, pgPort, accounts: ledgerAccounts, batcher: ledgerBatcher, say });
     cleanup.push(() => ledger!.close());
   }
   const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say }) : undefined;

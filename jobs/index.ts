@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
 import type { Config } from '../src/config';
+import { JOB_SCHEMA } from '../src/db/roles';
 import { DELIVER_QUEUE } from '../src/webhooks/outbox';
 import { startDeliveryWorker } from '../src/webhooks/worker';
 import { deliveryDeps } from '../src/webhooks/delivery';
@@ -59,7 +60,11 @@ export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout
 export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean; boss?: Partial<ConstructorOptions> }): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
-    schema: 'pgboss',
+    schema: JOB_SCHEMA,
+    // The schema is the owner's (installed and migrated with the migrations, src/db/migrate.ts):
+    // the service's role makes no DDL, so pg-boss only checks its version here. Queues are not
+    // partitioned (a partitioned queue's createQueue makes a table).
+    migrate: false,
     max: opts.work ? 10 : 4,
     supervise: opts.work,
     schedule: opts.work,

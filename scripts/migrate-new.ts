@@ -9,7 +9,7 @@ if (!name) {
   console.error('usage: npm run migrate:new NAME');
   process.exit(2);
 }
-await withDatabase(async (url) => {
-  const dir = await createMigration(url, name);
+await withDatabase(async (url, db) => {
+  const dir = await createMigration(db.ownerUrl ?? url, name);
   console.log(dir ? `created ${dir}` : 'schema.prisma has no change: no migration created');
 });

@@ -1,8 +1,11 @@
-// npm run migrate — applies pending migrations to DATABASE_URL (or the embedded database).
+// npm run migrate — applies pending migrations as the schema owner (MIGRATION_DATABASE_URL, or
+// DATABASE_URL when its role owns the schema, or the embedded database's owner), installs the job
+// runner's schema and grants the service role (DATABASE_URL's) its privileges.
 import { withDatabase } from '../src/db/database';
-import { applyMigrations } from '../src/db/migrate';
 
-await withDatabase(async (url) => {
-  const applied = await applyMigrations(url);
-  console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-});
+await withDatabase(
+  async (_url, _db, { applied }) => {
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  },
+  { requireOwner: true },
+);

@@ -2,7 +2,6 @@
 // and prints its key once. The key goes in the X-Operator-Key header of /v1/admin/* and /v1/platform/*.
 import { parseArgs } from 'node:util';
 import { withDatabase } from '../src/db/database';
-import { applyMigrations } from '../src/db/migrate';
 import { createPrisma } from '../src/db/prisma';
 import { newOperatorKey } from '../src/auth/secrets';
 
@@ -11,8 +10,8 @@ if (!values.email || !/^[^@\s]+@[^@\s]+$/.test(values.email)) {
   console.error('usage: npm run operator:create -- --email ops@example.com [--name "Name"]');
   process.exit(2);
 }
+// Migrates first when it can (as `npm start` does), then writes as the service's role.
 await withDatabase(async (url) => {
-  await applyMigrations(url);
   const db = createPrisma(url, 2);
   try {
     const { key, keyHash } = newOperatorKey();

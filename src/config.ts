@@ -5,7 +5,10 @@ const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
+  /** The service's connection: a least-privilege role (docs/deployment.md). Unset: the embedded PostgreSQL. */
   DATABASE_URL: z.string().url().optional(),
+  /** The schema owner's connection, for migrations (`npm run migrate` and at start). Unset: DATABASE_URL if its role owns the schema, else no migration. */
+  MIGRATION_DATABASE_URL: z.string().url().optional(),
   /** Folder for local state: the embedded database and generated local keys. Git-ignored. */
   DATA_DIR: z.string().default('.data'),
   EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
@@ -33,6 +36,8 @@ const schema = z.object({
   /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
   SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
 }).superRefine((c, ctx) => {
+  if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
+    ctx.addIssue({ code: 'custom', path: ['MIGRATION_DATABASE_URL'], message: 'needs DATABASE_URL (the service\'s connection): the embedded database makes its own roles' });
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
     ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });
 });

@@ -1,16 +1,18 @@
 import { config } from './config';
-import { openDatabase } from './db/database';
-import { applyMigrations } from './db/migrate';
+import { openDatabase, prepareDatabase } from './db/database';
 import { createLogger } from './app';
 import { createDeps } from './deps';
 import { startServer } from './server';
 import { stopJobs } from '../jobs/index';
 
-/** npm start: database (embedded unless DATABASE_URL), migrations, job runner, HTTP + websocket server. */
+/**
+ * npm start: database (embedded unless DATABASE_URL), migrations as the schema owner, job runner,
+ * HTTP + websocket server connected as the least-privilege service role.
+ */
 const log = createLogger(config.LOG_LEVEL);
 const db = await openDatabase();
-const applied = await applyMigrations(db.url);
-log.info({ applied, embedded: !config.DATABASE_URL }, 'database ready');
+const { applied } = await prepareDatabase(db, config, log);
+log.info({ applied, embedded: db.embedded }, 'database ready');
 const deps = await createDeps(config, db.url, log);
 const server = await startServer(deps, config.PORT, config.HOST);
 log.info({ url: server.url, graphql: `${server.url}/graphql`, openapi: `${server.url}/v1/openapi.json` }, 'listening');

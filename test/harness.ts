@@ -3,7 +3,7 @@ import pg from 'pg';
 import { createApp, createLogger } from '../src/app';
 import { loadConfig } from '../src/config';
 import { ManualClock } from '../src/clock';
-import { createPrisma } from '../src/db/prisma';
+import { createPrisma, type PrismaClient } from '../src/db/prisma';
 import { RateLimiter } from '../src/auth/rate-limit';
 import { CaptureMailer } from '../src/mailer';
 import { generateKeyPair, exportJWK } from 'jose';
@@ -25,7 +25,12 @@ export interface TestApp {
   deps: Deps;
   clock: ManualClock;
   mailer: CaptureMailer;
+  /** The service's connection (the least-privilege role), which deps.db and the job runner use. */
   databaseUrl: string;
+  /** The owner's connection to the same database: set-up only a test cannot do as the service. */
+  ownerDatabaseUrl: string;
+  /** A client on ownerDatabaseUrl (set-up only: tampering, triggers as the owner sees them). */
+  ownerDb: PrismaClient;
   /** A REST call. `auth` is a header set (see the credential helpers). */
   rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
@@ -50,15 +55,21 @@ let counter = 0;
 
 export async function createTestApp(opts: { now?: Date; env?: Record<string, string> } = {}): Promise<TestApp> {
   const serverUrl = inject('serverUrl');
+  const serviceServerUrl = inject('serviceServerUrl');
   const template = inject('templateDatabase');
   const name = `t_${template.split('_').pop()}_${process.pid}_${++counter}_${Date.now() % 100000}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}" TEMPLATE ${template}`);
   await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
+  const onDatabase = (server: string) => {
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  const databaseUrl = onDatabase(serviceServerUrl);
+  const ownerDatabaseUrl = onDatabase(serverUrl);
+  const ownerDb = createPrisma(ownerDatabaseUrl, 2);
 
   const clock = new ManualClock(opts.now ?? new Date());
   const mailer = new CaptureMailer();
@@ -95,6 +106,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     clock,
     mailer,
     databaseUrl,
+    ownerDatabaseUrl,
+    ownerDb,
     async rest(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       let body: string | undefined = o.raw;
@@ -130,6 +143,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
       await boss.stop({ graceful: false });
       await deps.deliveryStatus.close();
       await db.$disconnect();
+      await ownerDb.$disconnect();
     },
   };
   return app;

@@ -1,23 +1,73 @@
-import { config } from '../config';
+import type { Logger } from 'pino';
+import { config as processConfig, type Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
+import { applyMigrations, migrationNames } from './migrate';
+import { appliedMigrationNames, excessPrivileges, isSchemaOwner, roleOf } from './roles';
 
 export interface Database {
+  /** The service's connection: a least-privilege role (docs/deployment.md). */
   url: string;
+  /** The owner's connection, for migrations (MIGRATION_DATABASE_URL; embedded: the bootstrap superuser). Null when not given. */
+  ownerUrl: string | null;
+  embedded: boolean;
   /** Stops the embedded server when this process started one. */
   close(): Promise<void>;
 }
 
-/** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR, started on demand. */
-export async function openDatabase(): Promise<Database> {
-  if (config.DATABASE_URL) return { url: config.DATABASE_URL, close: async () => {} };
-  const db = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, database: 'ftis' });
-  return { url: db.url, close: () => db.stop() };
+/** DATABASE_URL (and MIGRATION_DATABASE_URL) when set; otherwise the embedded PostgreSQL under DATA_DIR, started on demand. */
+export async function openDatabase(c: Config = processConfig): Promise<Database> {
+  if (c.DATABASE_URL) return { url: c.DATABASE_URL, ownerUrl: c.MIGRATION_DATABASE_URL ?? null, embedded: false, close: async () => {} };
+  const db = await startEmbeddedPostgres({ dataDir: c.DATA_DIR, port: c.EMBEDDED_PG_PORT, database: 'ftis' });
+  return { url: db.serviceUrl, ownerUrl: db.ownerUrl, embedded: true, close: () => db.stop() };
 }
 
-export async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+type Log = Pick<Logger, 'info' | 'warn'>;
+
+/**
+ * Makes the database ready for the service, before it connects:
+ * - migrations (and pg-boss's schema, and the service role's grants) as the owner: the owner's
+ *   connection when known, else DATABASE_URL's if its role owns the schema (a single-role set-up);
+ * - otherwise nothing is changed, a log line says so, and the start is refused if a migration
+ *   is pending (`npm run migrate` with MIGRATION_DATABASE_URL first);
+ * - then the service's role is checked: a superuser, the tables' owner, or a role that may
+ *   create objects or SET session_replication_role could disable the audit log's triggers.
+ *   Production refuses to start with one; other modes warn.
+ */
+export async function prepareDatabase(db: Database, c: Config, log: Log, opts: { requireOwner?: boolean } = {}): Promise<{ applied: string[] }> {
+  const serviceRole = await roleOf(db.url);
+  let owner = db.ownerUrl;
+  if (!owner && (await isSchemaOwner(db.url))) owner = db.url;
+  let applied: string[] = [];
+  if (owner) {
+    const ownerRole = owner === db.url ? serviceRole : await roleOf(owner);
+    applied = await applyMigrations(owner, { serviceRole: ownerRole === serviceRole ? null : serviceRole });
+  } else {
+    if (opts.requireOwner)
+      throw new Error(`DATABASE_URL logs in as ${serviceRole}, which does not own the schema: set MIGRATION_DATABASE_URL to the owner's connection`);
+    log.info({ role: serviceRole }, 'migrations skipped: DATABASE_URL does not log in as the schema owner (set MIGRATION_DATABASE_URL, or run `npm run migrate` with it)');
+    const done = await appliedMigrationNames(db.url);
+    const pending = migrationNames().filter((n) => !done?.has(n));
+    if (pending.length)
+      throw new Error(`the database needs ${pending.length} migration(s) (${pending.join(', ')}): run \`npm run migrate\` with MIGRATION_DATABASE_URL set to the owner's connection`);
+  }
+  const excess = await excessPrivileges(db.url);
+  if (excess.length) {
+    const message = `DATABASE_URL has more privileges than the service needs (${excess.join('; ')}): it could disable the audit log's and the ledger's triggers. Connect the service as a least-privilege role and migrate with MIGRATION_DATABASE_URL (docs/deployment.md)`;
+    if (c.NODE_ENV === 'production') throw new Error(message);
+    log.warn(message);
+  }
+  return { applied };
+}
+
+/** For the scripts: the database opened and prepared, `fn` run on the service's connection, then closed. */
+export async function withDatabase<T>(
+  fn: (url: string, db: Database, prepared: { applied: string[] }) => Promise<T>,
+  opts: { requireOwner?: boolean; log?: Log } = {},
+): Promise<T> {
   const db = await openDatabase();
   try {
-    return await fn(db.url);
+    const prepared = await prepareDatabase(db, processConfig, opts.log ?? console, opts);
+    return await fn(db.url, db, prepared);
   } finally {
     await db.close();
   }

