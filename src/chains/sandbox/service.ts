@@ -127,7 +127,7 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
     idempotent(tx, ctx, { scope: scope('deposit', caller), key: idempotencyKey, request }, async () => {
       const row = await chain.sendTransaction(tx, ctx.deps, {
         networkId: assetNetwork.networkId, assetNetworkId: assetNetwork.id, fromAddress: chain.payerAddress(caller.organizationId), toAddress: request.address,
-        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert,
+        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert, senderOrganizationId: caller.organizationId,
       });
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_sent',
@@ -157,7 +157,7 @@ export async function reorg(ctx: Context, networkIdArg: string, input: z.infer<t
   const request = { networkId: network.id, depth: input.depth, includeOrphanedTransactions: input.includeOrphanedTransactions ?? true };
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('reorg', caller), key: idempotencyKey, request }, async () => {
-      const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions);
+      const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions, caller.organizationId);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.reorganized',
         after: { depth: request.depth, includeOrphanedTransactions: request.includeOrphanedTransactions, height: r.height, orphanedTransactions: r.orphanedTransactions },
@@ -171,7 +171,7 @@ export async function drop(ctx: Context, input: z.infer<typeof dropInput>, idemp
   const caller = await sandboxCaller(ctx, input.environmentId);
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('drop', caller), key: idempotencyKey, request: { txHash: input.txHash } }, async () => {
-      const row = await chain.dropTransaction(tx, ctx.deps, input.txHash);
+      const row = await chain.dropTransaction(tx, ctx.deps, input.txHash, caller.organizationId);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_dropped', after: { txHash: row.txHash, status: row.status },
       });
@@ -185,7 +185,7 @@ export async function replace(ctx: Context, input: z.infer<typeof replaceInput>,
   const amount = input.amount == null ? undefined : BigInt(input.amount);
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('replace', caller), key: idempotencyKey, request: { txHash: input.txHash, amount: input.amount ?? null } }, async () => {
-      const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, amount);
+      const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, caller.organizationId, amount);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: replaced.id, action: 'sandbox.transaction_replaced',
         after: { txHash: replaced.txHash, status: replaced.status, replacedByTxHash: replacement.txHash, amount: replacement.amount.toFixed() },
