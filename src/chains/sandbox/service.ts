@@ -20,8 +20,11 @@ import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues'
  *   sandbox does not exist there). A member may name the environment it acts for (`environmentId`);
  *   without one it acts for its organization's sandbox.
  * - Networks touched are SANDBOX networks (another network id: 404 in a path, 400 in a body).
- *   A sandbox network is shared by every organization, as a public chain is: anyone may mine or
- *   reorganize it, and its transactions are public by hash. The sandbox clock is per organization.
+ *   A sandbox network is shared by every organization, as a public chain is: anyone may mine it, and
+ *   its transactions are readable by hash. Altering them is not shared: drop and replace only the
+ *   transactions the caller's organization sent (404 otherwise, as for an unknown hash); a
+ *   reorganization orphans only the caller's transactions (src/chains/sandbox/chain.ts). The sandbox
+ *   clock is per organization.
  * - Each operation is idempotent under `Idempotency-Key` (same key and request: the first answer;
  *   another request: 409) and refuses an illegal prior state with 409.
  * - Each change sends `chain.sync` in its transaction and writes an audit entry.
