@@ -6,6 +6,8 @@ import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
 import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../deposits/testing';
 import { drainMoneyWork } from '../../settlements/testing';
 import { withdrawalTesting } from '../../withdrawals/testing';
+import { adapterFor, networkRef } from '../adapter';
+import * as keys from '../secp256k1';
 
 /**
  * Issue 14, point 2: the sandbox chain is shared, its transactions are not. Two organizations on one
@@ -180,5 +182,29 @@ describe('reorganizations: only the caller\'s transactions', () => {
     const pending = await sandboxSend(app, B.apiKeyHeaders, { address: pi.address, amount: 1n, assetNetworkId: A.catalog.assetNetworkId });
     await expectForeign(A.apiKeyHeaders, pending.txHash);
     await sandboxDrop(app, B.apiKeyHeaders, pending.txHash);
+  });
+
+  test("a reorganization that would orphan value another organization's mined transfer spent is refused (409), nothing changes", async () => {
+    const { A, B, catalog } = await twoOrganizations(1);
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: catalog.networkId } }));
+    const holder = keys.generateKeyPair();
+    const held = keys.addressOf(holder.publicKey);
+    // A funds an address (A's transaction only); B's transfer from it spends the funds in the next block.
+    await sandboxSend(app, A.apiKeyHeaders, { address: held, amount: 100n, assetNetworkId: catalog.assetNetworkId });
+    await sandboxMine(app, A.apiKeyHeaders, catalog.networkId);
+    const signed = keys.signTransfer(
+      { networkId: catalog.networkId, assetNetworkId: catalog.assetNetworkId, fromAddress: held, fromPublicKey: holder.publicKey, toAddress: '0x' + 'e1'.repeat(20), amount: '100', nonce: '1' },
+      holder.privateKey,
+    );
+    const spend = await adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss }).broadcast(network, signed, B.organizationId);
+    await sandboxMine(app, A.apiKeyHeaders, catalog.networkId);
+    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: catalog.networkId }, A.apiKeyHeaders);
+    const refused = await app.rest('POST', `/v1/sandbox/networks/${catalog.networkId}/reorg`, { headers: A.apiKeyHeaders, body: { depth: 2, includeOrphanedTransactions: false } });
+    expect([refused.status, refused.body.code]).toEqual([409, 'INVALID_STATE']);
+    const after = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: catalog.networkId }, A.apiKeyHeaders);
+    expect(after.data).toEqual(tip.data);
+    expect(await chainTx(B.apiKeyHeaders, spend.txHash)).toMatchObject({ status: 'MINED', blockHeight: 2 });
+    // Re-including its transactions, A may reorganize: nothing is lost.
+    expect(await sandboxReorg(app, A.apiKeyHeaders, catalog.networkId, 2)).toEqual({ height: 3 });
   });
 });
