@@ -79,8 +79,12 @@ export interface NetworkAdapter {
   transfersTo(network: NetworkRef, addresses: string[]): Promise<ObservedTransfer[]>;
   /** One transaction by hash, or null when the chain never saw it. */
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
-  /** Sends a signed transaction; answers its hash. */
-  broadcast(network: NetworkRef, signedTransaction: string): Promise<{ txHash: string }>;
+  /**
+   * Sends a signed transaction; answers its hash. `organizationId`: the organization whose transfer it
+   * is (its withdrawal, refund or sweep; null for none). A real chain cannot record it; the sandbox
+   * does, so that only that organization may drop, replace or reorganize the transfer (docs/chains.md).
+   */
+  broadcast(network: NetworkRef, signedTransaction: string, organizationId: string | null): Promise<{ txHash: string }>;
   /**
    * The balances of `addresses` in one asset-network, in base units: `mined` is the canonical mined
    * balance; `spendable` is `mined` less the address's outgoing transfers not mined (PENDING or

@@ -77,7 +77,7 @@ async function payFrom(f: MoneyFixture, payer: Payer, toAddress: string, amount:
     { networkId: network.id, assetNetworkId: f.catalog.assetNetworkId, fromAddress: payer.address, fromPublicKey: payer.publicKey, toAddress, amount: amount.toString(), nonce: randomUUID() },
     payer.privateKey,
   );
-  await adapterFor('SANDBOX', app.deps.db, { clock: app.deps.clock, boss: app.deps.boss }).broadcast(networkRef(network), signed);
+  await adapterFor('SANDBOX', app.deps.db, { clock: app.deps.clock, boss: app.deps.boss }).broadcast(networkRef(network), signed, null);
 }
 const onChain = (f: MoneyFixture, address: string) => chainBalanceOf(app.deps.db, f.catalog.networkId, f.catalog.assetNetworkId, address);
 

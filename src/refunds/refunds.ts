@@ -383,10 +383,10 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   let txHash: string;
   let fromAddress = address.address;
   try {
-    ({ txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed));
+    ({ txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed, t.organizationId));
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
-    const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: t.assetNetworkId, toAddress: r.toAddress, amount: net, nonce: r.id });
+    const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: t.assetNetworkId, toAddress: r.toAddress, amount: net, nonce: r.id, organizationId: t.organizationId });
     if ('refused' in treasury) throw new Rejection('BROADCAST_REFUSED', `${REJECTION_MESSAGES.BROADCAST_REFUSED} ${e.message}; ${treasury.refused}`);
     ({ txHash, fromAddress } = treasury);
   }

@@ -6,7 +6,7 @@ import type { MoneyDeps } from '../deposits/common';
 import { hotAddressFor, signFromControlledAddress } from './treasury';
 
 /**
- * Sends the platform's outgoing transfer (a withdrawal, a refund) from the treasury: the HOT,
+ * Sends the platform's outgoing transfer (an organization's withdrawal, refund) from the treasury: the HOT,
  * GENERATED, active controlled address of the asset-network with the largest spendable balance
  * that covers the amount (docs/treasury.md). Call it in the transaction that records the send.
  *
@@ -18,13 +18,13 @@ export async function sendFromTreasury(
   tx: Db,
   deps: Pick<MoneyDeps, 'clock' | 'boss' | 'sealingKey'>,
   network: Network,
-  t: { assetNetworkId: string; toAddress: string; amount: Amount; nonce: string },
+  t: { assetNetworkId: string; toAddress: string; amount: Amount; nonce: string; organizationId: string },
 ): Promise<{ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string }> {
   const hot = await hotAddressFor(tx, t.assetNetworkId, t.amount);
   if (!hot) return { refused: `no HOT treasury address can send ${t.amount}` };
   const signed = await signFromControlledAddress(tx, deps, hot.id, t);
   try {
-    const { txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed);
+    const { txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed, t.organizationId);
     return { txHash, fromAddress: hot.address, controlledAddressId: hot.id };
   } catch (e) {
     if (e instanceof RangeError) return { refused: `the HOT treasury address ${hot.address}: ${e.message}` };

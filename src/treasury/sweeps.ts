@@ -140,7 +140,7 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         key.fill(0);
         let txHash: string;
         try {
-          ({ txHash } = await adapter.broadcast(networkRef(network), signed));
+          ({ txHash } = await adapter.broadcast(networkRef(network), signed, from.organizationId));
         } catch (e) {
           if (e instanceof RangeError) throw invalidState(`The network refused the sweep: ${e.message}`);
           throw e;

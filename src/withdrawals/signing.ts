@@ -117,7 +117,7 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     let txHash: string;
     try {
-      ({ txHash } = await adapterFor(network.kind, tx, { clock: ctx.deps.clock, boss: ctx.deps.boss }).broadcast(networkRef(network), signed));
+      ({ txHash } = await adapterFor(network.kind, tx, { clock: ctx.deps.clock, boss: ctx.deps.boss }).broadcast(networkRef(network), signed, w.organizationId));
     } catch (e) {
       if (e instanceof RangeError) throw invalidState(`The network refused the signed transfer: ${e.message}. Nothing was broadcast; the request stays PENDING.`);
       throw e;

@@ -411,7 +411,7 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     const reserve = await consumeReserveInTx(tx, deps, { ...reserveRef, amount: networkCost });
     if (!reserve.ok) return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
 
-    const payload = { assetNetworkId: w.assetNetworkId, toAddress: w.toAddress, amount, nonce: w.id };
+    const payload = { assetNetworkId: w.assetNetworkId, toAddress: w.toAddress, amount, nonce: w.id, organizationId: w.organizationId };
     const fromTreasury = await sendFromTreasury(tx, deps, network, payload);
     if ('txHash' in fromTreasury) {
       await markBroadcast(tx, deps, systemActor(), w, fromTreasury.txHash, fromTreasury.fromAddress, now, networkCost);
@@ -432,7 +432,7 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
           networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
         };
         try {
-          const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)));
+          const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)), w.organizationId);
           await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
           return 'BROADCAST';
         } catch (e) {

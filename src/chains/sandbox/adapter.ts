@@ -2,7 +2,7 @@ import { numericToAmount } from '../../money';
 import type { Db, PrismaClient } from '../../db/prisma';
 import type { AddressBalance, DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
-import { balanceOf, lockNetwork, observe, sendTransaction, tip, type ChainDeps } from './chain';
+import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
 
 /**
  * The NetworkAdapter of SANDBOX networks: keys and addresses as on an EVM chain (secp256k1, keccak
@@ -49,11 +49,11 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
     },
     /**
      * Accepts a signed transfer (src/chains/secp256k1.ts `signTransfer`): verified, then PENDING in the
-     * mempool (and a chain.sync queued when the adapter was given the job runner). Refused, with
-     * nothing written: a bad signature, another network, or more than the sender's mined balance
-     * less what it already has pending.
+     * mempool (and a chain.sync queued when the adapter was given the job runner), recorded as sent by
+     * `organizationId`. Refused, with nothing written: a bad signature, another network, or more than
+     * the sender's mined balance less what it already has pending.
      */
-    async broadcast(network, signedTransaction) {
+    async broadcast(network, signedTransaction, organizationId) {
       if (!deps) throw new Error("broadcasting needs the clock (and the job runner): adapterFor('SANDBOX', db, deps)");
       const d = database();
       const p = keys.verifySignedTransfer(signedTransaction);
@@ -63,14 +63,11 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       const inTx = <T>(f: (tx: Db) => Promise<T>): Promise<T> => ('$transaction' in d ? (d as PrismaClient).$transaction(f) : f(d));
       return inTx(async (d) => {
         await lockNetwork(d, network.id);
-        const pending = await d.sandboxTransaction.aggregate({
-          where: { networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, status: { in: ['PENDING', 'ORPHANED'] } },
-          _sum: { amount: true },
-        });
-        const spendable = (await balanceOf(d, network.id, p.assetNetworkId, p.fromAddress)) - numericToAmount(pending._sum.amount ?? 0n);
+        const spendable = await spendableOf(d, { networkId: network.id, assetNetworkId: p.assetNetworkId, address: p.fromAddress });
         if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
         const row = await sendTransaction(d, deps, {
           networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: true, revert: false,
+          senderOrganizationId: organizationId,
         });
         return { txHash: row.txHash };
       });

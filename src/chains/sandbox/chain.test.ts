@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../../test/harness';
+import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
 import {
   sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog,
 } from '../../../test/money-helpers';
@@ -22,6 +23,8 @@ beforeAll(async () => {
   h = integ.apiKeyHeaders;
 });
 afterAll(() => app.close());
+// Every test ends with the chain's money invariants: balances are what the faucets put in.
+afterEach(() => checkSandboxInvariants(app.deps.db));
 
 let addressSeq = 0;
 const address = () => '0x' + (++addressSeq).toString(16).padStart(40, 'a');
@@ -203,6 +206,63 @@ describe('drop and replace', () => {
     expect((await tx(r.body.txHash)).status).toBe('REPLACED');
     expect(await balance(c.assetNetworkId, to)).toBe(95n);
     expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: again.txHash } })).status).toBe(409);
+  });
+
+  test('replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer it re-sends (409, nothing changes)', async () => {
+    const c = await freshChain();
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
+    const sender = keys.generateKeyPair();
+    const from = keys.addressOf(sender.publicKey);
+    const to = address();
+    await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId);
+    const signed = keys.signTransfer(
+      { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '500000', nonce: '1' },
+      sender.privateKey,
+    );
+    const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
+    const count = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+    const replace = (amount: string) => app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash, amount } });
+    // 5,000,000 from an address that holds 1,000,000: refused, nothing written.
+    const more = await replace('5000000');
+    expect([more.status, more.body.code, more.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('insufficient funds')]);
+    const gql = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, h);
+    expect(gql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
+    // Within the balance but more than the transfer it re-sends: refused too.
+    const larger = await replace('900000');
+    expect([larger.status, larger.body.detail]).toEqual([409, expect.stringContaining('at most 500000')]);
+    expect(await tx(txHash)).toMatchObject({ status: 'PENDING', amount: '500000', replacedByTxHash: null });
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(count);
+    // A smaller replacement goes through; mined, only it moves value.
+    const smaller = await replace('400000');
+    expect(smaller.status).toBe(200);
+    await sandboxMine(app, h, c.networkId);
+    expect(await tx(smaller.body.txHash)).toMatchObject({ status: 'MINED', amount: '400000' });
+    expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600_000n, 400_000n]);
+  });
+
+  test('mining a transfer its sender cannot pay reverts it: no value is created', async () => {
+    const c = await freshChain();
+    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
+    const sender = keys.generateKeyPair();
+    const from = keys.addressOf(sender.publicKey);
+    const to = address();
+    const funding = await sandboxSend(app, h, { address: from, amount: 600n, assetNetworkId: c.assetNetworkId });
+    await sandboxMine(app, h, c.networkId);
+    const signed = keys.signTransfer(
+      { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '600', nonce: '1' },
+      sender.privateKey,
+    );
+    const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
+    // The funding is reorganized away (not re-included); the replacement blocks take the transfer it paid for.
+    await sandboxReorg(app, h, c.networkId, 1, false);
+    expect(await tx(funding.txHash)).toMatchObject({ status: 'ORPHANED' });
+    expect(await tx(txHash)).toMatchObject({ status: 'REVERTED', confirmations: 0 });
+    expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([0n, 0n]);
+    await sandboxMine(app, h, c.networkId);
+    expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600n, 0n]);
   });
 });
 
@@ -409,16 +469,16 @@ describe('the network adapter over the sandbox chain', () => {
     // Tampered: the amount changed after signing.
     const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
     signed.payload.amount = '61';
-    await expect(adapter.broadcast(network, JSON.stringify(signed))).rejects.toThrow(/does not verify/);
+    await expect(adapter.broadcast(network, JSON.stringify(signed), integ.organizationId)).rejects.toThrow(/does not verify/);
     // Signed by another key than the one that owns fromAddress.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey))).rejects.toThrow(/does not verify/);
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey))).rejects.toThrow(/another network/);
-    await expect(adapter.broadcast(network, 'not json')).rejects.toThrow(/JSON/);
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(/does not verify/);
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId)).rejects.toThrow(/another network/);
+    await expect(adapter.broadcast(network, 'not json', integ.organizationId)).rejects.toThrow(/JSON/);
     expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
-    const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey));
+    const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey), integ.organizationId);
     expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
     // 100 mined, 60 pending: 41 more is an overspend.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey))).rejects.toThrow(/insufficient funds/);
+    await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey), integ.organizationId)).rejects.toThrow(/insufficient funds/);
     expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
     await sandboxMine(app, h, c.networkId, 1);
     expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
@@ -448,7 +508,7 @@ describe('the adapter balance read', () => {
       { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '30', nonce: '1' },
       sender.privateKey,
     );
-    const { txHash } = await adapter.broadcast(network, signed);
+    const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
     // PENDING outgoing: mined unchanged, spendable less it (what broadcast accepts); duplicates answered once.
     expect(await read([from, to, unknown, from])).toEqual({ [from]: [100n, 70n], [to]: [0n, 0n], [unknown]: [0n, 0n] });
     // Another asset-network of the addresses: nothing.

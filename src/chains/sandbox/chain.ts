@@ -21,13 +21,23 @@ import type { ObservedTransfer } from '../adapter';
  *   give the same hashes. The fork number (blocks already seen at that height) tells a replacement
  *   block from the one it replaces.
  * - Confirmations of a MINED transaction: tip height - block height + 1; 0 for anything else.
- * - A reorganization of depth d orphans the last d canonical blocks (canonical = false); their
- *   transactions become ORPHANED (back in the mempool), and d + 1 replacement blocks are mined, so
- *   the new branch is longer than the old one. With includeOrphanedTransactions (the default) the
- *   replacement blocks re-include the orphaned transactions (MINED again, at a new height and block);
- *   without it they stay ORPHANED until a later block mines them or they are dropped.
+ * - Each transaction records whose it is: the organization that sent it (senderOrganizationId: the
+ *   caller of a sandbox deposit, the organization of a platform broadcast) and the organization whose
+ *   deposit address receives it (recipientOrganizationId). Null: no organization.
+ * - A reorganization by an organization, of depth d, orphans the last d canonical blocks (canonical =
+ *   false) and mines d + 1 replacement blocks, so the new branch is longer than the old one. Only the
+ *   organization's own transactions (every organization they involve is the caller) become ORPHANED
+ *   (back in the mempool); every other transaction of the orphaned blocks is carried into the
+ *   replacement block at the same height (same status and height, new block hash), so another
+ *   organization's transaction never loses a confirmation. With includeOrphanedTransactions (the
+ *   default) the replacement blocks re-include the orphaned transactions (MINED again, in a new
+ *   block); without it they stay ORPHANED until a later block mines them or they are dropped. A
+ *   reorganization that would leave an address spending more than it received (a carried transfer
+ *   spending an orphaned one) is refused.
  * - Drop: a PENDING or ORPHANED transaction leaves the mempool for good (DROPPED). Replace: a PENDING
- *   transaction sent as replaceable becomes REPLACED by a new PENDING one (replace-by-fee).
+ *   transaction sent as replaceable becomes REPLACED by a new PENDING one (replace-by-fee), checked as
+ *   a broadcast is (the sender's spendable balance). Only the sender's organization may do either (the
+ *   recipient's when no organization sent it); to anyone else the transaction does not exist (404).
  * - Balances per (asset-network, address) are the sum of MINED (canonical) transactions to the
  *   address, recomputed for the addresses each change touches. The payer side is a faucet: payers'
  *   balances are not tracked.
@@ -56,7 +66,17 @@ export interface SandboxTransactionRow {
   blockHash: string | null;
   blockHeight: number | null;
   willRevert: boolean;
+  senderOrganizationId: string | null;
+  recipientOrganizationId: string | null;
   createdAt: Date;
+}
+
+/**
+ * Whether an organization may drop or replace a transaction (as the key holder would on a real
+ * chain): it sent it, or no organization sent it and its deposit address receives it.
+ */
+export function mayAlter(t: Pick<SandboxTransactionRow, 'senderOrganizationId' | 'recipientOrganizationId'>, organizationId: string): boolean {
+  return t.senderOrganizationId !== null ? t.senderOrganizationId === organizationId : t.recipientOrganizationId === organizationId;
 }
 
 const sha = (parts: unknown[]) => '0x' + createHash('sha256').update(JSON.stringify(parts)).digest('hex');
@@ -117,51 +137,100 @@ async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetwork
     ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "balance" = EXCLUDED."balance"`;
 }
 
-async function insertTransaction(
-  tx: Db,
-  deps: ChainDeps,
-  a: { networkId: string; assetNetworkId: string; fromAddress: string; toAddress: string; amount: bigint; replaceable: boolean; revert: boolean },
-): Promise<SandboxTransactionRow> {
+/** What sending a transaction takes; `senderOrganizationId`: the organization that sends it (null: none). */
+export interface SendArgs {
+  networkId: string;
+  assetNetworkId: string;
+  fromAddress: string;
+  toAddress: string;
+  amount: bigint;
+  replaceable: boolean;
+  revert: boolean;
+  senderOrganizationId: string | null;
+}
+
+async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
   const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
   const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
   const now = deps.clock.now();
   return tx.sandboxTransaction.create({
     data: {
       networkId: a.networkId, assetNetworkId: a.assetNetworkId, txHash, fromAddress: a.fromAddress, toAddress: a.toAddress,
-      amount: a.amount.toString(), status: 'PENDING', replaceable: a.replaceable, willRevert: a.revert, createdAt: now, updatedAt: now,
+      amount: a.amount.toString(), status: 'PENDING', replaceable: a.replaceable, willRevert: a.revert,
+      senderOrganizationId: a.senderOrganizationId, recipientOrganizationId: a.recipientOrganizationId, createdAt: now, updatedAt: now,
     },
   });
 }
 
-/** Sends value to an address (a PENDING transaction in the mempool). */
-export async function sendTransaction(
-  tx: Db,
-  deps: ChainDeps,
-  a: { networkId: string; assetNetworkId: string; fromAddress: string; toAddress: string; amount: bigint; replaceable: boolean; revert: boolean },
-): Promise<SandboxTransactionRow> {
+/** Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is the owner of the deposit address. */
+export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
   if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
   await lockNetwork(tx, a.networkId);
-  const row = await insertTransaction(tx, deps, a);
+  const recipient = await tx.depositAddress.findUnique({ where: { networkId_address: { networkId: a.networkId, address: a.toAddress } }, select: { organizationId: true } });
+  const row = await insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
   await sendChainSync(tx, deps.boss, a.networkId);
   return row;
 }
 
-/** Mines one block on top of the canonical tip (the caller holds the network lock). */
-async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: string[]): Promise<{ height: number; hash: string }> {
+/** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
+const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | null }) => t.senderOrganizationId !== null && t.fromAddress === payerAddress(t.senderOrganizationId);
+
+/**
+ * Which of a block's transactions, in block order, their senders can pay (the faucet always can):
+ * a transfer beyond its sender's balance at that point of the block is mined REVERTED (no value
+ * moves), as a token transfer without the balance reverts on a real chain.
+ */
+async function fundedInOrder(
+  tx: Db,
+  networkId: string,
+  block: { assetNetworkId: string; fromAddress: string; toAddress: string; amount: { toFixed(): string }; willRevert: boolean; senderOrganizationId: string | null }[],
+): Promise<boolean[]> {
+  const senders = block.filter((t) => !t.willRevert && !fromFaucet(t));
+  const held = new Map<string, bigint>();
+  if (senders.length) {
+    const rows = await tx.sandboxAddressBalance.findMany({
+      where: { networkId, OR: [...new Map(senders.map((t) => [`${t.assetNetworkId} ${t.fromAddress}`, { assetNetworkId: t.assetNetworkId, address: t.fromAddress }])).values()] },
+    });
+    for (const t of senders) held.set(`${t.assetNetworkId} ${t.fromAddress}`, 0n);
+    for (const r of rows) held.set(`${r.assetNetworkId} ${r.address}`, numericToAmount(r.balance));
+  }
+  return block.map((t) => {
+    if (t.willRevert) return false;
+    const amount = numericToAmount(t.amount);
+    const from = `${t.assetNetworkId} ${t.fromAddress}`;
+    const to = `${t.assetNetworkId} ${t.toAddress}`;
+    if (!fromFaucet(t)) {
+      const has = held.get(from)!;
+      if (has < amount) return false;
+      held.set(from, has - amount);
+    }
+    if (held.has(to)) held.set(to, held.get(to)! + amount);
+    return true;
+  });
+}
+
+/**
+ * Mines one block on top of the canonical tip (the caller holds the network lock): the mempool, after
+ * `carried` (transactions of an orphaned block at this height that keep their status: a reorganization
+ * by another organization; they only change block).
+ */
+async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: string[], carried: { id: string; txHash: string }[] = []): Promise<{ height: number; hash: string }> {
   const parent = await tip(tx, networkId);
   const height = parent.height + 1;
   const mempool = await tx.sandboxTransaction.findMany({
     where: { networkId, status: { in: ['PENDING', 'ORPHANED'] }, ...(exclude.length ? { id: { notIn: exclude } } : {}) },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    take: MAX_BLOCK_TRANSACTIONS,
-    select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true, fromAddress: true },
+    take: Math.max(0, MAX_BLOCK_TRANSACTIONS - carried.length),
+    select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true, fromAddress: true, amount: true, senderOrganizationId: true },
   });
   const fork = await tx.sandboxBlock.count({ where: { networkId, height } });
-  const hash = blockHash(networkId, height, parent.hash, fork, mempool.map((t) => t.txHash));
+  const hash = blockHash(networkId, height, parent.hash, fork, [...carried, ...mempool].map((t) => t.txHash));
   const now = deps.clock.now();
   await tx.sandboxBlock.create({ data: { networkId, height, hash, parentHash: parent.hash, canonical: true, minedAt: now } });
-  const succeeded = mempool.filter((t) => !t.willRevert);
-  const reverted = mempool.filter((t) => t.willRevert);
+  if (carried.length) await tx.sandboxTransaction.updateMany({ where: { id: { in: carried.map((t) => t.id) } }, data: { blockHash: hash, updatedAt: now } });
+  const funded = await fundedInOrder(tx, networkId, mempool);
+  const succeeded = mempool.filter((t, i) => !t.willRevert && funded[i]);
+  const reverted = mempool.filter((t, i) => t.willRevert || !funded[i]);
   if (succeeded.length)
     await tx.sandboxTransaction.updateMany({ where: { id: { in: succeeded.map((t) => t.id) } }, data: { status: 'MINED', blockHash: hash, blockHeight: height, updatedAt: now } });
   if (reverted.length)
@@ -170,9 +239,9 @@ async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: stri
   return { height, hash };
 }
 
-async function mineMany(tx: Db, deps: ChainDeps, networkId: string, blocks: number, exclude: string[] = []) {
+async function mineMany(tx: Db, deps: ChainDeps, networkId: string, blocks: number, exclude: string[] = [], carried = new Map<number, { id: string; txHash: string }[]>()) {
   let last = await tip(tx, networkId);
-  for (let i = 0; i < blocks; i++) last = await mineOne(tx, deps, networkId, exclude);
+  for (let i = 0; i < blocks; i++) last = await mineOne(tx, deps, networkId, exclude, carried.get(last.height + 1));
   return last;
 }
 
@@ -185,13 +254,33 @@ export async function mineBlocks(tx: Db, deps: ChainDeps, networkId: string, blo
   return r;
 }
 
-/** Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks; answers the new tip. */
+/** Per address: received minus sent over the network's MINED transactions (not floored at 0). */
+async function netOf(tx: Db, networkId: string, pairs: { assetNetworkId: string; address: string }[]): Promise<Map<string, bigint>> {
+  if (!pairs.length) return new Map();
+  const rows = await tx.$queryRaw<{ a: string; addr: string; net: unknown }[]>`
+    SELECT p.a::text AS a, p.addr, COALESCE((
+      SELECT SUM(CASE WHEN t."toAddress" = p.addr THEN t."amount" ELSE 0 END) - SUM(CASE WHEN t."fromAddress" = p.addr THEN t."amount" ELSE 0 END)
+      FROM "SandboxTransaction" t
+      WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND (t."toAddress" = p.addr OR t."fromAddress" = p.addr) AND t."status" = 'MINED'
+    ), 0)::text AS net
+    FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.address)}::text[]) AS p(a, addr)`;
+  return new Map(rows.map((r) => [`${r.a} ${r.addr}`, BigInt(String(r.net))]));
+}
+
+/**
+ * A reorganization by `organizationId`: orphans the last `depth` canonical blocks and mines depth + 1
+ * replacement blocks; answers the new tip. Only the organization's own transactions of those blocks
+ * (every organization they involve is the caller) are orphaned; the others are carried into the
+ * replacement block at their height. 409 when it would leave an address spending more than it
+ * received (another organization's carried transfer spends an orphaned one).
+ */
 export async function reorganize(
   tx: Db,
   deps: ChainDeps,
   networkId: string,
   depth: number,
   includeOrphanedTransactions: boolean,
+  organizationId: string,
 ): Promise<{ height: number; hash: string | null; orphanedBlocks: number; orphanedTransactions: number }> {
   if (!Number.isInteger(depth) || depth < 1) throw new RangeError('a reorganization orphans at least one block');
   await lockNetwork(tx, networkId);
@@ -204,28 +293,46 @@ export async function reorganize(
     data: { canonical: false },
     select: { hash: true },
   });
+  const inOrphanedBlocks = { networkId, blockHash: { in: orphaned.map((b) => b.hash) }, status: { in: ['MINED' as const, 'REVERTED' as const] } };
+  const callers = {
+    AND: [
+      { OR: [{ senderOrganizationId: organizationId }, { recipientOrganizationId: organizationId }] },
+      { OR: [{ senderOrganizationId: organizationId }, { senderOrganizationId: null }] },
+      { OR: [{ recipientOrganizationId: organizationId }, { recipientOrganizationId: null }] },
+    ],
+  };
+  const mine = await tx.sandboxTransaction.findMany({ where: { ...inOrphanedBlocks, ...callers }, select: { id: true, assetNetworkId: true, toAddress: true, status: true } });
+  const receivers = [...new Map(mine.filter((t) => t.status === 'MINED').map((t) => [`${t.assetNetworkId} ${t.toAddress}`, { assetNetworkId: t.assetNetworkId, address: t.toAddress }])).values()];
+  const before = await netOf(tx, networkId, receivers);
   const transactions = await tx.sandboxTransaction.updateManyAndReturn({
-    where: { networkId, blockHash: { in: orphaned.map((b) => b.hash) }, status: { in: ['MINED', 'REVERTED'] } },
+    where: { id: { in: mine.map((t) => t.id) } },
     data: { status: 'ORPHANED', updatedAt: now },
     select: { id: true, assetNetworkId: true, toAddress: true, fromAddress: true },
   });
+  const others = await tx.sandboxTransaction.findMany({ where: inOrphanedBlocks, select: { id: true, txHash: true, blockHeight: true } });
+  const carried = new Map<number, { id: string; txHash: string }[]>();
+  for (const t of others) carried.set(t.blockHeight!, [...(carried.get(t.blockHeight!) ?? []), { id: t.id, txHash: t.txHash }]);
   await recomputeBalances(tx, networkId, transactions);
-  const r = await mineMany(tx, deps, networkId, depth + 1, includeOrphanedTransactions ? [] : transactions.map((t) => t.id));
+  const r = await mineMany(tx, deps, networkId, depth + 1, includeOrphanedTransactions ? [] : transactions.map((t) => t.id), carried);
+  const after = await netOf(tx, networkId, receivers);
+  for (const [key, net] of after)
+    if (net < 0n && (before.get(key) ?? 0n) >= 0n)
+      throw invalidState(`This reorganization would orphan value that other organizations' transactions have spent since (${key.split(' ')[1]}); reorganize fewer blocks or re-include the orphaned transactions.`);
   await sendChainSync(tx, deps.boss, networkId);
   return { ...r, orphanedBlocks: orphaned.length, orphanedTransactions: transactions.length };
 }
 
-/** Loads a transaction by hash and locks its network; 404 when the chain never saw it. */
-async function lockedTransaction(tx: Db, txHash: string): Promise<SandboxTransactionRow> {
-  const found = await tx.sandboxTransaction.findUnique({ where: { txHash }, select: { networkId: true } });
-  if (!found) throw notFound('Sandbox transaction');
+/** Loads a transaction by hash and locks its network; 404 when the chain never saw it or the organization may not alter it (mayAlter). */
+async function lockedTransaction(tx: Db, txHash: string, organizationId: string): Promise<SandboxTransactionRow> {
+  const found = await tx.sandboxTransaction.findUnique({ where: { txHash }, select: { networkId: true, senderOrganizationId: true, recipientOrganizationId: true } });
+  if (!found || !mayAlter(found, organizationId)) throw notFound('Sandbox transaction');
   await lockNetwork(tx, found.networkId);
   return tx.sandboxTransaction.findUniqueOrThrow({ where: { txHash } });
 }
 
-/** PENDING or ORPHANED -> DROPPED (it leaves the mempool for good); anything else: 409. */
-export async function dropTransaction(tx: Db, deps: ChainDeps, txHash: string): Promise<SandboxTransactionRow> {
-  const row = await lockedTransaction(tx, txHash);
+/** PENDING or ORPHANED -> DROPPED (it leaves the mempool for good); anything else: 409. Another organization's transaction: 404. */
+export async function dropTransaction(tx: Db, deps: ChainDeps, txHash: string, organizationId: string): Promise<SandboxTransactionRow> {
+  const row = await lockedTransaction(tx, txHash, organizationId);
   if (row.status !== 'PENDING' && row.status !== 'ORPHANED')
     throw invalidState(`Only a PENDING or ORPHANED transaction can be dropped; this one is ${row.status}.`);
   const dropped = await tx.sandboxTransaction.update({ where: { id: row.id }, data: { status: 'DROPPED', updatedAt: deps.clock.now() } });
@@ -233,15 +340,47 @@ export async function dropTransaction(tx: Db, deps: ChainDeps, txHash: string): 
   return dropped;
 }
 
-/** A PENDING replaceable transaction -> REPLACED by a new PENDING one (same payer, recipient and asset; the amount given or the same). */
-export async function replaceTransaction(tx: Db, deps: ChainDeps, txHash: string, amount?: bigint): Promise<{ replaced: SandboxTransactionRow; replacement: SandboxTransactionRow }> {
-  const row = await lockedTransaction(tx, txHash);
+/**
+ * What an address can send now (the caller holds the network lock): its mined balance less its
+ * PENDING and ORPHANED outgoing transfers (but `except`, a transaction being replaced).
+ */
+export async function spendableOf(tx: Db, a: { networkId: string; assetNetworkId: string; address: string }, except?: string): Promise<bigint> {
+  const pending = await tx.sandboxTransaction.aggregate({
+    where: { networkId: a.networkId, assetNetworkId: a.assetNetworkId, fromAddress: a.address, status: { in: ['PENDING', 'ORPHANED'] }, ...(except ? { id: { not: except } } : {}) },
+    _sum: { amount: true },
+  });
+  return (await balanceOf(tx, a.networkId, a.assetNetworkId, a.address)) - numericToAmount(pending._sum.amount ?? 0n);
+}
+
+/**
+ * A PENDING replaceable transaction -> REPLACED by a new PENDING one (same payer, recipient and asset;
+ * the amount given or the same). Checked as a broadcast is: the sender (unless it is the sending
+ * organization's faucet) must be able to spend the new amount once the replaced one is gone, and a
+ * replacement never moves more than the transaction it replaces (it re-sends that transfer; the faucet
+ * excepted). Another organization's transaction: 404.
+ */
+export async function replaceTransaction(
+  tx: Db,
+  deps: ChainDeps,
+  txHash: string,
+  organizationId: string,
+  amount?: bigint,
+): Promise<{ replaced: SandboxTransactionRow; replacement: SandboxTransactionRow }> {
+  const row = await lockedTransaction(tx, txHash, organizationId);
   if (row.status !== 'PENDING') throw invalidState(`Only a PENDING transaction can be replaced; this one is ${row.status}.`);
   if (!row.replaceable) throw invalidState('This transaction was not sent as replaceable.');
   if (amount !== undefined && amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
+  const original = numericToAmount(row.amount);
+  const next = amount ?? original;
+  const faucet = row.senderOrganizationId !== null && row.fromAddress === payerAddress(row.senderOrganizationId);
+  if (!faucet) {
+    const spendable = await spendableOf(tx, { networkId: row.networkId, assetNetworkId: row.assetNetworkId, address: row.fromAddress }, row.id);
+    if (spendable < next) throw invalidState(`insufficient funds: ${row.fromAddress} can spend ${spendable}, not ${next}.`);
+    if (next > original) throw invalidState(`A replacement re-sends the transfer: at most ${original} from ${row.fromAddress}, not ${next}.`);
+  }
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
-    amount: amount ?? numericToAmount(row.amount), replaceable: true, revert: row.willRevert,
+    amount: next, replaceable: true, revert: row.willRevert, senderOrganizationId: row.senderOrganizationId, recipientOrganizationId: row.recipientOrganizationId,
   });
   const replaced = await tx.sandboxTransaction.update({
     where: { id: row.id },

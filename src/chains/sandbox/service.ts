@@ -20,8 +20,11 @@ import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues'
  *   sandbox does not exist there). A member may name the environment it acts for (`environmentId`);
  *   without one it acts for its organization's sandbox.
  * - Networks touched are SANDBOX networks (another network id: 404 in a path, 400 in a body).
- *   A sandbox network is shared by every organization, as a public chain is: anyone may mine or
- *   reorganize it, and its transactions are public by hash. The sandbox clock is per organization.
+ *   A sandbox network is shared by every organization, as a public chain is: anyone may mine it, and
+ *   its transactions are readable by hash. Altering them is not shared: drop and replace only the
+ *   transactions the caller's organization sent (404 otherwise, as for an unknown hash); a
+ *   reorganization orphans only the caller's transactions (src/chains/sandbox/chain.ts). The sandbox
+ *   clock is per organization.
  * - Each operation is idempotent under `Idempotency-Key` (same key and request: the first answer;
  *   another request: 409) and refuses an illegal prior state with 409.
  * - Each change sends `chain.sync` in its transaction and writes an audit entry.
@@ -127,7 +130,7 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
     idempotent(tx, ctx, { scope: scope('deposit', caller), key: idempotencyKey, request }, async () => {
       const row = await chain.sendTransaction(tx, ctx.deps, {
         networkId: assetNetwork.networkId, assetNetworkId: assetNetwork.id, fromAddress: chain.payerAddress(caller.organizationId), toAddress: request.address,
-        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert,
+        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert, senderOrganizationId: caller.organizationId,
       });
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_sent',
@@ -157,7 +160,7 @@ export async function reorg(ctx: Context, networkIdArg: string, input: z.infer<t
   const request = { networkId: network.id, depth: input.depth, includeOrphanedTransactions: input.includeOrphanedTransactions ?? true };
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('reorg', caller), key: idempotencyKey, request }, async () => {
-      const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions);
+      const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions, caller.organizationId);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.reorganized',
         after: { depth: request.depth, includeOrphanedTransactions: request.includeOrphanedTransactions, height: r.height, orphanedTransactions: r.orphanedTransactions },
@@ -171,7 +174,7 @@ export async function drop(ctx: Context, input: z.infer<typeof dropInput>, idemp
   const caller = await sandboxCaller(ctx, input.environmentId);
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('drop', caller), key: idempotencyKey, request: { txHash: input.txHash } }, async () => {
-      const row = await chain.dropTransaction(tx, ctx.deps, input.txHash);
+      const row = await chain.dropTransaction(tx, ctx.deps, input.txHash, caller.organizationId);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_dropped', after: { txHash: row.txHash, status: row.status },
       });
@@ -185,7 +188,7 @@ export async function replace(ctx: Context, input: z.infer<typeof replaceInput>,
   const amount = input.amount == null ? undefined : BigInt(input.amount);
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('replace', caller), key: idempotencyKey, request: { txHash: input.txHash, amount: input.amount ?? null } }, async () => {
-      const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, amount);
+      const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, caller.organizationId, amount);
       await audit(tx, ctx, {
         organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: replaced.id, action: 'sandbox.transaction_replaced',
         after: { txHash: replaced.txHash, status: replaced.status, replacedByTxHash: replacement.txHash, amount: replacement.amount.toFixed() },
