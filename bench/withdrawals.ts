@@ -4,14 +4,14 @@ import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/deposits/funding';
 import { numericToAmount } from '../src/money';
-import { sweepWithdrawals } from '../src/withdrawals/withdrawals';
 
 /**
  * The withdrawals scenario of `npm run bench` (BENCH_SCENARIOS=withdrawals): custodial
  * withdrawals end to end: request through REST, auto-approved (no policy), broadcast by the
  * service's withdrawal.broadcast workers (signed with the custodial key, sent to the sandbox
- * chain), blocks mined through the sandbox REST API, and the sweep (sweepWithdrawals, what the
- * scheduled withdrawal.sweep job runs) confirming them.
+ * chain), blocks mined through the sandbox REST API, and the service's chain.sync workers
+ * confirming them (each block's chain.sync follows the network's BROADCAST withdrawals). No job
+ * function is called by the bench: the job runner alone moves them, as under `npm start`.
  *
  * Setup (once, through REST): an operator, a sandbox catalog (1 confirmation), an organization with
  * a sandbox API key, accounts and a withdrawal destination; a HOT treasury controlled address and a
@@ -21,8 +21,8 @@ import { sweepWithdrawals } from '../src/withdrawals/withdrawals';
  * chain (a sandbox send, mined): withdrawals pay from the treasury, as in production.
  *
  * Each round: BENCH_WITHDRAWALS_COUNT withdrawals (BENCH_WITHDRAWALS_CONCURRENCY requests in
- * flight); meanwhile a loop mines a block and runs the sweep until every withdrawal of the round is
- * CONFIRMED. withdrawals/s = withdrawals / (first request -> last confirmed).
+ * flight); meanwhile a loop mines a block (then waits 20 ms) until every withdrawal of the round
+ * is CONFIRMED. withdrawals/s = withdrawals / (first request -> last confirmed).
  * After the rounds: every withdrawal CONFIRMED, the account's balance is the funding less the
  * withdrawals, no hold left pending, the ledger invariants hold.
  */
@@ -81,7 +81,6 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       postedAt: deps.clock.now(),
     });
   say(`withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`);
-  const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss, sealingKey: deps.sealingKey };
 
   const all: { id: string; amount: bigint }[] = [];
   let roundNo = 0;
@@ -105,10 +104,10 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         t1 = performance.now();
       });
       const deadline = performance.now() + s.timeoutSeconds * 1000;
-      // Mine and sweep until every withdrawal of the round is CONFIRMED.
+      // Mine until every withdrawal of the round is CONFIRMED (by the job runner's chain.sync).
       for (;;) {
         expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
-        await sweepWithdrawals(moneyDeps, { organizationId: org, limit: 5000 });
+        await new Promise((r) => setTimeout(r, 20));
         if (requested) {
           const confirmed = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: 'CONFIRMED' } });
           if (confirmed >= n) break;

@@ -1,4 +1,4 @@
-import { PgBoss, type ConstructorOptions, type JobWithMetadata } from 'pg-boss';
+import { PgBoss, type ConstructorOptions } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
@@ -19,6 +19,7 @@ import { registerReleaseJobs } from '../src/settlements/release-jobs';
 import { registerReconciliationJobs } from '../src/treasury/reconciliation';
 import { registerReserveJobs } from '../src/treasury/reserve';
 import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
+import { dataOf, workEach } from './work';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -27,6 +28,12 @@ import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
  *
  * Every process that changes data starts one (it sends jobs); only processes with JOBS=on work
  * the queues and run pg-boss maintenance.
+ *
+ * Every queue is worked through jobs/work.ts (workEach / workBatch), which logs each failed attempt
+ * at level error (queue, job id, retry count and limit, retries exhausted, error); a scheduled job
+ * (boss.schedule without data) carries `data: null`, which the handlers' types make explicit. The
+ * webhook delivery worker fetches and completes its jobs itself (src/webhooks/worker.ts) and logs
+ * its own failures the same way.
  */
 export const queues = {
   purgeExpired: 'maintenance.purge-expired',
@@ -97,7 +104,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerWithdrawalJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
-    await boss.work(queues.purgeExpired, async () => {
+    await workEach(boss, deps.log, queues.purgeExpired, {}, async () => {
       await purgeExpired(deps);
     });
     const c = deps.config;
@@ -110,13 +117,13 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     });
     deliveryWorkers.set(boss, worker);
     await startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
-    await boss.work<{ jobId: string }>(queues.webhookBulkRedeliver, { includeMetadata: true }, async ([meta]) => {
-      const job = meta as unknown as JobWithMetadata<{ jobId: string }>;
+    await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
+      const { jobId } = dataOf(job);
       try {
-        await runBulkRedelivery({ db: deps.db, boss, clock: deps.clock, log: deps.log }, job.data.jobId);
+        await runBulkRedelivery({ db: deps.db, boss, clock: deps.clock, log: deps.log }, jobId);
       } catch (err) {
         // The last retry records the failure on the job row, for the member polling it.
-        if (job.retryCount >= job.retryLimit) await failBulkRedelivery(deps.db, job.data.jobId, String((err as Error).message), deps.clock.now());
+        if (job.retryCount >= job.retryLimit) await failBulkRedelivery(deps.db, jobId, String((err as Error).message), deps.clock.now());
         throw err;
       }
     });

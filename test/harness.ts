@@ -39,6 +39,11 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** What REST-only helpers need: the app's REST call (a TestApp, or a service process: test/process-harness.ts). */
+export type RestApp = Pick<TestApp, 'rest'>;
+/** What helpers writing straight to the database need (a TestApp, or a connection to a service process's database). */
+export interface DbApp { deps: { db: Deps['db'] } }
+
 export interface RestResult {
   status: number;
   headers: Headers;
@@ -159,7 +164,7 @@ export const uniqueEmail = (prefix = 'user') => `${prefix}.${process.pid}.${Date
 export const PASSWORD = 'correct horse battery staple';
 
 /** Signs up a member (a new organization, its OWNER) and logs in. */
-export async function signUpMember(app: TestApp, email = uniqueEmail('owner')) {
+export async function signUpMember(app: RestApp, email = uniqueEmail('owner')) {
   const s = await app.rest('POST', '/v1/auth/signup', { body: { email, password: PASSWORD, name: 'Owner', organizationName: 'Org ' + email } });
   if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`);
   const l = await app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
@@ -168,7 +173,7 @@ export async function signUpMember(app: TestApp, email = uniqueEmail('owner')) {
 }
 
 /** Creates an application with an environment of `type` and an API key in it, as `member`. */
-export async function createApiKey(app: TestApp, member: { organizationId: string; headers: Record<string, string> }, type: 'SANDBOX' | 'PRODUCTION' = 'SANDBOX') {
+export async function createApiKey(app: RestApp, member: { organizationId: string; headers: Record<string, string> }, type: 'SANDBOX' | 'PRODUCTION' = 'SANDBOX') {
   const a = await app.rest('POST', `/v1/organizations/${member.organizationId}/applications`, { body: { name: 'App' }, headers: member.headers });
   if (a.status !== 201) throw new Error(`application failed: ${a.status} ${a.text}`);
   const e = await app.rest('POST', `/v1/applications/${a.body.id}/environments`, { body: { type }, headers: member.headers });
@@ -179,7 +184,7 @@ export async function createApiKey(app: TestApp, member: { organizationId: strin
 }
 
 /** Creates a platform operator straight in the database (as `npm run operator:create` does). */
-export async function createOperator(app: TestApp) {
+export async function createOperator(app: DbApp) {
   const { key, keyHash } = newOperatorKey();
   const op = await app.deps.db.operator.create({ data: { email: uniqueEmail('op'), name: 'Operator', keyHash } });
   return { operatorId: op.id, key, headers: operatorKey(key) };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createApiKey, createOperator, signUpMember, type RestResult, type TestApp } from './harness';
+import { createApiKey, createOperator, signUpMember, type DbApp, type RestApp, type RestResult } from './harness';
 
 /**
  * Fixtures for money-in tests, all through the public REST surface: a sandbox catalog (asset,
@@ -17,7 +17,7 @@ const idFromLocation = (r: RestResult) => r.headers.get('location')!.split('/').
 const suffix = () => randomBytes(4).toString('hex').toUpperCase();
 
 export async function setupSandboxCatalog(
-  app: TestApp,
+  app: RestApp & DbApp,
   opts: { requiredConfirmations?: number; minimumDeposit?: bigint; decimals?: number } = {},
 ): Promise<{ operator: { headers: Record<string, string> }; assetId: string; networkId: string; assetNetworkId: string }> {
   const operator = await createOperator(app);
@@ -53,7 +53,7 @@ export async function setupSandboxCatalog(
 }
 
 export async function setupIntegrator(
-  app: TestApp,
+  app: RestApp,
   catalog: { networkId: string },
 ): Promise<{
   member: Awaited<ReturnType<typeof signUpMember>>;
@@ -85,7 +85,7 @@ export async function setupIntegrator(
 
 /** A payer sends `amount` base units to `address` on the sandbox chain (a PENDING transaction). */
 export async function sandboxSend(
-  app: TestApp,
+  app: RestApp,
   headers: Record<string, string>,
   body: { address: string; amount: bigint; assetNetworkId: string; replaceable?: boolean; revert?: boolean },
 ): Promise<{ txHash: string }> {
@@ -94,14 +94,14 @@ export async function sandboxSend(
 }
 
 /** Mines `blocks` blocks (default 1) on the sandbox network; answers the new tip height. */
-export async function sandboxMine(app: TestApp, headers: Record<string, string>, networkId: string, blocks = 1): Promise<{ height: number }> {
+export async function sandboxMine(app: RestApp, headers: Record<string, string>, networkId: string, blocks = 1): Promise<{ height: number }> {
   const r = await expectStatus(app.rest('POST', `/v1/sandbox/networks/${networkId}/mine`, { headers, body: { blocks } }), 200, 'sandbox mine');
   return { height: r.body.height as number };
 }
 
 /** Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks; answers the new tip height. */
 export async function sandboxReorg(
-  app: TestApp,
+  app: RestApp,
   headers: Record<string, string>,
   networkId: string,
   depth: number,
@@ -113,19 +113,19 @@ export async function sandboxReorg(
 }
 
 /** Drops a PENDING or ORPHANED transaction. */
-export async function sandboxDrop(app: TestApp, headers: Record<string, string>, txHash: string): Promise<void> {
+export async function sandboxDrop(app: RestApp, headers: Record<string, string>, txHash: string): Promise<void> {
   await expectStatus(app.rest('POST', '/v1/sandbox/transactions/drop', { headers, body: { txHash } }), 200, 'sandbox drop');
 }
 
 /** Replaces a PENDING replaceable transaction (optionally with another amount); answers the new transaction's hash. */
-export async function sandboxReplace(app: TestApp, headers: Record<string, string>, txHash: string, amount?: bigint): Promise<{ txHash: string }> {
+export async function sandboxReplace(app: RestApp, headers: Record<string, string>, txHash: string, amount?: bigint): Promise<{ txHash: string }> {
   const body = amount === undefined ? { txHash } : { txHash, amount: amount.toString() };
   const r = await expectStatus(app.rest('POST', '/v1/sandbox/transactions/replace', { headers, body }), 200, 'sandbox replace');
   return { txHash: r.body.txHash as string };
 }
 
 /** Advances the organization's sandbox clock; answers the new sandbox time (ISO 8601). */
-export async function sandboxAdvanceClock(app: TestApp, headers: Record<string, string>, seconds: number): Promise<{ now: string }> {
+export async function sandboxAdvanceClock(app: RestApp, headers: Record<string, string>, seconds: number): Promise<{ now: string }> {
   const r = await expectStatus(app.rest('POST', '/v1/sandbox/clock/advance', { headers, body: { seconds } }), 200, 'sandbox clock advance');
   return { now: r.body.now as string };
 }

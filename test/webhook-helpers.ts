@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import type { TestApp } from './harness';
+import type { RestApp, TestApp } from './harness';
 import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../src/webhooks/events';
 import { deliveryDeps, processDeliveries } from '../src/webhooks/delivery';
@@ -42,7 +42,7 @@ export async function startReceiver(respond: (req: Received, res: ServerResponse
 }
 
 /** Registers an endpoint through REST; returns its id and secret. */
-export async function registerEndpoint(app: TestApp, member: { organizationId: string; headers: Record<string, string> }, url: string) {
+export async function registerEndpoint(app: RestApp, member: { organizationId: string; headers: Record<string, string> }, url: string) {
   const r = await app.rest('POST', `/v1/organizations/${member.organizationId}/webhook-endpoints/`, { body: { url }, headers: member.headers });
   if (r.status !== 201) throw new Error(`register endpoint: ${r.status} ${r.text}`);
   return { id: r.body.id as string, secret: r.body.secret as string };

@@ -4,13 +4,18 @@ import type { Clock } from '../clock';
 import type { Db, PrismaClient } from '../db/prisma';
 import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../chains/sync-queue';
 import { syncNetwork } from './sync';
+import { followNetworkWithdrawals } from '../withdrawals/withdrawals';
+import { dataOf, workBatch, workEach } from '../../jobs/work';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireDuePaymentIntents, expireIfDue, type ExpireJob } from './payment-intents';
 import type { MoneyDeps } from './common';
+import { isUuid } from '../ids';
 
 /**
- * Money-in jobs (registered by jobs/index.ts):
- * - `chain.sync` {networkId}: deposit detection (syncNetwork). Jobs of a batch are coalesced per
- *   network: one sync sees every change committed before it started.
+ * Money-in jobs (registered by jobs/index.ts, through jobs/work.ts):
+ * - `chain.sync` {networkId}: follows a chain that changed: deposit detection (syncNetwork), then
+ *   the network's BROADCAST withdrawals (followNetworkWithdrawals), so both move at the block that
+ *   gives them their confirmations. Jobs of a batch are coalesced per network: one sync sees every
+ *   change committed before it started.
  * - `payment-intent.expire` {paymentIntentId}: sent with the intent, due at its ExpiresAt.
  * - `payment-intent.expire-sweep` {organizationId?}: every minute, and on demand (sendExpirySweep,
  *   e.g. after a sandbox clock advance): expires every due intent.
@@ -39,25 +44,32 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   await boss.createQueue(CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   if (!work) return;
   const moneyDeps = { db: deps.db, clock: deps.clock, boss };
-  await boss.work<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
+  await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
     const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
     if (r.changes) deps.log.debug(r, 'chain sync');
   });
-  await boss.work<ExpireJob>(EXPIRE_QUEUE, { batchSize: 20 }, async (jobs) => {
-    for (const j of jobs) await expireIfDue(moneyDeps, j.data.paymentIntentId);
+  await workEach<ExpireJob>(boss, deps.log, EXPIRE_QUEUE, { batchSize: 20 }, async (job) => {
+    await expireIfDue(moneyDeps, dataOf(job).paymentIntentId);
   });
   await boss.schedule(EXPIRE_SWEEP_QUEUE, '* * * * *');
-  await boss.work<ExpirySweepJob>(EXPIRE_SWEEP_QUEUE, async ([job]) => {
-    const n = await runExpirySweepJob(moneyDeps, job?.data);
+  await workEach<ExpirySweepJob>(boss, deps.log, EXPIRE_SWEEP_QUEUE, {}, async ({ data }) => {
+    const n = await runExpirySweepJob(moneyDeps, data);
     if (n) deps.log.info({ expired: n }, 'payment intents expired');
   });
 }
 
-/** The chain.sync handler: one sync per network named in the batch (coalesced). */
+/**
+ * The chain.sync handler: per network named in the batch (coalesced), deposit detection, then the
+ * network's BROADCAST withdrawals followed (confirmed, failed or sent to reconciliation).
+ */
 export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | null | undefined)[]): Promise<{ networks: number; changes: number }> {
-  const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string'));
+  const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string' && isUuid(id)));
   let changes = 0;
-  for (const networkId of networks) changes += (await syncNetwork(deps, networkId)).changes;
+  for (const networkId of networks) {
+    changes += (await syncNetwork(deps, networkId)).changes;
+    const followed = await followNetworkWithdrawals(deps, networkId);
+    changes += (followed.CONFIRMED ?? 0) + (followed.FAILED ?? 0) + (followed.REQUIRES_RECONCILIATION ?? 0);
+  }
   return { networks: networks.size, changes };
 }
 

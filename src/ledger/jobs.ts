@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import { expireHolds } from './ledger';
+import { workEach } from '../../jobs/work';
 
 /** Every minute: expire the PENDING holds whose expiresAt has passed (docs/ledger.md). */
 export const EXPIRE_HOLDS_QUEUE = 'ledger.expire-holds';
@@ -11,7 +12,7 @@ export async function registerLedgerJobs(boss: PgBoss, deps: { db: PrismaClient;
   await boss.createQueue(EXPIRE_HOLDS_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 5 });
   if (!work) return;
   await boss.schedule(EXPIRE_HOLDS_QUEUE, '* * * * *');
-  await boss.work(EXPIRE_HOLDS_QUEUE, async () => {
+  await workEach(boss, deps.log, EXPIRE_HOLDS_QUEUE, {}, async () => {
     const expired = await expireHolds(deps.db, deps.clock.now());
     if (expired) deps.log.info({ expired }, 'ledger holds expired');
   });

@@ -5,6 +5,7 @@ import type { PrismaClient } from '../db/prisma';
 import type { MoneyDeps } from '../deposits/common';
 import { REFUND_EXECUTE_QUEUE, type RefundExecuteJob } from '../settlements/queues';
 import { executeRefund } from './refunds';
+import { dataOf, workEach } from '../../jobs/work';
 
 /**
  * Refund jobs (registered by jobs/index.ts; the queue is created by createSettlementQueues):
@@ -33,11 +34,10 @@ export async function registerRefundJobs(boss: PgBoss, deps: RefundJobDeps, work
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
   // A few jobs per fetch, fetching again at once while batches come back full: a worker of a NOTIFY
   // queue otherwise waits for the next notification or the polling backstop after each fetch.
-  // A failure retries the batch, which is harmless: executeRefund does nothing unless PENDING.
-  await boss.work<RefundExecuteJob>(REFUND_EXECUTE_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: opts.workers ?? REFUND_WORKERS }, async (jobs) => {
-    for (const job of jobs) {
-      const r = await executeRefund(moneyDeps, job.data.refundId);
-      if (r.status === 'REJECTED') deps.log.info({ refundId: job.data.refundId, reason: r.reason }, 'refund rejected');
-    }
+  // Each job settles on its own: a failure retries that refund only (logged by workEach).
+  await workEach<RefundExecuteJob>(boss, deps.log, REFUND_EXECUTE_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: opts.workers ?? REFUND_WORKERS }, async (job) => {
+    const { refundId } = dataOf(job);
+    const r = await refundHandlers[REFUND_EXECUTE_QUEUE](moneyDeps, { refundId });
+    if (r.status === 'REJECTED') deps.log.info({ refundId, reason: r.reason }, 'refund rejected');
   });
 }

@@ -1,4 +1,4 @@
-import type { JobResult, PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
@@ -6,6 +6,7 @@ import type { MoneyDeps } from '../deposits/common';
 import { RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE, type RetainedReleaseJob, type SettlementExecuteJob } from './queues';
 import { executeSettlement } from './settlements';
 import { releaseRetained } from './retained';
+import { dataOf, workEach } from '../../jobs/work';
 
 /**
  * Settlement jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):
@@ -39,19 +40,9 @@ export async function registerSettlementJobs(boss: PgBoss, deps: SettlementJobDe
   await startSettlementWorkers(boss, deps, opts.workers ?? SETTLEMENT_WORKERS);
   await boss.schedule(RETAINED_RELEASE_QUEUE, '* * * * *', {});
   // Batches with burstWhenBatchFull for the same reason as the execution workers (below).
-  await boss.work<RetainedReleaseJob>(RETAINED_RELEASE_QUEUE, { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: 2, perJobResults: true }, async (jobs) => {
-    const results: JobResult[] = [];
-    for (const job of jobs) {
-      try {
-        const r = await releaseRetained(moneyDeps, job.data ?? {});
-        if (r.released) deps.log.info({ ...r, scope: job.data }, 'retained split portions released');
-        results.push({ id: job.id, status: 'completed' });
-      } catch (err) {
-        deps.log.warn({ err, scope: job.data }, 'retained release error (retried)');
-        results.push({ id: job.id, status: 'failed', output: { message: String((err as Error).message) } });
-      }
-    }
-    return results;
+  await workEach<RetainedReleaseJob>(boss, deps.log, RETAINED_RELEASE_QUEUE, { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: 2 }, async ({ data }) => {
+    const r = await settlementHandlers[RETAINED_RELEASE_QUEUE](moneyDeps, data);
+    if (r.released) deps.log.info({ ...r, scope: data }, 'retained split portions released');
   });
 }
 
@@ -61,29 +52,21 @@ export const SETTLEMENT_BATCH = 4;
 /**
  * The settlement.execute workers of this process (stop them with boss.offWork(SETTLEMENT_EXECUTE_QUEUE)).
  * Each fetches up to SETTLEMENT_BATCH jobs and runs them one after another, each settlement in its
- * own database transaction; a job that throws fails alone (pg-boss retries it), the others complete.
+ * own database transaction; a job that throws fails alone (logged by workEach; pg-boss retries it),
+ * the others complete.
  * `burstWhenBatchFull`: while fetches come back full the worker fetches again at once. Without it a
  * worker of a NOTIFY queue waits the 30 s backstop after every fetch unless a new job wakes it, so a
  * backlog queued before the workers started (or while they were busy) drained at a few jobs a minute.
  */
 export async function startSettlementWorkers(boss: PgBoss, deps: SettlementJobDeps, workers: number): Promise<void> {
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
-  await boss.work<SettlementExecuteJob>(
-    SETTLEMENT_EXECUTE_QUEUE,
-    { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: workers, perJobResults: true },
-    async (jobs) => {
-      const results: JobResult[] = [];
-      for (const job of jobs) {
-        try {
-          const r = await executeSettlement(moneyDeps, job.data.settlementId);
-          if (r.status === 'FAILED') deps.log.info({ settlementId: job.data.settlementId, reason: r.reason }, 'settlement failed');
-          results.push({ id: job.id, status: 'completed' });
-        } catch (err) {
-          deps.log.warn({ err, settlementId: job.data.settlementId }, 'settlement execution error (retried)');
-          results.push({ id: job.id, status: 'failed', output: { message: String((err as Error).message) } });
-        }
-      }
-      return results;
+  await workEach<SettlementExecuteJob>(
+    boss, deps.log, SETTLEMENT_EXECUTE_QUEUE,
+    { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: workers },
+    async (job) => {
+      const { settlementId } = dataOf(job);
+      const r = await settlementHandlers[SETTLEMENT_EXECUTE_QUEUE](moneyDeps, { settlementId });
+      if (r.status === 'FAILED') deps.log.info({ settlementId, reason: r.reason }, 'settlement failed');
     },
   );
 }

@@ -6,6 +6,7 @@ import { isUuid } from '../ids';
 import type { MoneyDeps } from '../deposits/common';
 import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, type ReleaseEvaluateJob, type ReleaseSweepJob } from './queues';
 import { evaluateReleaseNow, runReleaseSweep } from './release-rules';
+import { workEach } from '../../jobs/work';
 
 /**
  * Release rule jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):
@@ -41,13 +42,11 @@ export const releaseHandlers = {
 export async function registerReleaseJobs(boss: PgBoss, deps: ReleaseJobDeps, work: boolean): Promise<void> {
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
-  await boss.work<ReleaseEvaluateJob>(RELEASE_EVALUATE_QUEUE, { batchSize: 20, burstWhenBatchFull: true }, async (jobs) => {
-    // Each evaluation commits on its own; a failure retries the batch, which is harmless (idempotent).
-    for (const j of jobs) await runReleaseEvaluationJob(moneyDeps, j.data);
-  });
+  // Each evaluation commits on its own and settles its job on its own (idempotent).
+  await workEach<ReleaseEvaluateJob>(boss, deps.log, RELEASE_EVALUATE_QUEUE, { batchSize: 20, burstWhenBatchFull: true }, ({ data }) => runReleaseEvaluationJob(moneyDeps, data));
   await boss.schedule(RELEASE_SWEEP_QUEUE, '* * * * *');
-  await boss.work<ReleaseSweepJob>(RELEASE_SWEEP_QUEUE, async ([job]) => {
-    const n = await runReleaseSweepJob(moneyDeps, job?.data);
+  await workEach<ReleaseSweepJob>(boss, deps.log, RELEASE_SWEEP_QUEUE, {}, async ({ data }) => {
+    const n = await runReleaseSweepJob(moneyDeps, data);
     if (n) deps.log.info({ released: n }, 'release sweep released milestones');
   });
 }

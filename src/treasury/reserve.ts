@@ -3,6 +3,8 @@ import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
+import type { Logger } from 'pino';
+import { workEach } from '../../jobs/work';
 import type { NetworkResourceReserve } from '../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../errors';
 import { isUuid, uuidv7 } from '../ids';
@@ -324,12 +326,12 @@ export const reserveHandlers = {
 } as const;
 
 /** Creates the queue; with `work`, schedules the sweep every minute and works it. */
-export async function registerReserveJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: { info: (o: object, m: string) => void } }, work: boolean): Promise<void> {
+export async function registerReserveJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Pick<Logger, 'info' | 'error'> }, work: boolean): Promise<void> {
   await boss.createQueue(RESERVE_REPLENISH_QUEUE, { retryLimit: 5, retryDelay: 10, retryBackoff: true, deleteAfterSeconds: 3600 });
   if (!work) return;
   await boss.schedule(RESERVE_REPLENISH_QUEUE, '* * * * *');
-  await boss.work<ReserveReplenishJob>(RESERVE_REPLENISH_QUEUE, async ([job]) => {
-    const n = await replenishReserves(deps, job?.data);
+  await workEach<ReserveReplenishJob>(boss, deps.log, RESERVE_REPLENISH_QUEUE, {}, async ({ data }) => {
+    const n = await reserveHandlers[RESERVE_REPLENISH_QUEUE](deps, data);
     if (n) deps.log.info({ replenished: n }, 'network resource reserves replenished');
   });
 }

@@ -15,6 +15,11 @@ import { attemptDelivery, prepareAttempts, recordAttempts, type DeliveryDeps } f
  *
  * A job fetched and never completed (the process died) becomes active-expired and pg-boss gives it
  * to another worker: the attempt is made again and recorded once.
+ *
+ * A receiver's refusal or timeout is an attempt outcome (recorded on the delivery, retried on its
+ * schedule), not a failure of the job. A fault of the worker itself (fetching, reading the
+ * deliveries, preparing an attempt, recording outcomes) is logged at level error with the queue and
+ * the job ids it leaves uncompleted, as jobs/work.ts logs the failures of every other queue.
  */
 export interface DeliveryWorkerOptions {
   batchSize: number;
@@ -52,7 +57,7 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
       await recordAttempts(deps, batch.map((b) => b.outcome), (tx) => boss.complete(DELIVER_QUEUE, ids, null, { db: fromPrisma(tx as never) }));
     } catch (err) {
       // Not recorded, jobs not completed: they expire and are attempted again.
-      deps.log.error({ err, jobs: ids.length }, 'recording delivery attempts failed');
+      deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: ids }, 'recording delivery attempts failed (their jobs expire and are attempted again)');
     }
   }
   function scheduleFlush(): void {
@@ -86,7 +91,7 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
       try {
         jobs = await boss.fetch<DeliverJob>(DELIVER_QUEUE, { batchSize: Math.min(opts.batchSize, room), groupConcurrency: opts.groupConcurrency });
       } catch (err) {
-        if (!stopped) deps.log.error({ err }, 'fetching delivery jobs failed');
+        if (!stopped) deps.log.error({ err, queue: DELIVER_QUEUE }, 'fetching delivery jobs failed');
         await sleep(1000);
         continue;
       }
@@ -98,7 +103,7 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
       try {
         prepared = await prepareAttempts(deps, jobs.map((j) => j.data));
       } catch (err) {
-        deps.log.error({ err }, 'reading deliveries failed');
+        deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: jobs.map((j) => j.id) }, 'reading deliveries failed (their jobs expire and are attempted again)');
         await sleep(1000);
         continue;
       }
@@ -111,7 +116,7 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
         inFlight++;
         attemptDelivery(deps, item)
           .then((outcome) => waiting.push({ outcome, jobId }))
-          .catch((err: unknown) => deps.log.error({ err, deliveryId: item.job.deliveryId }, 'delivery attempt failed before sending'))
+          .catch((err: unknown) => deps.log.error({ err, queue: DELIVER_QUEUE, jobId, deliveryId: item.job.deliveryId }, 'delivery attempt failed before sending (its job expires and is attempted again)'))
           .finally(() => {
             inFlight--;
             scheduleFlush();

@@ -6,15 +6,18 @@ import type { MoneyDeps } from '../deposits/common';
 import {
   broadcastWithdrawal, sweepWithdrawals, WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE, type WithdrawalBroadcastJob, type WithdrawalSweepJob,
 } from './withdrawals';
+import { dataOf, workEach } from '../../jobs/work';
 
 /**
  * Withdrawal jobs (registered by jobs/index.ts):
  * - `withdrawal.broadcast` {withdrawalId}: sent with an approval of a custodial withdrawal; signs and
  *   broadcasts it (broadcastWithdrawal). Idempotent: anything but APPROVED (or a due
  *   BROADCAST_FAILED) is skipped.
- * - `withdrawal.sweep` {organizationId?}: scheduled every minute; retries due BROADCAST_FAILED
- *   withdrawals (backoff) and follows BROADCAST ones to CONFIRMED, FAILED or
- *   REQUIRES_RECONCILIATION (sweepWithdrawals).
+ * - `withdrawal.sweep` {organizationId?}: scheduled every minute (no data: every organization);
+ *   retries due BROADCAST_FAILED withdrawals (backoff) and deferred APPROVED ones, and follows
+ *   BROADCAST ones to CONFIRMED, FAILED or REQUIRES_RECONCILIATION (sweepWithdrawals). The safety
+ *   net: BROADCAST withdrawals are followed at each block by `chain.sync` (src/deposits/jobs.ts).
+ * The job runner runs exactly these handlers (withdrawalHandlers), as the tests do.
  */
 export interface WithdrawalJobDeps {
   db: PrismaClient;
@@ -26,7 +29,8 @@ export interface WithdrawalJobDeps {
 /** The handlers, as the job runner and the tests' drain helper run them (deps must carry sealingKey). */
 export const withdrawalHandlers = {
   [WITHDRAWAL_BROADCAST_QUEUE]: (deps: MoneyDeps, data: WithdrawalBroadcastJob) => broadcastWithdrawal(deps, data.withdrawalId),
-  [WITHDRAWAL_SWEEP_QUEUE]: (deps: MoneyDeps, data: WithdrawalSweepJob) => sweepWithdrawals(deps, data.organizationId ? { organizationId: data.organizationId } : {}),
+  [WITHDRAWAL_SWEEP_QUEUE]: (deps: MoneyDeps, data: WithdrawalSweepJob | null | undefined) =>
+    sweepWithdrawals(deps, data?.organizationId ? { organizationId: data.organizationId } : {}),
 };
 
 export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDeps, work: boolean): Promise<void> {
@@ -35,13 +39,14 @@ export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDe
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
   await boss.schedule(WITHDRAWAL_SWEEP_QUEUE, '* * * * *');
-  await boss.work<WithdrawalBroadcastJob>(WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: 4 }, async (jobs) => {
-    for (const job of jobs) {
-      const r = await broadcastWithdrawal(moneyDeps, job.data.withdrawalId);
-      if (r !== 'BROADCAST' && r !== 'SKIPPED') deps.log.info({ withdrawalId: job.data.withdrawalId, outcome: r }, 'withdrawal not broadcast');
-    }
+  await workEach<WithdrawalBroadcastJob>(boss, deps.log, WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: 4 }, async (job) => {
+    const { withdrawalId } = dataOf(job);
+    const r = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](moneyDeps, { withdrawalId });
+    if (r !== 'BROADCAST' && r !== 'SKIPPED') deps.log.info({ withdrawalId, outcome: r }, 'withdrawal not broadcast');
   });
-  await boss.work<WithdrawalSweepJob>(WITHDRAWAL_SWEEP_QUEUE, async ([job]) => {
-    await sweepWithdrawals(moneyDeps, job?.data.organizationId ? { organizationId: job.data.organizationId } : {});
+  await workEach<WithdrawalSweepJob>(boss, deps.log, WITHDRAWAL_SWEEP_QUEUE, {}, async ({ data }) => {
+    const counts = await withdrawalHandlers[WITHDRAWAL_SWEEP_QUEUE](moneyDeps, data);
+    const moved = Object.entries(counts).filter(([k, n]) => n && k !== 'WAITING' && k !== 'SKIPPED');
+    if (moved.length) deps.log.info(Object.fromEntries(moved), 'withdrawal sweep');
   });
 }

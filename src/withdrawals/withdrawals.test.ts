@@ -80,6 +80,19 @@ describe('custodial withdrawals', () => {
     expect((await sweep(s)).CONFIRMED).toBe(0);
   });
 
+  test('followed at each block: the chain.sync of the block that confirms it moves it to CONFIRMED, without waiting for the sweep', async () => {
+    const s = await setup();
+    const id = await withdraw(s, 250_000n);
+    await drainMoneyWork(app);
+    expect((await get(s, id)).status).toBe('BROADCAST');
+    await mine(s); // the block sends chain.sync; drainMoneyWork runs it as the job runner does (no sweep)
+    await drainMoneyWork(app);
+    expect(await get(s, id)).toMatchObject({ status: 'CONFIRMED' });
+    expect(await balance(s)).toEqual({ posted: 750_000n, available: 750_000n });
+    expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
+    expect((await sweep(s)).CONFIRMED).toBe(0);
+  });
+
   test('never spendable twice: a second request over the available balance is refused (409) and holds nothing; bad input 400', async () => {
     const s = await setup(500_000n);
     await withdraw(s, 500_000n);

@@ -24,7 +24,7 @@ import { statusAllows } from '../catalog/catalog';
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
  *
- *   request ─► PENDING_APPROVAL ─approve─► APPROVED ─broadcast job─► BROADCAST ─sweep─► CONFIRMED
+ *   request ─► PENDING_APPROVAL ─approve─► APPROVED ─broadcast job─► BROADCAST ─chain.sync/sweep─► CONFIRMED
  *                │ (auto-approved) ───────►   │  (SELF_CUSTODY: AWAITING_SIGNATURE ─signature─► BROADCAST)
  *   REJECTED / CANCELLED before broadcast; BROADCAST_FAILED ─retry (backoff)─► BROADCAST or FAILED;
  *   BROADCAST ─► FAILED (reverted) or REQUIRES_RECONCILIATION (dropped, replaced, stuck).
@@ -537,7 +537,22 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
 }
 
 /**
- * The withdrawal.sweep job (scheduled every minute; tests and the bench run it directly): retries
+ * Follows the BROADCAST withdrawals of one network (at most `limit`): run by the `chain.sync` job
+ * of every change of that chain (each produced or mined block), so a withdrawal confirms at the
+ * block that gives it its confirmations, not at the next minute's sweep.
+ */
+export async function followNetworkWithdrawals(deps: MoneyDeps, networkId: string, opts: { limit?: number } = {}): Promise<Partial<Record<StepOutcome, number>>> {
+  const counts: Partial<Record<StepOutcome, number>> = {};
+  const broadcast = await deps.db.withdrawal.findMany({ where: { status: 'BROADCAST', networkId }, select: { id: true }, orderBy: { broadcastAt: 'asc' }, take: opts.limit ?? 500 });
+  for (const { id } of broadcast) {
+    const outcome = await followWithdrawal(deps, id);
+    counts[outcome] = (counts[outcome] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/**
+ * The withdrawal.sweep job (scheduled every minute, the safety net; tests and the bench run it directly): retries
  * the due custodial withdrawals (BROADCAST_FAILED, APPROVED deferred or left by a failed job) and
  * follows the BROADCAST ones, at most `limit` of each.
  */

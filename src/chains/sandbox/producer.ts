@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import { lockNetwork, mineBlocks } from './chain';
+import { workEach } from '../../../jobs/work';
 
 /**
  * Block production: about one block per SANDBOX network every SANDBOX_BLOCK_INTERVAL_MS, so sandbox
@@ -46,7 +47,7 @@ export async function produceSandboxBlocks(deps: ProducerDeps): Promise<{ networ
 export async function startBlockProduction(boss: PgBoss, deps: Omit<ProducerDeps, 'boss'>): Promise<{ stop: () => void }> {
   const interval = deps.intervalMs;
   if (interval <= 0) return { stop: () => {} };
-  await boss.work(SANDBOX_BLOCKS_QUEUE, async () => {
+  await workEach(boss, deps.log, SANDBOX_BLOCKS_QUEUE, {}, async () => {
     await produceSandboxBlocks({ ...deps, boss });
   });
   const tick = () => {
