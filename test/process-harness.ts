@@ -52,7 +52,7 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** A new database cloned from the harness's migrated template (with the pg-boss schema). Answers its URL. */
+/** A new database cloned from the harness's migrated template (with the pg-boss schema). Answers its URL for the service role. */
 export async function cloneTemplateDatabase(prefix = 'p'): Promise<string> {
   const serverUrl = inject('serverUrl');
   const template = inject('templateDatabase');
@@ -64,7 +64,8 @@ export async function cloneTemplateDatabase(prefix = 'p'): Promise<string> {
   } finally {
     await admin.end();
   }
-  const url = new URL(serverUrl);
+  // The service connects as the least-privilege service role, as in production.
+  const url = new URL(inject('serviceServerUrl'));
   url.pathname = `/${name}`;
   return url.toString();
 }
