@@ -1,4 +1,4 @@
-import { config } from './config';
+import { config, missingProductionSettings, postureOf } from './config';
 import { openDatabase } from './db/database';
 import { applyMigrations } from './db/migrate';
 import { createLogger } from './app';
@@ -8,6 +8,15 @@ import { stopJobs } from '../jobs/index';
 
 /** npm start: database (embedded unless DATABASE_URL), migrations, job runner, HTTP + websocket server. */
 const log = createLogger(config.LOG_LEVEL);
+// The first line says the mode and what it implies; production refuses to start without its settings.
+const posture = postureOf(config);
+log.info(posture, `mode: ${posture.mode}`);
+const missing = missingProductionSettings(config);
+if (missing.length) {
+  log.fatal({ missing: missing.map((m) => m.slice(0, m.indexOf(' '))) }, `production refuses to start without: ${missing.join('; ')}`);
+  process.exit(1);
+}
+if (posture.mode !== 'production') log.warn(`${posture.mode} mode: not for production; set NODE_ENV=production (docs/deployment.md)`);
 const db = await openDatabase();
 const applied = await applyMigrations(db.url);
 log.info({ applied, embedded: !config.DATABASE_URL }, 'database ready');
