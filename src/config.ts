@@ -78,6 +78,9 @@ const schema = z.object({
 
 export type Config = z.infer<typeof schema>;
 
+/** Every setting's name (README.md's Configuration names each: test/docs.test.ts). */
+export const settingNames = Object.keys(schema.shape);
+
 export function destinationPolicy(c: Config) {
   return {
     requireHttps: c.NODE_ENV === 'production',

@@ -14,6 +14,7 @@ log.info(posture, `mode: ${posture.mode}`);
 const missing = missingProductionSettings(config);
 if (missing.length) {
   log.fatal({ missing: missing.map((m) => m.slice(0, m.indexOf(' '))) }, `production refuses to start without: ${missing.join('; ')}`);
+  await new Promise<void>((flushed) => log.flush(() => flushed())); // both lines out before exiting
   process.exit(1);
 }
 if (posture.mode !== 'production') log.warn(`${posture.mode} mode: not for production; set NODE_ENV=production (docs/deployment.md)`);

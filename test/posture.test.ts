@@ -323,11 +323,11 @@ describe('npm start in production (a real process)', () => {
         if (listening) resolve({ code: null, url: listening.url as string });
       });
       child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
-      child.on('exit', (code) => resolve({ code }));
+      child.on('close', (code) => resolve({ code })); // after its output is read to the end
     });
     const stop = async () => {
       if (child.exitCode !== null) return;
-      const exited = new Promise((ok) => child.on('exit', ok));
+      const exited = new Promise((ok) => child.on('close', ok));
       child.kill('SIGTERM');
       await exited;
     };
