@@ -384,6 +384,13 @@ describe('npm start in production (a real process)', () => {
       expect(sink.mails[0]!.data).toMatch(/prt_/);
       // The token went by mail only: never to the log.
       expect(p.output()).not.toMatch(/prt_/);
+      // The mail server gone: the request still answers 204 (it does not wait for SMTP), the failure is logged without the token.
+      await sink.close();
+      const again = await fetch(`${url}/v1/auth/password-reset/request`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+      expect(again.status).toBe(204);
+      for (let i = 0; i < 100 && !p.lines().some((l) => l.msg === 'mail not sent'); i++) await new Promise((ok) => setTimeout(ok, 50));
+      expect(p.lines().find((l) => l.msg === 'mail not sent')).toMatchObject({ level: 50, mail: { kind: 'password-reset' }, err: { code: expect.any(String) } });
+      expect(p.output()).not.toMatch(/prt_/);
     } finally {
       await p.stop();
       await sink.close();
