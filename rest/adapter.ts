@@ -117,7 +117,7 @@ export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plu
     async onRequest({ request, url, endResponse, serverContext }) {
       const path = url.pathname;
       const requestId = requestIdOf(request);
-      if (path === '/healthz') return endResponse(Response.json({ status: 'ok' }, { headers: { 'x-request-id': requestId } }));
+      if (path === '/healthz') return endResponse(Response.json({ status: 'ok', mode: deps.config.NODE_ENV }, { headers: { 'x-request-id': requestId } }));
       if (path === '/readyz') return endResponse(await readiness(deps, requestId));
       if (path.startsWith('/problems/')) {
         const code = Object.keys(errorCodes).find((c) => problemType(c as ErrorCode) === path) as ErrorCode | undefined;

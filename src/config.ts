@@ -1,7 +1,31 @@
 import { z } from 'zod';
 
+/** An exact browser origin: scheme, host and port only (https://app.example.com). */
+const origin = z.string().transform((s, ctx) => {
+  try {
+    const u = new URL(s);
+    if ((u.protocol === 'https:' || u.protocol === 'http:') && u.origin === s.replace(/\/$/, '')) return u.origin;
+  } catch {
+    // refused below
+  }
+  ctx.addIssue({ code: 'custom', message: `"${s}" is not an origin (scheme://host[:port], nothing else)` });
+  return z.NEVER;
+});
+
+function isEd25519PrivateJwk(text: string): boolean {
+  try {
+    const k = JSON.parse(text) as Record<string, unknown>;
+    return k.kty === 'OKP' && k.crv === 'Ed25519' && typeof k.d === 'string' && typeof k.x === 'string';
+  } catch {
+    return false;
+  }
+}
+
+const DEFAULT_MAIL_FROM = 'ftis <no-reply@localhost>';
+
 /** Process configuration, read once from the environment. Nothing else reads process.env. */
 const schema = z.object({
+  /** The mode: development (the default of `npm start`), test (the test suite) or production. See postureOf. */
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
@@ -13,7 +37,7 @@ const schema = z.object({
   DATA_DIR: z.string().default('.data'),
   EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
   /** Ed25519 private JWK (JSON) that signs session tokens. Unset: a local key is created once under DATA_DIR. */
-  JWT_PRIVATE_JWK: z.string().optional(),
+  JWT_PRIVATE_JWK: z.string().refine(isEd25519PrivateJwk, 'must be an Ed25519 private JWK in JSON ({"kty":"OKP","crv":"Ed25519","d":…,"x":…})').optional(),
   JWT_ISSUER: z.string().default('ftis'),
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(900),
   REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(3600).default(30 * 24 * 3600),
@@ -22,7 +46,7 @@ const schema = z.object({
   /** Start the pg-boss job runner in this process. */
   JOBS: z.enum(['on', 'off']).default('on'),
   /** AES-256-GCM key (base64, 32 bytes) sealing webhook secrets at rest. Unset: a local key is created once under DATA_DIR. */
-  WEBHOOK_SECRET_KEY: z.string().optional(),
+  WEBHOOK_SECRET_KEY: z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)').optional(),
   /** Budget of one delivery attempt: connect, response and body (ms). */
   WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** Non-public destinations allowed anyway (comma-separated CIDRs, e.g. 127.0.0.1/32). Refused in production. */
@@ -35,6 +59,21 @@ const schema = z.object({
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
   /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
   SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
+  /** Introspection and "did you mean" suggestions in GraphQL errors: on, except in production. */
+  GRAPHQL_INTROSPECTION: z.enum(['on', 'off']).optional(),
+  /** Browser origins allowed by CORS (comma-separated exact origins). Unset: any origin in development and test, none in production. */
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
+    .pipe(z.array(origin)),
+  /** Outgoing mail through SMTP (nodemailer): smtp://user:pass@host:587 or smtps://…:465. Unset: mail goes to DATA_DIR/mailbox.jsonl. */
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  /** The From address of outgoing mail (e.g. "Acme <no-reply@acme.example>"). */
+  MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
 }).superRefine((c, ctx) => {
   if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
     ctx.addIssue({ code: 'custom', path: ['MIGRATION_DATABASE_URL'], message: 'needs DATABASE_URL (the service\'s connection): the embedded database makes its own roles' });
@@ -44,6 +83,9 @@ const schema = z.object({
 
 export type Config = z.infer<typeof schema>;
 
+/** Every setting's name (README.md's Configuration names each: test/docs.test.ts). */
+export const settingNames = Object.keys(schema.shape);
+
 export function destinationPolicy(c: Config) {
   return {
     requireHttps: c.NODE_ENV === 'production',
@@ -51,8 +93,47 @@ export function destinationPolicy(c: Config) {
   };
 }
 
+/**
+ * What the mode implies, for the first log line of `npm start` and for the app's wiring. Development
+ * (the default) and test: GraphiQL (development only), introspection, http:// webhook URLs, keys
+ * generated under DATA_DIR when unset, mail to a file, CORS from any origin (no credentials).
+ * Production: none of these; see missingProductionSettings.
+ */
+export function postureOf(c: Config) {
+  const production = c.NODE_ENV === 'production';
+  return {
+    mode: c.NODE_ENV,
+    graphiql: c.NODE_ENV === 'development',
+    introspection: (c.GRAPHQL_INTROSPECTION ?? (production ? 'off' : 'on')) === 'on',
+    webhookHttp: !production,
+    generatedKeys: [!c.JWT_PRIVATE_JWK && 'JWT_PRIVATE_JWK', !c.WEBHOOK_SECRET_KEY && 'WEBHOOK_SECRET_KEY'].filter((k): k is string => !!k),
+    mailer: c.SMTP_URL ? 'smtp' : 'file',
+    cors: c.CORS_ORIGINS.length ? c.CORS_ORIGINS : production ? 'none' : 'any origin, without credentials',
+  };
+}
+
+/**
+ * The settings production refuses to start without, each with why: `npm start` names every one
+ * missing in one message, before it touches the database. (loadConfig itself does not require
+ * them: the scripts, the tests and the bench load a production configuration without mail.)
+ */
+export function missingProductionSettings(c: Config): string[] {
+  if (c.NODE_ENV !== 'production') return [];
+  const missing: string[] = [];
+  if (!c.JWT_PRIVATE_JWK) missing.push('JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens; a generated local key would differ per host)');
+  if (!c.WEBHOOK_SECRET_KEY) missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys; a generated local key would differ per host)');
+  if (!c.SMTP_URL) missing.push('SMTP_URL (smtp:// or smtps:// server for password reset and invitation mail; production does not write mail to a file)');
+  if (c.MAIL_FROM === DEFAULT_MAIL_FROM) missing.push('MAIL_FROM (the From address of that mail)');
+  return missing;
+}
+
+export class ConfigError extends Error {}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return schema.parse(env);
+  const r = schema.safeParse(env);
+  if (r.success) return r.data;
+  // One line naming each bad variable; never the value (it may be a key).
+  throw new ConfigError(`Invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`).join('; ')}`);
 }
 
 export const config: Config = loadConfig();

@@ -6,7 +6,7 @@ import { createPrisma } from './db/prisma';
 import { loadTokenKeys } from './auth/tokens';
 import { loadSealingKey } from './auth/secrets';
 import { RateLimiter } from './auth/rate-limit';
-import { fileMailer } from './mailer';
+import { createMailer } from './mailer';
 import { DeliveryStatusHub } from './webhooks/status';
 import { startJobs } from '../jobs/index';
 
@@ -26,7 +26,7 @@ export async function createDeps(config: Config, url: string, log: Logger): Prom
     tokenKeys: await loadTokenKeys(config),
     boss,
     rateLimiter: new RateLimiter(systemClock),
-    mailer: fileMailer(config.DATA_DIR),
+    mailer: createMailer(config, log),
     sealingKey,
     deliveryStatus: new DeliveryStatusHub(url, log),
   };

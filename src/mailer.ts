@@ -1,5 +1,8 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+import type { Config } from './config';
 
 /** Outgoing mail (password reset, member invitations). Mail bodies carry one-time tokens: never log them. */
 export interface Mail {
@@ -22,6 +25,28 @@ export function fileMailer(dataDir: string): Mailer {
       appendFileSync(resolve(dataDir, 'mailbox.jsonl'), JSON.stringify({ at: new Date().toISOString(), ...mail }) + '\n', { mode: 0o600 });
     },
   };
+}
+
+/**
+ * SMTP mailer (nodemailer, SMTP_URL). `send` hands the mail over and returns at once: the caller's
+ * answer takes the same time whether a mail leaves or not (password reset tells nobody who is
+ * registered), and an unreachable mail server does not fail the request that already committed its
+ * token. A failure is logged (code and message, never the body: it holds a token); the user asks again.
+ */
+export function smtpMailer(url: string, from: string, log: Logger): Mailer {
+  const transport = nodemailer.createTransport(url);
+  return {
+    async send(mail) {
+      transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text }).catch((err: { code?: string; message?: string }) => {
+        log.error({ mail: { kind: mail.data?.kind, subject: mail.subject }, err: { code: err.code, message: err.message } }, 'mail not sent');
+      });
+    },
+  };
+}
+
+/** The mailer of a process: SMTP when SMTP_URL is set (required in production), else the file mailer. */
+export function createMailer(config: Config, log: Logger): Mailer {
+  return config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM, log) : fileMailer(config.DATA_DIR);
 }
 
 /** Test mailer: keeps what was sent. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { authorizationPage } from '../rest/authorization-page';
 import { routes } from '../rest/routes';
+import { settingNames } from '../src/config';
 
 test('docs/authorization.md is generated from the route table (run `npm run docs:authorization`)', () => {
   expect(readFileSync(new URL('../docs/authorization.md', import.meta.url), 'utf8')).toBe(authorizationPage());
@@ -14,4 +15,9 @@ test('every route of the spec is in the route table exactly once', () => {
   const missing = specRoutes.filter((r) => !table.has(r.replace('<chain>', 'tron')));
   expect(missing).toEqual([]);
   expect(table.size).toBe(routes.length);
+});
+
+test('README.md names every setting of src/config.ts', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  expect(settingNames.filter((name) => !readme.includes('`' + name + '`'))).toEqual([]);
 });

@@ -113,7 +113,7 @@ async function authenticateOperator(key: string, deps: Deps): Promise<Authentica
 }
 
 async function authenticateBearer(token: string, deps: Deps): Promise<Authentication> {
-  const claims = await verifyAccessToken(deps.tokenKeys, deps.config.JWT_ISSUER, token, deps.clock.now());
+  const claims = await verifyAccessToken(deps.tokenKeys, deps.config.JWT_ISSUER, token, deps.clock.now(), deps.config.ACCESS_TOKEN_TTL_SECONDS);
   if (!claims) return invalid('The access token is invalid or expired.');
   const issuedAt = claims.iat * 1000;
   if (claims.aud === 'member') {

@@ -64,8 +64,16 @@ export async function signAccessToken(
   return { token, expiresAt: new Date((iat + ttlSeconds) * 1000) };
 }
 
-/** Verifies signature, issuer, expiry (against the injected clock) and reports the audience. */
-export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: string, now: Date): Promise<AccessClaims | null> {
+/** Seconds a token's iat may lie ahead of this process's clock (clocks of API processes differ a little). */
+export const CLOCK_SKEW_SECONDS = 60;
+
+/**
+ * Verifies signature, issuer, expiry (against the injected clock) and reports the audience. A token
+ * must carry exp and iat, live at most `ttlSeconds` (exp - iat: the configured
+ * ACCESS_TOKEN_TTL_SECONDS, so lowering it shortens every token in force) and not be issued in the
+ * future (beyond CLOCK_SKEW_SECONDS): otherwise a token signed with our key could outlive any bound.
+ */
+export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: string, now: Date, ttlSeconds: number): Promise<AccessClaims | null> {
   try {
     const { payload } = await jwtVerify(token, keys.publicKey, {
       issuer,
@@ -73,10 +81,13 @@ export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: 
       algorithms: ['EdDSA'],
       typ: 'at+jwt',
       currentDate: now,
+      requiredClaims: ['exp', 'iat', 'sub'],
     });
     const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
-    if (typeof payload.sub !== 'string' || (aud !== 'member' && aud !== 'account-holder') || typeof payload.iat !== 'number') return null;
-    return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, iat: payload.iat };
+    const { exp, iat } = payload;
+    if (typeof payload.sub !== 'string' || (aud !== 'member' && aud !== 'account-holder') || typeof iat !== 'number' || typeof exp !== 'number') return null;
+    if (exp - iat > ttlSeconds || iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) return null;
+    return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, iat };
   } catch {
     return null;
   }
