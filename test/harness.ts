@@ -27,9 +27,9 @@ export interface TestApp {
   mailer: CaptureMailer;
   databaseUrl: string;
   /** A REST call. `auth` is a header set (see the credential helpers). */
-  rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
+  rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string; clientIp?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
-  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResult<T>>;
+  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>, clientIp?: string): Promise<GqlResult<T>>;
   listen(): Promise<RunningServer>;
   close(): Promise<void>;
 }
@@ -48,7 +48,7 @@ export interface GqlResult<T> {
 
 let counter = 0;
 
-export async function createTestApp(opts: { now?: Date; env?: Record<string, string> } = {}): Promise<TestApp> {
+async function createDatabase(): Promise<string> {
   const serverUrl = inject('serverUrl');
   const template = inject('templateDatabase');
   const name = `t_${template.split('_').pop()}_${process.pid}_${++counter}_${Date.now() % 100000}`;
@@ -58,8 +58,12 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
+  return url.toString();
+}
 
+export async function createTestApp(opts: { now?: Date; env?: Record<string, string>; databaseUrl?: string } = {}): Promise<TestApp> {
+  // databaseUrl: a second service (another API process) on the database of an existing test app.
+  const databaseUrl = opts.databaseUrl ?? (await createDatabase());
   const clock = new ManualClock(opts.now ?? new Date());
   const mailer = new CaptureMailer();
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
@@ -68,6 +72,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     LOG_LEVEL: 'silent',
     JWT_PRIVATE_JWK: JSON.stringify({ ...(await exportJWK(privateKey)), kid: 'test' }),
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    // Every request of a test comes from one address: sign-up limits are tested with their own setting.
+    SIGNUP_BURST_PER_SOURCE: '1000000',
     ...opts.env,
   });
   const db = createPrisma(databaseUrl, 8);
@@ -82,7 +88,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     log,
     tokenKeys: await loadTokenKeys(config),
     boss,
-    rateLimiter: new RateLimiter(clock),
+    rateLimiter: new RateLimiter(db, clock),
     mailer,
     sealingKey,
     deliveryStatus: new DeliveryStatusHub(databaseUrl, log),
@@ -102,7 +108,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
         body = JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await yoga.fetch(`http://test${path}`, { method, headers, body });
+      // The client address (rate limits) as the HTTP server passes it; 'unknown' by default.
+      const res = await yoga.fetch(`http://test${path}`, { method, headers, body }, { clientIp: o.clientIp });
       const text = await res.text();
       let parsed: unknown = undefined;
       try {
@@ -112,12 +119,12 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
       }
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
-    async gql(query, variables, headers = {}) {
-      const res = await yoga.fetch('http://test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
+    async gql(query, variables, headers = {}, clientIp) {
+      const res = await yoga.fetch(
+        'http://test/graphql',
+        { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify({ query, variables }) },
+        { clientIp },
+      );
       return (await res.json()) as GqlResult<never>;
     },
     async listen() {
