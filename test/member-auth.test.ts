@@ -384,6 +384,63 @@ describe('Password reset', () => {
   });
 });
 
+describe('Logout (extension)', () => {
+  const logout = (headers: Record<string, string>) => app.rest('POST', '/v1/auth/logout', { headers });
+
+  test('204; the session\'s access and refresh tokens stop working at once; other sessions go on; audited', async () => {
+    const m = await signUpMember(app);
+    const other = await login(m.email, PASSWORD);
+    const rotated = await refresh(m.tokens.refreshToken); // the session's newest tokens
+    expect(rotated.status).toBe(200);
+    const r = await logout(bearer(rotated.body.accessToken));
+    expect(r.status, r.text).toBe(204);
+    expect(r.text).toBe('');
+    // Every access token of the session, older ones included, is refused at once (no clock advance).
+    expectProblem(await ownApps(m, rotated.body.accessToken), 401, 'INVALID_CREDENTIAL');
+    expectProblem(await ownApps(m, m.tokens.accessToken), 401, 'INVALID_CREDENTIAL');
+    expectTokenResultFailure(await refresh(rotated.body.refreshToken), 'INVALID_REFRESH_TOKEN');
+    // The other session is untouched.
+    expect((await ownApps(m, other.body.accessToken)).status).toBe(200);
+    expect((await refresh(other.body.refreshToken)).status).toBe(200);
+    const entries = await app.deps.db.auditLogEntry.findMany({ where: { entityId: m.memberId, action: 'member.logged_out' } });
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ actorType: 'MEMBER', actorId: m.memberId, organizationId: m.organizationId });
+  });
+
+  test('401 without a credential or with a logged-out token; 403 for an account holder', async () => {
+    expectProblem(await logout({}), 401, 'UNAUTHENTICATED');
+    const m = await signUpMember(app);
+    expect((await logout(m.headers)).status).toBe(204);
+    expectProblem(await logout(m.headers), 401, 'INVALID_CREDENTIAL');
+    const h = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail('h'), password: PASSWORD, name: 'H' } });
+    expectProblem(await logout(bearer(h.body.accessToken)), 403, 'PRINCIPAL_NOT_ALLOWED');
+  });
+
+  test('GraphQL logout', async () => {
+    const m = await signUpMember(app);
+    const r = await app.gql<{ logout: boolean }>('mutation { logout }', {}, m.headers);
+    expect(r.errors).toBeUndefined();
+    expect(r.data!.logout).toBe(true);
+    expect((await app.gql('{ viewer { id } }', {}, m.headers)).errors?.[0]?.extensions?.code).toBe('INVALID_CREDENTIAL');
+  });
+});
+
+describe('Password reset voids the other tokens', () => {
+  test('a completed reset spends every other outstanding reset and set-password token of the member', async () => {
+    const m = await signUpMember(app);
+    const request = () => app.rest('POST', '/v1/auth/password-reset/request', { body: { email: m.email }, clientIp });
+    const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword }, clientIp });
+    await request();
+    const first = app.mailer.last(m.email)!.data!.token!;
+    await request();
+    const second = app.mailer.last(m.email)!.data!.token!;
+    expect(second).not.toBe(first);
+    expect((await confirm(second, 'the second passphrase')).status).toBe(204);
+    expectProblem(await confirm(first, 'the first passphrase!'), 400, 'INVALID_TOKEN');
+    expect((await login(m.email, 'the second passphrase')).status).toBe(200);
+  });
+});
+
 // Keeps `viewer` referenced for readers: a random organization is 404, never another tenant's data.
 test('an access token reaches only its own organization (404 elsewhere)', async () => {
   const m = await signUpMember(app);
