@@ -132,13 +132,16 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
 }
 
 /** Deletes idempotency records and refresh/reset tokens past their retention. Safe to run twice. */
-export async function purgeExpired({ db, clock, log }: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number }> {
+export async function purgeExpired({ db, clock, log }: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
   const refresh = await db.refreshToken.deleteMany({ where: { expiresAt: { lt: dayAgo } } });
   const reset = await db.passwordResetToken.deleteMany({ where: { expiresAt: { lt: dayAgo } } });
-  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count };
+  // Rate-limit counters quiet for 30 days (every count has leaked away; a trusted source lapses) and not waiting.
+  const monthAgo = new Date(now.getTime() - 30 * 24 * 3600_000);
+  const throttle = await db.authThrottle.deleteMany({ where: { updatedAt: { lt: monthAgo }, OR: [{ blockedUntil: null }, { blockedUntil: { lt: now } }] } });
+  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count, throttle: throttle.count };
   log.info(counts, 'purged expired records');
   return counts;
 }

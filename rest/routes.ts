@@ -70,6 +70,21 @@ export const routes: Route[] = [
     success: { status: 200, body: 'refreshAccountHolderToken' }, errors: [401],
   },
   {
+    operationId: 'LogoutAccountHolder', operation: 'LogoutAccountHolder', method: 'POST', path: '/v1/account-holders/logout', extension: true,
+    summary: "End the account holder's session (its refresh and access tokens)", tag: 'Account holders', policy: policies.accountHolder,
+    success: { status: 204 },
+  },
+  {
+    operationId: 'RequestAccountHolderPasswordReset', operation: 'RequestAccountHolderPasswordReset', method: 'POST', path: '/v1/account-holders/password-reset/request', extension: true,
+    summary: 'Mail an account holder a password reset token', tag: 'Account holders', policy: policies.public,
+    body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
+    operationId: 'ConfirmAccountHolderPasswordReset', operation: 'ConfirmAccountHolderPasswordReset', method: 'POST', path: '/v1/account-holders/password-reset/confirm', extension: true,
+    summary: 'Set a new account holder password with a reset token', tag: 'Account holders', policy: policies.public,
+    body: 'required', variables: { input: 'body' }, success: { status: 204 },
+  },
+  {
     operationId: 'GetAccountHolderMe', operation: 'GetAccountHolderMe', method: 'GET', path: '/v1/account-holders/me',
     summary: 'The account holder of the session', tag: 'Account holders', policy: policies.accountHolder,
     success: { status: 200, body: 'accountHolderMe' }, errors: [404],
@@ -207,6 +222,11 @@ export const routes: Route[] = [
     operationId: 'RefreshToken', method: 'POST', path: '/v1/auth/refresh', summary: 'Renew a member session (rotates the refresh token)',
     tag: 'Member authentication', policy: policies.public,
     operation: 'RefreshToken', body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'refreshToken' }, errors: [401], tokenResultOn401: true,
+  },
+  {
+    operationId: 'Logout', method: 'POST', path: '/v1/auth/logout', summary: "End the member's session (its refresh and access tokens)",
+    tag: 'Member authentication', policy: policies.memberAny, extension: true,
+    operation: 'Logout', success: { status: 204 },
   },
   {
     operationId: 'RequestPasswordReset', method: 'POST', path: '/v1/auth/password-reset/request', summary: 'Mail a password reset token',

@@ -25,7 +25,7 @@ export async function createDeps(config: Config, url: string, log: Logger): Prom
     log,
     tokenKeys: await loadTokenKeys(config),
     boss,
-    rateLimiter: new RateLimiter(systemClock),
+    rateLimiter: new RateLimiter(db, systemClock),
     mailer: createMailer(config, log),
     sealingKey,
     deliveryStatus: new DeliveryStatusHub(url, log),

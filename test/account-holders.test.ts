@@ -88,12 +88,14 @@ describe('sign-up, login, refresh', () => {
     const m = await signUpMember(app);
     expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: m.email, password: PASSWORD } })).status).toBe(401);
 
-    for (let i = 0; i < 9; i++) await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: 'wrong password!' } });
-    const limited = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } });
+    // From an address where the holder never logged in (see test/auth-limits.test.ts for the rules).
+    const clientIp = '198.51.100.7';
+    for (let i = 0; i < 9; i++) await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: 'wrong password!' }, clientIp });
+    const limited = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD }, clientIp });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
     app.clock.advance(16 * 60_000);
-    expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } })).status).toBe(200);
+    expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD }, clientIp })).status).toBe(200);
   });
 
   test('RefreshAccountHolderToken rotates; reusing a spent token revokes the whole session', async () => {
@@ -132,6 +134,75 @@ describe('sign-up, login, refresh', () => {
     expect(l.errors?.[0]?.extensions?.code).toBe('INVALID_LOGIN');
     const me = await app.gql<{ accountHolderMe: { id: string } }>('{ accountHolderMe { id email } }', {}, bearer(s.data!.signUpAccountHolder.accessToken));
     expect(me.data!.accountHolderMe.id).toBe(s.data!.signUpAccountHolder.accountHolderId);
+  });
+});
+
+describe('logout and password reset (extensions)', () => {
+  const me = (accessToken: string) => app.rest('GET', '/v1/account-holders/me', { headers: bearer(accessToken) });
+  const refresh = (refreshToken: string) => app.rest('POST', '/v1/account-holders/refresh', { body: { refreshToken } });
+  const request = (email: string) => app.rest('POST', '/v1/account-holders/password-reset/request', { body: { email } });
+  const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/account-holders/password-reset/confirm', { body: { token, newPassword } });
+
+  test('LogoutAccountHolder: 204; the session\'s tokens stop working at once, another session goes on; audited; 403 for a member', async () => {
+    const h = await signUpHolder();
+    const other = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } });
+    const r = await app.rest('POST', '/v1/account-holders/logout', { headers: h.headers });
+    expect(r.status, r.text).toBe(204);
+    expect((await me(h.tokens.accessToken)).status).toBe(401);
+    expect((await refresh(h.tokens.refreshToken)).status).toBe(401);
+    expect((await me(other.body.accessToken)).status).toBe(200);
+    expect((await audits(h.accountHolderId)).map((a) => a.action)).toContain('account_holder.logged_out');
+    const m = await signUpMember(app);
+    expect((await app.rest('POST', '/v1/account-holders/logout', { headers: m.headers })).status).toBe(403);
+    // GraphQL
+    const g = await app.gql<{ logoutAccountHolder: boolean }>('mutation { logoutAccountHolder }', {}, bearer(other.body.accessToken));
+    expect(g.data?.logoutAccountHolder).toBe(true);
+    expect((await me(other.body.accessToken)).status).toBe(401);
+  });
+
+  test('password reset: 204 for known and unknown emails, mail to the known one; confirm sets the password, ends sessions and older tokens, voids other tokens', async () => {
+    const h = await signUpHolder();
+    const ghost = uniqueEmail('ghost');
+    const known = await request(h.email);
+    const unknown = await request(ghost);
+    expect(known.status, known.text).toBe(204);
+    expect(unknown.status).toBe(204);
+    expect(app.mailer.last(ghost)).toBeUndefined();
+    const first = app.mailer.last(h.email)!.data!.token!;
+    expect(first).toMatch(/^hpt_/);
+    expect(await app.deps.db.passwordResetToken.count({ where: { tokenHash: sha256(first), accountHolderId: h.accountHolderId } })).toBe(1);
+    await request(h.email);
+    const second = app.mailer.last(h.email)!.data!.token!;
+    // A holder's token is not a member's.
+    expect((await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token: first, newPassword: 'a member passphrase' } })).status).toBe(400);
+    // A short password: 400, the token stays usable.
+    expect((await confirm(first, 'short')).status).toBe(400);
+    app.clock.advance(1500);
+    expect((await confirm(first, 'a holder passphrase')).status).toBe(204);
+    expect((await me(h.tokens.accessToken)).status).toBe(401);
+    expect((await refresh(h.tokens.refreshToken)).status).toBe(401);
+    expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } })).status).toBe(401);
+    const fresh = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: 'a holder passphrase' } });
+    expect(fresh.status).toBe(200);
+    expect((await me(fresh.body.accessToken)).status).toBe(200);
+    expect((await confirm(first, 'again a passphrase')).status).toBe(400);
+    expect((await confirm(second, 'the voided passphrase')).body.code).toBe('INVALID_TOKEN');
+    expect((await audits(h.accountHolderId)).map((a) => a.action)).toEqual(
+      expect.arrayContaining(['account_holder.password_reset_requested', 'account_holder.password_reset']),
+    );
+  });
+
+  test('password reset over GraphQL; tokens expire after 30 minutes', async () => {
+    const h = await signUpHolder();
+    const r = await app.gql<{ requestAccountHolderPasswordReset: boolean }>(
+      'mutation($i: RequestPasswordResetInput!) { requestAccountHolderPasswordReset(input: $i) }',
+      { i: { email: h.email } },
+    );
+    expect(r.data?.requestAccountHolderPasswordReset).toBe(true);
+    const token = app.mailer.last(h.email)!.data!.token!;
+    app.clock.advance(30 * 60_000 + 1000);
+    const c = await app.gql('mutation($i: ResetPasswordInput!) { confirmAccountHolderPasswordReset(input: $i) }', { i: { token, newPassword: 'too late passphrase' } });
+    expect(c.errors?.[0]?.extensions?.code).toBe('INVALID_TOKEN');
   });
 });
 

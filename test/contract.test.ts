@@ -128,6 +128,10 @@ const fixtures: Record<string, Case[]> = {
     success('unknown email', async () => ({ variables: { input: { email: uniqueEmail('ghost') } }, headers: {} })),
     failure('not an email', 'VALIDATION_FAILED', async () => ({ variables: { input: { email: 'nope' } }, headers: {} })),
   ],
+  Logout: [
+    success('own session', async () => ({ variables: {}, headers: (await member()).headers })),
+    failure('account holder session', 'PRINCIPAL_NOT_ALLOWED', async () => ({ variables: {}, headers: (await holder()).headers })),
+  ],
   ConfirmPasswordReset: [
     success('mailed token', async () => {
       const m = await member();
@@ -332,6 +336,23 @@ const fixtures: Record<string, Case[]> = {
   RefreshAccountHolderToken: [
     success('fresh token', async () => ({ variables: { input: { refreshToken: (await holder()).tokens.refreshToken } }, headers: {} })),
     failure('unknown token', 'INVALID_REFRESH_TOKEN', async () => ({ variables: { input: { refreshToken: 'hrt_' + 'z'.repeat(43) } }, headers: {} })),
+  ],
+  LogoutAccountHolder: [
+    success('own session', async () => ({ variables: {}, headers: (await holder()).headers })),
+    failure('member session', 'PRINCIPAL_NOT_ALLOWED', async () => ({ variables: {}, headers: (await member()).headers })),
+  ],
+  RequestAccountHolderPasswordReset: [
+    success('known email', async () => ({ variables: { input: { email: (await holder()).email } }, headers: {} })),
+    success('unknown email', async () => ({ variables: { input: { email: uniqueEmail('ghost') } }, headers: {} })),
+    failure('not an email', 'VALIDATION_FAILED', async () => ({ variables: { input: { email: 'nope' } }, headers: {} })),
+  ],
+  ConfirmAccountHolderPasswordReset: [
+    success('mailed token', async () => {
+      const h = await holder();
+      await ok(app.rest('POST', '/v1/account-holders/password-reset/request', { body: { email: h.email } }), 204, 'reset request');
+      return { variables: { input: { token: app.mailer.last(h.email)!.data!.token, newPassword: 'another long passphrase' } }, headers: {} };
+    }),
+    failure('unknown token', 'INVALID_TOKEN', async () => ({ variables: { input: { token: 'hpt_' + 'q'.repeat(43), newPassword: 'another long passphrase' } }, headers: {} })),
   ],
   GetAccountHolderMe: [
     success('with a relationship', async () => {
@@ -573,10 +594,14 @@ function fill(template: string, data: unknown): string {
   return template.replace(/\{([\w.]+)\}/g, (_m, p: string) => String(pick(data, p)));
 }
 
-async function runGraphql(route: Route, s: Setup) {
+async function runGraphql(route: Route, s: Setup, clientIp: string) {
   const document = readFileSync(resolve(import.meta.dirname, '../rest/operations', `${route.operation}.graphql`), 'utf8');
-  return app.gql<Record<string, unknown>>(document, s.variables, s.headers);
+  return app.gql<Record<string, unknown>>(document, s.variables, s.headers, clientIp);
 }
+
+/** Each case calls from its own address, so the credential-guessing limits of one never refuse another's. */
+let cases = 0;
+const caseIp = () => `10.${(++cases >> 8) & 255}.${cases & 255}.1`;
 
 const withOperation = routes.filter((r) => r.operation);
 const isQuery = (route: Route) => /^\s*query\b/.test(readFileSync(resolve(import.meta.dirname, '../rest/operations', `${route.operation}.graphql`), 'utf8'));
@@ -604,8 +629,9 @@ describe.each(withOperation.map((r) => [`${r.operationId} ${r.method} ${r.path}`
     const restSetup = await c.setup();
     const gqlSetup = query ? restSetup : await c.setup();
     const req = restRequest(route, restSetup);
-    const rest = await app.rest(route.method, req.path, { headers: req.headers, ...(req.body !== undefined ? { body: req.body } : {}) });
-    const gql = await runGraphql(route, gqlSetup);
+    const clientIp = caseIp();
+    const rest = await app.rest(route.method, req.path, { headers: req.headers, clientIp, ...(req.body !== undefined ? { body: req.body } : {}) });
+    const gql = await runGraphql(route, gqlSetup, clientIp);
     const why = `REST ${rest.status} ${rest.text}\nGraphQL ${JSON.stringify(gql)}`;
     const same = (v: unknown) => (query ? v : normalize(v));
 

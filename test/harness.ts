@@ -32,9 +32,9 @@ export interface TestApp {
   /** A client on ownerDatabaseUrl (set-up only: tampering, triggers as the owner sees them). */
   ownerDb: PrismaClient;
   /** A REST call. `auth` is a header set (see the credential helpers). */
-  rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
+  rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string; clientIp?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
-  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResult<T>>;
+  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>, clientIp?: string): Promise<GqlResult<T>>;
   listen(): Promise<RunningServer>;
   close(): Promise<void>;
 }
@@ -58,7 +58,7 @@ export interface GqlResult<T> {
 
 let counter = 0;
 
-export async function createTestApp(opts: { now?: Date; env?: Record<string, string> } = {}): Promise<TestApp> {
+async function createDatabase(): Promise<string> {
   const serverUrl = inject('serverUrl');
   const serviceServerUrl = inject('serviceServerUrl');
   const template = inject('templateDatabase');
@@ -67,15 +67,22 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}" TEMPLATE ${template}`);
   await admin.end();
-  const onDatabase = (server: string) => {
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    return url.toString();
-  };
-  const databaseUrl = onDatabase(serviceServerUrl);
-  const ownerDatabaseUrl = onDatabase(serverUrl);
-  const ownerDb = createPrisma(ownerDatabaseUrl, 2);
+  // The service connects as the least-privilege role; the owner's connection is for set-up only.
+  return onDatabase(serviceServerUrl, name);
+}
 
+/** The same database on another server URL (another role's credentials). */
+function onDatabase(server: string, name: string): string {
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function createTestApp(opts: { now?: Date; env?: Record<string, string>; databaseUrl?: string } = {}): Promise<TestApp> {
+  // databaseUrl: a second service (another API process) on the database of an existing test app.
+  const databaseUrl = opts.databaseUrl ?? (await createDatabase());
+  const ownerDatabaseUrl = onDatabase(inject('serverUrl'), new URL(databaseUrl).pathname.slice(1));
+  const ownerDb = createPrisma(ownerDatabaseUrl, 2);
   const clock = new ManualClock(opts.now ?? new Date());
   const mailer = new CaptureMailer();
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
@@ -84,6 +91,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     LOG_LEVEL: 'silent',
     JWT_PRIVATE_JWK: JSON.stringify({ ...(await exportJWK(privateKey)), kid: 'test' }),
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    // Every request of a test comes from one address: sign-up limits are tested with their own setting.
+    SIGNUP_BURST_PER_SOURCE: '1000000',
     ...opts.env,
   });
   const db = createPrisma(databaseUrl, 8);
@@ -98,7 +107,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     log,
     tokenKeys: await loadTokenKeys(config),
     boss,
-    rateLimiter: new RateLimiter(clock),
+    rateLimiter: new RateLimiter(db, clock),
     mailer,
     sealingKey,
     deliveryStatus: new DeliveryStatusHub(databaseUrl, log),
@@ -120,7 +129,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
         body = JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await yoga.fetch(`http://test${path}`, { method, headers, body });
+      // The client address (rate limits) as the HTTP server passes it; 'unknown' by default.
+      const res = await yoga.fetch(`http://test${path}`, { method, headers, body }, { clientIp: o.clientIp });
       const text = await res.text();
       let parsed: unknown = undefined;
       try {
@@ -130,12 +140,12 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
       }
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
-    async gql(query, variables, headers = {}) {
-      const res = await yoga.fetch('http://test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
+    async gql(query, variables, headers = {}, clientIp) {
+      const res = await yoga.fetch(
+        'http://test/graphql',
+        { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify({ query, variables }) },
+        { clientIp },
+      );
       return (await res.json()) as GqlResult<never>;
     },
     async listen() {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { bearer, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 
 let app: TestApp;
@@ -6,6 +6,12 @@ beforeAll(async () => {
   app = await createTestApp();
 });
 afterAll(() => app.close());
+// Each test logs in (and fails) from its own address, so one test's failures never limit another.
+let clientIp = '';
+let ips = 0;
+beforeEach(() => {
+  clientIp = `203.0.113.${++ips}`;
+});
 
 const signUpBody = (email = uniqueEmail('signup')) => ({ email, password: PASSWORD, name: 'Ada', organizationName: 'Ada Ltd' });
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -159,8 +165,8 @@ function expectTokenResultFailure(r: RestResult, code: string) {
   });
 }
 
-const login = (email: string, password: string) => app.rest('POST', '/v1/auth/login', { body: { email, password } });
-const refresh = (refreshToken: string) => app.rest('POST', '/v1/auth/refresh', { body: { refreshToken } });
+const login = (email: string, password: string) => app.rest('POST', '/v1/auth/login', { body: { email, password }, clientIp });
+const refresh = (refreshToken: string) => app.rest('POST', '/v1/auth/refresh', { body: { refreshToken }, clientIp });
 const viewer = (accessToken: string) => app.rest('GET', `/v1/organizations/${crypto.randomUUID()}/applications`, { headers: bearer(accessToken) });
 /** A member-only read of the caller's own organization: 200 proves the access token is accepted. */
 const ownApps = (m: { organizationId: string }, accessToken: string) =>
@@ -222,27 +228,28 @@ describe('Login', () => {
     expectProblem(r, 400, 'VALIDATION_FAILED');
   });
 
-  test('429 with Retry-After after 10 failures, even with the right password', async () => {
+  test('after 5 failures each attempt waits (429 with Retry-After), even with the right password; the wait doubles', async () => {
     const m = await signUpMember(app);
-    for (let i = 0; i < 10; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
     const limited = await login(m.email, PASSWORD);
     expectProblem(limited, 429, 'RATE_LIMITED');
-    const retryAfter = Number(limited.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+    expect(limited.headers.get('retry-after')).toBe('1');
+    app.clock.advance(1000);
+    expect((await login(m.email, 'wrong password 5')).status).toBe(401);
+    expect((await login(m.email, PASSWORD)).headers.get('retry-after')).toBe('2');
     // Another email is not affected.
     const other = await signUpMember(app);
     expect((await login(other.email, PASSWORD)).status).toBe(200);
-    // Once the window has passed the member may log in again.
-    app.clock.advance((retryAfter + 1) * 1000);
+    // Once the wait has passed the member may log in again.
+    app.clock.advance(2000);
     expect((await login(m.email, PASSWORD)).status).toBe(200);
   });
 
-  test('a successful login resets the failure count', async () => {
+  test('a successful login clears the failure count', async () => {
     const m = await signUpMember(app);
-    for (let i = 0; i < 9; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
+    for (let i = 0; i < 4; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
     expect((await login(m.email, PASSWORD)).status).toBe(200);
-    for (let i = 0; i < 9; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
+    for (let i = 0; i < 4; i++) expect((await login(m.email, `wrong password ${i}`)).status).toBe(401);
     expect((await login(m.email, PASSWORD)).status).toBe(200);
   });
 });
@@ -292,8 +299,8 @@ describe('RefreshToken', () => {
 });
 
 describe('Password reset', () => {
-  const requestReset = (email: string) => app.rest('POST', '/v1/auth/password-reset/request', { body: { email } });
-  const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword } });
+  const requestReset = (email: string) => app.rest('POST', '/v1/auth/password-reset/request', { body: { email }, clientIp });
+  const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword }, clientIp });
 
   test('the request answers 204 for known and unknown emails alike; mail goes only to the known one', async () => {
     const m = await signUpMember(app);
@@ -374,6 +381,63 @@ describe('Password reset', () => {
     const token = app.mailer.last(m.email)!.data!.token!;
     app.clock.advance(29 * 60_000);
     expect((await confirm(token, 'just in time passphrase')).status).toBe(204);
+  });
+});
+
+describe('Logout (extension)', () => {
+  const logout = (headers: Record<string, string>) => app.rest('POST', '/v1/auth/logout', { headers });
+
+  test('204; the session\'s access and refresh tokens stop working at once; other sessions go on; audited', async () => {
+    const m = await signUpMember(app);
+    const other = await login(m.email, PASSWORD);
+    const rotated = await refresh(m.tokens.refreshToken); // the session's newest tokens
+    expect(rotated.status).toBe(200);
+    const r = await logout(bearer(rotated.body.accessToken));
+    expect(r.status, r.text).toBe(204);
+    expect(r.text).toBe('');
+    // Every access token of the session, older ones included, is refused at once (no clock advance).
+    expectProblem(await ownApps(m, rotated.body.accessToken), 401, 'INVALID_CREDENTIAL');
+    expectProblem(await ownApps(m, m.tokens.accessToken), 401, 'INVALID_CREDENTIAL');
+    expectTokenResultFailure(await refresh(rotated.body.refreshToken), 'INVALID_REFRESH_TOKEN');
+    // The other session is untouched.
+    expect((await ownApps(m, other.body.accessToken)).status).toBe(200);
+    expect((await refresh(other.body.refreshToken)).status).toBe(200);
+    const entries = await app.deps.db.auditLogEntry.findMany({ where: { entityId: m.memberId, action: 'member.logged_out' } });
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ actorType: 'MEMBER', actorId: m.memberId, organizationId: m.organizationId });
+  });
+
+  test('401 without a credential or with a logged-out token; 403 for an account holder', async () => {
+    expectProblem(await logout({}), 401, 'UNAUTHENTICATED');
+    const m = await signUpMember(app);
+    expect((await logout(m.headers)).status).toBe(204);
+    expectProblem(await logout(m.headers), 401, 'INVALID_CREDENTIAL');
+    const h = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail('h'), password: PASSWORD, name: 'H' } });
+    expectProblem(await logout(bearer(h.body.accessToken)), 403, 'PRINCIPAL_NOT_ALLOWED');
+  });
+
+  test('GraphQL logout', async () => {
+    const m = await signUpMember(app);
+    const r = await app.gql<{ logout: boolean }>('mutation { logout }', {}, m.headers);
+    expect(r.errors).toBeUndefined();
+    expect(r.data!.logout).toBe(true);
+    expect((await app.gql('{ viewer { id } }', {}, m.headers)).errors?.[0]?.extensions?.code).toBe('INVALID_CREDENTIAL');
+  });
+});
+
+describe('Password reset voids the other tokens', () => {
+  test('a completed reset spends every other outstanding reset and set-password token of the member', async () => {
+    const m = await signUpMember(app);
+    const request = () => app.rest('POST', '/v1/auth/password-reset/request', { body: { email: m.email }, clientIp });
+    const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword }, clientIp });
+    await request();
+    const first = app.mailer.last(m.email)!.data!.token!;
+    await request();
+    const second = app.mailer.last(m.email)!.data!.token!;
+    expect(second).not.toBe(first);
+    expect((await confirm(second, 'the second passphrase')).status).toBe(204);
+    expectProblem(await confirm(first, 'the first passphrase!'), 400, 'INVALID_TOKEN');
+    expect((await login(m.email, 'the second passphrase')).status).toBe(200);
   });
 });
 

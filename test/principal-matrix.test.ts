@@ -24,7 +24,17 @@ interface Caller {
   /** The principal as src/auth/policy.ts sees it; null for no (valid) credential. */
   principal: Principal | null;
   organizationId: string;
+  /** Another session of the same principal, for the routes that end the caller's session (logout). */
+  renew?: () => Promise<Record<string, string>>;
 }
+
+/** Routes that end the session of the caller: each call gets a session of its own. */
+const endsSession = new Set(['Logout', 'LogoutAccountHolder']);
+const relogin = (path: string, email: string) => async () => {
+  const r = await app.rest('POST', path, { body: { email, password: PASSWORD } });
+  if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`);
+  return bearer(r.body.accessToken as string);
+};
 
 let app: TestApp;
 const callers = new Map<Kind, Caller>();
@@ -37,7 +47,7 @@ beforeAll(async () => {
     type: 'member', memberId, organizationId: org, role, permissions: new Set(rolePermissions[role]),
   });
   callers.set('none', { headers: {}, principal: null, organizationId: org });
-  callers.set('owner', { headers: owner.headers, principal: member(owner.memberId, 'OWNER'), organizationId: org });
+  callers.set('owner', { headers: owner.headers, principal: member(owner.memberId, 'OWNER'), organizationId: org, renew: relogin('/v1/auth/login', owner.email) });
 
   // A VIEWER of the owner's organization, straight in the database, logged in over REST.
   const viewerEmail = uniqueEmail('viewer');
@@ -46,7 +56,7 @@ beforeAll(async () => {
   });
   const login = await app.rest('POST', '/v1/auth/login', { body: { email: viewerEmail, password: PASSWORD } });
   if (login.status !== 200) throw new Error(`viewer login failed: ${login.status} ${login.text}`);
-  callers.set('viewer', { headers: bearer(login.body.accessToken), principal: member(viewer.id, 'VIEWER'), organizationId: org });
+  callers.set('viewer', { headers: bearer(login.body.accessToken), principal: member(viewer.id, 'VIEWER'), organizationId: org, renew: relogin('/v1/auth/login', viewerEmail) });
 
   const key = await createApiKey(app, owner);
   callers.set('apiKey', {
@@ -72,7 +82,8 @@ async function accountHolder(): Promise<Omit<Caller, 'organizationId'>> {
   if (signUp.status === 200 || signUp.status === 201) {
     const token = signUp.body?.accessToken;
     const row = await app.deps.db.accountHolder.findUnique({ where: { email } });
-    if (typeof token === 'string' && row) return { headers: bearer(token), principal: { type: 'accountHolder', accountHolderId: row.id } };
+    if (typeof token === 'string' && row)
+      return { headers: bearer(token), principal: { type: 'accountHolder', accountHolderId: row.id }, renew: relogin('/v1/account-holders/login', email) };
   } else if (signUp.status !== 501) {
     throw new Error(`account holder sign-up answered ${signUp.status} ${signUp.text}`);
   }
@@ -91,7 +102,8 @@ function pathFor(route: Route, caller: Caller): string {
 
 async function call(route: Route, kind: Kind) {
   const caller = callers.get(kind)!;
-  return app.rest(route.method, pathFor(route, caller), { headers: caller.headers, ...(route.body ? { body: {} } : {}) });
+  const headers = endsSession.has(route.operationId) && caller.renew ? await caller.renew() : caller.headers;
+  return app.rest(route.method, pathFor(route, caller), { headers, ...(route.body ? { body: {} } : {}) });
 }
 
 const label = (r: Route) => `${r.operationId} ${r.method} ${r.path}`;

@@ -4,7 +4,8 @@ import type { Db } from '../db/prisma';
 import { DomainError } from '../errors';
 import { audit } from '../audit/audit';
 import { hashPassword } from '../auth/passwords';
-import { issueTokens, passwordLogin, refreshSession, type TokenResult } from '../auth/sessions';
+import { countSignUp, issueTokens, passwordLogin, refreshSession, type TokenResult } from '../auth/sessions';
+import { confirmReset, requestReset, type resetPasswordInput } from '../auth/password-reset';
 import { displayName, email, password } from '../tenancy/member-auth';
 import { isUniqueViolation } from '../ids';
 
@@ -40,6 +41,7 @@ export async function createHolder(tx: Db, ctx: Context, input: SignUpHolderInpu
 
 /** Sign-up: a new account holder, logged in at once. */
 export async function signUp(ctx: Context, input: SignUpHolderInput): Promise<HolderTokenResult> {
+  await countSignUp(ctx);
   const passwordHash = await hashPassword(input.password);
   try {
     return await ctx.deps.db.$transaction(async (tx) => {
@@ -61,3 +63,9 @@ export async function login(ctx: Context, input: z.infer<typeof loginHolderInput
 export async function refresh(ctx: Context, refreshToken: string): Promise<HolderTokenResult> {
   return asHolderTokens(await refreshSession(ctx, 'ACCOUNT_HOLDER', refreshToken, async () => undefined));
 }
+
+/** Mails a reset token when the email belongs to an account holder; the same answer and work either way. */
+export const requestPasswordReset = (ctx: Context, address: string) => requestReset(ctx, 'ACCOUNT_HOLDER', address);
+
+/** Spends an account holder's reset token: new password, every session and older access token ended. */
+export const confirmPasswordReset = (ctx: Context, input: z.infer<typeof resetPasswordInput>) => confirmReset(ctx, 'ACCOUNT_HOLDER', input);

@@ -5,7 +5,7 @@ import { DomainError, invalidState, notFound } from '../errors';
 import { audit } from '../audit/audit';
 import { actorOf } from '../auth/principal';
 import { hashPassword } from '../auth/passwords';
-import { issueTokens } from '../auth/sessions';
+import { countSignUp, issueTokens } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';
 import { email } from '../tenancy/member-auth';
 import { assertOrganization } from '../tenancy/access';
@@ -124,6 +124,7 @@ export type SignUpAndClaimResult = ClaimResult & { tokens: HolderTokenResult };
 
 /** Sign-up and claim in one transaction: either both happen or neither does. */
 export async function signUpAndClaim(ctx: Context, input: z.infer<typeof signUpAndClaimInput>): Promise<SignUpAndClaimResult> {
+  await countSignUp(ctx);
   const passwordHash = await hashPassword(input.password);
   try {
     return await ctx.deps.db.$transaction(async (tx) => {

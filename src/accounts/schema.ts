@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { builder } from '../builder';
-import { refreshTokenInput } from '../auth/sessions';
+import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { notFound } from '../errors';
-import { EnvironmentType } from '../tenancy/schema';
+import { EnvironmentType, RequestPasswordResetInput, ResetPasswordInput } from '../tenancy/schema';
 import * as holders from './holders';
 import * as invitations from './invitations';
 import * as accounts from './accounts';
@@ -238,6 +238,32 @@ builder.mutationFields((t) => ({
     authScopes: { policy: policies.public },
     args: { input: t.arg({ type: RefreshAccountHolderTokenInput, required: true }) },
     resolve: (_p, args, ctx) => holders.refresh(ctx, args.input.refreshToken),
+  }),
+  logoutAccountHolder: t.boolean({
+    description: 'Ends the session of the access token: its refresh token and every access token of the session stop working at once. Always true.',
+    authScopes: { policy: policies.accountHolder },
+    resolve: async (_p, _a, ctx) => {
+      await logout(ctx);
+      return true;
+    },
+  }),
+  requestAccountHolderPasswordReset: t.boolean({
+    description: 'Mails a reset token when the email belongs to an account holder. Always true, whether or not it does.',
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: RequestPasswordResetInput, required: true }) },
+    resolve: async (_p, args, ctx) => {
+      await holders.requestPasswordReset(ctx, args.input.email);
+      return true;
+    },
+  }),
+  confirmAccountHolderPasswordReset: t.boolean({
+    description: "Sets a new password with a mailed reset token; ends the holder's sessions and older access tokens.",
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: ResetPasswordInput, required: true }) },
+    resolve: async (_p, args, ctx) => {
+      await holders.confirmPasswordReset(ctx, args.input);
+      return true;
+    },
   }),
   claimAccountHolderInvitation: t.field({
     type: ClaimAccountHolderInvitationResult,

@@ -4,6 +4,8 @@ import { rolePermissions } from './permissions';
 import type { Principal } from './principal';
 import { apiKeyPattern, operatorKeyPattern, sha256 } from './secrets';
 import { verifyAccessToken } from './tokens';
+import { Prisma } from '../db/prisma';
+import type { MemberRole } from '../generated/prisma/enums';
 
 export interface Authentication {
   principal: Principal | null;
@@ -112,23 +114,29 @@ async function authenticateOperator(key: string, deps: Deps): Promise<Authentica
   return { principal: { type: 'operator', operatorId: op.id }, credentialError: null };
 }
 
+/**
+ * An access token is valid while its subject exists, its credentials did not change after it was
+ * issued, and its session (refresh family, `sid`) is not revoked (logout, reuse detection, password
+ * reset): one query per request, the family probe on a partial index of revoked rows.
+ */
 async function authenticateBearer(token: string, deps: Deps): Promise<Authentication> {
   const claims = await verifyAccessToken(deps.tokenKeys, deps.config.JWT_ISSUER, token, deps.clock.now(), deps.config.ACCESS_TOKEN_TTL_SECONDS);
   if (!claims) return invalid('The access token is invalid or expired.');
   const issuedAt = claims.iat * 1000;
+  const revoked = Prisma.sql`EXISTS (SELECT 1 FROM "RefreshToken" r WHERE r."familyId" = ${claims.sid}::uuid AND r."revokedAt" IS NOT NULL) AS "revoked"`;
+  // Tokens issued before a password change or reset are refused (second precision, as iat).
+  const stale = (changedAt: Date) => issuedAt < Math.floor(changedAt.getTime() / 1000) * 1000;
   if (claims.aud === 'member') {
-    const m = await deps.db.member.findUnique({
-      where: { id: claims.sub },
-      select: { id: true, organizationId: true, role: true, credentialsChangedAt: true },
-    });
-    // Tokens issued before a password change or reset are refused (second precision, as iat).
-    if (!m || issuedAt < Math.floor(m.credentialsChangedAt.getTime() / 1000) * 1000) return invalid('The access token is no longer valid.');
+    const [m] = await deps.db.$queryRaw<{ id: string; organizationId: string; role: MemberRole; credentialsChangedAt: Date; revoked: boolean }[]>`
+      SELECT m."id", m."organizationId", m."role"::text AS "role", m."credentialsChangedAt", ${revoked} FROM "Member" m WHERE m."id" = ${claims.sub}::uuid`;
+    if (!m || m.revoked || stale(m.credentialsChangedAt)) return invalid('The access token is no longer valid.');
     return {
-      principal: { type: 'member', memberId: m.id, organizationId: m.organizationId, role: m.role, permissions: new Set(rolePermissions[m.role]) },
+      principal: { type: 'member', memberId: m.id, organizationId: m.organizationId, role: m.role, permissions: new Set(rolePermissions[m.role]), sessionId: claims.sid },
       credentialError: null,
     };
   }
-  const h = await deps.db.accountHolder.findUnique({ where: { id: claims.sub }, select: { id: true, credentialsChangedAt: true } });
-  if (!h || issuedAt < Math.floor(h.credentialsChangedAt.getTime() / 1000) * 1000) return invalid('The access token is no longer valid.');
-  return { principal: { type: 'accountHolder', accountHolderId: h.id }, credentialError: null };
+  const [h] = await deps.db.$queryRaw<{ id: string; credentialsChangedAt: Date; revoked: boolean }[]>`
+    SELECT h."id", h."credentialsChangedAt", ${revoked} FROM "AccountHolder" h WHERE h."id" = ${claims.sub}::uuid`;
+  if (!h || h.revoked || stale(h.credentialsChangedAt)) return invalid('The access token is no longer valid.');
+  return { principal: { type: 'accountHolder', accountHolderId: h.id, sessionId: claims.sid }, credentialError: null };
 }

@@ -3,9 +3,10 @@ import type { Permission } from './permissions';
 
 /** The four principals of the spec. Exactly one authenticates a request, or none. */
 export type Principal =
-  | { type: 'member'; memberId: string; organizationId: string; role: MemberRole; permissions: ReadonlySet<Permission> }
+  // sessionId: the refresh-token family of the access token (logout revokes it).
+  | { type: 'member'; memberId: string; organizationId: string; role: MemberRole; permissions: ReadonlySet<Permission>; sessionId?: string }
   | { type: 'apiKey'; apiKeyId: string; organizationId: string; applicationId: string; environmentId: string; mode: EnvironmentType }
-  | { type: 'accountHolder'; accountHolderId: string }
+  | { type: 'accountHolder'; accountHolderId: string; sessionId?: string }
   | { type: 'operator'; operatorId: string };
 
 export type PrincipalKind = Principal['type'];

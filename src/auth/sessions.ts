@@ -5,6 +5,8 @@ import { DomainError } from '../errors';
 import { newOpaqueToken, sha256 } from './secrets';
 import { signAccessToken, type Audience } from './tokens';
 import { verifyPassword } from './passwords';
+import { limits, rateLimited, sourceOf } from './rate-limit';
+import { audit } from '../audit/audit';
 
 export type SessionSubject = 'MEMBER' | 'ACCOUNT_HOLDER';
 
@@ -98,9 +100,12 @@ export async function revokeAllSessions(tx: Db, subjectType: SessionSubject, sub
 }
 
 /**
- * Password login of a member or an account holder. Failed attempts are limited per subject type,
- * email and client address; an unknown email is verified against a dummy hash so timing tells
- * nothing.
+ * Password login of a member or an account holder, limited before the password is verified
+ * (src/auth/rate-limit.ts): the source address first, then the account (email and principal
+ * type, known or not). A source where the account logged in successfully within
+ * limits.trustedSourceDays passes the account's backoff, so a stranger's guesses do not lock the
+ * owner out of their usual places. An unknown email is verified against a dummy hash so timing
+ * tells nothing.
  */
 export async function passwordLogin(
   ctx: Context,
@@ -108,32 +113,76 @@ export async function passwordLogin(
   input: { email: string; password: string },
   find: (email: string) => Promise<{ id: string; passwordHash: string; organizationId?: string } | null>,
 ): Promise<TokenResult> {
-  const limitKey = `login:${subjectType}:${input.email}:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
+  const limiter = ctx.deps.rateLimiter;
+  const source = `login:source:${sourceOf(ctx.clientIp)}`;
+  const account = loginAccountKey(subjectType, input.email);
+  const trust = `login:trusted:${subjectType}:${input.email}:${sourceOf(ctx.clientIp)}`;
+  await limiter.take(limits.sourceLogin, source);
+  const accountHit = await limiter.hit(limits.accountLogin, account);
+  const trusted = !accountHit.allowed && (await limiter.trusted(trust));
+  if (!accountHit.allowed && !trusted) throw rateLimited(accountHit.retryAfterSeconds);
   const subject = await find(input.email);
-  if (!(await verifyPassword(subject?.passwordHash ?? null, input.password)) || !subject) {
-    ctx.deps.rateLimiter.fail(limitKey);
-    throw new DomainError('INVALID_LOGIN');
-  }
-  ctx.deps.rateLimiter.reset(limitKey);
+  if (!(await verifyPassword(subject?.passwordHash ?? null, input.password)) || !subject) throw new DomainError('INVALID_LOGIN');
+  await limiter.loginSucceeded(source, account, trust, !trusted);
   return ctx.deps.db.$transaction((tx) => issueTokens(tx, ctx, { type: subjectType, id: subject.id, organizationId: subject.organizationId }));
 }
 
-/** Refresh: rotates the token (see rotateRefreshToken); failures are rate limited per client address. */
+/** The login counter of an account: a password reset clears it. */
+export const loginAccountKey = (subjectType: SessionSubject, email: string) => `login:account:${subjectType}:${email}`;
+
+/**
+ * Refresh: rotates the token (see rotateRefreshToken). A valid token is never limited; invalid
+ * ones count against the source address, which answers 429 instead of 401 once backed off.
+ */
 export async function refreshSession(
   ctx: Context,
   subjectType: SessionSubject,
   refreshToken: string,
   organizationOf: (tx: Db, subjectId: string) => Promise<string | undefined>,
 ): Promise<TokenResult> {
-  const limitKey = `refresh:${ctx.clientIp}`;
-  ctx.deps.rateLimiter.check(limitKey);
   try {
     const result = await ctx.deps.db.$transaction((tx) => rotateRefreshToken(tx, ctx, refreshToken, subjectType, (id) => organizationOf(tx, id)));
     if (!result) throw new DomainError('INVALID_REFRESH_TOKEN', 'The refresh token was already used; the session is revoked.');
     return result;
   } catch (e) {
-    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') ctx.deps.rateLimiter.fail(limitKey);
+    if (e instanceof DomainError && e.code === 'INVALID_REFRESH_TOKEN') await badToken(ctx);
     throw e;
   }
+}
+
+/** Counts a sign-up of the source address before its password is hashed; throws RATE_LIMITED once it is backed off. */
+export async function countSignUp(ctx: Context): Promise<void> {
+  await ctx.deps.rateLimiter.take(limits.sourceSignUp(ctx.deps.config.SIGNUP_BURST_PER_SOURCE), `signup:source:${sourceOf(ctx.clientIp)}`);
+}
+
+/** Counts an invalid one-time token (refresh, password reset) of the source; throws RATE_LIMITED once it is backed off. */
+export async function badToken(ctx: Context): Promise<void> {
+  await ctx.deps.rateLimiter.take(limits.sourceBadToken, `token:source:${sourceOf(ctx.clientIp)}`);
+}
+
+/**
+ * Logout: revokes the session (refresh-token family) of the access token that authenticated the
+ * request. Its refresh tokens stop working, and so do its access tokens, at once (authenticate
+ * checks the family of every access token).
+ */
+export async function logout(ctx: Context): Promise<void> {
+  const p = ctx.principal;
+  if ((p?.type !== 'member' && p?.type !== 'accountHolder') || !p.sessionId) throw new DomainError('UNAUTHENTICATED');
+  const now = ctx.deps.clock.now();
+  const subject: SessionSubject = p.type === 'member' ? 'MEMBER' : 'ACCOUNT_HOLDER';
+  const subjectId = p.type === 'member' ? p.memberId : p.accountHolderId;
+  await ctx.deps.db.$transaction(async (tx) => {
+    // Every row of the family, spent ones included: the access-token check looks for any revoked row.
+    await tx.refreshToken.updateMany({
+      where: { familyId: p.sessionId, subjectType: subject, subjectId, revokedAt: null },
+      data: { revokedAt: now, revokedReason: 'logout' },
+    });
+    await audit(tx, ctx, {
+      organizationId: p.type === 'member' ? p.organizationId : null,
+      entityType: p.type === 'member' ? 'Member' : 'AccountHolder',
+      entityId: subjectId,
+      action: p.type === 'member' ? 'member.logged_out' : 'account_holder.logged_out',
+      after: { sessionId: p.sessionId },
+    });
+  });
 }

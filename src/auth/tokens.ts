@@ -2,6 +2,7 @@ import { SignJWT, jwtVerify, importJWK, exportJWK, generateKeyPair, type JWK, ty
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Config } from '../config';
+import { isUuid } from '../ids';
 
 /** Access-token audiences: a token for one principal is never accepted for the other. */
 export type Audience = 'member' | 'account-holder';
@@ -41,6 +42,8 @@ export interface AccessClaims {
   sub: string;
   aud: Audience;
   org?: string;
+  /** The session: the refresh-token family the token was issued with. */
+  sid: string;
   iat: number;
 }
 
@@ -85,9 +88,9 @@ export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: 
     });
     const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
     const { exp, iat } = payload;
-    if (typeof payload.sub !== 'string' || (aud !== 'member' && aud !== 'account-holder') || typeof iat !== 'number' || typeof exp !== 'number') return null;
+    if (!isUuid(payload.sub) || !isUuid(payload.sid) || (aud !== 'member' && aud !== 'account-holder') || typeof iat !== 'number' || typeof exp !== 'number') return null;
     if (exp - iat > ttlSeconds || iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) return null;
-    return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, iat };
+    return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, sid: payload.sid, iat };
   } catch {
     return null;
   }

@@ -4,11 +4,12 @@ import { DomainError } from '../errors';
 import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { hashPassword } from '../auth/passwords';
-import { passwordLogin, refreshSession, revokeAllSessions, type TokenResult } from '../auth/sessions';
-import { newOpaqueToken, sha256 } from '../auth/secrets';
+import { countSignUp, passwordLogin, refreshSession, type TokenResult } from '../auth/sessions';
+import { confirmReset, password, requestReset, resetPasswordInput } from '../auth/password-reset';
+import { newOpaqueToken } from '../auth/secrets';
 
 export const email = z.string().trim().toLowerCase().email('must be an email address').max(254);
-export const password = z.string().min(12, 'must have at least 12 characters').max(256, 'must have at most 256 characters');
+export { password };
 export const displayName = z.string().trim().min(1, 'must not be empty').max(200);
 
 export const signUpInput = z.object({ email, password, name: displayName, organizationName: displayName });
@@ -24,6 +25,7 @@ export interface SignUpResponse {
 
 /** Member sign-up: a new organization with its first member, the OWNER. */
 export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: string | null | undefined): Promise<SignUpResponse> {
+  await countSignUp(ctx);
   const passwordHash = await hashPassword(input.password);
   const { db } = ctx.deps;
   return db.$transaction(async (tx) =>
@@ -52,27 +54,10 @@ export function refresh(ctx: Context, refreshToken: string): Promise<TokenResult
   return refreshSession(ctx, 'MEMBER', refreshToken, async (tx, id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId);
 }
 
-const RESET_TTL_MS = 30 * 60_000;
 export const SET_PASSWORD_TTL_MS = 72 * 3600_000;
 
-/**
- * Sends a single-use reset token by mail when the email belongs to a member. The answer is the
- * same whether it does or not, so the route tells nothing about who is registered.
- */
-export async function requestPasswordReset(ctx: Context, address: string): Promise<void> {
-  const limitKey = `reset:${address}`;
-  ctx.deps.rateLimiter.check(limitKey);
-  ctx.deps.rateLimiter.fail(limitKey); // every request counts: this route sends mail
-  const member = await ctx.deps.db.member.findUnique({ where: { email: address } });
-  if (!member) return;
-  const token = await createPasswordToken(ctx, member.id, member.organizationId, RESET_TTL_MS, 'member.password_reset_requested');
-  await ctx.deps.mailer.send({
-    to: member.email,
-    subject: 'Reset your password',
-    text: `Use this token to reset your password within 30 minutes: ${token}`,
-    data: { kind: 'password-reset', token },
-  });
-}
+/** Mails a reset token when the email belongs to a member; the same answer and work either way (src/auth/password-reset.ts). */
+export const requestPasswordReset = (ctx: Context, address: string) => requestReset(ctx, 'MEMBER', address);
 
 /** Creates a password token (reset or first password of an added member) with its audit entry. */
 export async function createPasswordToken(ctx: Context, memberId: string, organizationId: string, ttlMs: number, action: string): Promise<string> {
@@ -85,22 +70,7 @@ export async function createPasswordToken(ctx: Context, memberId: string, organi
   return token;
 }
 
-export const resetPasswordInput = z.object({ token: z.string().min(1).max(200), newPassword: password });
+export { resetPasswordInput };
 
-/** Spends a reset token: sets the password, and ends every session and access token of the member. */
-export async function confirmPasswordReset(ctx: Context, input: z.infer<typeof resetPasswordInput>): Promise<void> {
-  const passwordHash = await hashPassword(input.newPassword);
-  const now = ctx.deps.clock.now();
-  await ctx.deps.db.$transaction(async (tx) => {
-    // Spend the token atomically: of two concurrent confirmations only one updates the row.
-    const spent = await tx.passwordResetToken.updateMany({
-      where: { tokenHash: sha256(input.token), usedAt: null, expiresAt: { gt: now } },
-      data: { usedAt: now },
-    });
-    if (spent.count !== 1) throw new DomainError('INVALID_TOKEN', 'The reset token is invalid, expired or already used.');
-    const { memberId } = await tx.passwordResetToken.findUniqueOrThrow({ where: { tokenHash: sha256(input.token) }, select: { memberId: true } });
-    const member = await tx.member.update({ where: { id: memberId }, data: { passwordHash, credentialsChangedAt: now } });
-    await revokeAllSessions(tx, 'MEMBER', memberId, now, 'password-reset');
-    await audit(tx, ctx, { organizationId: member.organizationId, entityType: 'Member', entityId: memberId, action: 'member.password_reset' });
-  });
-}
+/** Spends a reset or set-password token: sets the password, and ends every session and access token of the member. */
+export const confirmPasswordReset = (ctx: Context, input: z.infer<typeof resetPasswordInput>) => confirmReset(ctx, 'MEMBER', input);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder';
-import { refreshTokenInput } from '../auth/sessions';
+import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
 import { DomainError, notFound } from '../errors';
@@ -160,11 +160,11 @@ const RefreshTokenInput = builder.inputType('RefreshTokenInput', {
   fields: (t) => ({ refreshToken: t.string({ required: true }) }),
   validate: refreshTokenInput,
 });
-const RequestPasswordResetInput = builder.inputType('RequestPasswordResetInput', {
+export const RequestPasswordResetInput = builder.inputType('RequestPasswordResetInput', {
   fields: (t) => ({ email: t.string({ required: true }) }),
   validate: z.object({ email: auth.email }),
 });
-const ResetPasswordInput = builder.inputType('ResetPasswordInput', {
+export const ResetPasswordInput = builder.inputType('ResetPasswordInput', {
   fields: (t) => ({ token: t.string({ required: true }), newPassword: t.string({ required: true }) }),
   validate: auth.resetPasswordInput,
 });
@@ -291,6 +291,14 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: ResetPasswordInput, required: true }) },
     resolve: async (_p, args, ctx) => {
       await auth.confirmPasswordReset(ctx, args.input);
+      return true;
+    },
+  }),
+  logout: t.boolean({
+    description: 'Ends the session of the access token: its refresh token and every access token of the session stop working at once. Always true.',
+    authScopes: { policy: policies.memberAny },
+    resolve: async (_p, _a, ctx) => {
+      await logout(ctx);
       return true;
     },
   }),
