@@ -31,6 +31,8 @@ const schema = z.object({
   /** Attempts in flight at once per worker process. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
   /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
+  /** graphql-ws: an open socket's credential is authenticated again this often (ms); a revoked one closes it (4401). */
+  WS_REAUTH_INTERVAL_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
   SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
 }).superRefine((c, ctx) => {
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
