@@ -167,6 +167,14 @@ test('limits apply to subscriptions too: an over-deep document is refused with Q
   await client.dispose();
 });
 
+test('a websocket message over 1 MiB closes the socket (1009)', async () => {
+  const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
+  await new Promise((r) => socket.once('open', r));
+  const closed = new Promise<number>((r) => socket.once('close', (code) => r(code)));
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { pad: 'x'.repeat(1 << 20) } }));
+  expect(await within(closed)).toBe(1009);
+});
+
 test('closing the server closes every socket with 1001', async () => {
   const own = await app.listen();
   const m = await signUpMember(app);
