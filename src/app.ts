@@ -6,6 +6,7 @@ import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
 import { restPlugin } from '../rest/adapter';
+import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
@@ -90,6 +91,8 @@ export function createApp(deps: Deps) {
     renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
     cors: corsOf(deps.config),
+    // Bodies over 1 MiB answer 413 (a Content-Length over it at once; a longer stream when it passes it).
+    maxRequestBodySize: graphqlLimits.bodyBytes,
     logging: {
       debug: (...a) => deps.log.debug(a.map(String).join(' ')),
       info: (...a) => deps.log.info(a.map(String).join(' ')),
@@ -98,6 +101,9 @@ export function createApp(deps: Deps) {
     },
     maskedErrors: {
       maskError: (error, message, isDev) => {
+        // yoga's body limit, with the code REST answers for the same 1 MiB.
+        if (error instanceof GraphQLError && error.extensions.code === 'REQUEST_ENTITY_TOO_LARGE')
+          return new GraphQLError(`The body must be at most ${graphqlLimits.bodyBytes / (1 << 20)} MiB.`, { extensions: { code: 'PAYLOAD_TOO_LARGE', http: { status: 413 } } });
         // GraphQL's own input errors (variable coercion: unknown enum value, missing or mistyped
         // field) have no code and no path: they are the caller's input, coded like ours.
         if (error instanceof GraphQLError && !error.path && !error.extensions.code && (!error.originalError || error.originalError instanceof GraphQLError))
@@ -113,6 +119,7 @@ export function createApp(deps: Deps) {
     plugins: [
       useExecutionCancellation(),
       !posture.introspection && hiddenSchema,
+      useGraphqlLimits(),
       restPlugin(deps, idOf),
       {
         onResponse({ request, response }) {

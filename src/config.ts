@@ -57,9 +57,11 @@ const schema = z.object({
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
   /** Attempts in flight at once per worker process. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
-  /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
   /** Sign-ups (member, account holder) a source address may make at once; then each waits 60 s doubling (capped at 1 h), and one is forgotten every 6 minutes. */
   SIGNUP_BURST_PER_SOURCE: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  /** graphql-ws: an open socket's credential is authenticated again this often (ms); a revoked one closes it (4401). */
+  WS_REAUTH_INTERVAL_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
   SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   /** Introspection and "did you mean" suggestions in GraphQL errors: on, except in production. */
   GRAPHQL_INTROSPECTION: z.enum(['on', 'off']).optional(),

@@ -19,6 +19,7 @@ export const errorCodes = {
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   VALIDATION_FAILED: { status: 400, title: 'Validation failed' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  QUERY_TOO_COMPLEX: { status: 400, title: 'GraphQL document over a limit (tokens, depth, aliases or cost)' },
   INVALID_TOKEN: { status: 400, title: 'Invalid or expired token' },
   CONFLICT: { status: 409, title: 'Conflict' },
   INVALID_STATE: { status: 409, title: 'Operation not allowed in the current state' },

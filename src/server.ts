@@ -1,10 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { createApp } from './app';
 import type { Context, Deps } from './context';
-import { authenticate } from './auth/authenticate';
+import { openSocketSession, type SocketSession } from './auth/socket-sessions';
+import { graphqlLimits } from './graphql-limits';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -14,51 +16,71 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Parse and validation refusals (syntax, limits) answer the subscription with errors; the socket stays open. */
+function refusals<T>(run: () => T): T | readonly GraphQLError[] {
+  try {
+    return run();
+  } catch (e) {
+    if (e instanceof GraphQLError) return [e];
+    throw e;
+  }
+}
+
 /**
  * HTTP and graphql-ws on one port: yoga serves /graphql (queries and mutations; SSE
  * subscriptions), the REST plugin serves /v1/*, and websocket upgrades on /graphql speak
- * graphql-ws, with the credential in connectionParams (same header names as HTTP).
+ * graphql-ws, with the credential in connectionParams (same header names as HTTP). A socket
+ * without a valid credential is closed at connection_init (4401); an open one is closed when its
+ * credential stops authenticating (src/auth/socket-sessions.ts).
  */
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
   const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
   server.keepAliveTimeout = 65_000;
-  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
+  // One message at most 1 MiB, as an HTTP body.
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: graphqlLimits.bodyBytes });
+  const sessions = new WeakMap<object, SocketSession>();
   const ws = useServer(
     {
       execute: (args) => (args.rootValue as EnvelopedRoot).execute(args) as never,
       subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args) as never,
+      onConnect: async (ctx) => {
+        const socket = ctx.extra.socket;
+        const session = await openSocketSession(deps, ctx.connectionParams, (code, reason) => socket.close(code, reason));
+        if (!session) return false;
+        if (socket.readyState !== socket.OPEN) {
+          session.stop(); // closed while authenticating
+          return false;
+        }
+        sessions.set(ctx, session);
+        return true;
+      },
+      onClose: (ctx) => sessions.get(ctx)?.stop(),
       onSubscribe: async (ctx, _id, params) => {
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(ctx.connectionParams ?? {})) if (typeof v === 'string') headers.set(k, v);
+        const session = sessions.get(ctx);
+        if (!session) return [new GraphQLError('The connection is not authenticated.', { extensions: { code: 'UNAUTHENTICATED' } })];
         const { schema, execute, subscribe, parse, validate } = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
-        const auth = await authenticate(headers, deps);
-        const contextValue: Context = { deps, requestId: crypto.randomUUID(), ...auth, clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown' };
-        const args = {
-          schema,
-          operationName: params.operationName,
-          document: parse(params.query),
-          variableValues: params.variables,
-          contextValue,
-          rootValue: { execute, subscribe },
-        };
-        const errors = validate(args.schema, args.document);
+        const contextValue: Context = { deps, requestId: crypto.randomUUID(), ...session.current(), clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown' };
+        const document = refusals(() => parse(params.query) as DocumentNode);
+        if (Array.isArray(document)) return document;
+        const errors = refusals(() => validate(schema, document as DocumentNode));
         if (errors.length) return errors;
-        return args;
+        return { schema, operationName: params.operationName, document: document as DocumentNode, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
       },
     },
     wss,
   );
   await new Promise<void>((ok) => server.listen(port, host, ok));
   const { port: bound } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
   return {
     server,
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
-    close: async () => {
-      await ws.dispose();
-      await new Promise<void>((ok) => wss.close(() => ok()));
-      server.closeAllConnections();
-      await new Promise<void>((ok) => server.close(() => ok()));
-    },
+    close: () =>
+      (closing ??= (async () => {
+        await ws.dispose(); // every socket closes with 1001 "Going away"
+        server.closeAllConnections();
+        await new Promise<void>((ok) => server.close(() => ok()));
+      })()),
   };
 }
