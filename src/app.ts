@@ -1,5 +1,5 @@
 import { createYoga, maskError, useExecutionCancellation } from 'graphql-yoga';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { GraphQLError } from 'graphql';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
@@ -9,7 +9,7 @@ import { restPlugin } from '../rest/adapter';
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
 
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino({
     level,
     // Credentials never reach the logs, wherever they would appear.
@@ -17,7 +17,7 @@ export function createLogger(level: string): Logger {
       paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-operator-key"]', '*.password', '*.token', '*.refreshToken', '*.apiKey', '*.secret'],
       censor: '[redacted]',
     },
-  });
+  }, destination);
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a new UUID. */

@@ -26,6 +26,8 @@ export interface TestApp {
   clock: ManualClock;
   mailer: CaptureMailer;
   databaseUrl: string;
+  /** Every log line written, as JSON text, when created with `captureLogs` (else empty). */
+  logs: string[];
   /** A REST call. `auth` is a header set (see the credential helpers). */
   rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
@@ -48,7 +50,7 @@ export interface GqlResult<T> {
 
 let counter = 0;
 
-export async function createTestApp(opts: { now?: Date; env?: Record<string, string> } = {}): Promise<TestApp> {
+export async function createTestApp(opts: { now?: Date; env?: Record<string, string>; captureLogs?: boolean } = {}): Promise<TestApp> {
   const serverUrl = inject('serverUrl');
   const template = inject('templateDatabase');
   const name = `t_${template.split('_').pop()}_${process.pid}_${++counter}_${Date.now() % 100000}`;
@@ -71,7 +73,9 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     ...opts.env,
   });
   const db = createPrisma(databaseUrl, 8);
-  const log = createLogger('silent');
+  // A capturing logger keeps every line (trace and up) in memory for the test to read.
+  const logs: string[] = [];
+  const log = opts.captureLogs ? createLogger('trace', { write: (line: string) => void logs.push(line) }) : createLogger('silent');
   const sealingKey = loadSealingKey(config);
   // Sends jobs (in the transactions that need them); tests work the queues themselves (drainDeliveries) or start a worker.
   const boss = await startJobs(databaseUrl, { db, clock, log, config, sealingKey }, { work: false });
@@ -95,6 +99,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     clock,
     mailer,
     databaseUrl,
+    logs,
     async rest(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       let body: string | undefined = o.raw;
