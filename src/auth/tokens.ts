@@ -2,6 +2,7 @@ import { SignJWT, jwtVerify, importJWK, exportJWK, generateKeyPair, type JWK, ty
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Config } from '../config';
+import { isUuid } from '../ids';
 
 /** Access-token audiences: a token for one principal is never accepted for the other. */
 export type Audience = 'member' | 'account-holder';
@@ -75,7 +76,10 @@ export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: 
       currentDate: now,
     });
     const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
-    if (typeof payload.sub !== 'string' || (aud !== 'member' && aud !== 'account-holder') || typeof payload.iat !== 'number') return null;
+    // Every claim we read is checked for its shape: a validly signed token with a malformed subject
+    // is an invalid credential (401), never a database error.
+    if (!isUuid(payload.sub) || (aud !== 'member' && aud !== 'account-holder') || typeof payload.iat !== 'number') return null;
+    if (payload.org !== undefined && !isUuid(payload.org)) return null;
     return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, iat: payload.iat };
   } catch {
     return null;
