@@ -81,7 +81,7 @@ function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainEr
   const extra: Record<string, unknown> = {};
   const fieldErrors = err.extensions?.fieldErrors as FieldError[] | undefined;
   if (fieldErrors) extra.errors = route ? fieldErrors.map((e) => ({ ...e, field: restField(route, e.field) })) : fieldErrors;
-  else if (resolved === 'VALIDATION_FAILED') extra.errors = [{ field: '(input)', message: err.message, code: 'custom' }];
+  else if (statusOf(resolved) === 400) extra.errors = [{ field: '(input)', message: err.message, code: 'custom' }];
   if (err.extensions?.retryAfterSeconds !== undefined) extra.retryAfterSeconds = err.extensions.retryAfterSeconds;
   if (route?.tokenResultOn401 && statusOf(resolved) === 401) Object.assign(extra, tokenResultFailure);
   return problem(resolved, resolved === 'INTERNAL' ? 'Unexpected error.' : err.message, requestId, extra);
@@ -118,7 +118,7 @@ async function readBody(request: Request, route: CompiledRoute): Promise<unknown
   try {
     body = JSON.parse(text);
   } catch {
-    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.');
+    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.', { fieldErrors: [{ field: '(body)', message: 'Not valid JSON.', code: 'invalid_format' }] });
   }
   // Every body is an object; an explicit null is refused, not read as "no body" (whose defaults
   // can mean "everything" or "now").

@@ -51,9 +51,9 @@ export class DomainError extends GraphQLError {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, detail?: string, extra: { fieldErrors?: FieldError[]; retryAfterSeconds?: number } = {}) {
     const message = detail ?? errorCodes[code].title;
-    // Every validation failure names its fields (the whole input when the rule is about several).
+    // Every 400 names its fields (the whole input when the rule is about several or the request).
     const fieldErrors = extra.fieldErrors?.map((e) => ({ field: e.field, message: e.message, code: e.code ?? 'custom' }))
-      ?? (code === 'VALIDATION_FAILED' ? [{ field: '(input)', message, code: 'custom' }] : undefined);
+      ?? (errorCodes[code].status === 400 ? [{ field: '(input)', message, code: 'custom' }] : undefined);
     super(message, {
       extensions: {
         code,
