@@ -5,7 +5,7 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context';
-import { DomainError, validationFailed, type FieldError } from './errors';
+import { DomainError, validationFailed } from './errors';
 import { allows, denial, type Policy } from './auth/policy';
 
 /**
@@ -20,8 +20,9 @@ import { allows, denial, type Policy } from './auth/policy';
  *   PostgreSQL cannot store or that disguises text: C0 controls but TAB, LF and CR; DEL; C1
  *   controls; the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069);
  *   unpaired surrogates;
- * - when the input is refused, the root fields' policies are checked first: an anonymous caller
- *   or one without the permission gets 401/403, as on REST, never the input rules.
+ * - first of all, the policies of the operation's root fields (those scope-auth applies): an
+ *   anonymous caller or one without the permission gets 401/403, as on REST, never the input
+ *   rules. One refused root field refuses the whole operation.
  *
  * Nothing executes when the gate refuses, so nothing is written. A valid input costs one walk of
  * the variables (no allocation unless an issue is found).
@@ -161,31 +162,50 @@ function literalIssues(node: ASTNode, out: Issue[]): void {
   visit(node);
 }
 
-/** The first root field of the operation its caller may not run, as the refusal to answer. */
-function rootDenial(schema: GraphQLSchema, document: DocumentNode, op: OperationDefinitionNode, ctx: Context): DomainError | null {
-  const root = schema.getRootType(op.operation);
-  if (!root) return null;
-  const fields = root.getFields();
+/** Documents are parsed once and cached (yoga's parse cache, the REST route table): so are their literal issues. */
+const literalCache = new WeakMap<DocumentNode, Issue[]>();
+function literalIssuesOf(document: DocumentNode): Issue[] {
+  let issues = literalCache.get(document);
+  if (!issues) literalIssues(document, (issues = []));
+  literalCache.set(document, issues);
+  return issues;
+}
+
+/** The policies of the root fields an operation selects (fragments followed), cached per document. */
+const policyCache = new WeakMap<DocumentNode, Map<OperationDefinitionNode, Policy[]>>();
+function rootPolicies(schema: GraphQLSchema, document: DocumentNode, op: OperationDefinitionNode): Policy[] {
+  let perOp = policyCache.get(document);
+  if (!perOp) policyCache.set(document, (perOp = new Map()));
+  let found = perOp.get(op);
+  if (found) return found;
+  found = [];
+  const fields = schema.getRootType(op.operation)?.getFields() ?? {};
   const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d.selectionSet] as const] : [])));
   const seen = new Set<SelectionSetNode>();
-  const check = (set: SelectionSetNode): DomainError | null => {
-    if (seen.has(set)) return null;
+  const collect = (set: SelectionSetNode): void => {
+    if (seen.has(set)) return;
     seen.add(set);
     for (const s of set.selections) {
-      let found: DomainError | null = null;
       if (s.kind === Kind.FIELD) {
         const policy = (fields[s.name.value]?.extensions?.pothosOptions as { authScopes?: { policy?: Policy } } | undefined)?.authScopes?.policy;
-        if (policy && (!allows(policy, ctx.principal) || (ctx.credentialError && !policy.public))) found = denial(policy, ctx.principal, ctx.credentialError);
-      } else if (s.kind === Kind.INLINE_FRAGMENT) found = check(s.selectionSet);
+        if (policy) found!.push(policy);
+      } else if (s.kind === Kind.INLINE_FRAGMENT) collect(s.selectionSet);
       else {
         const f = fragments.get(s.name.value);
-        if (f) found = check(f);
+        if (f) collect(f);
       }
-      if (found) return found;
     }
-    return null;
   };
-  return check(op.selectionSet);
+  collect(op.selectionSet);
+  perOp.set(op, found);
+  return found;
+}
+
+/** The refusal of the first root field the caller may not run, or null. */
+function rootDenial(schema: GraphQLSchema, document: DocumentNode, op: OperationDefinitionNode, ctx: Context): DomainError | null {
+  for (const policy of rootPolicies(schema, document, op))
+    if (!allows(policy, ctx.principal) || (ctx.credentialError && !policy.public)) return denial(policy, ctx.principal, ctx.credentialError);
+  return null;
 }
 
 /** The refusal of an operation's input (authentication and authorization first), or null. */
@@ -194,12 +214,15 @@ export function refuseInput(
 ): DomainError | null {
   const op = getOperationAST(document, operationName);
   if (!op) return null; // execute reports the missing operation
+  // Authentication and authorization of the root fields come first, before any look at the input
+  // (the validation plugin checks zod rules before scope-auth would run in the resolver).
+  const denied = rootDenial(schema, document, op, ctx);
+  if (denied) return denied;
   const issues: Issue[] = [];
   variableIssues(schema, op, variables, issues);
-  literalIssues(document, issues);
+  issues.push(...literalIssuesOf(document));
   if (!issues.length) return null;
-  const fieldErrors: FieldError[] = issues.slice(0, MAX_ISSUES).map((i) => ({ field: fieldName(i.path), message: i.message, code: i.code }));
-  return rootDenial(schema, document, op, ctx) ?? validationFailed(fieldErrors);
+  return validationFailed(issues.slice(0, MAX_ISSUES).map((i) => ({ field: fieldName(i.path), message: i.message, code: i.code })));
 }
 
 /**

@@ -290,6 +290,16 @@ describe('point 7: GraphQL authenticates before it validates input', () => {
   });
 });
 
+describe('point 7: also for rules checked in the resolver (zod) and for subscriptions', () => {
+  test('a VIEWER with a type-valid input that breaks a zod rule: PERMISSION_DENIED', async () => {
+    const document = documentOf(routes.find((r) => r.operationId === 'CreateApplication')!);
+    const g = await app.gql(document, { organizationId, input: { name: '' } }, callers.viewer.headers);
+    expect(g.errors?.[0]?.extensions?.code, JSON.stringify(g)).toBe('PERMISSION_DENIED');
+    const anonymous = await app.gql(document, { organizationId, input: { name: 'a\u0000' } });
+    expect(anonymous.errors?.[0]?.extensions?.code, JSON.stringify(anonymous)).toBe('UNAUTHENTICATED');
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 describe('point 12: refusals are not errors in the logs', () => {
   test('4xx answers through REST and GraphQL write no error-level line', async () => {
