@@ -248,9 +248,10 @@ function recode(error: GraphQLError, code: 'VALIDATION_FAILED' | 'MALFORMED_REQU
 
 /** The gate as a yoga plugin: before execution and before a subscription starts. */
 export function inputGatePlugin(): Plugin<Record<string, unknown>, Context> {
-  const gate = ({ args, setResultAndStopExecution }: { args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null; contextValue: unknown }; setResultAndStopExecution: (r: { errors: GraphQLError[] }) => void }) => {
+  const gate = ({ args, setResultAndStopExecution }: { args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null; contextValue: unknown }; setResultAndStopExecution: (r: { data: null; errors: GraphQLError[] }) => void }) => {
     const refusal = refuseInput(args.schema, args.document, args.operationName, args.variableValues, args.contextValue as Context);
-    if (refusal) setResultAndStopExecution({ errors: [refusal] });
+    // `data: null`, as when the root field itself refuses: clients see the same shape as before.
+    if (refusal) setResultAndStopExecution({ data: null, errors: [refusal] });
   };
   return {
     onParse: () => ({ result }) => {
