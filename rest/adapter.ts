@@ -1,14 +1,14 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  parse, validate, getOperationAST, typeFromAST, isInputType, isListType, isNonNullType, isScalarType,
+  parse, validate, getOperationAST, typeFromAST, isInputType, isListType, isNonNullType, isScalarType, isInputObjectType, getNamedType,
   type DocumentNode, type GraphQLError, type GraphQLInputType, type GraphQLSchema,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { routes, type Route } from './routes';
 import { schema } from '../src/schema';
 import type { Context, Deps } from '../src/context';
-import { DomainError, errorCodes, problemType, statusOf, type ErrorCode } from '../src/errors';
+import { DomainError, errorCodes, fieldError, problemType, statusOf, type ErrorCode, type FieldError } from '../src/errors';
 import { authorize } from '../src/auth/policy';
 import { openApiDocument } from './openapi';
 import { isUuid } from '../src/ids';
@@ -47,6 +47,8 @@ export function compileRoutes(s: GraphQLSchema = schema): CompiledRoute[] {
         const type = typeFromAST(s, v.type as never);
         if (!type || !isInputType(type)) throw new Error(`route ${route.operationId}: bad variable type`);
         compiled.variableTypes.set(v.variable.name.value, type);
+        if (route.variables?.[v.variable.name.value] === 'body' && !isInputObjectType(getNamedType(type)))
+          throw new Error(`route ${route.operationId}: the body variable must be an input object`);
       }
       compiled.document = document;
     }
@@ -77,10 +79,20 @@ function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainEr
   // GraphQL's own variable and document errors are the caller's input: 400.
   const resolved: ErrorCode = known ? code : !err.path ? 'VALIDATION_FAILED' : 'INTERNAL';
   const extra: Record<string, unknown> = {};
-  if (err.extensions?.fieldErrors) extra.errors = err.extensions.fieldErrors;
+  const fieldErrors = err.extensions?.fieldErrors as FieldError[] | undefined;
+  if (fieldErrors) extra.errors = route ? fieldErrors.map((e) => ({ ...e, field: restField(route, e.field) })) : fieldErrors;
+  else if (statusOf(resolved) === 400) extra.errors = [{ field: '(input)', message: err.message, code: 'custom' }];
   if (err.extensions?.retryAfterSeconds !== undefined) extra.retryAfterSeconds = err.extensions.retryAfterSeconds;
   if (route?.tokenResultOn401 && statusOf(resolved) === 401) Object.assign(extra, tokenResultFailure);
   return problem(resolved, resolved === 'INTERNAL' ? 'Unexpected error.' : err.message, requestId, extra);
+}
+
+/** A field error of an operation variable named as the request names it: `take`, not the variable. */
+function restField(route: CompiledRoute, field: string): string {
+  const head = field.split('.', 1)[0]!;
+  const source = route.variables?.[head];
+  if (!source || source === 'body' || source.startsWith('path.')) return field;
+  return source.slice(source.indexOf('.') + 1) + field.slice(head.length);
 }
 
 /** Turns a query-string value into the operation variable's type (Int, Boolean, enums, lists). */
@@ -97,15 +109,30 @@ async function readBody(request: Request, route: CompiledRoute): Promise<unknown
   const text = await request.text();
   if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new DomainError('PAYLOAD_TOO_LARGE', 'The body must be at most 1 MiB.');
   if (!text.trim()) {
-    if (route.body === 'required') throw new DomainError('VALIDATION_FAILED', 'This operation needs a JSON body.');
+    if (route.body === 'required') throw fieldError('(body)', 'This operation needs a JSON body.', 'invalid_type');
     return undefined;
   }
   const type = request.headers.get('content-type') ?? '';
   if (!/^application\/(.+\+)?json\b/i.test(type)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
-    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.');
+    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.', { fieldErrors: [{ field: '(body)', message: 'Not valid JSON.', code: 'invalid_format' }] });
+  }
+  // Every body is an object; an explicit null is refused, not read as "no body" (whose defaults
+  // can mean "everything" or "now").
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw fieldError('(body)', 'The body must be a JSON object.', 'invalid_type');
+  return body;
+}
+
+/** A path parameter, percent-decoded; a malformed escape is a malformed request (400), not a lookup. */
+function decodeParam(name: string, raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    const message = 'Malformed percent-encoding.';
+    throw new DomainError('MALFORMED_REQUEST', `${name}: ${message}`, { fieldErrors: [{ field: name, message, code: 'invalid_format' }] });
   }
 }
 
@@ -180,7 +207,7 @@ async function handle(
     return res;
   }
   const { r: route, m } = hit;
-  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeURIComponent(m![i + 1]!)]));
+  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m![i + 1]!)]));
 
   const enveloped = getEnveloped({ request, ...serverContext, params: {} });
   const context = (await enveloped.contextFactory()) as unknown as Context;

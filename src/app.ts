@@ -1,7 +1,8 @@
-import { createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
-import pino, { type Logger } from 'pino';
+import { createYoga, useExecutionCancellation, type Plugin } from 'graphql-yoga';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql';
 import { postureOf, type Config } from './config';
+import { inputGatePlugin, withoutValues } from './input';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
@@ -11,15 +12,19 @@ import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
 
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino({
     level,
     // Credentials never reach the logs, wherever they would appear.
     redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-operator-key"]', '*.password', '*.token', '*.refreshToken', '*.apiKey', '*.secret'],
+      // (Belt and braces: no message is ever built from an input value, see src/input.ts.)
+      paths: [
+        'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-operator-key"]',
+        ...['password', 'newPassword', 'token', 'accessToken', 'refreshToken', 'apiKey', 'secret', 'signingSecret', 'variables'].flatMap((k) => [k, `*.${k}`, `*.*.${k}`]),
+      ],
       censor: '[redacted]',
     },
-  });
+  }, destination);
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a new UUID. */
@@ -97,19 +102,30 @@ export function createApp(deps: Deps) {
       debug: (...a) => deps.log.debug(a.map(String).join(' ')),
       info: (...a) => deps.log.info(a.map(String).join(' ')),
       warn: (...a) => deps.log.warn(a.map(String).join(' ')),
-      error: (...a) => deps.log.error(a.map(String).join(' ')),
+      // Yoga logs an error only when maskError (below) replaced it: maskError itself logs real
+      // faults once, with their stack; yoga's copy would log refusals and quote their input.
+      error: () => undefined,
     },
     maskedErrors: {
-      maskError: (error, message, isDev) => {
+      maskError: (error) => {
         // yoga's body limit, with the code REST answers for the same 1 MiB.
         if (error instanceof GraphQLError && error.extensions.code === 'REQUEST_ENTITY_TOO_LARGE')
           return new GraphQLError(`The body must be at most ${graphqlLimits.bodyBytes / (1 << 20)} MiB.`, { extensions: { code: 'PAYLOAD_TOO_LARGE', http: { status: 413 } } });
-        // GraphQL's own input errors (variable coercion: unknown enum value, missing or mistyped
-        // field) have no code and no path: they are the caller's input, coded like ours.
-        if (error instanceof GraphQLError && !error.path && !error.extensions.code && (!error.originalError || error.originalError instanceof GraphQLError))
-          return new GraphQLError(stripSuggestions(error).message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'VALIDATION_FAILED' } });
-        if (!(error instanceof GraphQLError) || error.originalError) deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error }, 'unexpected error');
-        return stripSuggestions(maskError(error, message, isDev));
+        if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) {
+          const code = error.extensions.code ?? (error.originalError as GraphQLError | undefined)?.extensions.code;
+          // GraphQL's own document errors (syntax, unknown field, a literal of the wrong type) are the
+          // caller's input; their messages may quote a literal, so the quoted value is cut off.
+          if (!code) return new GraphQLError(withoutValues(stripSuggestions(error).message), { nodes: error.nodes, extensions: { ...error.extensions, code: 'VALIDATION_FAILED' } });
+          // A refusal (DomainError): the caller's business, not a fault of ours.
+          deps.log.info({ code, path: error.path?.join('.') }, 'refused');
+          return stripSuggestions(error);
+        }
+        deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error, path: (error as GraphQLError).path?.join('.') }, 'unexpected error');
+        return new GraphQLError('Unexpected error.', {
+          nodes: (error as GraphQLError).nodes,
+          path: (error as GraphQLError).path,
+          extensions: { code: 'INTERNAL' },
+        });
       },
     },
     context: async ({ request, clientIp }): Promise<Omit<Context, never>> => {
@@ -120,6 +136,7 @@ export function createApp(deps: Deps) {
       useExecutionCancellation(),
       !posture.introspection && hiddenSchema,
       useGraphqlLimits(),
+      inputGatePlugin(),
       restPlugin(deps, idOf),
       {
         onResponse({ request, response }) {
@@ -132,3 +149,4 @@ export function createApp(deps: Deps) {
   });
   return yoga;
 }
+

@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import type PrismaTypes from './generated/pothos-prisma-types';
 import { getDatamodel } from './generated/pothos-prisma-types';
 import type { Context } from './context';
-import { DomainError, type FieldError } from './errors';
+import { DomainError, validationFailed, type FieldError } from './errors';
 import { allows, denial, type Policy } from './auth/policy';
 
 /**
@@ -38,9 +38,9 @@ export const builder = new SchemaBuilder<{
       const fieldErrors: FieldError[] = result.issues.map((i) => {
         const path = (i.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p)));
         if (path[0] === 'input' && path.length > 1) path.shift();
-        return { field: path.join('.') || '(input)', message: i.message };
+        return { field: path.join('.') || '(input)', message: i.message, code: (i as { code?: string }).code ?? 'custom' };
       });
-      return new DomainError('VALIDATION_FAILED', fieldErrors.map((e) => `${e.field}: ${e.message}`).join('; '), { fieldErrors });
+      return validationFailed(fieldErrors);
     },
   },
   prisma: {

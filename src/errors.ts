@@ -35,18 +35,30 @@ export const errorCodes = {
 
 export type ErrorCode = keyof typeof errorCodes;
 
+/**
+ * One failed input field: `field` is a dotted path relative to the operation's `input` (the REST
+ * body), e.g. `name` or `splits.0.percentage`; a query parameter or another argument by its name;
+ * `(input)` the input as a whole, `(body)` a REST body as a whole. `code` is zod's issue code
+ * (`invalid_type`, `unrecognized_keys`, `invalid_value`, `invalid_format`, `too_big`, ...;
+ * `custom` for a rule of ours). Messages never repeat the value given.
+ */
 export interface FieldError {
   field: string;
   message: string;
+  code?: string;
 }
 
 export class DomainError extends GraphQLError {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, detail?: string, extra: { fieldErrors?: FieldError[]; retryAfterSeconds?: number } = {}) {
-    super(detail ?? errorCodes[code].title, {
+    const message = detail ?? errorCodes[code].title;
+    // Every 400 names its fields (the whole input when the rule is about several or the request).
+    const fieldErrors = extra.fieldErrors?.map((e) => ({ field: e.field, message: e.message, code: e.code ?? 'custom' }))
+      ?? (errorCodes[code].status === 400 ? [{ field: '(input)', message, code: 'custom' }] : undefined);
+    super(message, {
       extensions: {
         code,
-        ...(extra.fieldErrors ? { fieldErrors: extra.fieldErrors } : {}),
+        ...(fieldErrors ? { fieldErrors } : {}),
         ...(extra.retryAfterSeconds !== undefined ? { retryAfterSeconds: extra.retryAfterSeconds } : {}),
       },
     });
@@ -57,7 +69,10 @@ export class DomainError extends GraphQLError {
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} not found`);
 export const invalidState = (detail: string) => new DomainError('INVALID_STATE', detail);
 /** A validation failure of one input field (400, with the field in `errors`). */
-export const fieldError = (field: string, message: string) => new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message }] });
+export const fieldError = (field: string, message: string, code = 'custom') => new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message, code }] });
+/** A validation failure of several fields; the detail lists them. */
+export const validationFailed = (fieldErrors: FieldError[]) =>
+  new DomainError('VALIDATION_FAILED', fieldErrors.map((e) => `${e.field}: ${e.message}`).join('; '), { fieldErrors });
 
 export function statusOf(code: unknown): number {
   return typeof code === 'string' && code in errorCodes ? errorCodes[code as ErrorCode].status : 500;
@@ -69,11 +84,11 @@ export function problemType(code: ErrorCode): string {
 }
 
 /** Parses input with a zod schema; the first issue answers 400 VALIDATION_FAILED naming its field (nothing is changed). */
-export function parseInput<T>(schema: { safeParse(input: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, input: unknown): T {
+export function parseInput<T>(schema: { safeParse(input: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string; code?: string }[] } } }, input: unknown): T {
   const r = schema.safeParse(input ?? {});
   if (!r.success) {
     const i = r.error.issues[0]!;
-    throw fieldError(i.path.map(String).join('.') || '(input)', i.message);
+    throw fieldError(i.path.map(String).join('.') || '(input)', i.message, i.code);
   }
   return r.data;
 }

@@ -31,6 +31,8 @@ export interface TestApp {
   ownerDatabaseUrl: string;
   /** A client on ownerDatabaseUrl (set-up only: tampering, triggers as the owner sees them). */
   ownerDb: PrismaClient;
+  /** Every log line written, as JSON text, when created with `captureLogs` (else empty). */
+  logs: string[];
   /** A REST call. `auth` is a header set (see the credential helpers). */
   rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string; clientIp?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
@@ -78,7 +80,7 @@ function onDatabase(server: string, name: string): string {
   return url.toString();
 }
 
-export async function createTestApp(opts: { now?: Date; env?: Record<string, string>; databaseUrl?: string } = {}): Promise<TestApp> {
+export async function createTestApp(opts: { now?: Date; env?: Record<string, string>; databaseUrl?: string; captureLogs?: boolean } = {}): Promise<TestApp> {
   // databaseUrl: a second service (another API process) on the database of an existing test app.
   const databaseUrl = opts.databaseUrl ?? (await createDatabase());
   const ownerDatabaseUrl = onDatabase(inject('serverUrl'), new URL(databaseUrl).pathname.slice(1));
@@ -96,7 +98,9 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     ...opts.env,
   });
   const db = createPrisma(databaseUrl, 8);
-  const log = createLogger('silent');
+  // A capturing logger keeps every line (trace and up) in memory for the test to read.
+  const logs: string[] = [];
+  const log = opts.captureLogs ? createLogger('trace', { write: (line: string) => void logs.push(line) }) : createLogger('silent');
   const sealingKey = loadSealingKey(config);
   // Sends jobs (in the transactions that need them); tests work the queues themselves (drainDeliveries) or start a worker.
   const boss = await startJobs(databaseUrl, { db, clock, log, config, sealingKey }, { work: false });
@@ -122,6 +126,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     databaseUrl,
     ownerDatabaseUrl,
     ownerDb,
+    logs,
     async rest(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       let body: string | undefined = o.raw;

@@ -101,7 +101,7 @@ describe('networks', () => {
       body: { name: `x ${code()}`, kind: 'SANDBOX', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations: 1 },
     });
     expect(wrong.status).toBe(400);
-    expect(wrong.body.errors).toEqual([{ field: 'environmentType', message: expect.stringContaining('SANDBOX') }]);
+    expect(wrong.body.errors).toEqual([{ field: 'environmentType', message: expect.stringContaining('SANDBOX'), code: expect.any(String) }]);
     const kind = await app.rest('POST', '/v1/platform/networks', { headers: op, body: { name: 'y', kind: 'BITCOINISH', environmentType: 'SANDBOX', blockTimeSeconds: 1, requiredConfirmations: 1 } });
     expect(kind.status).toBe(400);
     expect((await app.rest('GET', '/v1/networks', { headers: member.headers })).body.some((x: { id: string }) => x.id === r.body.id)).toBe(true);

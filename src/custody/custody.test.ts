@@ -85,7 +85,7 @@ describe('RegisterWallet', () => {
       app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, { headers: integ.apiKeyHeaders, body: { networkId: catalog.networkId, ...body } });
     const kp = keyPair();
     const c = await post({ custodyMode: 'CUSTODIAL', publicKey: kp.publicKey });
-    expect([c.status, c.body.errors]).toEqual([400, [{ field: 'publicKey', message: expect.stringContaining('omitted') }]]);
+    expect([c.status, c.body.errors]).toEqual([400, [{ field: 'publicKey', message: expect.stringContaining('omitted'), code: 'custom' }]]);
     for (const bad of [undefined, 'zz', '02' + '00'.repeat(32), '04' + '00'.repeat(64), kp.publicKey.slice(0, 64), '05' + kp.publicKey.slice(2)]) {
       const r = await post({ custodyMode: 'SELF_CUSTODY', ...(bad === undefined ? {} : { publicKey: bad }) });
       expect([r.status, r.body.errors?.[0]?.field], String(bad)).toEqual([400, 'publicKey']);

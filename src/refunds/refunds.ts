@@ -137,7 +137,7 @@ export async function requestRefund(ctx: Context, transactionIdArg: unknown, inp
   const parsed = requestRefundInput.safeParse(input ?? {});
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw fieldError(i.path.map(String).join('.') || '(input)', i.message);
+    throw fieldError(i.path.map(String).join('.') || '(input)', i.message, i.code);
   }
   const { amount, reason, toAddress } = parsed.data;
   const t0 = await loadTransaction(ctx, transactionIdArg);

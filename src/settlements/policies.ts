@@ -170,7 +170,7 @@ export async function configurePolicy(ctx: Context, kind: PolicyKind, rawInput: 
   const parsed = policyInput.safeParse(rawInput);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw fieldError(i.path.map(String).join('.') || '(input)', i.message);
+    throw fieldError(i.path.map(String).join('.') || '(input)', i.message, i.code);
   }
   const input = parsed.data;
   if (kind === 'pricing' && input.allowReversalAfterSettlement != null)

@@ -205,14 +205,14 @@ describe('setting and reading a rule', () => {
       body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRule: { milestones: [{ amount: '999999' }] } },
     });
     expect(bad.status, bad.text).toBe(400);
-    expect(bad.body.errors).toEqual([{ field: 'releaseRule.milestones', message: expect.stringMatching(/add up to the transaction amount/) }]);
+    expect(bad.body.errors).toEqual([{ field: 'releaseRule.milestones', message: expect.stringMatching(/add up to the transaction amount/), code: expect.any(String) }]);
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
     const shape = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
       body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRule: { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL' }] }] } },
     });
     expect(shape.status).toBe(400);
-    expect(shape.body.errors).toEqual([{ field: 'releaseRule.milestones.0.conditions.0.party', message: 'is required for an APPROVAL condition' }]);
+    expect(shape.body.errors).toEqual([{ field: 'releaseRule.milestones.0.conditions.0.party', message: 'is required for an APPROVAL condition', code: expect.any(String) }]);
 
     const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: '400000' }, { amount: '600000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } });
     const rule = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
@@ -503,9 +503,9 @@ describe('templates', () => {
     expect([dup.status, dup.body.code]).toEqual([409, 'CONFLICT']);
     const bad = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: { name: 'Bad', milestones: [{ percentage: '60' }, { percentage: '30' }] } });
     expect(bad.status).toBe(400);
-    expect(bad.body.errors).toEqual([{ field: 'milestones', message: 'milestone percentages must add up to exactly 100' }]);
+    expect(bad.body.errors).toEqual([{ field: 'milestones', message: 'milestone percentages must add up to exactly 100', code: expect.any(String) }]);
     const badMember = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: { name: 'Bad', milestones: [{ percentage: '100', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: crypto.randomUUID() }] }] } });
-    expect(badMember.body.errors).toEqual([{ field: 'milestones.0.conditions.0.memberId', message: 'must be a member of the organization' }]);
+    expect(badMember.body.errors).toEqual([{ field: 'milestones.0.conditions.0.memberId', message: 'must be a member of the organization', code: expect.any(String) }]);
     expect((await ok(app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).map((t: any) => t.name)).toEqual(['Marketplace']);
     // Another organization, or another application's API key: 404.
     const other = await signUpMember(app);
@@ -545,7 +545,7 @@ describe('templates', () => {
       body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRuleTemplateId: templateId },
     });
     expect(noPayer.status).toBe(400);
-    expect(noPayer.body.errors).toEqual([{ field: 'releaseRuleTemplateId', message: "the template's milestones.1.conditions.0.party: the transaction has no payer account" }]);
+    expect(noPayer.body.errors).toEqual([{ field: 'releaseRuleTemplateId', message: "the template's milestones.1.conditions.0.party: the transaction has no payer account", code: expect.any(String) }]);
 
     const pi = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRuleTemplateId: templateId });
     const rule = await ok(getRule(pi.transactionId, buyer.headers), 200);

@@ -141,7 +141,7 @@ describe('AdminExecuteReconciliation', () => {
     const lines = [{ account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'DEBIT', amount: '250' }, { account: clearing(an), direction: 'CREDIT', amount: '250' }];
     const bad = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'CORRECTION', reason: 'x' });
     expect(bad.status, bad.text).toBe(400);
-    expect(bad.body.errors).toEqual([{ field: 'lines', message: 'are required for a CORRECTION' }]);
+    expect(bad.body.errors).toEqual([{ field: 'lines', message: 'are required for a CORRECTION', code: expect.any(String) }]);
     expect((await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'x', lines })).status).toBe(400);
     expect((await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'MAYBE', reason: 'x' })).status).toBe(400);
     const unbalanced = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'CORRECTION', reason: 'x', organizationId: f.organizationId, lines: [lines[0], { ...lines[1], amount: '249' }] });

@@ -235,7 +235,7 @@ describe('refusals', () => {
       expect([r.status, r.body.code], JSON.stringify(body)).toEqual([400, 'VALIDATION_FAILED']);
     }
     const field = await resolve(id, { outcome: 'FAILED', reason: 'x', txHash });
-    expect(field.body.errors).toEqual([{ field: 'txHash', message: expect.stringContaining('only with outcome CONFIRMED') }]);
+    expect(field.body.errors).toEqual([{ field: 'txHash', message: expect.stringContaining('only with outcome CONFIRMED'), code: expect.any(String) }]);
     expect((await resolve(id, {})).status).toBe(400);
     expect(await get(s, id)).toMatchObject({ status: 'REQUIRES_RECONCILIATION' });
     expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 900_000n });
