@@ -327,7 +327,7 @@ describe('real faults: INTERNAL on both, one error-level line each', () => {
 
   test('a broken database table answers 500 INTERNAL (REST) and code INTERNAL (GraphQL)', async () => {
     const owner = await signUpMember(faulty);
-    const db = new pg.Client({ connectionString: faulty.databaseUrl });
+    const db = new pg.Client({ connectionString: faulty.ownerDatabaseUrl }); // the service role cannot rename tables
     await db.connect();
     await db.query('ALTER TABLE "Account" RENAME TO "AccountGone"');
     try {
