@@ -5,6 +5,7 @@ import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
 import { restPlugin } from '../rest/adapter';
+import { fromUnexpected } from './errors';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
@@ -53,6 +54,8 @@ export function createApp(deps: Deps) {
         if (error instanceof GraphQLError && !error.path && !error.extensions.code && (!error.originalError || error.originalError instanceof GraphQLError))
           return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'VALIDATION_FAILED' } });
         if (!(error instanceof GraphQLError) || error.originalError) deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error }, 'unexpected error');
+        const known = fromUnexpected((error as { originalError?: unknown }).originalError ?? error);
+        if (known) return new GraphQLError(known.message, { nodes: (error as GraphQLError).nodes, path: (error as GraphQLError).path, extensions: known.extensions });
         return maskError(error, message, isDev);
       },
     },

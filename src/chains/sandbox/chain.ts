@@ -1,4 +1,4 @@
-import { numericToAmount } from '../../money';
+import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../db/prisma';
@@ -117,11 +117,34 @@ async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetwork
     ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "balance" = EXCLUDED."balance"`;
 }
 
+/**
+ * An address never holds more than 2^256 - 1 base units (a uint256 balance): refused (409, nothing
+ * written) when its balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the
+ * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
+ * whatever order the mempool is mined in. The caller holds the network lock.
+ */
+async function assertRecipientCanHold(tx: Db, a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string }): Promise<void> {
+  if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+  const incoming = await tx.sandboxTransaction.aggregate({
+    where: {
+      networkId: a.networkId, assetNetworkId: a.assetNetworkId, toAddress: a.toAddress, status: { in: ['PENDING', 'ORPHANED'] },
+      ...(a.replacesId ? { id: { not: a.replacesId } } : {}),
+    },
+    _sum: { amount: true },
+  });
+  const held = (await balanceOf(tx, a.networkId, a.assetNetworkId, a.toAddress)) + (incoming._sum.amount ? numericToAmount(incoming._sum.amount) : 0n);
+  if (held + a.amount > MAX_AMOUNT)
+    throw invalidState(
+      `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
+    );
+}
+
 async function insertTransaction(
   tx: Db,
   deps: ChainDeps,
-  a: { networkId: string; assetNetworkId: string; fromAddress: string; toAddress: string; amount: bigint; replaceable: boolean; revert: boolean },
+  a: { networkId: string; assetNetworkId: string; fromAddress: string; toAddress: string; amount: bigint; replaceable: boolean; revert: boolean; replacesId?: string },
 ): Promise<SandboxTransactionRow> {
+  await assertRecipientCanHold(tx, a);
   const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
   const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
   const now = deps.clock.now();
@@ -241,7 +264,7 @@ export async function replaceTransaction(tx: Db, deps: ChainDeps, txHash: string
   if (amount !== undefined && amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
-    amount: amount ?? numericToAmount(row.amount), replaceable: true, revert: row.willRevert,
+    amount: amount ?? numericToAmount(row.amount), replaceable: true, revert: row.willRevert, replacesId: row.id,
   });
   const replaced = await tx.sandboxTransaction.update({
     where: { id: row.id },
