@@ -40,8 +40,13 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   if (!work) return;
   const moneyDeps = { db: deps.db, clock: deps.clock, boss };
   await boss.work<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
-    const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
-    if (r.changes) deps.log.debug(r, 'chain sync');
+    try {
+      const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
+      if (r.changes) deps.log.debug(r, 'chain sync');
+    } catch (err) {
+      deps.log.error({ err, failures: err instanceof ChainSyncFailure ? err.failures : undefined }, 'chain sync failed for part of its batch; the rest was synced');
+      throw err;
+    }
   });
   await boss.work<ExpireJob>(EXPIRE_QUEUE, { batchSize: 20 }, async (jobs) => {
     for (const j of jobs) await expireIfDue(moneyDeps, j.data.paymentIntentId);
@@ -53,11 +58,37 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   });
 }
 
-/** The chain.sync handler: one sync per network named in the batch (coalesced). */
+/**
+ * A chain.sync batch some part of which failed, after every other network and address was synced
+ * and committed: the jobs fail (pg-boss retries them with backoff and lists them as failed once
+ * their retries are spent), and the error names each failing network or deposit address.
+ */
+export class ChainSyncFailure extends Error {
+  constructor(readonly failures: { networkId: string; depositAddressId?: string; error: string }[], readonly changes: number) {
+    super(`chain.sync: ${failures.map((f) => `network ${f.networkId}${f.depositAddressId ? ` address ${f.depositAddressId}` : ''}: ${f.error}`).join('; ')}`);
+    this.name = 'ChainSyncFailure';
+  }
+}
+
+/**
+ * The chain.sync handler: one sync per network named in the batch (coalesced). One network's
+ * failure (or one address's, see syncNetwork) never stops the others: they are all synced, then
+ * the failures are thrown together (ChainSyncFailure).
+ */
 export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | null | undefined)[]): Promise<{ networks: number; changes: number }> {
   const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string'));
   let changes = 0;
-  for (const networkId of networks) changes += (await syncNetwork(deps, networkId)).changes;
+  const failures: ChainSyncFailure['failures'] = [];
+  for (const networkId of networks) {
+    try {
+      const r = await syncNetwork(deps, networkId);
+      changes += r.changes;
+      for (const f of r.failed) failures.push({ networkId, depositAddressId: f.depositAddressId, error: f.error });
+    } catch (e) {
+      failures.push({ networkId, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  if (failures.length) throw new ChainSyncFailure(failures, changes);
   return { networks: networks.size, changes };
 }
 
