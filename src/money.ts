@@ -120,11 +120,11 @@ export const amountInRange = (amount: Amount): boolean => amount >= 0n && amount
 export const amountText = z
   .string()
   .regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative whole number of base units, as a decimal string')
-  .refine((v) => BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
+  .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
 export const positiveAmountText = z
   .string()
   .regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string')
-  .refine((v) => BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
+  .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
 export const percentageText = z.string().refine((v) => {
   try {
     parsePercentage(v);
