@@ -7,7 +7,7 @@ import { assertId, isUuid } from '../ids';
 import { idempotent } from '../idempotency';
 import { adapterFor, hasAdapter } from '../chains/adapter';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, requestActor, retryingTransaction, TX_OPTIONS } from '../deposits/common';
+import { auditAs, emit, nowFor, requestActor, retryingTransaction, TX_OPTIONS } from '../deposits/common';
 import { stopWithdrawalsToDestination } from './withdrawals';
 
 /**
@@ -108,7 +108,9 @@ export async function registerDestination(
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal-destination ${organizationId} ${network.id} ${address}`}, 0))`;
         const existing = await tx.withdrawalDestination.findUnique({ where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } } });
         if (existing) return { id: existing.id };
-        const now = ctx.deps.clock.now();
+        // Stamped on the clock its age is measured on (the payout policy's minimum age): the
+        // organization's sandbox clock for a SANDBOX destination, the real one otherwise (issue 26).
+        const now = await nowFor(tx, ctx.deps.clock, organizationId, network.environmentType);
         const row = await tx.withdrawalDestination.create({
           data: { organizationId, networkId: network.id, environmentType: network.environmentType, address, label: data.label ?? null, createdAt: now, updatedAt: now },
         });

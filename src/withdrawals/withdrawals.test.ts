@@ -187,6 +187,25 @@ describe('policies', () => {
   });
 });
 
+describe('destination age on the sandbox clock (issue 26)', () => {
+  test('after a sandbox clock advance, a destination registered a moment ago is a moment old: the minimum age holds', async () => {
+    const s = await setup();
+    const advanced = await app.rest('POST', '/v1/sandbox/clock/advance', { headers: s.f.apiKeyHeaders, body: { seconds: 3 * 3600 } });
+    expect(advanced.status, advanced.text).toBe(200);
+    await configure(s, 'payout', { minimumDestinationAgeSeconds: 600 });
+    const d = await app.rest('POST', `/v1/organizations/${s.f.organizationId}/withdrawal-destinations`, {
+      headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, address: '0x00000000000000000000000000000000000000a9' },
+    });
+    expect(d.status, d.text).toBe(201);
+    const young = await request(s, 1000n, { withdrawalDestinationId: idOf(d) });
+    expect([young.status, young.body.detail]).toEqual([409, expect.stringMatching(/is 0 s old: .*allows it from 600 s/)]);
+    // Aged on the same (sandbox) clock: advancing it ages the destination.
+    expect((await app.rest('POST', '/v1/sandbox/clock/advance', { headers: s.f.apiKeyHeaders, body: { seconds: 600 } })).status).toBe(200);
+    await withdraw(s, 1000n, { withdrawalDestinationId: idOf(d) });
+    await drainMoneyWork(app);
+  });
+});
+
 describe('destination blocked mid-flight', () => {
   test('the block rejects the withdrawals not broadcast yet (DESTINATION_BLOCKED), releasing their holds; new requests 409', async () => {
     const s = await setup();
