@@ -56,12 +56,8 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
   const p = ctx.principal;
   if (p?.type === 'apiKey' && p.environmentId !== env.id) throw notFound('Environment');
   const { withdrawalId } = parse(createSigningRequestInput, input);
-  let w0;
-  try {
-    w0 = await loadWithdrawal(ctx, withdrawalId);
-  } catch {
-    throw fieldError('withdrawalId', 'is not a withdrawal you can see');
-  }
+  // Another organization's (or an unknown) withdrawal: 404, as everywhere (docs/withdrawals.md).
+  const w0 = await loadWithdrawal(ctx, withdrawalId);
   if (w0.organizationId !== env.organizationId || w0.environmentType !== env.type) throw fieldError('withdrawalId', "must be a withdrawal of the environment's organization and type");
   const id = await ctx.deps.db.$transaction(async (tx) => {
     const w = (await lockWithdrawal(tx, w0.id))!;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
+import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxSend } from '../../test/money-helpers';
 import { eventsOf } from '../deposits/testing';
@@ -183,6 +183,22 @@ describe('policies', () => {
     expect((await get(s, second)).status).toBe('APPROVED');
     await configure(s, 'payout', { allowedNetworkIds: [s.f.catalog.networkId] });
     await withdraw(s, 1000n);
+    await drainMoneyWork(app);
+  });
+});
+
+describe('signing requests and visibility (issue 26)', () => {
+  test("another organization's withdrawal, or an unknown one: 404 (not a 400 that tells it exists)", async () => {
+    const s = await setup();
+    const id = await withdraw(s, 1000n);
+    const other = await signUpMember(app);
+    const key = await createApiKey(app, other, 'SANDBOX');
+    for (const withdrawalId of [id, crypto.randomUUID()]) {
+      const byKey = await app.rest('POST', `/v1/environments/${key.environmentId}/signing-requests`, { headers: key.headers, body: { withdrawalId } });
+      expect([byKey.status, byKey.body.code]).toEqual([404, 'NOT_FOUND']);
+      const byMember = await app.rest('POST', `/v1/environments/${key.environmentId}/signing-requests`, { headers: other.headers, body: { withdrawalId } });
+      expect([byMember.status, byMember.body.code]).toEqual([404, 'NOT_FOUND']);
+    }
     await drainMoneyWork(app);
   });
 });
