@@ -8,6 +8,7 @@ import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
 import { restPlugin } from '../rest/adapter';
 import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
+import { fromUnexpected } from './errors';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
@@ -120,7 +121,14 @@ export function createApp(deps: Deps) {
           deps.log.info({ code, path: error.path?.join('.') }, 'refused');
           return stripSuggestions(error);
         }
-        deps.log.error({ err: (error as { originalError?: unknown }).originalError ?? error, path: (error as GraphQLError).path?.join('.') }, 'unexpected error');
+        const original = (error as { originalError?: unknown }).originalError ?? error;
+        // Last resort for a database refusal that is the caller's (a numeric overflow): 409, not 500.
+        const known = fromUnexpected(original);
+        if (known) {
+          deps.log.info({ code: known.extensions.code, path: (error as GraphQLError).path?.join('.') }, 'refused by the database');
+          return new GraphQLError(known.message, { nodes: (error as GraphQLError).nodes, path: (error as GraphQLError).path, extensions: known.extensions });
+        }
+        deps.log.error({ err: original, path: (error as GraphQLError).path?.join('.') }, 'unexpected error');
         return new GraphQLError('Unexpected error.', {
           nodes: (error as GraphQLError).nodes,
           path: (error as GraphQLError).path,

@@ -92,3 +92,35 @@ export function parseInput<T>(schema: { safeParse(input: unknown): { success: tr
   }
   return r.data;
 }
+
+/** SQLSTATE of a database error, wherever the driver adapter put it. */
+export function sqlState(e: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const visit = (x: unknown): string | undefined => {
+    if (!x || typeof x !== 'object' || seen.has(x)) return undefined;
+    seen.add(x);
+    const o = x as Record<string, unknown>;
+    for (const k of ['originalCode', 'code', 'sqlState']) {
+      const v = o[k];
+      if (typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v) && !/^P\d{4}$/.test(v)) return v;
+    }
+    return visit(o.cause) ?? visit(o.meta) ?? visit(o.driverAdapterError) ?? visit(o.originalError);
+  };
+  const found = visit(e);
+  if (found) return found;
+  const message = e instanceof Error ? e.message : String(e);
+  if (/deadlock detected/i.test(message)) return '40P01';
+  if (/could not serialize access/i.test(message)) return '40001';
+  if (/numeric field overflow/i.test(message)) return '22003';
+  return undefined;
+}
+
+/**
+ * The last resort for an unexpected error reaching a caller: a numeric overflow (22003) is an amount
+ * or a sum beyond what the service stores, answered 409 rather than 500. Every source checks its sums
+ * before writing (docs/decisions.md, issue 26); this only keeps a missed one from answering 500.
+ */
+export function fromUnexpected(e: unknown): DomainError | null {
+  if (sqlState(e) === '22003') return new DomainError('INVALID_STATE', 'AMOUNT_OUT_OF_RANGE: an amount or a sum would exceed what the service holds (10^78 - 1 base units); nothing was changed.');
+  return null;
+}

@@ -14,7 +14,9 @@ export function amountToString(amount: Amount): string {
 /** Parses the wire form; refuses anything but an optional minus and digits. */
 export function parseAmount(text: string): Amount {
   if (!/^-?(0|[1-9]\d{0,77})$/.test(text)) throw new RangeError(`not an integer amount in base units: ${text}`);
-  return BigInt(text);
+  const amount = BigInt(text);
+  if (amount > MAX_AMOUNT || -amount > MAX_AMOUNT) throw new RangeError(`an amount is ${AMOUNT_RANGE} base units: ${text}`);
+  return amount;
 }
 
 /** A NUMERIC(78,0) column as Prisma returns it (a Decimal), or a string/number/bigint, as base units. */
@@ -96,9 +98,33 @@ export function splitByPercentages(total: Amount, percentages: readonly Percenta
   return shares;
 }
 
+/**
+ * The largest amount anything carries: 2^256 − 1 base units, what a chain can represent (an EVM
+ * uint256; every supported chain's amounts are narrower). Every amount a caller sends, every amount
+ * the ledger posts and every sandbox transfer is at most this; the catalog declares no per-asset
+ * supply, so this is the supply bound of every asset (docs/decisions.md, issue 26).
+ */
+export const MAX_AMOUNT: Amount = 2n ** 256n - 1n;
+/**
+ * What a NUMERIC(78,0) column holds: the bound of the sums stored (ledger totals, an intent's
+ * detected and confirmed amounts, a sandbox address balance). A sum beyond it is refused before it
+ * is written (409), never left to PostgreSQL's numeric overflow (22003).
+ */
+export const MAX_STORED_SUM: Amount = 10n ** 78n - 1n;
+const AMOUNT_RANGE = `at most 2^256 - 1 (${MAX_AMOUNT})`;
+
+/** True when `amount` is a valid amount: 0 ≤ amount ≤ MAX_AMOUNT. */
+export const amountInRange = (amount: Amount): boolean => amount >= 0n && amount <= MAX_AMOUNT;
+
 /** Wire forms for request validation (zod): base units as decimal strings, and percentages. */
-export const amountText = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative whole number of base units, as a decimal string');
-export const positiveAmountText = z.string().regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string');
+export const amountText = z
+  .string()
+  .regex(/^(0|[1-9]\d{0,77})$/, 'must be a non-negative whole number of base units, as a decimal string')
+  .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
+export const positiveAmountText = z
+  .string()
+  .regex(/^[1-9]\d{0,77}$/, 'must be a positive whole number of base units, as a decimal string')
+  .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= MAX_AMOUNT, `must be ${AMOUNT_RANGE}`);
 export const percentageText = z.string().refine((v) => {
   try {
     parsePercentage(v);

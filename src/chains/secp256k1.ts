@@ -3,6 +3,7 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { MAX_AMOUNT } from '../money';
 
 /**
  * secp256k1 key material for wallets, chain-agnostic (an EVM adapter would reuse it as is).
@@ -143,7 +144,7 @@ export function verifySignedTransfer(signed: string): TransferPayload {
   if (!p || typeof p !== 'object' || fields.some((f) => typeof p[f] !== 'string') || Object.keys(p).length !== fields.length)
     throw new RangeError(`the payload must have exactly these string fields: ${fields.join(', ')}`);
   const payload = p as TransferPayload;
-  if (!/^[1-9]\d{0,77}$/.test(payload.amount)) throw new RangeError('amount must be a positive integer of base units');
+  if (!/^[1-9]\d{0,77}$/.test(payload.amount) || BigInt(payload.amount) > MAX_AMOUNT) throw new RangeError('amount must be a positive integer of base units, at most 2^256 - 1');
   if (!ADDRESS_PATTERN.test(payload.toAddress) || !ADDRESS_PATTERN.test(payload.fromAddress)) throw new RangeError('malformed address');
   const publicKey = normalizePublicKey(payload.fromPublicKey);
   if (!publicKey || addressOf(publicKey) !== payload.fromAddress) throw new RangeError('fromPublicKey does not own fromAddress');

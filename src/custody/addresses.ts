@@ -118,6 +118,8 @@ export async function allocateAddressInTx(
 /** AllocateDepositAddress: checks the caller, then allocates in a transaction of its own. */
 export async function allocateDepositAddress(ctx: Context, applicationIdArg: string, input: z.infer<typeof allocateInput>): Promise<AllocatedAddress> {
   const app = await loadCallerApplication(ctx, applicationIdArg);
+  // As every other creation under a suspended or archived application (issue 26).
+  if (app.status !== 'ACTIVE') throw invalidState(`The application is ${app.status.toLowerCase()}: no new deposit addresses.`);
   const wallet = await loadWallet(ctx, input.walletId);
   if (wallet.applicationId !== app.id) throw notFound('Wallet');
   const p = ctx.principal;

@@ -213,6 +213,16 @@ describe('AllocateDepositAddress', () => {
     expect((await app.rest('GET', `/v1/wallets/${walletId}`, { headers: integ.apiKeyHeaders })).body.nextDerivationIndex).toBe(2);
   });
 
+  test('a suspended application allocates no deposit address (409), as it creates nothing else (issue 26)', async () => {
+    const own = await setupIntegrator(app, catalog);
+    const pi = await paymentIntent(own, catalog.assetNetworkId);
+    const s = await app.rest('POST', `/v1/applications/${own.applicationId}/suspend`, { headers: own.member.headers, body: { reason: 'review' } });
+    expect(s.status, s.text).toBeLessThan(300);
+    const r = await allocate(own.applicationId, own.member.headers, { walletId: own.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi });
+    expect([r.status, r.body.code, r.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringMatching(/suspended/)]);
+    expect((await app.deps.db.paymentIntent.findUniqueOrThrow({ where: { id: pi } })).depositAddressId).toBeNull();
+  });
+
   test('the states and references it refuses, and nothing changes', async () => {
     const url = integ.applicationId;
     const h = integ.apiKeyHeaders;

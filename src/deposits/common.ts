@@ -7,6 +7,7 @@ export { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../webhooks/events';
 import { sandboxNow } from '../chains/sandbox/clock';
+import { isRetryable } from '../ledger/ledger';
 
 /**
  * What money-in code needs from the process: the database, the clock and the job runner (events
@@ -41,6 +42,27 @@ export async function nowFor(db: Db, clock: Clock, organizationId: string, envir
 
 /** Interactive transaction settings of money-in changes: a sync chunk may hold many changes. */
 export const TX_OPTIONS = { timeout: 60_000, maxWait: 20_000 } as const;
+
+const RETRY_ATTEMPTS = 5;
+
+/**
+ * One interactive transaction, run again from the start when PostgreSQL aborts it with a deadlock
+ * (40P01) or a serialization failure (40001): nothing of the failed attempt committed, so running it
+ * again is safe as long as `f` changes nothing outside the database (the sandbox chain is in it).
+ * Backoff 10, 20, 40, 80 ms, each with ±50% jitter. For the paths that lock a withdrawal destination
+ * and withdrawals (docs/decisions.md, issue 26); any other error is thrown at once.
+ */
+export async function retryingTransaction<T>(db: PrismaClient, f: (tx: Db) => Promise<T>, options: { timeout?: number; maxWait?: number } = TX_OPTIONS): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.$transaction(f, options);
+    } catch (e) {
+      const retryable = isRetryable(e) || (e as { code?: unknown } | null)?.code === 'P2034'; // Prisma's "write conflict or deadlock"
+      if (!retryable || attempt >= RETRY_ATTEMPTS) throw e;
+      await new Promise((ok) => setTimeout(ok, 10 * 2 ** (attempt - 1) * (0.5 + Math.random())));
+    }
+  }
+}
 
 /** Locks the Transaction row (the aggregate root of an intent, its deposits' effects and its escrow). */
 export async function lockTransactionRow(tx: Db, transactionId: string): Promise<void> {

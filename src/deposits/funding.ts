@@ -1,4 +1,5 @@
-import { numericToAmount, amountToNumeric } from '../money';
+import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
+import { DomainError } from '../errors';
 import type { Db } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { postLedgerTransaction } from '../ledger/ledger';
@@ -130,6 +131,10 @@ export async function evaluateIntent(
   const t = intent.transaction;
   const amount = numericToAmount(intent.amount);
   const sums = await depositSums(tx, intentId);
+  // The sums are stored (detected, confirmed, funded amounts): beyond NUMERIC(78,0), refused before
+  // writing (409; in chain.sync the deposit fails alone and is retried, docs/decisions.md issue 26).
+  if (sums.detected > MAX_STORED_SUM || sums.credited > MAX_STORED_SUM)
+    throw new DomainError('INVALID_STATE', `AMOUNT_OUT_OF_RANGE: the deposits of payment intent ${intentId} would sum to more than ${MAX_STORED_SUM} base units.`);
   const covered = isCovered(sums.credited, amount);
   const status: PaymentIntent['status'] = covered ? 'SUCCEEDED' : sums.live > 0 ? 'PROCESSING' : 'AWAITING_PAYMENT';
   const expire = status !== 'SUCCEEDED' && now.getTime() >= intent.expiresAt.getTime() && sums.undecided === 0;

@@ -44,6 +44,7 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   await boss.createQueue(CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   if (!work) return;
   const moneyDeps = { db: deps.db, clock: deps.clock, boss };
+  // A failure (ChainSyncFailure names each failing network or address) is logged at error by workBatch, then retried.
   await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
     const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
     if (r.changes) deps.log.debug(r, 'chain sync');
@@ -59,17 +60,39 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
 }
 
 /**
+ * A chain.sync batch some part of which failed, after every other network and address was synced
+ * and committed: the jobs fail (pg-boss retries them with backoff and lists them as failed once
+ * their retries are spent), and the error names each failing network or deposit address.
+ */
+export class ChainSyncFailure extends Error {
+  constructor(readonly failures: { networkId: string; depositAddressId?: string; error: string }[], readonly changes: number) {
+    super(`chain.sync: ${failures.map((f) => `network ${f.networkId}${f.depositAddressId ? ` address ${f.depositAddressId}` : ''}: ${f.error}`).join('; ')}`);
+    this.name = 'ChainSyncFailure';
+  }
+}
+
+/**
  * The chain.sync handler: per network named in the batch (coalesced), deposit detection, then the
- * network's BROADCAST withdrawals followed (confirmed, failed or sent to reconciliation).
+ * network's BROADCAST withdrawals followed (confirmed, failed or sent to reconciliation). One
+ * network's failure (or one address's, see syncNetwork) never stops the others: they are all
+ * synced, then the failures are thrown together (ChainSyncFailure).
  */
 export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | null | undefined)[]): Promise<{ networks: number; changes: number }> {
   const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string' && isUuid(id)));
   let changes = 0;
+  const failures: ChainSyncFailure['failures'] = [];
   for (const networkId of networks) {
-    changes += (await syncNetwork(deps, networkId)).changes;
-    const followed = await followNetworkWithdrawals(deps, networkId);
-    changes += (followed.CONFIRMED ?? 0) + (followed.FAILED ?? 0) + (followed.REQUIRES_RECONCILIATION ?? 0);
+    try {
+      const r = await syncNetwork(deps, networkId);
+      changes += r.changes;
+      for (const f of r.failed) failures.push({ networkId, depositAddressId: f.depositAddressId, error: f.error });
+      const followed = await followNetworkWithdrawals(deps, networkId);
+      changes += (followed.CONFIRMED ?? 0) + (followed.FAILED ?? 0) + (followed.REQUIRES_RECONCILIATION ?? 0);
+    } catch (e) {
+      failures.push({ networkId, error: e instanceof Error ? e.message : String(e) });
+    }
   }
+  if (failures.length) throw new ChainSyncFailure(failures, changes);
   return { networks: networks.size, changes };
 }
 

@@ -24,6 +24,8 @@ export interface SyncResult {
   addresses: number;
   observed: number;
   changes: number;
+  /** Addresses whose reconciliation failed (each alone, in its own transaction): retried by the next sync. */
+  failed: { depositAddressId: string; address: string; error: string }[];
 }
 
 type AddressRow = { id: string; address: string; assetNetworkId: string; paymentIntentId: string | null; organizationId: string };
@@ -31,7 +33,7 @@ export type NetworkRow = Network & { assetNetworks: AssetNetwork[] };
 
 export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number } = {}): Promise<SyncResult> {
   const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
-  const result: SyncResult = { addresses: 0, observed: 0, changes: 0 };
+  const result: SyncResult = { addresses: 0, observed: 0, changes: 0, failed: [] };
   if (!network || !hasAdapter(network.kind)) return result;
   const chunk = opts.chunk ?? SYNC_CHUNK;
   let after: string | undefined;
@@ -45,9 +47,24 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
     if (!addresses.length) break;
     after = addresses[addresses.length - 1]!.id;
     result.addresses += addresses.length;
-    const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS);
-    result.observed += r.observed;
-    result.changes += r.changes;
+    try {
+      const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS);
+      result.observed += r.observed;
+      result.changes += r.changes;
+    } catch {
+      // One address's failure never stops the others of its chunk (issue 26): each alone, in its own
+      // transaction; a failing one is reported (the job fails after the others committed, so it is
+      // retried and listed with the failed jobs) and tried again by every later sync.
+      for (const a of addresses) {
+        try {
+          const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, [a]), TX_OPTIONS);
+          result.observed += r.observed;
+          result.changes += r.changes;
+        } catch (e) {
+          result.failed.push({ depositAddressId: a.id, address: a.address, error: e instanceof Error ? e.message : String(e) });
+        }
+      }
+    }
     if (addresses.length < chunk) break;
   }
   return result;

@@ -91,6 +91,12 @@ export async function recordCorrection(ctx: Context, input: unknown, headerKey: 
   for (const l of data.lines) net.set(l.account.assetNetworkId, (net.get(l.account.assetNetworkId) ?? 0n) + (l.direction === 'DEBIT' ? 1n : -1n) * BigInt(l.amount));
   for (const [an, diff] of net) if (diff !== 0n) throw fieldError('lines', `debits and credits differ by ${diff < 0n ? -diff : diff} in asset-network ${an}`);
 
+  // The environment of each asset-network: a line's account must be of the same mode (issue 26), as
+  // on every other money path (a sandbox account never holds a production asset, nor the reverse).
+  const assetNetworkIds = [...new Set(data.lines.map((l) => l.account.assetNetworkId))];
+  const environmentOf = new Map(
+    (await db.assetNetwork.findMany({ where: { id: { in: assetNetworkIds } }, select: { id: true, network: { select: { environmentType: true } } } })).map((a) => [a.id, a.network.environmentType]),
+  );
   // Each line's account, resolved against the organization.
   const lines: CorrectionLine[] = [];
   const postingLines: PostingLine[] = [];
@@ -111,11 +117,14 @@ export async function recordCorrection(ctx: Context, input: unknown, headerKey: 
       ref = { kind, ownerId, organizationId, assetNetworkId };
       if (kind !== 'SUSPENSE') {
         const where = { id: ownerId, organizationId };
-        const owner =
-          kind === 'CUSTOMER' ? await db.account.findFirst({ where, select: { id: true } })
-          : kind === 'ESCROW' ? await db.transaction.findFirst({ where, select: { id: true } })
-          : await db.settlementAllocation.findFirst({ where, select: { id: true } });
+        const owner: { mode: 'SANDBOX' | 'PRODUCTION' | null } | null =
+          kind === 'CUSTOMER' ? await db.account.findFirst({ where, select: { mode: true } })
+          : kind === 'ESCROW' ? await db.transaction.findFirst({ where, select: { environmentType: true } }).then((t) => t && { mode: t.environmentType })
+          : await db.settlementAllocation.findFirst({ where, select: { id: true } }).then((a) => a && { mode: null });
         if (!owner) throw fieldError(`${field}.ownerId`, `is not ${OWNER_NAMES[kind]} of the organization (a correction never creates one)`);
+        const environment = environmentOf.get(assetNetworkId);
+        if (owner.mode && environment && owner.mode !== environment)
+          throw fieldError(`${field}.assetNetworkId`, `is a ${environment} asset-network: a ${owner.mode} ${kind === 'CUSTOMER' ? 'account' : 'transaction'} holds only ${owner.mode} assets`);
       }
     }
     lines.push({ account: { kind, ownerId: ref.ownerId, assetNetworkId }, direction: l.direction, amount: l.amount });

@@ -566,12 +566,12 @@ describe('the batcher', () => {
     const an = await assetNetwork();
     const other = await assetNetwork();
     const a = customer(m, await account(m), other);
-    const max = 10n ** 78n - 1n;
-    await postLedgerTransaction(db(), posting([debit(clearing(an), max), credit(fees(an), max)]));
+    const max = 2n ** 256n - 1n; // the largest amount; eight of them still fit NUMERIC(78,0), nine do not
+    for (let i = 0; i < 8; i++) await postLedgerTransaction(db(), posting([debit(clearing(an), max), credit(fees(an), max)]));
     const batcher = createLedgerBatcher(db(), { maxWaitMs: 50 });
     const outcomes = await Promise.all([
       batcher.post(posting([debit(clearing(other), 3n), credit(a, 3n)])),
-      batcher.post(posting([debit(clearing(an), 1n), credit(fees(an), 1n)])), // totals would exceed NUMERIC(78,0)
+      batcher.post(posting([debit(clearing(an), max), credit(fees(an), max)])), // totals would exceed NUMERIC(78,0)
       batcher.post(posting([debit(clearing(other), 4n), credit(a, 4n)])),
     ].map((p) => p.then(() => 'ok', (e: Error) => e.message)));
     await batcher.close();

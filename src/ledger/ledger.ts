@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Db, PrismaClient } from '../db/prisma';
-import { DomainError, type ErrorCode, type FieldError } from '../errors';
+import { DomainError, sqlState, type ErrorCode, type FieldError } from '../errors';
+
+export { sqlState };
 import { isUuid } from '../ids';
+import { MAX_AMOUNT } from '../money';
 
 /**
  * The double-entry ledger: the ONE place where money moves. Other domains call only the
@@ -110,7 +113,8 @@ export type LedgerErrorReason =
   | 'HOLD_NOT_FOUND'
   | 'HOLD_RESOLVED'
   | 'HOLD_EXPIRED'
-  | 'HOLD_NOT_EXPIRED';
+  | 'HOLD_NOT_EXPIRED'
+  | 'AMOUNT_OUT_OF_RANGE';
 
 const reasonCodes: Record<LedgerErrorReason, ErrorCode> = {
   INVALID_POSTING: 'VALIDATION_FAILED',
@@ -125,6 +129,7 @@ const reasonCodes: Record<LedgerErrorReason, ErrorCode> = {
   HOLD_RESOLVED: 'INVALID_STATE',
   HOLD_EXPIRED: 'INVALID_STATE',
   HOLD_NOT_EXPIRED: 'INVALID_STATE',
+  AMOUNT_OUT_OF_RANGE: 'INVALID_STATE',
 };
 
 /**
@@ -145,13 +150,12 @@ const invalid = (field: string, message: string) => new LedgerError('INVALID_POS
 // ------------------------------------------------------------------------------------------------
 // Validation and the canonical payload
 
-const MAX_AMOUNT = 10n ** 78n - 1n;
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 
 function checkAmount(amount: unknown, field: string): bigint {
   if (typeof amount !== 'bigint') throw invalid(field, 'must be a bigint of base units');
   if (amount <= 0n) throw invalid(field, 'must be greater than 0');
-  if (amount > MAX_AMOUNT) throw invalid(field, 'must fit NUMERIC(78,0)');
+  if (amount > MAX_AMOUNT) throw invalid(field, `must be at most 2^256 - 1 (${MAX_AMOUNT})`);
   return amount;
 }
 
@@ -399,27 +403,6 @@ function outcomeOf(r: RawResult | undefined): Outcome {
   return { ok: true, ledgerTransactionId: r.id!, holdId: r.hold ?? null, replayed: r.s === 'replayed' };
 }
 
-/** SQLSTATE of a database error, wherever the driver adapter put it. */
-export function sqlState(e: unknown): string | undefined {
-  const seen = new Set<unknown>();
-  const visit = (x: unknown): string | undefined => {
-    if (!x || typeof x !== 'object' || seen.has(x)) return undefined;
-    seen.add(x);
-    const o = x as Record<string, unknown>;
-    for (const k of ['originalCode', 'code', 'sqlState']) {
-      const v = o[k];
-      if (typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v) && !/^P\d{4}$/.test(v)) return v;
-    }
-    return visit(o.cause) ?? visit(o.meta) ?? visit(o.driverAdapterError) ?? visit(o.originalError);
-  };
-  const found = visit(e);
-  if (found) return found;
-  const message = e instanceof Error ? e.message : String(e);
-  if (/deadlock detected/i.test(message)) return '40P01';
-  if (/could not serialize access/i.test(message)) return '40001';
-  return undefined;
-}
-
 /** Counters of this process's ledger calls (for tests, benchmarks and logs). */
 export const ledgerMetrics = { calls: 0, items: 0, retries: 0, isolatedBatches: 0 };
 
@@ -457,6 +440,10 @@ async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
           throw e; // the caller's transaction is beyond saving: report what broke it
         }
       }
+      // A total (posted or pending debits or credits of an account) beyond NUMERIC(78,0): refused,
+      // nothing written (the statement failed whole), never a 500 (docs/decisions.md, issue 26).
+      if (sqlState(e) === '22003')
+        throw new LedgerError('AMOUNT_OUT_OF_RANGE', 'AMOUNT_OUT_OF_RANGE: a ledger total of an account would exceed what the ledger holds (10^78 - 1 base units; numeric overflow): nothing was posted');
       if (!isRetryable(e) || attempt >= MAX_ATTEMPTS) throw e;
       ledgerMetrics.retries++;
       await sleep(backoff(attempt));

@@ -7,7 +7,7 @@ import type { Db } from '../db/prisma';
 import type { Reconciliation, ReconciliationDivergence, ReconciliationDivergenceKind } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { amountToNumeric, amountToString, numericToAmount } from '../money';
+import { amountToNumeric, amountToString, MAX_STORED_SUM, numericToAmount } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type ObservedTransfer } from '../chains/adapter';
 import { auditAs, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { recordCorrection, recordCorrectionInput } from '../ledger/corrections';
@@ -215,10 +215,20 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
       });
       if (divergences.length)
         await tx.reconciliationDivergence.createMany({
-          data: divergences.map((d) => ({
-            reconciliationId: run.id, assetNetworkId: d.assetNetworkId, kind: d.kind, expected: amountToNumeric(d.expected), observed: amountToNumeric(d.observed),
-            difference: amountToNumeric(d.observed - d.expected), details: d.details as never, createdAt: completedAt,
-          })),
+          data: divergences.map((d) => {
+            // A value beyond NUMERIC(78,0) (possible only after out-of-range corrections or chain sums) is
+            // stored at the bound, and its exact value kept in the details: the run is recorded, never a 500.
+            const difference = d.observed - d.expected;
+            const exact = [d.expected, d.observed, difference].some((v) => v > MAX_STORED_SUM || -v > MAX_STORED_SUM);
+            const fit = (v: bigint) => amountToNumeric(v > MAX_STORED_SUM ? MAX_STORED_SUM : -v > MAX_STORED_SUM ? -MAX_STORED_SUM : v);
+            const details = exact
+              ? { ...d.details, exact: { expected: amountToString(d.expected), observed: amountToString(d.observed), difference: amountToString(difference), note: 'AMOUNT_OUT_OF_RANGE: the columns hold the values bounded to 10^78 - 1' } }
+              : d.details;
+            return {
+              reconciliationId: run.id, assetNetworkId: d.assetNetworkId, kind: d.kind, expected: fit(d.expected), observed: fit(d.observed),
+              difference: fit(difference), details: details as never, createdAt: completedAt,
+            };
+          }),
         });
       await auditAs(tx, deps, by.actor, {
         organizationId: null, entityType: 'Reconciliation', entityId: run.id, action: 'reconciliation.executed',

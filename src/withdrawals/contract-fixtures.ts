@@ -28,7 +28,7 @@ export function withdrawalContractFixtures(getApp: () => TestApp): Record<string
   /** An organization with an account and a correction body moving `amount` from its SUSPENSE to the account. */
   async function correctable(amount = '500') {
     const x = await integrator();
-    const acc = await ok(app().rest('POST', `/v1/organizations/${x.member.organizationId}/accounts`, { headers: x.member.headers, body: { name: 'Corrected' } }), 201, 'account');
+    const acc = await ok(app().rest('POST', `/v1/organizations/${x.member.organizationId}/accounts`, { headers: x.member.headers, body: { name: 'Corrected', mode: 'SANDBOX' } }), 201, 'account');
     const accountId = acc.headers.get('location')!.split('/').pop()!;
     const input = {
       reason: 'reconciliation difference', organizationId: x.member.organizationId,

@@ -251,7 +251,7 @@ describe('ledger corrections', () => {
     expect(r.body.detail).toContain('INSUFFICIENT_FUNDS');
     expect(await counts()).toEqual(before);
 
-    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Frozen' }, headers: f.member.headers });
+    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Frozen', mode: 'SANDBOX' }, headers: f.member.headers });
     const frozenId = idOf(acc.headers.get('location'));
     const fund = await post(correction([{ account: suspense(), direction: 'DEBIT', amount: '50' }, { account: customer(frozenId), direction: 'CREDIT', amount: '50' }]));
     expect(fund.status).toBe(201);

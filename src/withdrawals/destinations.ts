@@ -7,7 +7,7 @@ import { assertId, isUuid } from '../ids';
 import { idempotent } from '../idempotency';
 import { adapterFor, hasAdapter } from '../chains/adapter';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs, emit, nowFor, requestActor, retryingTransaction, TX_OPTIONS } from '../deposits/common';
 import { stopWithdrawalsToDestination } from './withdrawals';
 
 /**
@@ -108,7 +108,9 @@ export async function registerDestination(
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal-destination ${organizationId} ${network.id} ${address}`}, 0))`;
         const existing = await tx.withdrawalDestination.findUnique({ where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } } });
         if (existing) return { id: existing.id };
-        const now = ctx.deps.clock.now();
+        // Stamped on the clock its age is measured on (the payout policy's minimum age): the
+        // organization's sandbox clock for a SANDBOX destination, the real one otherwise (issue 26).
+        const now = await nowFor(tx, ctx.deps.clock, organizationId, network.environmentType);
         const row = await tx.withdrawalDestination.create({
           data: { organizationId, networkId: network.id, environmentType: network.environmentType, address, label: data.label ?? null, createdAt: now, updatedAt: now },
         });
@@ -135,7 +137,9 @@ export async function blockDestination(ctx: Context, idArg: unknown, input: unkn
   const { reason } = parse(blockDestinationInput, input);
   const p = ctx.principal;
   if (p?.type !== 'operator') throw notFound('WithdrawalDestination');
-  await ctx.deps.db.$transaction(async (tx) => {
+  // Destination first, then its withdrawals in id order (stopWithdrawalsToDestination): the order of
+  // every step that moves a withdrawal (lockDestinationThenWithdrawal); retried on a deadlock anyway.
+  await retryingTransaction(ctx.deps.db, async (tx) => {
     const rows = await tx.$queryRaw<{ status: string; organizationId: string }[]>`
       SELECT "status"::text AS "status", "organizationId"::text AS "organizationId" FROM "WithdrawalDestination" WHERE "id" = ${id}::uuid FOR UPDATE`;
     const row = rows[0];
@@ -149,7 +153,7 @@ export async function blockDestination(ctx: Context, idArg: unknown, input: unkn
       organizationId: row.organizationId, entityType: 'WithdrawalDestination', entityId: id, action: 'withdrawal_destination.blocked',
       before: { status: 'ACTIVE' }, after: { status: 'BLOCKED', reason },
     });
-  }, TX_OPTIONS);
+  });
   return ctx.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } });
 }
 

@@ -7,8 +7,8 @@ import { assertId, isUuid } from '../ids';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { verifySignedTransfer, type TransferPayload } from '../chains/secp256k1';
-import { requestActor, TX_OPTIONS, auditAs } from '../deposits/common';
-import { checkBeforeMoving, loadWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
+import { requestActor, retryingTransaction, TX_OPTIONS, auditAs } from '../deposits/common';
+import { checkBeforeMoving, loadWithdrawal, lockDestinationThenWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
 
 /**
  * SelfCustody signing (docs/withdrawals.md "Signing"): a withdrawal funded from a SELF_CUSTODY
@@ -56,12 +56,8 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
   const p = ctx.principal;
   if (p?.type === 'apiKey' && p.environmentId !== env.id) throw notFound('Environment');
   const { withdrawalId } = parse(createSigningRequestInput, input);
-  let w0;
-  try {
-    w0 = await loadWithdrawal(ctx, withdrawalId);
-  } catch {
-    throw fieldError('withdrawalId', 'is not a withdrawal you can see');
-  }
+  // Another organization's (or an unknown) withdrawal: 404, as everywhere (docs/withdrawals.md).
+  const w0 = await loadWithdrawal(ctx, withdrawalId);
   if (w0.organizationId !== env.organizationId || w0.environmentType !== env.type) throw fieldError('withdrawalId', "must be a withdrawal of the environment's organization and type");
   const id = await ctx.deps.db.$transaction(async (tx) => {
     const w = (await lockWithdrawal(tx, w0.id))!;
@@ -96,8 +92,9 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
 export async function submitSignature(ctx: Context, idArg: unknown, input: unknown): Promise<SigningRequest> {
   const sr0 = await loadSigningRequest(ctx, idArg);
   const { signature } = parse(submitSignatureInput, input);
-  const refusal = await ctx.deps.db.$transaction(async (tx) => {
-    const w = (await lockWithdrawal(tx, sr0.withdrawalId))!;
+  const w0 = await ctx.deps.db.withdrawal.findUniqueOrThrow({ where: { id: sr0.withdrawalId }, select: { id: true, withdrawalDestinationId: true } });
+  const refusal = await retryingTransaction(ctx.deps.db, async (tx) => {
+    const w = (await lockDestinationThenWithdrawal(tx, w0))!;
     const sr = await tx.signingRequest.findUniqueOrThrow({ where: { id: sr0.id } });
     if (sr.status !== 'PENDING' || w.status !== 'AWAITING_SIGNATURE') throw invalidState(`The signing request is ${sr.status} and its withdrawal ${w.status}: no signature is expected.`);
     // The payload is rebuilt from the wallet's public material: the stored one must still be it.
@@ -125,7 +122,7 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
     await tx.signingRequest.update({ where: { id: sr.id }, data: { status: 'SIGNED', signature, signedAt: now, updatedAt: now } });
     await markBroadcast(tx, ctx.deps, requestActor(ctx), w, txHash, payload.fromAddress, now);
     return null;
-  }, TX_OPTIONS);
+  });
   if (refusal) throw invalidState(`The withdrawal was rejected: ${refusal}`);
   return loadSigningRequest(ctx, sr0.id);
 }

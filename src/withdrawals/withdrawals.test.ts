@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
+import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxSend } from '../../test/money-helpers';
 import { eventsOf } from '../deposits/testing';
@@ -196,6 +196,41 @@ describe('policies', () => {
     expect((await get(s, second)).status).toBe('APPROVED');
     await configure(s, 'payout', { allowedNetworkIds: [s.f.catalog.networkId] });
     await withdraw(s, 1000n);
+    await drainMoneyWork(app);
+  });
+});
+
+describe('signing requests and visibility (issue 26)', () => {
+  test("another organization's withdrawal, or an unknown one: 404 (not a 400 that tells it exists)", async () => {
+    const s = await setup();
+    const id = await withdraw(s, 1000n);
+    const other = await signUpMember(app);
+    const key = await createApiKey(app, other, 'SANDBOX');
+    for (const withdrawalId of [id, crypto.randomUUID()]) {
+      const byKey = await app.rest('POST', `/v1/environments/${key.environmentId}/signing-requests`, { headers: key.headers, body: { withdrawalId } });
+      expect([byKey.status, byKey.body.code]).toEqual([404, 'NOT_FOUND']);
+      const byMember = await app.rest('POST', `/v1/environments/${key.environmentId}/signing-requests`, { headers: other.headers, body: { withdrawalId } });
+      expect([byMember.status, byMember.body.code]).toEqual([404, 'NOT_FOUND']);
+    }
+    await drainMoneyWork(app);
+  });
+});
+
+describe('destination age on the sandbox clock (issue 26)', () => {
+  test('after a sandbox clock advance, a destination registered a moment ago is a moment old: the minimum age holds', async () => {
+    const s = await setup();
+    const advanced = await app.rest('POST', '/v1/sandbox/clock/advance', { headers: s.f.apiKeyHeaders, body: { seconds: 3 * 3600 } });
+    expect(advanced.status, advanced.text).toBe(200);
+    await configure(s, 'payout', { minimumDestinationAgeSeconds: 600 });
+    const d = await app.rest('POST', `/v1/organizations/${s.f.organizationId}/withdrawal-destinations`, {
+      headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, address: '0x00000000000000000000000000000000000000a9' },
+    });
+    expect(d.status, d.text).toBe(201);
+    const young = await request(s, 1000n, { withdrawalDestinationId: idOf(d) });
+    expect([young.status, young.body.detail]).toEqual([409, expect.stringMatching(/is 0 s old: .*allows it from 600 s/)]);
+    // Aged on the same (sandbox) clock: advancing it ages the destination.
+    expect((await app.rest('POST', '/v1/sandbox/clock/advance', { headers: s.f.apiKeyHeaders, body: { seconds: 600 } })).status).toBe(200);
+    await withdraw(s, 1000n, { withdrawalDestinationId: idOf(d) });
     await drainMoneyWork(app);
   });
 });

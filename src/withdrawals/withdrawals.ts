@@ -11,7 +11,7 @@ import { amountToNumeric, amountToString, numericToAmount, type Amount, positive
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, emit, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
+import { auditAs, emit, nowFor, requestActor, retryingTransaction, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { ledgerAccounts } from '../deposits/funding';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable } from './destinations';
@@ -72,6 +72,19 @@ export async function loadWithdrawal(ctx: Context, idArg: unknown, db: Db = ctx.
     if (authorized) return row;
   }
   throw notFound('Withdrawal');
+}
+
+/**
+ * The lock order of every step that may move a withdrawal to its destination (approval, the
+ * broadcast job and its retries, the SelfCustody signature) and of the destination's block: the
+ * destination row first (a share lock here, the block's FOR UPDATE there), then the withdrawal rows
+ * (in id order), then the ledger. One order everywhere, so no deadlock; and a block that answered
+ * 204 committed before any such step read the destination, which then sees it BLOCKED
+ * (docs/decisions.md, issue 26). `destinationId` never changes on a withdrawal: it is read unlocked.
+ */
+export async function lockDestinationThenWithdrawal(tx: Db, w0: Pick<Withdrawal, 'id' | 'withdrawalDestinationId'>): Promise<Withdrawal | null> {
+  await tx.$queryRaw`SELECT 1 FROM "WithdrawalDestination" WHERE "id" = ${w0.withdrawalDestinationId}::uuid FOR SHARE`;
+  return lockWithdrawal(tx, w0.id);
 }
 
 /** Locks the withdrawal row (FOR UPDATE) and re-reads it. */
@@ -303,7 +316,7 @@ export async function stopWithdrawalsToDestination(tx: Db, deps: MoneyDeps, acto
 
 /** Runs `f` in a transaction; a refusal it records (DESTINATION_BLOCKED) commits, then answers 409. */
 async function committingRefusal(deps: MoneyDeps, f: (tx: Db) => Promise<string | null>): Promise<void> {
-  const refusal = await deps.db.$transaction(f, TX_OPTIONS);
+  const refusal = await retryingTransaction(deps.db, f);
   if (refusal) throw invalidState(`The withdrawal was rejected: ${refusal}`);
 }
 
@@ -316,7 +329,7 @@ export async function approveWithdrawal(ctx: Context, idArg: unknown): Promise<W
   const p = ctx.principal;
   if (p?.type !== 'operator') throw notFound('Withdrawal');
   await committingRefusal(ctx.deps, async (tx) => {
-    const w = (await lockWithdrawal(tx, w0.id))!;
+    const w = (await lockDestinationThenWithdrawal(tx, w0))!;
     if (w.status !== 'PENDING_APPROVAL') throw invalidState(`Only a PENDING_APPROVAL withdrawal can be approved; this one is ${w.status}.`);
     const now = ctx.deps.clock.now();
     const check = await checkBeforeMoving(tx, ctx.deps, requestActor(ctx), w, now);
@@ -393,8 +406,10 @@ export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Wi
  */
 export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string): Promise<StepOutcome> {
   if (!isUuid(withdrawalId)) return 'SKIPPED';
-  return deps.db.$transaction(async (tx) => {
-    const w = await lockWithdrawal(tx, withdrawalId);
+  const w0 = await deps.db.withdrawal.findUnique({ where: { id: withdrawalId }, select: { id: true, withdrawalDestinationId: true } });
+  if (!w0) return 'SKIPPED';
+  return retryingTransaction(deps.db, async (tx) => {
+    const w = await lockDestinationThenWithdrawal(tx, w0);
     if (!w || w.custodyMode !== 'CUSTODIAL') return 'SKIPPED';
     const now = deps.clock.now();
     if (w.status === 'BROADCAST_FAILED' ? !w.nextAttemptAt || w.nextAttemptAt > now : w.status !== 'APPROVED') return 'SKIPPED';
@@ -445,7 +460,7 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     }
     await releaseReserveInTx(tx, deps, reserveRef);
     return broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${lastError}`, now);
-  }, TX_OPTIONS);
+  });
 }
 
 /** The wait before a deferred withdrawal (reserve exhausted, account frozen, asset-network not enabled) is tried again. */

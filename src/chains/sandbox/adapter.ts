@@ -1,4 +1,5 @@
 import { numericToAmount } from '../../money';
+import { DomainError } from '../../errors';
 import type { Db, PrismaClient } from '../../db/prisma';
 import type { AddressBalance, DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
@@ -65,11 +66,17 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
         await lockNetwork(d, network.id);
         const spendable = await spendableOf(d, { networkId: network.id, assetNetworkId: p.assetNetworkId, address: p.fromAddress });
         if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
-        const row = await sendTransaction(d, deps, {
-          networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: true, revert: false,
-          senderOrganizationId: organizationId,
-        });
-        return { txHash: row.txHash };
+        try {
+          const row = await sendTransaction(d, deps, {
+            networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: true, revert: false,
+            senderOrganizationId: organizationId,
+          });
+          return { txHash: row.txHash };
+        } catch (e) {
+          // The chain refusing the transfer (the recipient would hold more than 2^256 - 1): a network refusal, as for funds.
+          if (e instanceof DomainError && e.code === 'INVALID_STATE') throw new RangeError(e.message);
+          throw e;
+        }
       });
     },
     /**

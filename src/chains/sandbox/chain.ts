@@ -1,4 +1,4 @@
-import { numericToAmount } from '../../money';
+import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../db/prisma';
@@ -147,9 +147,34 @@ export interface SendArgs {
   replaceable: boolean;
   revert: boolean;
   senderOrganizationId: string | null;
+  /** The transaction a replacement replaces (its amount no longer awaits the recipient). */
+  replacesId?: string;
+}
+
+/**
+ * An address never holds more than 2^256 - 1 base units (a uint256 balance): refused (409, nothing
+ * written) when its balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the
+ * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
+ * whatever order the mempool is mined in. The caller holds the network lock.
+ */
+async function assertRecipientCanHold(tx: Db, a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string }): Promise<void> {
+  if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+  const incoming = await tx.sandboxTransaction.aggregate({
+    where: {
+      networkId: a.networkId, assetNetworkId: a.assetNetworkId, toAddress: a.toAddress, status: { in: ['PENDING', 'ORPHANED'] },
+      ...(a.replacesId ? { id: { not: a.replacesId } } : {}),
+    },
+    _sum: { amount: true },
+  });
+  const held = (await balanceOf(tx, a.networkId, a.assetNetworkId, a.toAddress)) + (incoming._sum.amount ? numericToAmount(incoming._sum.amount) : 0n);
+  if (held + a.amount > MAX_AMOUNT)
+    throw invalidState(
+      `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
+    );
 }
 
 async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
+  await assertRecipientCanHold(tx, a);
   const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
   const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
   const now = deps.clock.now();
@@ -381,6 +406,7 @@ export async function replaceTransaction(
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
     amount: next, replaceable: true, revert: row.willRevert, senderOrganizationId: row.senderOrganizationId, recipientOrganizationId: row.recipientOrganizationId,
+    replacesId: row.id,
   });
   const replaced = await tx.sandboxTransaction.update({
     where: { id: row.id },

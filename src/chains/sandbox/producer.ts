@@ -24,20 +24,28 @@ export interface ProducerDeps {
   intervalMs: number;
 }
 
-/** One round: a block on each SANDBOX network that is due. Answers the networks mined. Safe to run twice. */
+/** One round: a block on each SANDBOX network that is due, each in its own transaction (a failing network is logged and skipped). Answers the networks mined. Safe to run twice. */
 export async function produceSandboxBlocks(deps: ProducerDeps): Promise<{ networkId: string; height: number }[]> {
   const networks = await deps.db.network.findMany({ where: { kind: 'SANDBOX' }, select: { id: true }, orderBy: { id: 'asc' } });
   const mined: { networkId: string; height: number }[] = [];
+  const failed: string[] = [];
   for (const { id } of networks) {
-    const r = await deps.db.$transaction(async (tx) => {
-      await lockNetwork(tx, id);
-      const now = deps.clock.now();
-      const state = await tx.sandboxNetworkState.findUnique({ where: { networkId: id } });
-      if (state?.lastBlockAt && now.getTime() - state.lastBlockAt.getTime() < deps.intervalMs * 0.8) return null;
-      await tx.sandboxNetworkState.upsert({ where: { networkId: id }, create: { networkId: id, lastBlockAt: now }, update: { lastBlockAt: now } });
-      return mineBlocks(tx, deps, id, 1);
-    });
-    if (r) mined.push({ networkId: id, height: r.height });
+    // One network's failure never stops the others (issue 26): logged at error, its block is tried
+    // again next round (its transaction rolled back, lastBlockAt with it).
+    try {
+      const r = await deps.db.$transaction(async (tx) => {
+        await lockNetwork(tx, id);
+        const now = deps.clock.now();
+        const state = await tx.sandboxNetworkState.findUnique({ where: { networkId: id } });
+        if (state?.lastBlockAt && now.getTime() - state.lastBlockAt.getTime() < deps.intervalMs * 0.8) return null;
+        await tx.sandboxNetworkState.upsert({ where: { networkId: id }, create: { networkId: id, lastBlockAt: now }, update: { lastBlockAt: now } });
+        return mineBlocks(tx, deps, id, 1);
+      });
+      if (r) mined.push({ networkId: id, height: r.height });
+    } catch (err) {
+      failed.push(id);
+      deps.log.error({ err, networkId: id }, 'sandbox block production failed for a network; the other networks go on');
+    }
   }
   if (mined.length) deps.log.debug({ mined }, 'sandbox blocks produced');
   return mined;

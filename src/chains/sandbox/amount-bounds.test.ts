@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import pino from 'pino';
+import { randomBytes } from 'node:crypto';
+import { createOperator, createTestApp, type TestApp } from '../../../test/harness';
+import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
+import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../deposits/testing';
+import { runChainSyncJobs } from '../../deposits/jobs';
+import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../sync-queue';
+import { produceSandboxBlocks } from './producer';
+import { tip } from './chain';
+
+/**
+ * Issue 26, point 1: every amount is at most 2^256 - 1 base units; sums that grow (a sandbox address
+ * balance, ledger totals) are refused before they overflow (409, never 500); and one sandbox network's
+ * failure never stops block production or deposit detection on another, nor one address the others.
+ */
+
+const MAX = 2n ** 256n - 1n;
+const SEVENTY_EIGHT_DIGITS = '9' + '0'.repeat(77);
+
+let app: TestApp;
+let op: Record<string, string>;
+beforeAll(async () => {
+  app = await createTestApp();
+  op = (await createOperator(app)).headers;
+});
+afterAll(() => app.close());
+
+let seq = 0;
+const address = () => '0x' + (++seq).toString(16).padStart(40, 'b');
+
+describe('amount bounds', () => {
+  test('sandbox deposits: 78 digits and 2^256 answer 400 on amount; 2^256 - 1 is accepted; the address then takes nothing more (409), and mining never overflows', async () => {
+    const f = await moneyFixture(app);
+    const h = f.apiKeyHeaders;
+    const an = f.catalog.assetNetworkId;
+    const to = address();
+    for (const amount of [SEVENTY_EIGHT_DIGITS, (MAX + 1n).toString()]) {
+      const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount, assetNetworkId: an } });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.errors).toEqual([{ field: 'amount', message: expect.stringMatching(/2\^256 - 1/) }]);
+    }
+    await sandboxSend(app, h, { address: to, amount: MAX, assetNetworkId: an });
+    // Pending counts: a second transfer to the address would let one block overflow its balance.
+    const second = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount: '1', assetNetworkId: an } });
+    expect(second.status, second.text).toBe(409);
+    expect(second.body.detail).toMatch(/would hold more than 2\^256 - 1/);
+    expect((await app.rest('POST', `/v1/sandbox/networks/${f.catalog.networkId}/mine`, { headers: h, body: { blocks: 1 } })).status).toBe(200);
+    const after = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount: '1', assetNetworkId: an } });
+    expect(after.status).toBe(409);
+    const b = await app.gql<{ sandboxBalance: { balance: string } }>('query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }', { a: an, x: to }, h);
+    expect(b.data!.sandboxBalance.balance).toBe(MAX.toString());
+    // Two of the issue's deposits to one payment intent: both refused at the door now.
+    const intent = await createIntent(app, f);
+    const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intent.address, amount: SEVENTY_EIGHT_DIGITS, assetNetworkId: an } });
+    expect(r.status).toBe(400);
+  });
+
+  test('ledger corrections: a line over 2^256 - 1 answers 400; a total the ledger cannot hold answers 409 AMOUNT_OUT_OF_RANGE with nothing posted; reconciliation still runs', async () => {
+    const f = await moneyFixture(app);
+    const an = f.catalog.assetNetworkId;
+    const correction = (amount: string) =>
+      app.rest('POST', '/v1/admin/ledger-corrections', {
+        headers: op,
+        body: {
+          reason: 'bounds', lines: [
+            { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount },
+            { account: { kind: 'FEES', assetNetworkId: an }, direction: 'CREDIT', amount },
+          ],
+        },
+      });
+    const tooBig = await correction(SEVENTY_EIGHT_DIGITS);
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body.errors).toEqual([{ field: 'lines.0.amount', message: expect.stringMatching(/2\^256 - 1/) }]);
+    // Eight of the largest amount fit NUMERIC(78,0) totals; the ninth does not.
+    for (let i = 0; i < 8; i++) expect((await correction(MAX.toString())).status).toBe(201);
+    const ninth = await correction(MAX.toString());
+    expect(ninth.status, ninth.text).toBe(409);
+    expect(ninth.body.detail).toMatch(/AMOUNT_OUT_OF_RANGE/);
+    expect(await app.deps.db.ledgerCorrection.count({ where: { reason: 'bounds' } })).toBe(8);
+    const run = await app.rest('POST', '/v1/admin/reconciliations/execute', { headers: op });
+    expect(run.status, run.text).toBeLessThan(300);
+  });
+});
+
+/** Every queued chain.sync job, run once as the job runner runs a batch; answers the error it threw, if any. */
+async function syncBatch(): Promise<Error | null> {
+  const boss = app.deps.boss!;
+  const jobs = await boss.fetch<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 500, ignoreStartAfter: true });
+  try {
+    await runChainSyncJobs(moneyDeps(app), jobs.map((j) => j.data));
+    return null;
+  } catch (e) {
+    return e as Error;
+  } finally {
+    if (jobs.length) await boss.complete(CHAIN_SYNC_QUEUE, jobs.map((j) => j.id));
+  }
+}
+
+const intentOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
+
+/** A transfer written straight into the sandbox chain's tables (an operator's mistake: no bound checked). */
+async function plant(networkId: string, assetNetworkId: string, toAddress: string, amount: bigint, block: { hash: string; height: number } | null) {
+  const now = app.clock.now();
+  await app.deps.db.sandboxTransaction.create({
+    data: {
+      networkId, assetNetworkId, txHash: '0x' + randomBytes(32).toString('hex'), fromAddress: '0x' + 'f'.repeat(40), toAddress, amount: amount.toString(),
+      status: block ? 'MINED' : 'PENDING', replaceable: false, willRevert: false, blockHash: block?.hash ?? null, blockHeight: block?.height ?? null, createdAt: now, updatedAt: now,
+    },
+  });
+}
+
+describe('failure isolation', () => {
+  test('a poisoned sandbox network: the producer logs it and mines the others; chain.sync confirms the others (and the healthy addresses of the poisoned network), then reports the failing one', async () => {
+    const INTERVAL = 5_000;
+    // Network A (first in the producer's loop) is poisoned; network B belongs to another organization.
+    const a = await moneyFixture(app, { requiredConfirmations: 1 });
+    const b = await moneyFixture(app, { requiredConfirmations: 2 });
+    expect(a.catalog.networkId < b.catalog.networkId).toBe(true);
+
+    // On A: a healthy intent paid and mined, and an intent whose address an operator credited twice with
+    // 6·10^77 (beyond any amount) in a block written by hand: both addresses in one sync chunk.
+    const healthyA = await createIntent(app, a);
+    const brokenA = await createIntent(app, a);
+    await sandboxSend(app, a.apiKeyHeaders, { address: healthyA.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    const t = await tip(app.deps.db, a.catalog.networkId);
+    const block = { hash: '0x' + randomBytes(32).toString('hex'), height: t.height + 1 };
+    await app.deps.db.sandboxBlock.create({ data: { networkId: a.catalog.networkId, height: block.height, hash: block.hash, parentHash: t.hash, canonical: true, minedAt: app.clock.now() } });
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    // ...and two pending transfers whose sum overflows their recipient's balance: A can mine no block.
+    const victim = address();
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null);
+    const mineA = await app.rest('POST', `/v1/sandbox/networks/${a.catalog.networkId}/mine`, { headers: a.apiKeyHeaders, body: { blocks: 1 } });
+    expect(mineA.status, mineA.text).toBe(409);
+    const heightA = (await tip(app.deps.db, a.catalog.networkId)).height;
+
+    // On B: another organization's deposit, confirmed by produced blocks only.
+    const intentB = await createIntent(app, b);
+    await sandboxSend(app, b.apiKeyHeaders, { address: intentB.address, amount: 1_000_000n, assetNetworkId: b.catalog.assetNetworkId });
+
+    const logged: { msg: string; networkId?: string; level: number }[] = [];
+    const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const producerDeps = { db: app.deps.db, clock: app.clock, log, boss: app.deps.boss, intervalMs: INTERVAL };
+    for (let round = 0; round < 2; round++) {
+      app.clock.advance(INTERVAL);
+      const mined = await produceSandboxBlocks(producerDeps);
+      expect(mined.map((m) => m.networkId)).toContain(b.catalog.networkId);
+      expect(mined.map((m) => m.networkId)).not.toContain(a.catalog.networkId);
+    }
+    expect(logged.filter((l) => l.networkId === a.catalog.networkId && l.level >= 50)).toHaveLength(2);
+    expect((await tip(app.deps.db, a.catalog.networkId)).height).toBe(heightA);
+    expect((await tip(app.deps.db, b.catalog.networkId)).height).toBeGreaterThanOrEqual(2);
+
+    // One chain.sync batch naming A and B: the failing address is reported, everything else is synced.
+    const failure = await syncBatch();
+    expect(failure?.name).toBe('ChainSyncFailure');
+    const brokenAddressRow = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: brokenA.address } });
+    expect((failure as unknown as { failures: { networkId: string; depositAddressId?: string }[] }).failures).toEqual([
+      { networkId: a.catalog.networkId, depositAddressId: brokenAddressRow.id, error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) },
+    ]);
+    expect(await intentOf(b, intentB.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
+    expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
+    // The failing intent is readable (no 500) and unchanged.
+    const broken = await app.rest('GET', `/v1/payment-intents/${brokenA.id}`, { headers: a.apiKeyHeaders });
+    expect(broken.status).toBe(200);
+    expect(broken.body).toMatchObject({ status: 'AWAITING_PAYMENT', confirmedAmount: '0' });
+  });
+});
