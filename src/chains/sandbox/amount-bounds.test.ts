@@ -7,7 +7,7 @@ import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../
 import { runChainSyncJobs } from '../../deposits/jobs';
 import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../sync-queue';
 import { produceSandboxBlocks } from './producer';
-import { tip } from './chain';
+import { payerAddress, tip } from './chain';
 
 /**
  * Issue 26, point 1: every amount is at most 2^256 - 1 base units; sums that grow (a sandbox address
@@ -38,7 +38,7 @@ describe('amount bounds', () => {
     for (const amount of [SEVENTY_EIGHT_DIGITS, (MAX + 1n).toString()]) {
       const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount, assetNetworkId: an } });
       expect(r.status, r.text).toBe(400);
-      expect(r.body.errors).toEqual([{ field: 'amount', message: expect.stringMatching(/2\^256 - 1/) }]);
+      expect(r.body.errors).toEqual([{ field: 'amount', message: expect.stringMatching(/2\^256 - 1/), code: expect.any(String) }]);
     }
     await sandboxSend(app, h, { address: to, amount: MAX, assetNetworkId: an });
     // Pending counts: a second transfer to the address would let one block overflow its balance.
@@ -71,7 +71,7 @@ describe('amount bounds', () => {
       });
     const tooBig = await correction(SEVENTY_EIGHT_DIGITS);
     expect(tooBig.status).toBe(400);
-    expect(tooBig.body.errors).toEqual([{ field: 'lines.0.amount', message: expect.stringMatching(/2\^256 - 1/) }]);
+    expect(tooBig.body.errors).toEqual([{ field: 'lines.0.amount', message: expect.stringMatching(/2\^256 - 1/), code: expect.any(String) }]);
     // Eight of the largest amount fit NUMERIC(78,0) totals; the ninth does not.
     for (let i = 0; i < 8; i++) expect((await correction(MAX.toString())).status).toBe(201);
     const ninth = await correction(MAX.toString());
@@ -100,11 +100,13 @@ async function syncBatch(): Promise<Error | null> {
 const intentOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
 
 /** A transfer written straight into the sandbox chain's tables (an operator's mistake: no bound checked). */
-async function plant(networkId: string, assetNetworkId: string, toAddress: string, amount: bigint, block: { hash: string; height: number } | null) {
+/** `faucetOf`: sent from that organization's faucet (mined whatever its balance), else from an unknown address. */
+async function plant(networkId: string, assetNetworkId: string, toAddress: string, amount: bigint, block: { hash: string; height: number } | null, faucetOf?: string) {
   const now = app.clock.now();
   await app.deps.db.sandboxTransaction.create({
     data: {
-      networkId, assetNetworkId, txHash: '0x' + randomBytes(32).toString('hex'), fromAddress: '0x' + 'f'.repeat(40), toAddress, amount: amount.toString(),
+      networkId, assetNetworkId, txHash: '0x' + randomBytes(32).toString('hex'), fromAddress: faucetOf ? payerAddress(faucetOf) : '0x' + 'f'.repeat(40), toAddress, amount: amount.toString(),
+      senderOrganizationId: faucetOf ?? null,
       status: block ? 'MINED' : 'PENDING', replaceable: false, willRevert: false, blockHash: block?.hash ?? null, blockHeight: block?.height ?? null, createdAt: now, updatedAt: now,
     },
   });
@@ -131,8 +133,8 @@ describe('failure isolation', () => {
     await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
     // ...and two pending transfers whose sum overflows their recipient's balance: A can mine no block.
     const victim = address();
-    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null);
-    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null, a.organizationId);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, victim, 6n * 10n ** 77n, null, a.organizationId);
     const mineA = await app.rest('POST', `/v1/sandbox/networks/${a.catalog.networkId}/mine`, { headers: a.apiKeyHeaders, body: { blocks: 1 } });
     expect(mineA.status, mineA.text).toBe(409);
     const heightA = (await tip(app.deps.db, a.catalog.networkId)).height;
