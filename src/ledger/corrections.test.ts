@@ -43,7 +43,7 @@ describe('ledger corrections and environments', () => {
       });
     const r = await correction(production);
     expect(r.status, r.text).toBe(400);
-    expect(r.body.errors).toEqual([{ field: 'lines.1.account.assetNetworkId', message: expect.stringMatching(/PRODUCTION asset-network: a SANDBOX account/) }]);
+    expect(r.body.errors).toEqual([{ field: 'lines.1.account.assetNetworkId', message: expect.stringMatching(/PRODUCTION asset-network: a SANDBOX account/), code: 'custom' }]);
     expect(await app.deps.db.ledgerCorrection.count({ where: { reason: 'mode check' } })).toBe(0);
     const balances = await app.rest('GET', `/v1/accounts/${f.beneficiaryAccountId}/balances`, { headers: f.apiKeyHeaders });
     expect(JSON.stringify(balances.body)).not.toContain(production);
