@@ -52,6 +52,18 @@ export const routes: Route[] = [
     success: { status: 204 }, errors: [404, 409],
   },
   {
+    operationId: 'ListAccountHolderInvitations', operation: 'ListAccountHolderInvitations', method: 'GET', path: '/v1/organizations/{organizationId}/account-holder-invitations', extension: true,
+    summary: "List the organization's invitations, in every status (never their tokens)", tag: 'Account holders', policy: policies.member('account-holder-manage'),
+    variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'accountHolderInvitations.items', nextCursor: 'accountHolderInvitations.nextCursor' }, errors: [404],
+  },
+  {
+    operationId: 'RevokeAccountHolderInvitation', operation: 'RevokeAccountHolderInvitation', method: 'POST', path: '/v1/organizations/{organizationId}/account-holder-invitations/{invitationId}/revoke', extension: true,
+    summary: 'Withdraw an unclaimed invitation (its token is refused from then on)', tag: 'Account holders', policy: policies.member('account-holder-manage'),
+    variables: { organizationId: 'path.organizationId', id: 'path.invitationId' },
+    success: { status: 204 }, errors: [404, 409],
+  },
+  {
     operationId: 'SignUpAccountHolder', operation: 'SignUpAccountHolder', method: 'POST', path: '/v1/account-holders/signup',
     summary: 'Sign up as an account holder', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
@@ -211,6 +223,20 @@ export const routes: Route[] = [
     operationId: 'ReactivateApplication', method: 'POST', path: '/v1/applications/{applicationId}/reactivate',
     summary: 'Reactivate a suspended application', tag: 'Applications', policy: policies.member('application-manage'),
     operation: 'ReactivateApplication', variables: { id: 'path.applicationId' }, success: { status: 204 }, errors: [404, 409],
+  },
+
+  // Members (the spec leaves member endpoints open: extensions)
+  {
+    operationId: 'RemoveMember', operation: 'RemoveMember', method: 'DELETE', path: '/v1/organizations/{organizationId}/members/{memberId}', extension: true,
+    summary: "Remove a member: their sessions, access tokens and subscriptions end at once", tag: 'Members', policy: policies.member('member-manage'),
+    variables: { organizationId: 'path.organizationId', id: 'path.memberId' },
+    success: { status: 204 }, errors: [404, 409],
+  },
+  {
+    operationId: 'ChangeMemberRole', operation: 'ChangeMemberRole', method: 'PUT', path: '/v1/organizations/{organizationId}/members/{memberId}/role', extension: true,
+    summary: "Set a member's role: their sessions, access tokens and subscriptions end at once", tag: 'Members', policy: policies.member('member-manage'),
+    body: 'required', variables: { organizationId: 'path.organizationId', id: 'path.memberId', input: 'body' },
+    success: { status: 200, body: 'changeMemberRole' }, errors: [404, 409],
   },
 
   // Member authentication

@@ -76,6 +76,16 @@ async function account(m: Member, input: Record<string, unknown> = {}) {
   const r = await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'Contract account', mode: 'SANDBOX', ...input }, headers: m.headers }), 201, 'account');
   return r.headers.get('location')!.split('/').pop()!;
 }
+/** A member added to m's organization with `role` (GraphQL addMember: members have no REST add route). */
+async function addedMember(m: Member, role: string): Promise<string> {
+  const r = await app.gql<{ addMember: { id: string } }>(
+    'mutation($org: ID!, $input: AddMemberInput!) { addMember(organizationId: $org, input: $input) { id } }',
+    { org: m.organizationId, input: { email: uniqueEmail('added'), name: 'Added', role } },
+    m.headers,
+  );
+  if (!r.data) throw new Error(`fixture addMember: ${JSON.stringify(r.errors)}`);
+  return r.data.addMember.id;
+}
 const freeze = (m: Member, id: string) => ok(app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'freeze');
 
 const random = () => crypto.randomUUID();
@@ -303,6 +313,36 @@ const fixtures: Record<string, Case[]> = {
     }),
   ],
 
+  // Members
+  RemoveMember: [
+    success('a developer', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: await addedMember(m, 'DEVELOPER') }, headers: m.headers };
+    }),
+    failure('the last owner', 'INVALID_STATE', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: m.memberId }, headers: m.headers };
+    }),
+    failure('unknown member', 'NOT_FOUND', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: random() }, headers: m.headers };
+    }),
+  ],
+  ChangeMemberRole: [
+    success('developer to viewer', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: await addedMember(m, 'DEVELOPER'), input: { role: 'VIEWER' } }, headers: m.headers };
+    }),
+    failure('the last owner demoted', 'INVALID_STATE', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: m.memberId, input: { role: 'ADMIN' } }, headers: m.headers };
+    }),
+    failure('not a role', 'VALIDATION_FAILED', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: await addedMember(m, 'DEVELOPER'), input: { role: 'KING' } }, headers: m.headers };
+    }),
+  ],
+
   // Account holders
   CreateAccountHolderInvitation: [
     success('by a member', async () => {
@@ -312,6 +352,39 @@ const fixtures: Record<string, Case[]> = {
     failure('not an email', 'VALIDATION_FAILED', async () => {
       const m = await member();
       return { variables: { organizationId: m.organizationId, input: { email: 'nope' } }, headers: m.headers };
+    }),
+  ],
+  ListAccountHolderInvitations: [
+    success('claimed, revoked and pending', async () => {
+      const m = await member();
+      await relationship(m);
+      const revoked = await invitation(m);
+      await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations/${revoked.invitationId}/revoke`, { headers: m.headers }), 204, 'revoke invitation');
+      await invitation(m);
+      return { variables: { organizationId: m.organizationId }, headers: m.headers };
+    }),
+    success('first page of one', async () => {
+      const m = await member();
+      await invitation(m);
+      await invitation(m);
+      return { variables: { organizationId: m.organizationId, limit: 1 }, headers: m.headers };
+    }),
+    failure('unknown organization', 'NOT_FOUND', async () => ({ variables: { organizationId: random() }, headers: (await member()).headers })),
+  ],
+  RevokeAccountHolderInvitation: [
+    success('pending invitation', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: (await invitation(m)).invitationId }, headers: m.headers };
+    }),
+    failure('claimed invitation', 'INVALID_STATE', async () => {
+      const m = await member();
+      await relationship(m);
+      const claimed = await app.deps.db.accountHolderInvitation.findFirstOrThrow({ where: { organizationId: m.organizationId } });
+      return { variables: { organizationId: m.organizationId, id: claimed.id }, headers: m.headers };
+    }),
+    failure('unknown invitation', 'NOT_FOUND', async () => {
+      const m = await member();
+      return { variables: { organizationId: m.organizationId, id: random() }, headers: m.headers };
     }),
   ],
   RevokeRelationship: [

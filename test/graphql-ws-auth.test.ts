@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, type TestApp } from './harness';
+import { bearer, createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from './harness';
 import type { RunningServer } from '../src/server';
 
 /**
@@ -62,6 +62,21 @@ function heartbeat(connectionParams: Record<string, string>, url = wsUrl): Live 
   });
   started.catch(() => {});
   return { started, closed, acknowledged: () => acknowledged, beats: () => beats, dispose: () => void client.dispose() };
+}
+
+/** A member of owner's organization with `role`: added over GraphQL, password set from the mailed token, logged in. */
+async function joinedMember(on: TestApp, owner: Awaited<ReturnType<typeof signUpMember>>, role: string) {
+  const email = uniqueEmail(role.toLowerCase());
+  const added = await on.gql<{ addMember: { id: string } }>(
+    'mutation($org: ID!, $input: AddMemberInput!) { addMember(organizationId: $org, input: $input) { id } }',
+    { org: owner.organizationId, input: { email, name: role, role } },
+    owner.headers,
+  );
+  const token = on.mailer.last(email)!.data!.token!;
+  expect((await on.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword: PASSWORD } })).status).toBe(204);
+  const l = await on.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
+  expect(l.status).toBe(200);
+  return { memberId: added.data!.addMember.id, headers: bearer(l.body.accessToken) };
 }
 
 const within = <T>(p: Promise<T>, ms = 3000) =>
@@ -134,19 +149,35 @@ test("an operator's socket is closed when its key is revoked (revokedAt set, as 
   s.dispose();
 });
 
-// No route removes a member or changes a role yet: the database changes below are what such a route would do.
-test("a removed member's socket is closed with 4401", async () => {
-  const m = await signUpMember(app);
+test("a member removed through DELETE /v1/organizations/{id}/members/{id} has their socket closed with 4401", async () => {
+  const owner = await signUpMember(app);
+  const m = await joinedMember(app, owner, 'DEVELOPER');
   const s = heartbeat(m.headers);
-  await within(s.started);
-  await app.deps.db.member.delete({ where: { id: m.memberId } });
+  const kept = heartbeat(owner.headers);
+  await within(Promise.all([s.started, kept.started]));
+  expect((await app.rest('DELETE', `/v1/organizations/${owner.organizationId}/members/${m.memberId}`, { headers: owner.headers })).status).toBe(204);
   const { code, reason } = await within(s.closed);
   expect(code).toBe(4401);
   expect(reason).toMatch(/no longer valid/);
+  const before = kept.beats();
+  await new Promise((r) => setTimeout(r, 400));
+  expect(kept.beats()).toBeGreaterThan(before);
+  s.dispose();
+  kept.dispose();
+});
+
+test("a member whose role is changed through PUT …/members/{id}/role has their socket closed with 4401 (their sessions end; log in again)", async () => {
+  const owner = await signUpMember(app);
+  const m = await joinedMember(app, owner, 'DEVELOPER');
+  const s = heartbeat(m.headers);
+  await within(s.started);
+  expect((await app.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${m.memberId}/role`, { headers: owner.headers, body: { role: 'VIEWER' } })).status).toBe(200);
+  const { code } = await within(s.closed);
+  expect(code).toBe(4401);
   s.dispose();
 });
 
-test('a member whose role changes is closed with 4403 (reconnect to get the new permissions)', async () => {
+test('a member whose role changes without their sessions ending (a change straight in the database) is closed with 4403', async () => {
   const m = await signUpMember(app);
   const s = heartbeat(m.headers);
   await within(s.started);
@@ -154,6 +185,28 @@ test('a member whose role changes is closed with 4403 (reconnect to get the new 
   const { code } = await within(s.closed);
   expect(code).toBe(4403);
   s.dispose();
+});
+
+test("removal and role changes close the member's sockets of this process at once, not at the next interval", async () => {
+  // The same database, a process whose sockets re-check only every 5 minutes.
+  const slow = await createTestApp({ databaseUrl: app.databaseUrl, env: { WS_REAUTH_INTERVAL_MS: '300000' } });
+  try {
+    const url = (await slow.listen()).url.replace('http', 'ws') + '/graphql';
+    const owner = await signUpMember(slow);
+    const removed = await joinedMember(slow, owner, 'DEVELOPER');
+    const changed = await joinedMember(slow, owner, 'OPERATIONS');
+    const a = heartbeat(removed.headers, url);
+    const b = heartbeat(changed.headers, url);
+    await within(Promise.all([a.started, b.started]));
+    expect((await slow.rest('DELETE', `/v1/organizations/${owner.organizationId}/members/${removed.memberId}`, { headers: owner.headers })).status).toBe(204);
+    expect((await within(a.closed, 1000)).code).toBe(4401);
+    expect((await slow.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${changed.memberId}/role`, { headers: owner.headers, body: { role: 'VIEWER' } })).status).toBe(200);
+    expect((await within(b.closed, 1000)).code).toBe(4401);
+    a.dispose();
+    b.dispose();
+  } finally {
+    await slow.close();
+  }
 });
 
 test('limits apply to subscriptions too: an over-deep document is refused with QUERY_TOO_COMPLEX and the socket stays open', async () => {

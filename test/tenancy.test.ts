@@ -312,8 +312,14 @@ describe('application lifecycle', () => {
     const keys = await app.deps.db.apiKey.findMany({ where: { applicationId: k.applicationId } });
     expect(keys.map((x) => x.status)).toEqual(['REVOKED', 'REVOKED']);
 
-    expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/reactivate`, { headers: m.headers }), 409, 'INVALID_STATE');
-    expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/archive`, { headers: m.headers }), 409, 'INVALID_STATE');
+    const reactivate = await app.rest('POST', `/v1/applications/${k.applicationId}/reactivate`, { headers: m.headers });
+    expectProblem(reactivate, 409, 'INVALID_STATE');
+    expect(reactivate.body.detail).toBe('An application in status ARCHIVED cannot be reactivated.'); // issue 27: not "reactivateed"
+    const suspend = await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { headers: m.headers, body: { reason: 'x' } });
+    expect(suspend.body.detail).toBe('An application in status ARCHIVED cannot be suspended.');
+    const archive = await app.rest('POST', `/v1/applications/${k.applicationId}/archive`, { headers: m.headers });
+    expectProblem(archive, 409, 'INVALID_STATE');
+    expect(archive.body.detail).toBe('An application in status ARCHIVED cannot be archived.');
     expectProblem(await generate(m, k.environmentId), 409, 'INVALID_STATE');
     for (const key of [k.key, second.body.apiKey as string]) expect(await keyOutcome(m, key)).toBe(REFUSED);
     expect((await app.deps.db.application.findUniqueOrThrow({ where: { id: k.applicationId } })).status).toBe('ARCHIVED');

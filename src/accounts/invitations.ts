@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import { DomainError, invalidState, notFound } from '../errors';
-import { audit } from '../audit/audit';
+import { DomainError, fieldError, invalidState, notFound } from '../errors';
+import { audit, auditAll } from '../audit/audit';
 import { actorOf } from '../auth/principal';
 import { hashPassword } from '../auth/passwords';
 import { countSignUp, issueTokens } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';
 import { email } from '../tenancy/member-auth';
 import { assertOrganization } from '../tenancy/access';
-import { assertId, isUniqueViolation } from '../ids';
+import { assertId, isUniqueViolation, isUuid } from '../ids';
+import type { Prisma } from '../generated/prisma/client';
 import { asHolderTokens, createHolder, signUpHolderInput, type HolderTokenResult } from './holders';
 
 const HOUR = 3600;
@@ -70,12 +71,13 @@ async function claimIn(tx: Db, ctx: Context, token: string, holder: { id: string
   const now = ctx.deps.clock.now();
   const tokenHash = sha256(token);
   const inv = await tx.accountHolderInvitation.findUnique({ where: { tokenHash } });
-  if (!inv || inv.claimedAt || inv.expiresAt <= now) throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
+  if (!inv || inv.claimedAt || inv.revokedAt || inv.expiresAt <= now) throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
   if (inv.email.toLowerCase() !== holder.email.toLowerCase())
     throw new DomainError('CONFLICT', "The invitation was issued for another email address than the account holder's.");
-  // Spend it atomically: of two concurrent claims only one updates the row.
+  // Spend it atomically: of two concurrent claims only one updates the row; a revocation
+  // (of the invitation or of the relationship) that committed first leaves nothing to spend.
   const spent = await tx.accountHolderInvitation.updateMany({
-    where: { id: inv.id, claimedAt: null, expiresAt: { gt: now } },
+    where: { id: inv.id, claimedAt: null, revokedAt: null, expiresAt: { gt: now } },
     data: { claimedAt: now },
   });
   if (spent.count !== 1) throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
@@ -151,27 +153,107 @@ async function withUniqueRetry<T>(fn: () => Promise<T>): Promise<T> {
 
 /**
  * Ends a relationship: ACTIVE -> REVOKED. The holder loses access to the organization's
- * accounts at once; the accounts stay with the organization. Claiming a new invitation
- * reactivates it.
+ * accounts at once; the accounts stay with the organization. Every unclaimed invitation of the
+ * organization to the holder's email is voided with it, so only an invitation issued after the
+ * revocation reactivates the relationship. The invitations are voided before the relationship is
+ * updated: a concurrent claim locks the invitation, then the relationship, in the same order.
  */
 export async function revokeRelationship(ctx: Context, organizationIdArg: string, idArg: string) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
   const id = assertId(idArg, 'Relationship');
-  const rel = await ctx.deps.db.relationship.findUnique({ where: { id } });
+  const rel = await ctx.deps.db.relationship.findUnique({ where: { id }, include: { accountHolder: { select: { email: true } } } });
   if (!rel || rel.organizationId !== organizationId) throw notFound('Relationship');
   const now = ctx.deps.clock.now();
   return ctx.deps.db.$transaction(async (tx) => {
+    const voided = await tx.accountHolderInvitation.updateManyAndReturn({
+      where: { organizationId, email: { equals: rel.accountHolder.email, mode: 'insensitive' }, claimedAt: null, revokedAt: null },
+      data: { revokedAt: now },
+      select: { id: true },
+    });
     const changed = await tx.relationship.updateMany({ where: { id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
     if (changed.count !== 1) throw invalidState('The relationship is already revoked.');
+    await auditAll(tx, ctx.deps, ctx, [
+      {
+        organizationId,
+        entityType: 'Relationship',
+        entityId: id,
+        action: 'relationship.revoked',
+        before: { status: 'ACTIVE' },
+        after: { status: 'REVOKED', accountHolderId: rel.accountHolderId, voidedInvitationIds: voided.map((v) => v.id) },
+      },
+      ...voided.map((v) => ({
+        organizationId,
+        entityType: 'AccountHolderInvitation',
+        entityId: v.id,
+        action: 'account_holder_invitation.revoked',
+        after: { reason: 'relationship-revoked', relationshipId: id },
+      })),
+    ]);
+    return tx.relationship.findUniqueOrThrow({ where: { id } });
+  });
+}
+
+export type InvitationStatus = 'PENDING' | 'CLAIMED' | 'REVOKED' | 'EXPIRED';
+
+/** What a list shows of an invitation: never its token (only the hash is stored, and not shown either). */
+export const invitationSelect = {
+  id: true,
+  organizationId: true,
+  email: true,
+  createdAt: true,
+  expiresAt: true,
+  claimedAt: true,
+  revokedAt: true,
+  relationshipId: true,
+  createdByType: true,
+  createdById: true,
+} as const;
+export type InvitationRow = Prisma.AccountHolderInvitationGetPayload<{ select: typeof invitationSelect }>;
+
+export const statusOf = (i: InvitationRow, now: Date): InvitationStatus =>
+  i.claimedAt ? 'CLAIMED' : i.revokedAt ? 'REVOKED' : i.expiresAt <= now ? 'EXPIRED' : 'PENDING';
+
+/** One page of the organization's invitations, oldest first (ids are UUIDv7: creation order). */
+export async function listInvitations(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
+  const organizationId = assertId(organizationIdArg, 'Organization');
+  assertOrganization(ctx, organizationId, 'Organization');
+  const limit = args.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
+  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const rows = await ctx.deps.db.accountHolderInvitation.findMany({
+    where: { organizationId, ...(args.after ? { id: { gt: args.after.toLowerCase() } } : {}) },
+    select: invitationSelect,
+    orderBy: { id: 'asc' },
+    take: limit + 1,
+  });
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+}
+
+/**
+ * Withdraws an unclaimed invitation: its token answers INVALID_TOKEN from now on, as a used one.
+ * A claimed or already revoked invitation answers 409; an expired one can still be revoked.
+ */
+export async function revokeInvitation(ctx: Context, organizationIdArg: string, idArg: string): Promise<InvitationRow> {
+  const organizationId = assertId(organizationIdArg, 'Organization');
+  assertOrganization(ctx, organizationId, 'Organization');
+  const id = assertId(idArg, 'Invitation');
+  const now = ctx.deps.clock.now();
+  return ctx.deps.db.$transaction(async (tx) => {
+    const inv = await tx.accountHolderInvitation.findUnique({ where: { id }, select: invitationSelect });
+    if (!inv || inv.organizationId !== organizationId) throw notFound('Invitation');
+    // Conditional: of a revocation and a concurrent claim, only one changes the row.
+    const changed = await tx.accountHolderInvitation.updateMany({ where: { id, claimedAt: null, revokedAt: null }, data: { revokedAt: now } });
+    if (changed.count !== 1) throw invalidState(`The invitation is already ${inv.revokedAt ? 'revoked' : 'claimed'}.`);
     await audit(tx, ctx, {
       organizationId,
-      entityType: 'Relationship',
+      entityType: 'AccountHolderInvitation',
       entityId: id,
-      action: 'relationship.revoked',
-      before: { status: 'ACTIVE' },
-      after: { status: 'REVOKED', accountHolderId: rel.accountHolderId },
+      action: 'account_holder_invitation.revoked',
+      before: { status: statusOf(inv, now) },
+      after: { status: 'REVOKED' },
     });
-    return tx.relationship.findUniqueOrThrow({ where: { id } });
+    return tx.accountHolderInvitation.findUniqueOrThrow({ where: { id }, select: invitationSelect });
   });
 }

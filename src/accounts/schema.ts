@@ -42,6 +42,37 @@ const Account = builder.prismaObject('Account', {
   }),
 });
 
+const AccountHolderInvitationStatus = builder.enumType('AccountHolderInvitationStatus', {
+  description: 'PENDING: claimable. CLAIMED: spent. REVOKED: withdrawn by the organization (or with the relationship). EXPIRED: unclaimed past expiresAt.',
+  values: ['PENDING', 'CLAIMED', 'REVOKED', 'EXPIRED'] as const,
+});
+
+const AccountHolderInvitation = builder.objectRef<invitations.InvitationRow>('AccountHolderInvitation').implement({
+  description: 'An invitation of the organization, without its token (shown once, at creation).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    email: t.exposeString('email'),
+    status: t.field({ type: AccountHolderInvitationStatus, resolve: (i, _a, ctx) => invitations.statusOf(i, ctx.deps.clock.now()) }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    claimedAt: t.expose('claimedAt', { type: 'DateTime', nullable: true }),
+    revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+    relationshipId: t.exposeID('relationshipId', { nullable: true, description: 'The relationship the claim created or reactivated.' }),
+    createdByType: t.exposeString('createdByType', { description: 'MEMBER or API_KEY.' }),
+    createdById: t.exposeID('createdById'),
+  }),
+});
+
+const AccountHolderInvitationPage = builder
+  .objectRef<{ items: invitations.InvitationRow[]; nextCursor: string | null }>('AccountHolderInvitationPage')
+  .implement({
+    fields: (t) => ({
+      items: t.field({ type: [AccountHolderInvitation], resolve: (p) => p.items }),
+      nextCursor: t.exposeID('nextCursor', { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' }),
+    }),
+  });
+
 const Relationship = builder.prismaObject('Relationship', {
   description: "An account holder's relationship with an organization, created by claiming an invitation.",
   fields: (t) => ({
@@ -199,6 +230,18 @@ builder.queryFields((t) => ({
     resolve: (_p, args, ctx) =>
       accounts.listAccounts(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
   }),
+  accountHolderInvitations: t.field({
+    type: AccountHolderInvitationPage,
+    description: "A page of the organization's invitations, oldest first, in every status; never their tokens.",
+    authScopes: { policy: policies.member('account-holder-manage') },
+    args: {
+      organizationId: t.arg.id({ required: true }),
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+    },
+    resolve: (_p, args, ctx) =>
+      invitations.listInvitations(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
+  }),
   account: t.field({
     type: Account,
     authScopes: { policy: policies.accountRead },
@@ -214,9 +257,16 @@ builder.mutationFields((t) => ({
     args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: CreateAccountHolderInvitationInput, required: true }) },
     resolve: (_p, args, ctx) => invitations.createInvitation(ctx, String(args.organizationId), args.input),
   }),
+  revokeAccountHolderInvitation: t.field({
+    type: AccountHolderInvitation,
+    description: 'Withdraws an unclaimed invitation: its token answers INVALID_TOKEN from now on. 409 when claimed or already revoked.',
+    authScopes: { policy: policies.member('account-holder-manage') },
+    args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => invitations.revokeInvitation(ctx, String(args.organizationId), String(args.id)),
+  }),
   revokeRelationship: t.field({
     type: Relationship,
-    description: 'ACTIVE -> REVOKED: the holder loses access to the organization’s accounts.',
+    description: "ACTIVE -> REVOKED: the holder loses access to the organization's accounts, and the organization's unclaimed invitations to the holder are revoked.",
     authScopes: { policy: policies.member('account-holder-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => invitations.revokeRelationship(ctx, String(args.organizationId), String(args.id)),

@@ -128,7 +128,7 @@ async function authenticateBearer(token: string, deps: Deps): Promise<Authentica
   const stale = (changedAt: Date) => issuedAt < Math.floor(changedAt.getTime() / 1000) * 1000;
   if (claims.aud === 'member') {
     const [m] = await deps.db.$queryRaw<{ id: string; organizationId: string; role: MemberRole; credentialsChangedAt: Date; revoked: boolean }[]>`
-      SELECT m."id", m."organizationId", m."role"::text AS "role", m."credentialsChangedAt", ${revoked} FROM "Member" m WHERE m."id" = ${claims.sub}::uuid`;
+      SELECT m."id", m."organizationId", m."role"::text AS "role", m."credentialsChangedAt", ${revoked} FROM "Member" m WHERE m."id" = ${claims.sub}::uuid AND m."removedAt" IS NULL`;
     if (!m || m.revoked || stale(m.credentialsChangedAt)) return invalid('The access token is no longer valid.');
     return {
       principal: { type: 'member', memberId: m.id, organizationId: m.organizationId, role: m.role, permissions: new Set(rolePermissions[m.role]), sessionId: claims.sid },

@@ -18,6 +18,7 @@ const kinds = {
     table: Prisma.raw('"Member"'),
     column: Prisma.raw('"memberId"'),
     organization: Prisma.raw('x."organizationId"'),
+    active: Prisma.raw('AND x."removedAt" IS NULL'),
     prefix: 'prt',
     entityType: 'Member',
     requested: 'member.password_reset_requested',
@@ -27,6 +28,7 @@ const kinds = {
     table: Prisma.raw('"AccountHolder"'),
     column: Prisma.raw('"accountHolderId"'),
     organization: Prisma.raw('NULL::uuid'),
+    active: Prisma.empty,
     prefix: 'hpt',
     entityType: 'AccountHolder',
     requested: 'account_holder.password_reset_requested',
@@ -53,7 +55,7 @@ export async function requestReset(ctx: Context, kind: SessionSubject, address: 
   const window = rateLimiter.windowSql(`reset:mailbox:${kind}:${address}`, limits.resetMails, RESET_TTL_MS);
   const [row] = await db.$queryRaw<{ sent: number }[]>`
     WITH w AS (${window}),
-    s AS (SELECT x."id", ${k.organization} AS "organizationId" FROM ${k.table} x, w WHERE x."email" = ${address} AND w."allowed"),
+    s AS (SELECT x."id", ${k.organization} AS "organizationId" FROM ${k.table} x, w WHERE x."email" = ${address} ${k.active} AND w."allowed"),
     t AS (
       INSERT INTO "PasswordResetToken" ("id", ${k.column}, "tokenHash", "expiresAt", "createdAt")
       SELECT ${monotonicUuidv7(now.getTime())}::uuid, s."id", ${tokenHash}, ${new Date(now.getTime() + RESET_TTL_MS)}::timestamptz, ${now}::timestamptz FROM s

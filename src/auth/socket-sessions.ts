@@ -23,6 +23,21 @@ export interface SocketSession {
   stop(): void;
 }
 
+/**
+ * The open sockets of this process by subject ("member:<id>"), so a change made here (a member
+ * removed or given another role) has them checked at once instead of at the next interval.
+ */
+const bySubject = new WeakMap<Deps, Map<string, Set<() => Promise<void>>>>();
+
+function subjectOf(p: Principal): string | null {
+  return p.type === 'member' ? `member:${p.memberId}` : null;
+}
+
+/** Checks the credential of this process's open sockets of the subject now (after the change committed). */
+export function recheckSockets(deps: Deps, type: 'member', id: string): void {
+  for (const check of bySubject.get(deps)?.get(`${type}:${id}`) ?? []) void check();
+}
+
 /** connectionParams as request headers: the same names as HTTP (authorization, x-api-key, x-operator-key). */
 function headersOf(params: Readonly<Record<string, unknown>> | undefined): Headers {
   const headers = new Headers();
@@ -87,9 +102,15 @@ export async function openSocketSession(
   let auth = first as Authentication & { principal: Principal };
   let stopped = false;
   const timers: NodeJS.Timeout[] = [];
+  const subject = subjectOf(first.principal);
+  let registry = bySubject.get(deps);
+  if (!registry) bySubject.set(deps, (registry = new Map()));
   const stop = () => {
     stopped = true;
     for (const t of timers) clearTimeout(t);
+    const set = subject ? registry.get(subject) : undefined;
+    set?.delete(check);
+    if (set?.size === 0) registry.delete(subject!);
   };
   const end = (code: number, reason: string) => {
     stop();
@@ -109,6 +130,11 @@ export async function openSocketSession(
     if (identityOf(next.principal) !== identity) return end(socketCloseCodes.principalChanged, 'The credential now has other permissions: reconnect.');
     auth = next as typeof auth;
   };
+  if (subject) {
+    let set = registry.get(subject);
+    if (!set) registry.set(subject, (set = new Set()));
+    set.add(check);
+  }
   const every = setInterval(() => void check(), deps.config.WS_REAUTH_INTERVAL_MS);
   every.unref();
   timers.push(every);

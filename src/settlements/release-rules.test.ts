@@ -159,7 +159,11 @@ describe('setting and reading a rule', () => {
     const other = await signUpMember(app);
     const pi = await createIntent(app, f, { amount: AMOUNT.toString() });
     const stranger = await holderWithAccount(f); // holds an account, but not one of the transaction's
+    const removed = await memberOf(f); // removed from the organization (issue 27): no longer a party
+    const gone = await app.rest('DELETE', `/v1/organizations/${f.organizationId}/members/${removed.memberId}`, { headers: f.member.headers });
+    expect(gone.status, gone.text).toBe(204);
     const cases: [unknown, string, RegExp][] = [
+      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: removed.memberId }] }] }, 'milestones.0.conditions.0.memberId', /member of the organization/],
       [{ milestones: [{ amount: '400000' }, { amount: '500000' }] }, 'milestones', /add up to the transaction amount 1000000 \(they add up to 900000\)/],
       [{ milestones: [{ percentage: '40' }, { percentage: '50' }] }, 'milestones', /percentages must add up to exactly 100/],
       [{ milestones: [{ percentage: '40' }, { amount: '600000' }] }, 'milestones', /not a mix/],

@@ -239,7 +239,7 @@ async function resolveRule(
   const holders = new Set([...participantAccounts].map((id) => accounts.get(id)?.accountHolderId).filter((h): h is string => !!h));
   const drafts = [...milestoneDrafts.flatMap((m) => m.conditions), ...splitDrafts.flatMap((s) => s.holdConditions)];
   const memberIds = drafts.map((c) => c.memberId).filter((id): id is string => id !== null && isUuid(id)).map((id) => id.toLowerCase());
-  const members = new Set((await tx.member.findMany({ where: { organizationId: t.organizationId, id: { in: memberIds } }, select: { id: true } })).map((m) => m.id));
+  const members = new Set((await tx.member.findMany({ where: { organizationId: t.organizationId, id: { in: memberIds }, removedAt: null }, select: { id: true } })).map((m) => m.id));
   const resolve = (c: Draft): Resolved => {
     const r: Resolved = { kind: c.kind, party: null, memberId: null, accountHolderId: null, releaseAfter: null, durationSeconds: null };
     if (c.kind === 'APPROVAL') {

@@ -198,7 +198,7 @@ async function referenceErrors(db: Db, organizationId: string, d: TemplateDefini
   d.splits.forEach((s, i) => s.holdConditions.forEach((c, j) => c.memberId && memberRefs.push({ id: c.memberId, field: `splits.${i}.holdConditions.${j}.memberId` })));
   const memberIds = memberRefs.map((r) => r.id).filter(isUuid);
   const members = new Set(
-    (await db.member.findMany({ where: { id: { in: memberIds }, organizationId }, select: { id: true } })).map((m) => m.id),
+    (await db.member.findMany({ where: { id: { in: memberIds }, organizationId, removedAt: null }, select: { id: true } })).map((m) => m.id),
   );
   for (const r of memberRefs) if (!members.has(r.id)) errors.push({ field: r.field, message: 'must be a member of the organization' });
   const accountIds = d.splits.map((s) => s.accountId).filter((id): id is string => id !== null && isUuid(id));

@@ -27,14 +27,14 @@ export async function createApplication(ctx: Context, organizationId: string, in
  * every key for good.
  */
 const moves = {
-  suspend: { from: ['ACTIVE'], to: 'SUSPENDED' },
-  reactivate: { from: ['SUSPENDED'], to: 'ACTIVE' },
-  archive: { from: ['ACTIVE', 'SUSPENDED'], to: 'ARCHIVED' },
+  suspend: { from: ['ACTIVE'], to: 'SUSPENDED', done: 'suspended' },
+  reactivate: { from: ['SUSPENDED'], to: 'ACTIVE', done: 'reactivated' },
+  archive: { from: ['ACTIVE', 'SUSPENDED'], to: 'ARCHIVED', done: 'archived' },
 } as const;
 
 export async function changeApplicationStatus(ctx: Context, id: string, move: keyof typeof moves, why?: string) {
   const app = await loadApplication(ctx, id);
-  const { from, to } = moves[move];
+  const { from, to, done } = moves[move];
   const now = ctx.deps.clock.now();
   await ctx.deps.db.$transaction(async (tx) => {
     // Conditional update: a concurrent move of the same application cannot apply twice.
@@ -42,14 +42,14 @@ export async function changeApplicationStatus(ctx: Context, id: string, move: ke
       where: { id, status: { in: [...from] } },
       data: { status: to, statusReason: move === 'reactivate' ? null : (why ?? null) },
     });
-    if (changed.count !== 1) throw invalidState(`An application in status ${app.status} cannot be ${move === 'archive' ? 'archived' : `${move}ed`}.`);
+    if (changed.count !== 1) throw invalidState(`An application in status ${app.status} cannot be ${done}.`);
     if (move === 'archive')
       await tx.apiKey.updateMany({ where: { applicationId: id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
     await audit(tx, ctx, {
       organizationId: app.organizationId,
       entityType: 'Application',
       entityId: id,
-      action: `application.${move === 'archive' ? 'archived' : move === 'suspend' ? 'suspended' : 'reactivated'}`,
+      action: `application.${done}`,
       before: { status: app.status },
       after: { status: to, ...(why ? { reason: why } : {}) },
     });

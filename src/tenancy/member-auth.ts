@@ -30,7 +30,7 @@ export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: s
   const { db } = ctx.deps;
   return db.$transaction(async (tx) =>
     idempotent(tx, ctx, { scope: 'signup', key: idempotencyKey, request: input }, async () => {
-      const taken = await tx.member.findUnique({ where: { email: input.email }, select: { id: true } });
+      const taken = await tx.member.findFirst({ where: { email: input.email, removedAt: null }, select: { id: true } });
       if (taken) throw new DomainError('EMAIL_TAKEN', 'A member with this email already exists.');
       const org = await tx.organization.create({ data: { name: input.organizationName } });
       const member = await tx.member.create({
@@ -47,7 +47,7 @@ export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: s
 export const loginInput = z.object({ email, password: z.string().min(1).max(256) });
 
 export function login(ctx: Context, input: z.infer<typeof loginInput>): Promise<TokenResult> {
-  return passwordLogin(ctx, 'MEMBER', input, (address) => ctx.deps.db.member.findUnique({ where: { email: address } }));
+  return passwordLogin(ctx, 'MEMBER', input, (address) => ctx.deps.db.member.findFirst({ where: { email: address, removedAt: null } }));
 }
 
 export function refresh(ctx: Context, refreshToken: string): Promise<TokenResult> {

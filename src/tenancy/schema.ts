@@ -8,7 +8,7 @@ import { assertId } from '../ids';
 import { assertOrganization, loadApplication, loadEnvironment, ownOrganization } from './access';
 import * as auth from './member-auth';
 import * as apps from './applications';
-import { addMember, addMemberInput } from './members';
+import { addMember, addMemberInput, changeMemberRole, changeRoleInput, removeMember } from './members';
 
 export const MemberRole = builder.enumType('MemberRole', { values: ['OWNER', 'ADMIN', 'DEVELOPER', 'OPERATIONS', 'VIEWER'] as const });
 export const EnvironmentType = builder.enumType('EnvironmentType', { values: ['SANDBOX', 'PRODUCTION'] as const });
@@ -23,7 +23,11 @@ builder.prismaObject('Organization', {
     id: t.exposeID('id'),
     name: t.exposeString('name'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    members: t.relation('members', { authScopes: { policy: policies.memberAny } }),
+    members: t.relation('members', {
+      description: 'The members, removed ones excluded.',
+      authScopes: { policy: policies.memberAny },
+      query: { where: { removedAt: null }, orderBy: { id: 'asc' } },
+    }),
     applications: t.relation('applications', { authScopes: { policy: policies.member('application-manage') } }),
   }),
 });
@@ -37,6 +41,7 @@ builder.prismaObject('Member', {
     role: t.expose('role', { type: MemberRole }),
     permissions: t.stringList({ select: { role: true }, resolve: (m) => [...rolePermissions[m.role]] }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    removedAt: t.expose('removedAt', { type: 'DateTime', nullable: true, description: 'When the organization removed the member (removeMember).' }),
   }),
 });
 
@@ -188,6 +193,10 @@ const AddMemberInput = builder.inputType('AddMemberInput', {
   }),
   validate: addMemberInput,
 });
+const ChangeMemberRoleInput = builder.inputType('ChangeMemberRoleInput', {
+  fields: (t) => ({ role: t.field({ type: MemberRole, required: true, description: 'Only an OWNER appoints or demotes an OWNER.' }) }),
+  validate: changeRoleInput,
+});
 const RotateApiKeyInput = builder.inputType('RotateApiKeyInput', {
   fields: (t) => ({
     expiresInSeconds: t.int({ description: 'Seconds the previous key keeps working (0 to 604800; default 0: revoked at once).' }),
@@ -308,6 +317,28 @@ builder.mutationFields((t) => ({
     authScopes: { policy: policies.member('member-manage') },
     args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: AddMemberInput, required: true }) },
     resolve: (_q, _p, args, ctx) => addMember(ctx, String(args.organizationId), args.input as never),
+  }),
+  removeMember: t.prismaField({
+    type: 'Member',
+    description:
+      "Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an OWNER removes an OWNER; the last OWNER cannot be removed (409).",
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const m = await removeMember(ctx, String(args.organizationId), String(args.id));
+      return ctx.deps.db.member.findUniqueOrThrow({ ...query, where: { id: m.id } });
+    },
+  }),
+  changeMemberRole: t.prismaField({
+    type: 'Member',
+    description:
+      "Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the last OWNER cannot be demoted (409).",
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }), input: t.arg({ type: ChangeMemberRoleInput, required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const m = await changeMemberRole(ctx, String(args.organizationId), String(args.id), args.input.role);
+      return ctx.deps.db.member.findUniqueOrThrow({ ...query, where: { id: m.id } });
+    },
   }),
   createApplication: t.prismaField({
     type: 'Application',
