@@ -10,7 +10,7 @@ import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 import { registerLedgerJobs } from '../src/ledger/jobs';
 import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
-import { SANDBOX_BLOCKS_QUEUE, startBlockProduction } from '../src/chains/sandbox/producer';
+import { startBlockProduction } from '../src/chains/sandbox/producer';
 import { registerMoneyInJobs } from '../src/deposits/jobs';
 import { createSettlementQueues } from '../src/settlements/queues';
 import { registerSettlementJobs } from '../src/settlements/jobs';
@@ -40,7 +40,6 @@ export const queues = {
   webhookDeliver: DELIVER_QUEUE,
   webhookBulkRedeliver: BULK_QUEUE,
   chainSync: CHAIN_SYNC_QUEUE,
-  sandboxBlocks: SANDBOX_BLOCKS_QUEUE,
 } as const;
 
 export interface JobDeps {
@@ -57,10 +56,12 @@ export interface JobDeps {
 export const deliverExpiry = (config: Config) => Math.ceil(config.WEBHOOK_ATTEMPT_TIMEOUT_MS / 1000) * 2 + 5;
 
 const deliveryWorkers = new WeakMap<PgBoss, { stop: () => Promise<void> }>();
+const blockProducers = new WeakMap<PgBoss, { stop: () => Promise<void> }>();
 
 /** Stops the process's job runner: the delivery worker first (its attempts in flight are recorded), then pg-boss. */
 export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout?: number } = {}): Promise<void> {
   await deliveryWorkers.get(boss)?.stop();
+  await blockProducers.get(boss)?.stop();
   await boss.stop({ graceful: opts.graceful ?? true, timeout: opts.timeout ?? 10_000 });
 }
 
@@ -92,7 +93,6 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerLedgerJobs(boss, deps, opts.work);
   // chain.sync: one job per chain change (src/chains/sync-queue.ts); its handler is idempotent.
   await boss.createQueue(queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
-  await boss.createQueue(queues.sandboxBlocks, { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 600 });
   await registerMoneyInJobs(boss, deps, opts.work);
   // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
   await createSettlementQueues(boss);
@@ -116,7 +116,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       flushMs: 10,
     });
     deliveryWorkers.set(boss, worker);
-    await startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
+    blockProducers.set(boss, startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS }));
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
       const { jobId } = dataOf(job);
       try {
