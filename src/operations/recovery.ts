@@ -118,9 +118,10 @@ export async function liveJobKeys(db: PrismaClient, queue: string, key: string, 
 async function lastJobs(db: PrismaClient, queue: string, key: string, keys: string[]): Promise<Map<string, { state: string; error: string | null }>> {
   if (!keys.length) return new Map();
   const rows = await db.$queryRaw<{ k: string; state: string; output: unknown }[]>`
-    SELECT DISTINCT ON (j.data->>${key}) j.data->>${key} AS k, j.state::text AS state, j.output
-      FROM ${job} j WHERE j.name = ${queue} AND j.data->>${key} = ANY(${keys}::text[])
-     ORDER BY j.data->>${key}, j.created_on DESC`;
+    SELECT DISTINCT ON (x.k) x.k, x.state, x.output FROM (
+      SELECT j.data->>${key} AS k, j.state::text AS state, j.output, j.created_on
+        FROM ${job} j WHERE j.name = ${queue} AND j.data->>${key} = ANY(${keys}::text[])) x
+     ORDER BY x.k, x.created_on DESC`;
   return new Map(rows.map((r) => [r.k, { state: r.state, error: r.state === 'completed' ? null : errorOf(r.output) }]));
 }
 
@@ -232,4 +233,15 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
     );
   }
   return { requeued, stuck: stuck.length };
+}
+
+/** /readyz's count, cached per client for READYZ_CACHE_MS: a probe every second costs one count every 10 s. */
+const READYZ_CACHE_MS = 10_000;
+const readyzCache = new WeakMap<PrismaClient, { at: number; count: number }>();
+export async function stuckCountForReadiness(deps: { db: PrismaClient; clock: Clock; config: { STUCK_AFTER_SECONDS: number } }): Promise<number> {
+  const hit = readyzCache.get(deps.db);
+  if (hit && Date.now() - hit.at < READYZ_CACHE_MS) return hit.count;
+  const count = await countStuckOperations(deps.db, deps.clock.now(), deps.config.STUCK_AFTER_SECONDS);
+  readyzCache.set(deps.db, { at: Date.now(), count });
+  return count;
 }
