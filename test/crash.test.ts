@@ -259,7 +259,11 @@ describe('crash and restart with the embedded PostgreSQL (no DATABASE_URL)', () 
     cleanups.push(() => db.$disconnect());
     await checkLedgerInvariants(db);
     expect((await c.rest('GET', '/readyz')).status).toBe(200);
-    expect(await c.stop(30_000)).toEqual({ code: 0, signal: null });
+    // SIGINT (Ctrl-C to the Node process) is a graceful stop too: exit 0, the database stopped last.
+    c.child.kill('SIGINT');
+    expect(await c.exited).toEqual({ code: 0, signal: null });
+    expect(c.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+    expect(errorsOf(c)).toEqual([]);
   }, 300_000);
 });
 
