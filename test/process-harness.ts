@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { exportJWK, generateKeyPair } from 'jose';
-import type { RestResult } from './harness';
+import { restResultOf, type RestResult } from './harness';
 
 /**
  * The service as `npm start` runs it, in a child process: `node --import tsx src/main.ts` (one process: the job runner with
@@ -228,15 +228,7 @@ export async function restCall(baseUrl: string, method: string, path: string, o:
     body = JSON.stringify(o.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
-  const text = await res.text();
-  let parsed: unknown = undefined;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  return restResultOf(await fetch(`${baseUrl}${path}`, { method, headers, body }));
 }
 
 /** Polls `read` until `done` holds of its answer, at most `timeoutMs`; answers the last value or throws with it. */
