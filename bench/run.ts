@@ -111,7 +111,7 @@ try {
   const deps = await createDeps(config, db.serviceUrl, log);
   cleanup.push(() => deps.db.$disconnect());
   const boss = deps.boss;
-  if (boss) cleanup.push(() => stopJobs(boss, { graceful: true, timeout: 10_000 }));
+  if (boss) cleanup.push(async () => void (await stopJobs(boss, { graceful: true, timeout: 10_000 })));
   const server = await startServer(deps, config.PORT, config.HOST);
   cleanup.push(() => server.close());
   const base = server.url;

@@ -19,7 +19,8 @@ import { registerReleaseJobs } from '../src/settlements/release-jobs';
 import { registerReconciliationJobs } from '../src/treasury/reconciliation';
 import { registerReserveJobs } from '../src/treasury/reserve';
 import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
-import { dataOf, workEach } from './work';
+import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from './work';
+import { RECOVER_QUEUE, RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -55,14 +56,47 @@ export interface JobDeps {
 /** How long a delivery job may stay active before pg-boss hands it to another worker (a crashed worker's attempt is made again). */
 export const deliverExpiry = (config: Config) => Math.ceil(config.WEBHOOK_ATTEMPT_TIMEOUT_MS / 1000) * 2 + 5;
 
-const deliveryWorkers = new WeakMap<PgBoss, { stop: () => Promise<void> }>();
-const blockProducers = new WeakMap<PgBoss, { stop: () => Promise<void> }>();
+/** What a process's job runner runs besides pg-boss's workers, stopped first by stopJobs. */
+const runners = new WeakMap<PgBoss, { stop: () => Promise<void> | void }[]>();
+/** Job runners being stopped: a late error of pg-boss (a handler finishing after its pool closed) is no fault then. */
+const stopping = new WeakSet<PgBoss>();
 
-/** Stops the process's job runner: the delivery worker first (its attempts in flight are recorded), then pg-boss. */
-export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout?: number } = {}): Promise<void> {
-  await deliveryWorkers.get(boss)?.stop();
-  await blockProducers.get(boss)?.stop();
-  await boss.stop({ graceful: opts.graceful ?? true, timeout: opts.timeout ?? 10_000 });
+/**
+ * Stops the process's job runner (src/shutdown.ts): the timers (block production, recovery ticks)
+ * and the delivery worker first (its attempts in flight are recorded), then pg-boss, waiting up to
+ * `timeout` for the handlers running; the jobs still held then are failed by pg-boss into `retry`
+ * ("pg-boss shut down while active"). Answers those jobs (id → queue), for the caller to make them
+ * runnable at once (handBack).
+ */
+export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout?: number } = {}): Promise<Map<string, string>> {
+  stopping.add(boss);
+  for (const r of runners.get(boss) ?? []) await r.stop();
+  const deadline = Date.now() + (opts.timeout ?? 10_000);
+  await boss.stop({ graceful: opts.graceful ?? true, timeout: Math.max(1000, deadline - Date.now()) });
+  return heldJobs(boss);
+}
+
+export function isStopping(boss: PgBoss): boolean {
+  return stopping.has(boss);
+}
+
+/**
+ * Makes the jobs a stopped runner handed back (`retry`, "pg-boss shut down while active") runnable
+ * now rather than after their queue's retry delay: another process, or the next start, takes them at
+ * once. pg-boss has no public call for this (a `retry` job waits for start_after): one UPDATE of its
+ * job table per queue, by primary key. Answers how many were made runnable.
+ */
+export async function handBackJobs(db: PrismaClient, jobs: Map<string, string>): Promise<number> {
+  const byQueue = new Map<string, string[]>();
+  for (const [id, queue] of jobs) byQueue.set(queue, [...(byQueue.get(queue) ?? []), id]);
+  let n = 0;
+  for (const [queue, ids] of byQueue)
+    n += await db.$executeRawUnsafe(
+      `UPDATE "${JOB_SCHEMA}".job SET start_after = now() WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry'`,
+      queue,
+      ids,
+    );
+  return n;
 }
 
 export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean; boss?: Partial<ConstructorOptions> }): Promise<PgBoss> {
@@ -75,13 +109,18 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     migrate: false,
     max: opts.work ? 10 : 4,
     supervise: opts.work,
+    // A killed worker's job is found by its stale heartbeat at the next supervise pass (jobs/work.ts).
+    superviseIntervalSeconds: JOB_SUPERVISE_SECONDS,
+    monitorIntervalSeconds: JOB_SUPERVISE_SECONDS,
     schedule: opts.work,
     useListenNotify: opts.work,
     ...opts.boss,
   });
-  boss.on('error', (err) => deps.log.error({ err }, 'job runner error'));
+  // While stopping, a handler that outlived the shutdown timeout completes against a closed pool: its
+  // job was already handed back (retry) and runs again, finding nothing to do.
+  boss.on('error', (err) => (stopping.has(boss) ? deps.log.warn({ err }, 'job runner error while stopping') : deps.log.error({ err }, 'job runner error')));
   await boss.start();
-  await boss.createQueue(queues.purgeExpired, { policy: 'singleton', retryLimit: 3 });
+  await ensureQueue(boss, queues.purgeExpired, { policy: 'singleton', retryLimit: 3 });
   await boss.createQueue(queues.webhookDeliver, {
     retryLimit: 100,
     retryDelay: 2,
@@ -89,10 +128,11 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     deleteAfterSeconds: 600,
     notify: true,
   });
-  await boss.createQueue(queues.webhookBulkRedeliver, { retryLimit: 5, retryDelay: 10, retryBackoff: true, notify: true });
+  await ensureQueue(boss, queues.webhookBulkRedeliver, { retryLimit: 5, retryDelay: 10, retryBackoff: true, notify: true });
   await registerLedgerJobs(boss, deps, opts.work);
   // chain.sync: one job per chain change (src/chains/sync-queue.ts); its handler is idempotent.
-  await boss.createQueue(queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await ensureQueue(boss, queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await ensureQueue(boss, RECOVER_QUEUE, { policy: 'singleton', retryLimit: 0, deleteAfterSeconds: 600 });
   await registerMoneyInJobs(boss, deps, opts.work);
   // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
   await createSettlementQueues(boss);
@@ -115,8 +155,9 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       idlePollMs: 100,
       flushMs: 10,
     });
-    deliveryWorkers.set(boss, worker);
-    blockProducers.set(boss, startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS }));
+    const producer = startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
+    const recovery = await startRecovery(boss, deps);
+    runners.set(boss, [producer, recovery, worker]);
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
       const { jobId } = dataOf(job);
       try {
@@ -129,6 +170,27 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     });
   }
   return boss;
+}
+
+/**
+ * The recovery sweep (src/operations/recovery.ts) of a worker process: asked for at start and every
+ * RECOVERY_INTERVAL_MS by a timer that sends `operations.recover` with a singleton slot (one job per
+ * interval across every process), worked on a singleton queue (never two sweeps at once).
+ */
+async function startRecovery(boss: PgBoss, deps: JobDeps): Promise<{ stop: () => void }> {
+  await workEach(boss, deps.log, RECOVER_QUEUE, {}, async () => {
+    await recoverOperations({ db: deps.db, boss, clock: deps.clock, log: deps.log }, { stuckAfterSeconds: deps.config.STUCK_AFTER_SECONDS });
+  });
+  const tick = () => {
+    if (stopping.has(boss)) return;
+    boss
+      .send(RECOVER_QUEUE, {}, { singletonKey: 'tick', singletonSeconds: Math.floor(RECOVERY_INTERVAL_MS / 1000) })
+      .catch((err: unknown) => deps.log.error({ err }, 'recovery sweep: could not queue a round'));
+  };
+  const timer = setInterval(tick, RECOVERY_INTERVAL_MS);
+  timer.unref();
+  tick();
+  return { stop: () => clearInterval(timer) };
 }
 
 /** Deletes idempotency records and refresh/reset tokens past their retention. Safe to run twice. */

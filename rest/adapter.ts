@@ -11,6 +11,7 @@ import type { Context, Deps } from '../src/context';
 import { DomainError, errorCodes, fieldError, problemType, statusOf, type ErrorCode, type FieldError } from '../src/errors';
 import { authorize } from '../src/auth/policy';
 import { openApiDocument } from './openapi';
+import { stuckCountForReadiness } from '../src/operations/recovery';
 import { isUuid } from '../src/ids';
 
 const MAX_BODY_BYTES = 1 << 20;
@@ -186,7 +187,9 @@ async function readiness(deps: Deps, requestId: string): Promise<Response> {
   }
   checks.jobs = deps.boss ? ((await deps.boss.isInstalled().catch(() => false)) ? 'ok' : 'unreachable') : 'disabled';
   const ok = checks.database === 'ok' && checks.jobs !== 'unreachable';
-  return Response.json({ status: ok ? 'ready' : 'unavailable', checks }, { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } });
+  // Money operations idle past STUCK_AFTER_SECONDS (GET /v1/admin/stuck-operations lists them): reported, not a reason to be unready.
+  const stuckOperations = checks.database === 'ok' ? await stuckCountForReadiness(deps).catch(() => null) : null;
+  return Response.json({ status: ok ? 'ready' : 'unavailable', checks, stuckOperations }, { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } });
 }
 
 async function handle(

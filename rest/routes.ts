@@ -649,6 +649,12 @@ export const routes: Route[] = [
     policy: policies.operator, success: { status: 200, body: 'platformDashboard' },
   },
   {
+    operationId: 'GetStuckOperations', operation: 'GetStuckOperations', method: 'GET', path: '/v1/admin/stuck-operations', extension: true,
+    summary: 'Settlements, refunds, withdrawals and deposits idle past their expected time, oldest first, with their age and their job\'s last error (olderThanSeconds 0-2592000, default 300; limit 1-500, default 100)',
+    tag: 'Administration', policy: policies.operator,
+    variables: { olderThanSeconds: 'query.olderThanSeconds', limit: 'query.limit' }, success: { status: 200, body: 'stuckOperations' },
+  },
+  {
     operationId: 'SearchLedgerEntriesAdmin', operation: 'SearchLedgerEntriesAdmin', method: 'GET', path: '/v1/admin/ledger-entries',
     summary: "Search ledger entries of every organization, newest first (filters: assetNetworkId, nature, from/to on postedAt; skip 0-100000, take 1-500)",
     tag: 'Administration', policy: policies.operator,

@@ -78,6 +78,12 @@ const schema = z.object({
     .optional(),
   /** The From address of outgoing mail (e.g. "Acme <no-reply@acme.example>"). */
   MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
+
+  // --- Shutdown and crash recovery (issue 15; docs/deployment.md) ---
+  /** On SIGTERM/SIGINT: how long running requests and jobs may take to finish; the rest is handed back to the queue. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  /** A settlement, refund, withdrawal or deposit idle (non-terminal, unchanged) longer than this is reported as stuck. */
+  STUCK_AFTER_SECONDS: z.coerce.number().int().min(10).max(30 * 86_400).default(300),
 }).superRefine((c, ctx) => {
   if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
     ctx.addIssue({ code: 'custom', path: ['MIGRATION_DATABASE_URL'], message: 'needs DATABASE_URL (the service\'s connection): the embedded database makes its own roles' });

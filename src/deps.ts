@@ -15,7 +15,7 @@ import { startJobs } from '../jobs/index';
  * queues when JOBS=on), keys, clock, mail, the delivery status listener.
  */
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
-  const db = createPrisma(url, config.DB_POOL_MAX);
+  const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
   const sealingKey = loadSealingKey(config);
   const boss = await startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' });
   return {

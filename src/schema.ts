@@ -17,6 +17,7 @@ import './ledger/corrections-schema';
 import './settlements/schema';
 import './system/schema';
 import './admin/schema';
+import './operations/schema';
 import './treasury/reconciliation-schema';
 import './treasury/treasury-schema';
 import './treasury/costs-schema';

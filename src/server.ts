@@ -13,7 +13,11 @@ type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown)
 export interface RunningServer {
   server: Server;
   url: string;
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and closes websockets with 1001 (going away); requests in flight
+   * may finish for `drainMs` (default 0), then every connection is closed.
+   */
+  close(opts?: { drainMs?: number }): Promise<void>;
 }
 
 /** Parse and validation refusals (syntax, limits) answer the subscription with errors; the socket stays open. */
@@ -76,11 +80,20 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
   return {
     server,
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
-    close: () =>
+    close: ({ drainMs = 0 } = {}) =>
       (closing ??= (async () => {
-        await ws.dispose(); // every socket closes with 1001 "Going away"
+        // No new connection; idle keep-alive connections close now, busy ones after their response.
+        const closed = new Promise<void>((ok) => server.close(() => ok()));
+        server.closeIdleConnections();
+        await ws.dispose(); // every websocket closed with 1001 "Going away"
+        // A keep-alive connection becomes idle when its response ends: close it then.
+        const idle = setInterval(() => server.closeIdleConnections(), 50);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([closed, new Promise<void>((ok) => (timer = setTimeout(ok, drainMs)))]);
+        clearTimeout(timer);
+        clearInterval(idle);
         server.closeAllConnections();
-        await new Promise<void>((ok) => server.close(() => ok()));
+        await closed;
       })()),
   };
 }

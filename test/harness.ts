@@ -58,6 +58,18 @@ export interface GqlResult<T> {
   errors?: { message: string; extensions?: { code?: string; fieldErrors?: unknown } }[];
 }
 
+/** A response read as a RestResult: its text, and its JSON body when it has one. */
+export async function restResultOf(res: Response): Promise<RestResult> {
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
 let counter = 0;
 
 async function createDatabase(): Promise<string> {
@@ -135,15 +147,7 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
         headers['content-type'] ??= 'application/json';
       }
       // The client address (rate limits) as the HTTP server passes it; 'unknown' by default.
-      const res = await yoga.fetch(`http://test${path}`, { method, headers, body }, { clientIp: o.clientIp });
-      const text = await res.text();
-      let parsed: unknown = undefined;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      return { status: res.status, headers: res.headers, body: parsed, text };
+      return restResultOf(await yoga.fetch(`http://test${path}`, { method, headers, body }, { clientIp: o.clientIp }));
     },
     async gql(query, variables, headers = {}, clientIp) {
       const res = await yoga.fetch(

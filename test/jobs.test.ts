@@ -19,7 +19,7 @@ afterAll(async () => {
 test('readyz reports the database and the job runner', async () => {
   const r = await app.rest('GET', '/readyz');
   expect(r.status).toBe(200);
-  expect(r.body).toEqual({ status: 'ready', checks: { database: 'ok', jobs: 'ok' } });
+  expect(r.body).toEqual({ status: 'ready', checks: { database: 'ok', jobs: 'ok' }, stuckOperations: 0 });
   const h = await app.rest('GET', '/healthz');
   expect(h.status).toBe(200);
 });

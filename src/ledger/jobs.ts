@@ -3,13 +3,13 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import { expireHolds } from './ledger';
-import { workEach } from '../../jobs/work';
+import { workEach, ensureQueue } from '../../jobs/work';
 
 /** Every minute: expire the PENDING holds whose expiresAt has passed (docs/ledger.md). */
 export const EXPIRE_HOLDS_QUEUE = 'ledger.expire-holds';
 
 export async function registerLedgerJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Logger }, work: boolean): Promise<void> {
-  await boss.createQueue(EXPIRE_HOLDS_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 5 });
+  await ensureQueue(boss, EXPIRE_HOLDS_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 5 });
   if (!work) return;
   await boss.schedule(EXPIRE_HOLDS_QUEUE, '* * * * *');
   await workEach(boss, deps.log, EXPIRE_HOLDS_QUEUE, {}, async () => {

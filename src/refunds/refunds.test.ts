@@ -287,19 +287,56 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     await expectRejected(f, transactionId, await ask(f, transactionId), 'SELF_CUSTODY_SIGNING_REQUIRED');
   });
 
-  test('BROADCAST_REFUSED when the deposit address cannot spend (its deposit is not mined yet): the ledger posting is rolled back', async () => {
+  test('CONTROLLED_BALANCE_INSUFFICIENT when no controlled address can spend it (the deposit is not mined yet): the ledger posting is rolled back', async () => {
     const f = await fixture(0);
     const an = f.catalog.assetNetworkId;
     const { pi, transactionId } = await fund(f, 1_000_000n, { mine: false });
     const clearing = await system('CHAIN_CLEARING', an);
     const id = await ask(f, transactionId, { amount: '400000' });
-    const r = await expectRejected(f, transactionId, id, 'BROADCAST_REFUSED');
+    const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
     expect(r.rejectionReason).toContain('insufficient funds');
     expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
     expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
     // Once the deposit is mined the same refund goes through.
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
+  });
+
+  test("the intent's deposit address emptied by another customer's withdrawal: another deposit address of the organization pays the refund", async () => {
+    // Issue 15: the coins at the intent's address paid a withdrawal of another account of the same
+    // organization; the organization still holds the amount on chain at another deposit address.
+    const f = await fixture();
+    const an = f.catalog.assetNetworkId;
+    const payer = await payerWithFunds(f);
+    const a = await fund(f, 1_000_000n, { from: payer });
+    const b = await fund(f, 1_000_000n);
+    // B settles to the beneficiary, who withdraws it: no HOT address, so the organization's oldest
+    // deposit address sends it, which is A's.
+    const s = await app.rest('POST', `/v1/transactions/${b.transactionId}/settlements`, { headers: f.apiKeyHeaders });
+    expect(s.status, s.text).toBe(201);
+    await drainMoneyWork(app);
+    const dest = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.apiKeyHeaders, body: { networkId: f.catalog.networkId, address: '0x00000000000000000000000000000000000000e5' },
+    });
+    expect(dest.status, dest.text).toBe(201);
+    const w = await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/withdrawals`, {
+      headers: f.apiKeyHeaders, body: { amount: '1000000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+    });
+    expect(w.status, w.text).toBe(201);
+    await drainMoneyWork(app);
+    const withdrawal = (await app.rest('GET', `/v1/withdrawals/${idOf(w)}`, { headers: f.apiKeyHeaders })).body;
+    expect(withdrawal).toMatchObject({ status: 'BROADCAST', fromAddress: a.pi.address });
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    expect(await onChain(f, a.pi.address)).toBe(0n);
+    expect(await onChain(f, b.pi.address)).toBe(1_000_000n);
+
+    // A full refund of A: paid from B's address (the intent's own holds nothing, no HOT address).
+    const done = await refund(f, a.transactionId);
+    expect(done).toMatchObject({ status: 'EXECUTED', amount: '1000000', netAmount: '1000000', fromAddress: b.pi.address, toAddress: payer.address });
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    expect(await onChain(f, b.pi.address)).toBe(0n);
+    expect(await onChain(f, payer.address)).toBe(10_000_000n);
+    expect(await txOf(f, a.transactionId)).toMatchObject({ status: 'REFUNDED', escrowAmount: '0' });
   });
 
   test('after a sweep of the deposit address to the treasury, a HOT treasury address pays the refund', async () => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { statusAllows } from '../catalog/catalog';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import type { Prisma, Refund } from '../generated/prisma/client';
+import type { DepositAddress, EnvironmentType, Network, Prisma, Refund } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
@@ -50,7 +50,8 @@ export type RejectionCode =
   | 'PAYER_ORIGIN_UNKNOWN'
   | 'SELF_CUSTODY_SIGNING_REQUIRED'
   | 'ASSET_NETWORK_UNAVAILABLE'
-  | 'BROADCAST_REFUSED';
+  | 'BROADCAST_REFUSED'
+  | 'CONTROLLED_BALANCE_INSUFFICIENT';
 
 export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
   TRANSACTION_NOT_FUNDED: 'The transaction holds no funds (it is not RESERVED, SETTLED or REFUNDED).',
@@ -65,6 +66,8 @@ export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
   SELF_CUSTODY_SIGNING_REQUIRED: 'The deposit address belongs to a SELF_CUSTODY wallet: the refund must be signed by the integrator (signing requests are not built yet).',
   ASSET_NETWORK_UNAVAILABLE: 'The asset-network is not ENABLED (paused or disabled by the platform): nothing is sent on it.',
   BROADCAST_REFUSED: 'The network refused the refund transfer.',
+  CONTROLLED_BALANCE_INSUFFICIENT:
+    "No address the platform controls for the organization on this asset-network can send the amount (the transaction's deposit address, the organization's other deposit addresses, the HOT treasury).",
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -369,27 +372,17 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
     throw e;
   }
 
-  // 6. Sign with the deposit address's key and broadcast, in this transaction (the sandbox chain is
-  //    in this database: the transfer commits or rolls back with the ledger). When the deposit
-  //    address can no longer pay (its funds were swept to the treasury), a HOT treasury address pays.
-  const root = await custodialRootKey(tx, deps.sealingKey, address.wallet.id);
-  const key = derivePrivateKey(root, address.derivationIndex);
-  root.fill(0);
-  const signed = signTransfer(
-    { networkId: network.id, assetNetworkId: t.assetNetworkId, fromAddress: address.address, fromPublicKey: address.publicKey, toAddress: r.toAddress, amount: net.toString(), nonce: r.id },
-    key,
-  );
-  key.fill(0);
-  let txHash: string;
-  let fromAddress = address.address;
-  try {
-    ({ txHash } = await adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss }).broadcast(networkRef(network), signed, t.organizationId));
-  } catch (e) {
-    if (!(e instanceof RangeError)) throw e;
-    const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: t.assetNetworkId, toAddress: r.toAddress, amount: net, nonce: r.id, organizationId: t.organizationId });
-    if ('refused' in treasury) throw new Rejection('BROADCAST_REFUSED', `${REJECTION_MESSAGES.BROADCAST_REFUSED} ${e.message}; ${treasury.refused}`);
-    ({ txHash, fromAddress } = treasury);
-  }
+  // 6. Sign and broadcast from where the money is, in this transaction (the sandbox chain is in this
+  //    database: the transfer commits or rolls back with the ledger): the transaction's deposit
+  //    address first, then the organization's other custodial deposit addresses on this asset-network
+  //    (same environment type, oldest first), then a HOT treasury address, as custodial withdrawals
+  //    are paid. Refused only when none of them can spend the amount.
+  const paid = await payFromControlledAddresses(tx, deps, network, address, {
+    assetNetworkId: t.assetNetworkId, organizationId: t.organizationId, environmentType: t.environmentType, toAddress: r.toAddress, amount: net, nonce: r.id,
+  });
+  if ('refused' in paid)
+    throw new Rejection('CONTROLLED_BALANCE_INSUFFICIENT', `${REJECTION_MESSAGES.CONTROLLED_BALANCE_INSUFFICIENT} Needed ${net}: ${paid.refused}`);
+  const { txHash, fromAddress } = paid;
 
   // 7. Totals, state, events, audit.
   const { isTotal } = await recordEscrowOutcome(tx, t, { refunded: amount, reversed }, now);
@@ -412,6 +405,59 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
     },
   });
   return { status: 'EXECUTED', isTotal };
+}
+
+/** How many of the organization's other deposit addresses a refund tries before the treasury. */
+const MAX_REFUND_SOURCES = 50;
+
+/**
+ * Pays a refund's transfer from the first controlled address whose on-chain balance the network
+ * accepts: `first` (the transaction's deposit address), the organization's other CUSTODIAL deposit
+ * addresses of the asset-network and environment type (oldest first, at most MAX_REFUND_SOURCES),
+ * then a HOT treasury address (sendFromTreasury). Answers the broadcast, or `{ refused }` with each
+ * source's refusal.
+ */
+async function payFromControlledAddresses(
+  tx: Db,
+  deps: MoneyDeps,
+  network: Network,
+  first: DepositAddress,
+  p: { assetNetworkId: string; organizationId: string; environmentType: EnvironmentType; toAddress: string; amount: Amount; nonce: string },
+): Promise<{ txHash: string; fromAddress: string } | { refused: string }> {
+  const others = await tx.depositAddress.findMany({
+    where: {
+      organizationId: p.organizationId, networkId: network.id, assetNetworkId: p.assetNetworkId, id: { not: first.id },
+      wallet: { custodyMode: 'CUSTODIAL', environmentType: p.environmentType },
+    },
+    orderBy: { id: 'asc' }, take: MAX_REFUND_SOURCES,
+  });
+  const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
+  const refusals: string[] = [];
+  const roots = new Map<string, Uint8Array>();
+  try {
+    for (const a of [first, ...others]) {
+      let root = roots.get(a.walletId);
+      if (!root) roots.set(a.walletId, (root = await custodialRootKey(tx, deps.sealingKey!, a.walletId)));
+      const key = derivePrivateKey(root, a.derivationIndex);
+      const signed = signTransfer(
+        { networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: p.toAddress, amount: p.amount.toString(), nonce: p.nonce },
+        key,
+      );
+      key.fill(0);
+      try {
+        const { txHash } = await adapter.broadcast(networkRef(network), signed, p.organizationId);
+        return { txHash, fromAddress: a.address };
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e;
+        refusals.push(e.message);
+      }
+    }
+  } finally {
+    for (const root of roots.values()) root.fill(0);
+  }
+  const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: p.assetNetworkId, toAddress: p.toAddress, amount: p.amount, nonce: p.nonce, organizationId: p.organizationId });
+  if ('refused' in treasury) return { refused: [...refusals, treasury.refused].join('; ') };
+  return { txHash: treasury.txHash, fromAddress: treasury.fromAddress };
 }
 
 /** REJECTED with `CODE: detail`, refund.rejected and an audit entry; nothing else moves. */

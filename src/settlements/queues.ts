@@ -1,5 +1,6 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Db } from '../db/prisma';
+import { ensureQueue } from '../../jobs/work';
 
 /**
  * The queues of release, settlement and refund work (docs/settlements.md). Jobs are sent inside the
@@ -23,11 +24,11 @@ export interface RefundExecuteJob { refundId: string }
 
 export async function createSettlementQueues(boss: PgBoss): Promise<void> {
   const base = { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true } as const;
-  await boss.createQueue(RELEASE_EVALUATE_QUEUE, base);
-  await boss.createQueue(RELEASE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
-  await boss.createQueue(SETTLEMENT_EXECUTE_QUEUE, base);
-  await boss.createQueue(RETAINED_RELEASE_QUEUE, base);
-  await boss.createQueue(REFUND_EXECUTE_QUEUE, base);
+  await ensureQueue(boss, RELEASE_EVALUATE_QUEUE, base);
+  await ensureQueue(boss, RELEASE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
+  await ensureQueue(boss, SETTLEMENT_EXECUTE_QUEUE, base);
+  await ensureQueue(boss, RETAINED_RELEASE_QUEUE, base);
+  await ensureQueue(boss, REFUND_EXECUTE_QUEUE, base);
 }
 
 const inTx = (tx: Db) => ({ db: fromPrisma(tx as never) });

@@ -4,7 +4,7 @@ import type { Context } from '../context';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import type { Logger } from 'pino';
-import { workEach } from '../../jobs/work';
+import { workEach, ensureQueue } from '../../jobs/work';
 import type { NetworkResourceReserve } from '../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../errors';
 import { isUuid, uuidv7 } from '../ids';
@@ -327,7 +327,7 @@ export const reserveHandlers = {
 
 /** Creates the queue; with `work`, schedules the sweep every minute and works it. */
 export async function registerReserveJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Pick<Logger, 'info' | 'error'> }, work: boolean): Promise<void> {
-  await boss.createQueue(RESERVE_REPLENISH_QUEUE, { retryLimit: 5, retryDelay: 10, retryBackoff: true, deleteAfterSeconds: 3600 });
+  await ensureQueue(boss, RESERVE_REPLENISH_QUEUE, { retryLimit: 5, retryDelay: 10, retryBackoff: true, deleteAfterSeconds: 3600 });
   if (!work) return;
   await boss.schedule(RESERVE_REPLENISH_QUEUE, '* * * * *');
   await workEach<ReserveReplenishJob>(boss, deps.log, RESERVE_REPLENISH_QUEUE, {}, async ({ data }) => {

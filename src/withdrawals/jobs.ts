@@ -6,7 +6,7 @@ import type { MoneyDeps } from '../deposits/common';
 import {
   broadcastWithdrawal, sweepWithdrawals, WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE, type WithdrawalBroadcastJob, type WithdrawalSweepJob,
 } from './withdrawals';
-import { dataOf, workEach } from '../../jobs/work';
+import { dataOf, workEach, ensureQueue } from '../../jobs/work';
 
 /**
  * Withdrawal jobs (registered by jobs/index.ts):
@@ -34,8 +34,8 @@ export const withdrawalHandlers = {
 };
 
 export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDeps, work: boolean): Promise<void> {
-  await boss.createQueue(WITHDRAWAL_BROADCAST_QUEUE, { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
-  await boss.createQueue(WITHDRAWAL_SWEEP_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
+  await ensureQueue(boss, WITHDRAWAL_BROADCAST_QUEUE, { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await ensureQueue(boss, WITHDRAWAL_SWEEP_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
   await boss.schedule(WITHDRAWAL_SWEEP_QUEUE, '* * * * *');
