@@ -1,5 +1,8 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import pg from 'pg';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createPrisma } from '../src/db/prisma';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { MINIMUM_POSTGRES_MAJOR } from '../src/db/database';
@@ -18,6 +21,7 @@ import { startMajor, type MajorServer } from './postgres-majors';
  *
  * Ports: TEST_PG_PORT + 100 + (major - 13), i.e. 14 to 18 on the five ports after TEST_PG_PORT + 100.
  */
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const basePort = Number(process.env.TEST_PG_PORT ?? 54339) + 100;
 const portOf = (major: number) => basePort + major - 13;
 
@@ -102,7 +106,7 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
 });
 
 describe('an older server', () => {
-  test(`PostgreSQL 14: npm start refuses with one line naming the minimum (${MINIMUM_POSTGRES_MAJOR}), before migrating anything`, async () => {
+  test(`PostgreSQL 14: npm start refuses with one line naming the minimum (${MINIMUM_POSTGRES_MAJOR}), before migrating anything; npm run migrate too`, async () => {
     const server = await startMajor(14, portOf(14));
     cleanups.push(server.stop);
     await freshDatabase(server);
@@ -114,6 +118,14 @@ describe('an older server', () => {
     const fatal = err!.message.split('\n').filter((l) => l.includes('"level":60'));
     expect(fatal).toHaveLength(1);
     expect(JSON.parse(fatal[0]!).msg).toMatch(new RegExp(`^PostgreSQL 14\\.\\d+ is not supported: the service needs PostgreSQL ${MINIMUM_POSTGRES_MAJOR} or newer`));
+    // npm run migrate refuses the same way.
+    const migrate = spawnSync(join(ROOT, 'node_modules/.bin/tsx'), ['scripts/migrate.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATABASE_URL: server.ownerUrl('ftis') },
+      encoding: 'utf8',
+    });
+    expect(migrate.status).not.toBe(0);
+    expect(migrate.stderr).toMatch(new RegExp(`PostgreSQL 14\\.\\d+ is not supported: the service needs PostgreSQL ${MINIMUM_POSTGRES_MAJOR} or newer`));
     // Nothing was changed: no migration table.
     const c = new pg.Client({ connectionString: server.ownerUrl('ftis') });
     await c.connect();
