@@ -10,7 +10,7 @@ import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 import { registerLedgerJobs } from '../src/ledger/jobs';
 import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
-import { SANDBOX_BLOCKS_QUEUE, startBlockProduction } from '../src/chains/sandbox/producer';
+import { startBlockProduction } from '../src/chains/sandbox/producer';
 import { registerMoneyInJobs } from '../src/deposits/jobs';
 import { createSettlementQueues } from '../src/settlements/queues';
 import { registerSettlementJobs } from '../src/settlements/jobs';
@@ -41,7 +41,6 @@ export const queues = {
   webhookDeliver: DELIVER_QUEUE,
   webhookBulkRedeliver: BULK_QUEUE,
   chainSync: CHAIN_SYNC_QUEUE,
-  sandboxBlocks: SANDBOX_BLOCKS_QUEUE,
 } as const;
 
 export interface JobDeps {
@@ -133,7 +132,6 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerLedgerJobs(boss, deps, opts.work);
   // chain.sync: one job per chain change (src/chains/sync-queue.ts); its handler is idempotent.
   await ensureQueue(boss, queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
-  await ensureQueue(boss, queues.sandboxBlocks, { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 600 });
   await ensureQueue(boss, RECOVER_QUEUE, { policy: 'singleton', retryLimit: 0, deleteAfterSeconds: 600 });
   await registerMoneyInJobs(boss, deps, opts.work);
   // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
@@ -157,7 +155,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
       idlePollMs: 100,
       flushMs: 10,
     });
-    const producer = await startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
+    const producer = startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
     const recovery = await startRecovery(boss, deps);
     runners.set(boss, [producer, recovery, worker]);
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {

@@ -137,6 +137,21 @@ export function missingProductionSettings(c: Config): string[] {
   return missing;
 }
 
+/**
+ * With DATABASE_URL, every process of that database must use the same keys: a token signed by one
+ * API process must verify on another, and a webhook secret or custodial key sealed by one must open
+ * on another. Keys generated under each process's DATA_DIR would differ, so with DATABASE_URL (in
+ * any mode) `npm start` refuses to start without them, naming each missing one. Only the embedded
+ * database (no DATABASE_URL: one process, one DATA_DIR) generates its keys, kept under DATA_DIR.
+ */
+export function missingSharedDatabaseKeys(c: Config): string[] {
+  if (!c.DATABASE_URL) return [];
+  const missing: string[] = [];
+  if (!c.JWT_PRIVATE_JWK) missing.push('JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens: the same in every process, or a token issued by one is refused by another)');
+  if (!c.WEBHOOK_SECRET_KEY) missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every process, or what one seals another cannot open)');
+  return missing;
+}
+
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

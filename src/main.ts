@@ -1,5 +1,5 @@
-import { config, missingProductionSettings, postureOf } from './config';
-import { openDatabase, prepareDatabase } from './db/database';
+import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
+import { openDatabase, prepareDatabase, unsupportedServer } from './db/database';
 import { createLogger } from './app';
 import { createDeps } from './deps';
 import { startServer } from './server';
@@ -19,8 +19,23 @@ if (missing.length) {
   await new Promise<void>((flushed) => log.flush(() => flushed())); // both lines out before exiting
   process.exit(1);
 }
+// With DATABASE_URL, several processes may share the database: none generates its own keys.
+const missingKeys = missingSharedDatabaseKeys(config);
+if (missingKeys.length) {
+  log.fatal({ missing: missingKeys.map((m) => m.slice(0, m.indexOf(' '))) }, `DATABASE_URL is set: every process of one database must share its keys; refusing to start without: ${missingKeys.join('; ')}`);
+  await new Promise<void>((flushed) => log.flush(() => flushed()));
+  process.exit(1);
+}
 if (posture.mode !== 'production') log.warn(`${posture.mode} mode: not for production; set NODE_ENV=production (docs/deployment.md)`);
 const db = await openDatabase();
+// A server older than the supported minimum: one line naming it, before anything is changed.
+const unsupported = await unsupportedServer(db.url);
+if (unsupported) {
+  log.fatal(unsupported);
+  await new Promise<void>((flushed) => log.flush(() => flushed()));
+  await db.close();
+  process.exit(1);
+}
 const { applied } = await prepareDatabase(db, config, log);
 log.info({ applied, embedded: db.embedded }, 'database ready');
 const deps = await createDeps(config, db.url, log);

@@ -399,12 +399,13 @@ describe('npm start in production (a real process)', () => {
   }, 60_000);
 
   test('development (the default): the first line says so and warns', async () => {
-    const p = start({ DATABASE_URL: app.databaseUrl, DATA_DIR: `.data/posture-dev-${process.pid}` });
+    // With DATABASE_URL every mode takes the keys from the environment (test/shared-database.test.ts).
+    const p = start({ DATABASE_URL: app.databaseUrl, DATA_DIR: `.data/posture-dev-${process.pid}`, ...(await keys()) });
     try {
       const { code } = await p.ready;
       expect(code, p.output()).toBeNull();
       const [first, second] = p.lines();
-      expect(first).toMatchObject({ msg: 'mode: development', mode: 'development', graphiql: true, introspection: true, webhookHttp: true, generatedKeys: ['JWT_PRIVATE_JWK', 'WEBHOOK_SECRET_KEY'], mailer: 'file' });
+      expect(first).toMatchObject({ msg: 'mode: development', mode: 'development', graphiql: true, introspection: true, webhookHttp: true, generatedKeys: [], mailer: 'file' });
       expect(second).toMatchObject({ level: 40, msg: expect.stringMatching(/development mode: not for production; set NODE_ENV=production/) });
     } finally {
       await p.stop();

@@ -2,7 +2,20 @@ import type { Logger } from 'pino';
 import { config as processConfig, type Config } from '../config';
 import { startEmbeddedPostgres } from './embedded';
 import { applyMigrations, migrationNames } from './migrate';
-import { appliedMigrationNames, excessPrivileges, isSchemaOwner, roleOf } from './roles';
+import { appliedMigrationNames, excessPrivileges, isSchemaOwner, roleOf, serverVersion } from './roles';
+
+/**
+ * The oldest PostgreSQL major the service supports (docs/decisions.md, issue 24): the migrations
+ * use 15's NULLS NOT DISTINCT and its privileges on parameters; 18's uuidv7() has a fallback.
+ */
+export const MINIMUM_POSTGRES_MAJOR = 15;
+
+/** Null when the server of `url` is supported; else the one line that says why not, naming the minimum. */
+export async function unsupportedServer(url: string): Promise<string | null> {
+  const v = await serverVersion(url);
+  if (Math.floor(v.num / 10000) >= MINIMUM_POSTGRES_MAJOR) return null;
+  return `PostgreSQL ${v.version} is not supported: the service needs PostgreSQL ${MINIMUM_POSTGRES_MAJOR} or newer (supported: ${MINIMUM_POSTGRES_MAJOR} to 18)`;
+}
 
 export interface Database {
   /** The service's connection: a least-privilege role (docs/deployment.md). */
@@ -25,6 +38,7 @@ type Log = Pick<Logger, 'info' | 'warn'>;
 
 /**
  * Makes the database ready for the service, before it connects:
+ * - a server older than MINIMUM_POSTGRES_MAJOR is refused before anything is changed;
  * - migrations (and pg-boss's schema, and the service role's grants) as the owner: the owner's
  *   connection when known, else DATABASE_URL's if its role owns the schema (a single-role set-up);
  * - otherwise nothing is changed, a log line says so, and the start is refused if a migration
@@ -34,6 +48,8 @@ type Log = Pick<Logger, 'info' | 'warn'>;
  *   Production refuses to start with one; other modes warn.
  */
 export async function prepareDatabase(db: Database, c: Config, log: Log, opts: { requireOwner?: boolean } = {}): Promise<{ applied: string[] }> {
+  const unsupported = await unsupportedServer(db.url);
+  if (unsupported) throw new Error(unsupported);
   const serviceRole = await roleOf(db.url);
   let owner = db.ownerUrl;
   if (!owner && (await isSchemaOwner(db.url))) owner = db.url;

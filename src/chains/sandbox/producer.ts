@@ -3,19 +3,19 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import { lockNetwork, mineBlocks } from './chain';
-import { workEach } from '../../../jobs/work';
 
 /**
- * Block production: about one block per SANDBOX network every SANDBOX_BLOCK_INTERVAL_MS, so sandbox
- * deposits confirm on their own as on a real chain. A timer in each worker process sends a
- * `sandbox.produce-blocks` job (throttled by pg-boss to one per interval across processes); its
- * handler mines a block on every SANDBOX network whose last produced block is at least 80% of an
- * interval old (SandboxNetworkState.lastBlockAt, checked under the network's lock, so several
- * workers never mine twice for one interval). Blocks are mined even when the mempool is empty:
- * confirmations need them. Each block sends `chain.sync` in its transaction, like every sandbox change.
+ * Block production: one block per SANDBOX network every SANDBOX_BLOCK_INTERVAL_MS, so sandbox
+ * deposits confirm on their own as on a real chain, whether one or several worker processes run
+ * (issue 24). Each worker process runs a timer aligned on the interval's boundaries (multiples of
+ * the interval since the epoch, so every process of a fleet ticks together; a late round is caught
+ * up at once, not skipped). Each round mines a block on every SANDBOX network whose last produced
+ * block is at least 80% of an interval old (SandboxNetworkState.lastBlockAt, checked under the
+ * network's lock): of processes ticking together, the first mines and the others find it done, so
+ * a network never gets two blocks in one interval. No job queue: the cadence does not depend on
+ * how often one is polled. Blocks are mined even when the mempool is empty: confirmations need
+ * them. Each block sends `chain.sync` in its transaction, like every sandbox change.
  */
-export const SANDBOX_BLOCKS_QUEUE = 'sandbox.produce-blocks';
-
 export interface ProducerDeps {
   db: PrismaClient;
   clock: Clock;
@@ -51,22 +51,43 @@ export async function produceSandboxBlocks(deps: ProducerDeps): Promise<{ networ
   return mined;
 }
 
-/** Starts block production in a worker process (no-op when the interval is 0). Stops with the job runner. */
-export async function startBlockProduction(boss: PgBoss, deps: Omit<ProducerDeps, 'boss'>): Promise<{ stop: () => void }> {
+/**
+ * Starts block production in a worker process (no-op when the interval is 0): a round at each
+ * boundary of the interval. Stops with the job runner (stop() waits for a round under way).
+ */
+export function startBlockProduction(boss: PgBoss, deps: Omit<ProducerDeps, 'boss'>): { stop: () => Promise<void> } {
   const interval = deps.intervalMs;
-  if (interval <= 0) return { stop: () => {} };
-  await workEach(boss, deps.log, SANDBOX_BLOCKS_QUEUE, {}, async () => {
-    await produceSandboxBlocks({ ...deps, boss });
-  });
-  const tick = () => {
-    boss
-      .send(SANDBOX_BLOCKS_QUEUE, {}, { singletonKey: 'tick', singletonSeconds: Math.max(1, Math.floor(interval / 1000)) })
-      .catch((err: unknown) => deps.log.error({ err }, 'sandbox block production: could not queue a round'));
+  if (interval <= 0) return { stop: async () => {} };
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | null = null;
+  let due = (Math.floor(Date.now() / interval) + 1) * interval;
+  const schedule = () => {
+    if (stopped) return;
+    const now = Date.now();
+    // More than a whole interval behind (a stalled process): back on the next boundary.
+    if (now - due >= interval) due = (Math.floor(now / interval) + 1) * interval;
+    timer = setTimeout(round, Math.max(0, due - now));
+    timer.unref();
   };
-  const timer = setInterval(tick, interval);
-  timer.unref();
-  tick();
-  const stop = () => clearInterval(timer);
-  boss.once('stopped', stop);
+  const round = () => {
+    due += interval;
+    running = produceSandboxBlocks({ ...deps, boss })
+      .then(
+        () => {},
+        (err: unknown) => deps.log.error({ err }, 'sandbox block production: a round failed'),
+      )
+      .finally(() => {
+        running = null;
+        schedule();
+      });
+  };
+  schedule();
+  const stop = async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+  boss.once('stopped', () => void stop());
   return { stop };
 }
