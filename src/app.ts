@@ -25,7 +25,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       ],
       censor: '[redacted]',
     },
-  }, destination);
+  // Synchronous writes to stdout: a line is out when the call returns, so nothing is lost to a crash
+  // or an exit, and lines keep their order (async writes let a fatal line overtake the one before it).
+  }, destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a new UUID. */

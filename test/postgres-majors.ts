@@ -1,4 +1,5 @@
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,7 +39,7 @@ async function binDir(pkg: string): Promise<string> {
   return dirname(paths.initdb);
 }
 
-export async function startMajor(major: number, port: number): Promise<MajorServer> {
+export async function startMajor(major: number, wanted: number): Promise<MajorServer> {
   const pkg = MAJOR_PACKAGES[major];
   if (!pkg) throw new Error(`no PostgreSQL package for major ${major}`);
   const bin = await binDir(pkg);
@@ -64,14 +65,11 @@ export async function startMajor(major: number, port: number): Promise<MajorServ
       p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`${file} (PostgreSQL ${major}) exited ${code}: ${err}`))));
     });
   await run('initdb', ['-D', dataDir, '-U', 'postgres', `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--no-sync']);
-  const server = spawn(
-    join(bin, 'postgres'),
-    ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100', '-c', 'fsync=off'],
-    { ...ids, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  // The port asked for, else (another process took it: tests bind ephemeral ports) a free one.
+  let port = wanted;
+  let server!: ChildProcess;
   let log = '';
-  server.stderr!.on('data', (d) => (log = (log + String(d)).slice(-4000)));
-  const exited = new Promise<void>((r) => server.once('exit', () => r()));
+  let exited!: Promise<void>;
   const url = (role: string, password: string, database: string) =>
     `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   const stop = async () => {
@@ -81,25 +79,47 @@ export async function startMajor(major: number, port: number): Promise<MajorServ
     }
     rmSync(base, { recursive: true, force: true });
   };
-  // Ready when it accepts a connection.
-  for (let i = 0; ; i++) {
-    const c = new pg.Client({ connectionString: url('postgres', owner, 'postgres') });
-    try {
-      await c.connect();
+  for (let attempt = 0; ; attempt++) {
+    log = '';
+    server = spawn(
+      join(bin, 'postgres'),
+      ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100', '-c', 'fsync=off'],
+      { ...ids, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    server.stderr!.on('data', (d) => (log = (log + String(d)).slice(-4000)));
+    exited = new Promise<void>((r) => server.once('exit', () => r()));
+    // Ready when it accepts a connection.
+    const ready = await accepting();
+    if (ready === true) break;
+    if (attempt < 4 && /Address already in use/.test(log)) {
+      port = await freePort();
+      continue;
+    }
+    await stop();
+    throw new Error(`PostgreSQL ${major} did not start on port ${port}: ${String(ready)}\n${log}`);
+  }
+
+  /** True once it accepts a connection (the service role then exists); else the last error when it exited or after 30 s. */
+  async function accepting(): Promise<true | unknown> {
+    for (let i = 0; ; i++) {
+      const c = new pg.Client({ connectionString: url('postgres', owner, 'postgres') });
       try {
-        // (Its syntax is 15's: before 15 there is no service role, the owner alone.)
-        if (major >= 15) await ensureServiceRole(c, 'ftis_app', service);
-      } finally {
-        await c.end();
+        await c.connect();
+        try {
+          // (Its syntax is 15's: before 15 there is no service role, the owner alone.)
+          if (major >= 15) await ensureServiceRole(c, 'ftis_app', service);
+        } finally {
+          await c.end();
+        }
+        return true;
+      } catch (e) {
+        await c.end().catch(() => {});
+        if (i > 300 || server.exitCode !== null) {
+          await exited;
+          return e;
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      break;
-    } catch (e) {
-      await c.end().catch(() => {});
-      if (i > 300 || server.exitCode !== null) {
-        await stop();
-        throw new Error(`PostgreSQL ${major} did not start on port ${port}: ${String(e)}\n${log}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
     }
   }
   return {
@@ -108,4 +128,16 @@ export async function startMajor(major: number, port: number): Promise<MajorServ
     serviceUrl: (database) => url('ftis_app', service, database),
     stop,
   };
+}
+
+/** A port no one listens on now (the system's choice). */
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
 }

