@@ -32,6 +32,15 @@ const address = () => '0x' + (++addressSeq).toString(16).padStart(40, 'a');
 /** A fresh SANDBOX network with an enabled asset-network: tests that count blocks start from height 0. */
 const freshChain = () => setupSandboxCatalog(app);
 
+/** A fresh sandbox chain, its adapter, a sender key pair with its address, and a recipient address. */
+async function adapterChain() {
+  const c = await freshChain();
+  const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
+  const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
+  const sender = keys.generateKeyPair();
+  return { c, network, adapter, sender, from: keys.addressOf(sender.publicKey), to: address() };
+}
+
 async function tx(txHash: string) {
   const r = await app.gql<{ sandboxTransaction: Record<string, unknown> }>(
     'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight confirmations replacedByTxHash fromAddress toAddress willRevert } }',
@@ -209,12 +218,7 @@ describe('drop and replace', () => {
   });
 
   test('replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer it re-sends (409, nothing changes)', async () => {
-    const c = await freshChain();
-    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
-    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
-    const sender = keys.generateKeyPair();
-    const from = keys.addressOf(sender.publicKey);
-    const to = address();
+    const { c, network, adapter, sender, from, to } = await adapterChain();
     await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
     await sandboxMine(app, h, c.networkId);
     const signed = keys.signTransfer(
@@ -243,12 +247,7 @@ describe('drop and replace', () => {
   });
 
   test('mining a transfer its sender cannot pay reverts it: no value is created', async () => {
-    const c = await freshChain();
-    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
-    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
-    const sender = keys.generateKeyPair();
-    const from = keys.addressOf(sender.publicKey);
-    const to = address();
+    const { c, network, adapter, sender, from, to } = await adapterChain();
     const funding = await sandboxSend(app, h, { address: from, amount: 600n, assetNetworkId: c.assetNetworkId });
     await sandboxMine(app, h, c.networkId);
     const signed = keys.signTransfer(
@@ -453,12 +452,7 @@ describe('the network adapter over the sandbox chain', () => {
   });
 
   test('broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad signature, another network or an overspend writes nothing', async () => {
-    const c = await freshChain();
-    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
-    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
-    const sender = keys.generateKeyPair();
-    const from = keys.addressOf(sender.publicKey);
-    const to = address();
+    const { c, network, adapter, sender, from, to } = await adapterChain();
     await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
     await sandboxMine(app, h, c.networkId, 1);
     const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
@@ -489,12 +483,7 @@ describe('the network adapter over the sandbox chain', () => {
 
 describe('the adapter balance read', () => {
   test('balances: mined from canonical blocks, spendable less PENDING and ORPHANED outgoing transfers; every address answered', async () => {
-    const c = await freshChain();
-    const network = networkRef(await app.deps.db.network.findUniqueOrThrow({ where: { id: c.networkId } }));
-    const adapter = adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss });
-    const sender = keys.generateKeyPair();
-    const from = keys.addressOf(sender.publicKey);
-    const to = address();
+    const { c, network, adapter, sender, from, to } = await adapterChain();
     const unknown = address();
     const read = async (addresses: string[], assetNetworkId = c.assetNetworkId) =>
       Object.fromEntries([...(await adapter.balances(network, assetNetworkId, addresses))].map(([a, b]) => [a, [b.mined, b.spendable]]));
