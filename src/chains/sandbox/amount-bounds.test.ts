@@ -5,7 +5,7 @@ import { createOperator, createTestApp, type TestApp } from '../../../test/harne
 import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
 import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../deposits/testing';
 import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/jobs';
-import { syncAddress } from '../../deposits/sync';
+import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
 import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../sync-queue';
 import { produceSandboxBlocks } from './producer';
 import { payerAddress, tip } from './chain';
@@ -207,5 +207,54 @@ describe('failure isolation', () => {
     await app.deps.db.sandboxTransaction.deleteMany({ where: { networkId: a.catalog.networkId, toAddress: brokenA.address, blockHash: block.hash } });
     expect(await runAddressJob(brokenAddressRow.id)).toBeNull();
     expect((await stuckChainSyncs()).find((s) => s.id === brokenAddressRow.id)).toBeUndefined();
+  });
+  test('an address whose retries are spent: the next sync tries it with the others and isolates it again; once it reconciles, one more job of its own completes and takes it off the stuck list', async () => {
+    const a = await moneyFixture(app, { requiredConfirmations: 1 });
+    const brokenA = await createIntent(app, a);
+    const healthyA = await createIntent(app, a);
+    const brokenId = (await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: brokenA.address } })).id;
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    const t = await tip(app.deps.db, a.catalog.networkId);
+    const block = { hash: t.hash!, height: t.height };
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
+    const spend = () => app.deps.db.$executeRaw`UPDATE pgboss.job SET retry_limit = 0 WHERE name = ${CHAIN_SYNC_ADDRESS_QUEUE} AND data->>'depositAddressId' = ${brokenId} AND state IN ('created', 'retry')`;
+    await spend();
+    expect(await runAddressJob(brokenId)).not.toBeNull();
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'failed', lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
+
+    // Its retries spent, the next sync tries it again (with a healthy deposit of the same chunk): isolated again, a new job.
+    await sandboxSend(app, a.apiKeyHeaders, { address: healthyA.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
+    expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: brokenId } })).map((j) => j.state).sort()).toEqual(['created', 'failed']);
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'created' });
+
+    // Spent again; then the operator removes the impossible transfers: the next sync reconciles it and sends one more job, which completes.
+    await spend();
+    expect(await runAddressJob(brokenId)).not.toBeNull();
+    await app.deps.db.sandboxTransaction.deleteMany({ where: { networkId: a.catalog.networkId, toAddress: brokenA.address, blockHash: block.hash } });
+    await app.deps.boss!.send(CHAIN_SYNC_QUEUE, { networkId: a.catalog.networkId });
+    expect((await syncBatch()).isolated).toEqual([]);
+    expect(await runAddressJob(brokenId)).toBeNull();
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toBeUndefined();
+  });
+
+  test('a chunk none of whose addresses reconciles even alone is a network failure: nothing isolated, the later chunks still synced, the sync throws', async () => {
+    const a = await moneyFixture(app, { requiredConfirmations: 1 });
+    const broken = [await createIntent(app, a), await createIntent(app, a)];
+    const healthy = await createIntent(app, a);
+    await sandboxSend(app, a.apiKeyHeaders, { address: healthy.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    const t = await tip(app.deps.db, a.catalog.networkId);
+    for (const b of broken)
+      for (let i = 0; i < 2; i++) await plant(a.catalog.networkId, a.catalog.assetNetworkId, b.address, 6n * 10n ** 77n, { hash: t.hash!, height: t.height });
+    // Addresses are paged in id order (created order): the two broken ones fill the first chunk of two.
+    await expect(syncNetwork(moneyDeps(app), a.catalog.networkId, { chunk: 2 })).rejects.toThrow(NetworkSyncFailure);
+    expect(await intentOf(a, healthy.id)).toMatchObject({ status: 'SUCCEEDED' });
+    const ids = (await app.deps.db.depositAddress.findMany({ where: { address: { in: broken.map((b) => b.address) } } })).map((r) => r.id);
+    for (const id of ids) expect(await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: id } })).toEqual([]);
   });
 });
