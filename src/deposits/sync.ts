@@ -6,6 +6,7 @@ import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddres
 import { auditAs, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
 import { reasons, screeningVerdict } from './rules';
+import { isUuid } from '../ids';
 
 /**
  * Deposit detection: the `chain.sync` job handler. It asks the network's adapter for every transfer
@@ -118,9 +119,10 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
 /**
  * The `chain.sync.address` job handler: one address reconciled alone, in its own transaction, under
  * the network's lock (everything re-checked against the chain, as every sync). Throws while it fails
- * (pg-boss retries it with backoff); an address or network gone since is nothing to do.
+ * (pg-boss retries it with backoff); an address or network gone since (or ids that are none) is nothing to do.
  */
 export async function syncAddress(deps: MoneyDeps, job: ChainSyncAddressJob): Promise<{ observed: number; changes: number }> {
+  if (!isUuid(job.networkId) || !isUuid(job.depositAddressId)) return { observed: 0, changes: 0 };
   const network = await deps.db.network.findUnique({ where: { id: job.networkId }, include: { assetNetworks: true } });
   if (!network || !hasAdapter(network.kind)) return { observed: 0, changes: 0 };
   const address = await deps.db.depositAddress.findFirst({ where: { id: job.depositAddressId, networkId: job.networkId }, select: ADDRESS_SELECT });
