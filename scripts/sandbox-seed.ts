@@ -11,7 +11,7 @@
 // so each change has its audit entry. While `npm start` runs on the same DATA_DIR, its embedded
 // PostgreSQL is used. Refused in production.
 import { parseArgs } from 'node:util';
-import { config } from '../src/config';
+import { config, missingSharedDatabaseKeys } from '../src/config';
 import { withDatabase } from '../src/db/database';
 import { createApp, createLogger } from '../src/app';
 import { createDeps } from '../src/deps';
@@ -42,6 +42,9 @@ const note = (s: string) => notes.push(s);
 
 await runScript('sandbox:seed', async () => {
   if (config.NODE_ENV === 'production') throw new Error('refused in production (NODE_ENV=production): the seed makes a member with a known password');
+  // The wallet's root key is sealed, and sessions signed, with the keys the service uses: with DATABASE_URL, the shared ones.
+  const missingKeys = missingSharedDatabaseKeys(config);
+  if (missingKeys.length) throw new Error(`DATABASE_URL is set: the seed needs the service's keys; set ${missingKeys.map((m) => m.slice(0, m.indexOf(' '))).join(' and ')}`);
   await withDatabase(
     async (url) => {
       const deps = await createDeps({ ...config, JOBS: 'off', LOG_LEVEL: 'silent' }, url, createLogger('silent'));
@@ -100,7 +103,7 @@ await runScript('sandbox:seed', async () => {
         const login = (await rest('POST', '/v1/auth/login', `log in as ${credentials.email} (--email, --password)`, 200, {}, credentials)).body;
         const member = { Authorization: `Bearer ${String(login.accessToken)}` };
         const org = String(login.organizationId);
-        Object.assign(out, { ORG_ID: org, MEMBER_EMAIL: credentials.email, MEMBER_PASSWORD: credentials.password });
+        Object.assign(out, { ORG_ID: org, MEMBER_ID: String(login.memberId), MEMBER_EMAIL: credentials.email, MEMBER_PASSWORD: credentials.password });
 
         // Application, its SANDBOX environment, a new API key.
         const application = (await db.application.findFirst({ where: { organizationId: org, name: SEED.applicationName }, orderBy: { createdAt: 'asc' } }))?.id
