@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { SchemaEngine } from '@prisma/schema-engine-wasm';
+import type { SchemaEngine } from '@prisma/schema-engine-wasm';
 import type { MigrationList } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum } from '@prisma/driver-adapter-utils';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -119,6 +119,9 @@ async function withEngine<T>(url: string, fn: (engine: SchemaEngine) => Promise<
   const opened: { dispose(): Promise<void> }[] = [];
   const adapter = bindMigrationAwareSqlAdapterFactory(migratorConnection(new PrismaPg({ connectionString: url }), opened));
   const datamodels = datamodelFiles(schemaDir).map((f): [string, string] => [f.path, f.content]);
+  // Loaded on first use: compiling the engine's WebAssembly costs a start that migrates nothing (a
+  // service on its least-privilege role) about a second.
+  const { SchemaEngine } = await import('@prisma/schema-engine-wasm');
   const engine = await SchemaEngine.new({ datamodels }, () => {}, adapter);
   try {
     return await fn(engine);
