@@ -90,22 +90,26 @@ function migratorConnection(pgFactory: PrismaPg, opened: { dispose(): Promise<vo
         runner.onError(e);
       }
     };
-    const performIO = runner.performIO.bind(runner);
-    const queryRaw = runner.queryRaw.bind(runner);
-    let chars: number[] = [];
-    runner.performIO = async (query) => {
-      const result = await performIO(query);
-      chars = [];
-      result.fields.forEach((f, i) => {
-        if (f.dataTypeID === PG_CHAR) {
-          f.dataTypeID = PG_TEXT;
-          chars.push(i);
-        }
-      });
-      return result;
-    };
+    // queryRaw reads this.performIO: each call gets a view of the adapter whose performIO notes
+    // the "char" columns of that call's result (no state shared between concurrent calls).
+    const { performIO, queryRaw } = runner;
     runner.queryRaw = async (query) => {
-      const result = await queryRaw(query);
+      const chars: number[] = [];
+      const view = Object.create(runner, {
+        performIO: {
+          value: async (q: unknown) => {
+            const result = await performIO.call(runner, q);
+            result.fields.forEach((f, i) => {
+              if (f.dataTypeID === PG_CHAR) {
+                f.dataTypeID = PG_TEXT;
+                chars.push(i);
+              }
+            });
+            return result;
+          },
+        },
+      }) as ScriptRunner;
+      const result = await queryRaw.call(view, query);
       for (const i of chars) result.columnTypes[i] = ColumnTypeEnum.Character;
       return result;
     };
@@ -119,8 +123,8 @@ async function withEngine<T>(url: string, fn: (engine: SchemaEngine) => Promise<
   const opened: { dispose(): Promise<void> }[] = [];
   const adapter = bindMigrationAwareSqlAdapterFactory(migratorConnection(new PrismaPg({ connectionString: url }), opened));
   const datamodels = datamodelFiles(schemaDir).map((f): [string, string] => [f.path, f.content]);
-  // Loaded on first use: compiling the engine's WebAssembly costs a start that migrates nothing (a
-  // service on its least-privilege role) about a second.
+  // Loaded on first use: a start that migrates nothing (a service on its least-privilege role)
+  // never compiles the engine's WebAssembly.
   const { SchemaEngine } = await import('@prisma/schema-engine-wasm');
   const engine = await SchemaEngine.new({ datamodels }, () => {}, adapter);
   try {
