@@ -104,6 +104,8 @@ export async function startService(opts: {
   embedded?: { dataDir: string; port: number };
   /** Its own process group (Node and, embedded, PostgreSQL): `killGroup` signals all of them, as a terminal or a supervisor would. */
   detached?: boolean;
+  /** Node's arguments instead of `--import tsx src/main.ts`: e.g. a build's `dist/main.js` (test/build.test.ts). */
+  args?: string[];
 }): Promise<ServiceProcess> {
   const dataDir = opts.embedded?.dataDir ?? mkdtempSync(join(tmpdir(), 'ftis-process-'));
   const env: Record<string, string> = {
@@ -114,7 +116,7 @@ export async function startService(opts: {
     ...(opts.embedded ? { EMBEDDED_PG_PORT: String(opts.embedded.port) } : { DATABASE_URL: opts.databaseUrl! }),
   };
   // The Node running these tests (Node 24: npm puts node_modules/.bin first on PATH), with tsx as its loader.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   const lines: LogLine[] = [];
   let raw = '';
   let pending = '';
