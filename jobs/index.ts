@@ -20,6 +20,9 @@ import { registerReconciliationJobs } from '../src/treasury/reconciliation';
 import { registerReserveJobs } from '../src/treasury/reserve';
 import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
 import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from './work';
+import { EVM_WATCH_QUEUE, EVM_WATCH_QUEUE_OPTIONS, startEvmWatchTicker, watchNetwork, type EvmWatchJob } from '../src/chains/evm/watcher';
+import { configureEvmNetworks } from '../src/chains/evm/config';
+import { evmNetworksOf } from '../src/config';
 import { RECOVER_QUEUE, RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
 
 /**
@@ -142,7 +145,13 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerReconciliationJobs(boss, deps, opts.work);
   await registerReserveJobs(boss, deps, opts.work);
   await registerWithdrawalJobs(boss, deps, opts.work);
+  // EVM watchers (issue 18, src/chains/evm/watcher.ts): one live job per configured network.
+  configureEvmNetworks(evmNetworksOf(deps.config));
+  await ensureQueue(boss, EVM_WATCH_QUEUE, EVM_WATCH_QUEUE_OPTIONS);
   if (opts.work) {
+    await workEach<EvmWatchJob>(boss, deps.log, EVM_WATCH_QUEUE, { batchSize: 4 }, async (job) => {
+      await watchNetwork({ db: deps.db, boss, log: deps.log }, dataOf(job).networkId);
+    });
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await workEach(boss, deps.log, queues.purgeExpired, {}, async () => {
       await purgeExpired(deps);
@@ -157,7 +166,8 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     });
     const producer = startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
     const recovery = await startRecovery(boss, deps);
-    runners.set(boss, [producer, recovery, worker]);
+    const evmWatch = startEvmWatchTicker(boss, deps.log);
+    runners.set(boss, [producer, recovery, worker, evmWatch]);
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
       const { jobId } = dataOf(job);
       try {

@@ -1,7 +1,8 @@
 import { createYoga, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql';
-import { postureOf, type Config } from './config';
+import { evmNetworksOf, postureOf, type Config } from './config';
+import { configureEvmNetworks } from './chains/evm/config';
 import { inputGatePlugin, withoutValues } from './input';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
@@ -83,6 +84,8 @@ function corsOf(config: Config) {
 }
 
 export function createApp(deps: Deps) {
+  // The EVM networks' connection settings (issue 18): the adapter of each configured network reads them.
+  configureEvmNetworks(evmNetworksOf(deps.config));
   const requestIds = new WeakMap<Request, string>();
   const idOf = (request: Request) => {
     let id = requestIds.get(request);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseEvmNetworks, type EvmNetworks } from './chains/evm/config';
 
 /** An exact browser origin: scheme, host and port only (https://app.example.com). */
 const origin = z.string().transform((s, ctx) => {
@@ -84,7 +85,14 @@ const schema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   /** A settlement, refund, withdrawal or deposit idle (non-terminal, unchanged) longer than this is reported as stuck. */
   STUCK_AFTER_SECONDS: z.coerce.number().int().min(10).max(30 * 86_400).default(300),
+
+  // --- EVM networks (issue 18; docs/chains.md) ---
+  /** JSON: per EVM network id, its connection settings ({rpcUrl, chainId, finalityDepth?, pollIntervalMs?, tokens?, …}). */
+  EVM_NETWORKS: z.string().optional(),
+  /** The same settings in a JSON file (instead of EVM_NETWORKS). */
+  EVM_NETWORKS_FILE: z.string().optional(),
 }).superRefine((c, ctx) => {
+  parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, ctx);
   if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
     ctx.addIssue({ code: 'custom', path: ['MIGRATION_DATABASE_URL'], message: 'needs DATABASE_URL (the service\'s connection): the embedded database makes its own roles' });
   if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
@@ -150,6 +158,11 @@ export function missingSharedDatabaseKeys(c: Config): string[] {
   if (!c.JWT_PRIVATE_JWK) missing.push('JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens: the same in every process, or a token issued by one is refused by another)');
   if (!c.WEBHOOK_SECRET_KEY) missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every process, or what one seals another cannot open)');
   return missing;
+}
+
+/** The EVM networks' settings (validated with the rest of the configuration by loadConfig). */
+export function evmNetworksOf(c: Config): EvmNetworks {
+  return parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, { addIssue: () => {} } as never);
 }
 
 export class ConfigError extends Error {}

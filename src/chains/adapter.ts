@@ -2,12 +2,14 @@ import type { NetworkKind } from '../generated/prisma/enums';
 import type { Db } from '../db/prisma';
 import { sandboxAdapter } from './sandbox/adapter';
 import type { ChainDeps } from './sandbox/chain';
+import { evmAdapter } from './evm/adapter';
+import { configuredEvmNetworks } from './evm/config';
 
 /**
  * The one seam between domain code and a blockchain. Domain code (custody, deposits, withdrawals,
  * treasury) never reads chain tables or calls a node directly: it asks the adapter of the network.
- * One implementation today: the sandbox chain (src/chains/sandbox/), persisted in PostgreSQL.
- * docs/chains.md says how a real chain (an EVM chain through viem) plugs in.
+ * Two implementations: the sandbox chain (src/chains/sandbox/), persisted in PostgreSQL, and EVM
+ * chains on viem over JSON-RPC (src/chains/evm/, issue 18). docs/chains.md.
  */
 export interface NetworkRef {
   id: string;
@@ -125,9 +127,12 @@ export async function replacementChain(
   return { links, truncated: false };
 }
 
-/** Whether this version has an adapter for the kind (only SANDBOX today; docs/chains.md). */
+/**
+ * Whether this version has an adapter for the kind: SANDBOX, and EVM when the process has EVM
+ * networks configured (EVM_NETWORKS; docs/chains.md). UTXO, TRON and SOLANA have none.
+ */
 export function hasAdapter(kind: NetworkKind): boolean {
-  return kind === 'SANDBOX';
+  return kind === 'SANDBOX' || (kind === 'EVM' && configuredEvmNetworks().length > 0);
 }
 
 /**
@@ -137,5 +142,6 @@ export function hasAdapter(kind: NetworkKind): boolean {
  */
 export function adapterFor(kind: NetworkKind, db?: Db, deps?: ChainDeps): NetworkAdapter {
   if (kind === 'SANDBOX') return sandboxAdapter(db, deps);
+  if (kind === 'EVM' && configuredEvmNetworks().length > 0) return evmAdapter(db);
   throw new Error(`no network adapter for ${kind} networks in this version (docs/chains.md)`);
 }

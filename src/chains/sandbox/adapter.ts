@@ -1,7 +1,7 @@
 import { numericToAmount } from '../../money';
 import { DomainError } from '../../errors';
 import type { Db, PrismaClient } from '../../db/prisma';
-import type { AddressBalance, DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
 import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
 
@@ -17,16 +17,9 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
   };
   return {
     kind: 'SANDBOX',
-    curve: keys.CURVE,
-    generateKeyPair(): KeyPair {
-      const { publicKey, privateKey } = keys.generateKeyPair();
-      return { curve: keys.CURVE, publicKey, privateKey };
-    },
-    normalizePublicKey: (publicKey) => keys.normalizePublicKey(publicKey),
-    validatePublicKey: (curve, publicKey) => curve === keys.CURVE && keys.normalizePublicKey(publicKey) !== null,
+    ...keys.secp256k1KeyOps,
     deriveAddress(_network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress {
-      if (wallet.curve !== keys.CURVE) throw new Error(`sandbox wallets are ${keys.CURVE}, not ${wallet.curve}`);
-      const publicKey = keys.derivePublicKey(wallet.publicKey, index);
+      const publicKey = keys.secp256k1KeyOps.deriveChild('sandbox', wallet, index);
       return { address: keys.addressOf(publicKey), publicKey };
     },
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),

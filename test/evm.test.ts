@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { erc20Abi, getAddress, isAddress, parseEther, type Hex } from 'viem';
+import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
+import { deployTestToken, startAnvil, type EvmNode } from './evm-node';
+import { drainChainSync } from '../src/deposits/testing';
+import { watchNetwork } from '../src/chains/evm/watcher';
+import { ConfigError, loadConfig } from '../src/config';
+
+/**
+ * Issue 18: EVM networks through the adapter on viem, against a real EVM node (anvil, started here
+ * on 127.0.0.1, spoken to over JSON-RPC on HTTP) and an ERC-20 compiled from OpenZeppelin's ERC20
+ * with solc. Everything integrators do goes through the public REST API of a PRODUCTION
+ * environment; the chain is driven as payers and miners would (transfers, blocks, reorganizations).
+ * The watcher and chain.sync run as their jobs would (watchNetwork, drainChainSync).
+ */
+let node: EvmNode;
+let setup: TestApp; // created the catalog, before the EVM settings existed
+let app: TestApp; // the service configured with EVM_NETWORKS for that network
+let token: Hex;
+let networkId: string;
+let tokenAn: string;
+let nativeAn: string;
+let operator: Record<string, string>;
+const REQUIRED = 3;
+
+const id = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+
+beforeAll(async () => {
+  node = await startAnvil();
+  token = await deployTestToken(node, node.accounts[0]!);
+  setup = await createTestApp();
+  operator = (await createOperator(setup)).headers;
+  const tag = Date.now().toString(36).toUpperCase();
+  const usd = await setup.rest('POST', '/v1/platform/assets', { headers: operator, body: { code: `TUSD${tag}`, name: 'Test USD', decimals: 6 } });
+  const eth = await setup.rest('POST', '/v1/platform/assets', { headers: operator, body: { code: `ETH${tag}`, name: 'Ether', decimals: 18 } });
+  const net = await setup.rest('POST', '/v1/platform/networks', {
+    headers: operator, body: { name: `Anvil ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations: REQUIRED },
+  });
+  expect(net.status, net.text).toBe(201);
+  networkId = id(net);
+  const an = async (assetId: string, decimals: number, contractReference: string | null, minimumDeposit = '1') => {
+    const r = await setup.rest('POST', '/v1/platform/asset-networks', { headers: operator, body: { assetId, networkId, decimals, contractReference, minimumDeposit } });
+    expect(r.status, r.text).toBe(201);
+    expect((await setup.rest('POST', `/v1/platform/asset-networks/${id(r)}/enable`, { headers: operator })).status).toBe(204);
+    return id(r);
+  };
+  tokenAn = await an(id(usd), 6, token, '1000');
+  nativeAn = await an(id(eth), 18, null);
+  // The service as an operator runs it: the network's connection settings in its configuration.
+  app = await createTestApp({
+    databaseUrl: setup.databaseUrl,
+    env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { rpcUrl: node.rpcUrl, chainId: node.chainId, finalityDepth: 16, blockRange: 5, tokens: { [tokenAn]: token } } }) },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await setup?.close();
+  await node?.stop();
+});
+
+/** The watcher's job, then the chain.sync jobs it queued. */
+async function follow() {
+  const w = await watchNetwork({ db: app.deps.db, boss: app.deps.boss }, networkId);
+  await drainChainSync(app);
+  return w;
+}
+
+async function integrator() {
+  const member = await signUpMember(app);
+  const key = await createApiKey(app, member, 'PRODUCTION');
+  const wallet = await app.rest('POST', `/v1/applications/${key.applicationId}/wallets`, { headers: key.headers, body: { networkId, custodyMode: 'CUSTODIAL', label: 'Deposits' } });
+  expect(wallet.status, wallet.text).toBe(201);
+  const acc = await app.rest('POST', `/v1/organizations/${member.organizationId}/accounts`, { headers: key.headers, body: { name: 'Seller' } });
+  expect(acc.status, acc.text).toBe(201);
+  return { member, key, organizationId: member.organizationId, walletId: id(wallet), accountId: id(acc) };
+}
+type Integrator = Awaited<ReturnType<typeof integrator>>;
+
+async function intent(f: Integrator, assetNetworkId: string, amount: bigint) {
+  const r = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+    headers: f.key.headers, body: { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: f.accountId, walletId: f.walletId, expiresInSeconds: 3600 },
+  });
+  expect(r.status, r.text).toBe(201);
+  return get(f, `/v1/payment-intents/${id(r)}`);
+}
+const get = async (f: Integrator, path: string) => {
+  const r = await app.rest('GET', path, { headers: f.key.headers });
+  expect(r.status, r.text).toBe(200);
+  return r.body;
+};
+
+const payToken = (to: string, amount: bigint, from = node.accounts[0]!) =>
+  node.wallet(from).writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [to as Hex, amount], account: from, chain: node.public.chain });
+const payNative = (to: string, value: bigint, from = node.accounts[1]!) => node.wallet(from).sendTransaction({ to: to as Hex, value, account: from, chain: node.public.chain });
+
+describe('payment intents paid on a real EVM chain (production environment)', () => {
+  test('an ERC-20 payment: seen in a block, confirmed at the network depth, credited; the intent SUCCEEDED', async () => {
+    await follow(); // the watcher's first step starts at the head
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_500_000n);
+    expect(isAddress(pi.address, { strict: true }) && getAddress(pi.address) === pi.address).toBe(true); // EIP-55
+    const hash = await payToken(pi.address, 1_500_000n);
+    await follow();
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('AWAITING_PAYMENT'); // in the pool: nothing mined yet
+    await node.mine(1);
+    await follow();
+    let got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got.status).toBe('PROCESSING');
+    const dep = await get(f, `/v1/deposits/${got.depositIds[0]}`);
+    expect(dep).toMatchObject({ txHash: hash, amount: '1500000', status: 'CONFIRMING', confirmations: 1, assetNetworkId: tokenAn });
+    await node.mine(REQUIRED - 1);
+    await follow();
+    got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1500000' });
+    expect(await get(f, `/v1/deposits/${got.depositIds[0]}`)).toMatchObject({ status: 'CONFIRMED', confirmations: REQUIRED });
+    expect((await get(f, `/v1/transactions/${got.transactionId}`)).status).toBe('RESERVED');
+  });
+
+  test('a native-coin payment: the same through a value transfer', async () => {
+    const f = await integrator();
+    const amount = parseEther('0.25');
+    const pi = await intent(f, nativeAn, amount);
+    const hash = await payNative(pi.address, amount);
+    await node.mine(REQUIRED);
+    await follow();
+    const got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: amount.toString() });
+    expect(await get(f, `/v1/deposits/${got.depositIds[0]}`)).toMatchObject({ txHash: hash, status: 'CONFIRMED', assetNetworkId: nativeAn });
+  });
+
+  test('underpayment waits for a top-up; the top-up completes it; an overpayment is flagged', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 2_000_000n);
+    await payToken(pi.address, 1_200_000n);
+    await node.mine(REQUIRED);
+    await follow();
+    expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'PROCESSING', confirmedAmount: '1200000' });
+    await payToken(pi.address, 800_000n);
+    await node.mine(REQUIRED);
+    await follow();
+    expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '2000000' });
+
+    const over = await intent(f, tokenAn, 1_000_000n);
+    await payToken(over.address, 1_300_000n);
+    await node.mine(REQUIRED);
+    await follow();
+    expect(await get(f, `/v1/payment-intents/${over.id}`)).toMatchObject({ status: 'SUCCEEDED', overpaid: true, confirmedAmount: '1300000' });
+  });
+
+  test('a transfer below the minimum deposit is rejected; a transfer of an unwatched token or to an unknown address is ignored', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 5_000n);
+    await payToken(pi.address, 999n); // minimum 1000
+    await node.mine(REQUIRED);
+    await follow();
+    const got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got.status).toBe('AWAITING_PAYMENT');
+    expect((await get(f, `/v1/deposits/${got.depositIds[0]}`)).status).toBe('REJECTED');
+  });
+});
+
+describe('reorganizations', () => {
+  test('before confirmation: the deposit goes back to DETECTED when its transaction vanishes, and is confirmed once mined again', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_000_000n);
+    const from = node.accounts[0]!;
+    const request = await node.wallet(from).prepareTransactionRequest({
+      to: token, data: encodeTransfer(pi.address, 1_000_000n), account: from, chain: node.public.chain,
+    });
+    const raw = await node.wallet(from).signTransaction(request as never);
+    const hash = await node.public.sendRawTransaction({ serializedTransaction: raw });
+    await node.mine(1);
+    await follow();
+    let got = await get(f, `/v1/payment-intents/${pi.id}`);
+    const depositId = got.depositIds[0];
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMING', confirmations: 1 });
+    // The block is replaced by an empty one: the transfer is gone from the chain.
+    await node.test.request({ method: 'anvil_reorg' as never, params: [1, []] as never });
+    const w = await follow();
+    expect(w.reorgs).toBe(1);
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'DETECTED', confirmations: 0 });
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('PROCESSING');
+    // The same transaction mined again on the new branch (as on mainnet: back from the orphaned block).
+    await node.test.request({ method: 'anvil_reorg' as never, params: [1, [[raw, 0]]] as never });
+    await node.mine(REQUIRED - 1);
+    await follow();
+    got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got.status).toBe('SUCCEEDED');
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ txHash: hash, status: 'CONFIRMED' });
+  });
+
+  test('after confirmation: the credited deposit is REORG_FROZEN and its transaction frozen', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_000_000n);
+    await payToken(pi.address, 1_000_000n);
+    await node.mine(REQUIRED);
+    await follow();
+    let got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got.status).toBe('SUCCEEDED');
+    await node.test.request({ method: 'anvil_reorg' as never, params: [REQUIRED, []] as never });
+    await follow();
+    got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect((await get(f, `/v1/deposits/${got.depositIds[0]}`)).status).toBe('REORG_FROZEN');
+    expect((await get(f, `/v1/transactions/${got.transactionId}`)).frozen).toBe(true);
+  });
+});
+
+describe('environments and networks (issue 18 point 5)', () => {
+  test('sandbox environments refuse real networks and production environments refuse sandbox ones, with 400 naming the field', async () => {
+    const m = await signUpMember(app);
+    const sandboxKey = await createApiKey(app, m, 'SANDBOX');
+    const w = await app.rest('POST', `/v1/applications/${sandboxKey.applicationId}/wallets`, { headers: sandboxKey.headers, body: { networkId, custodyMode: 'CUSTODIAL' } });
+    expect([w.status, w.body.errors?.[0]?.field]).toEqual([400, 'networkId']);
+    const n = await app.rest('POST', '/v1/platform/networks', { headers: operator, body: { name: `Testnet ${Date.now()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 } });
+    expect([n.status, n.body.errors?.[0]?.field]).toEqual([400, 'environmentType']);
+    const sb = await app.rest('POST', '/v1/platform/networks', { headers: operator, body: { name: `Sb ${Date.now()}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 2 } });
+    const prodKey = await createApiKey(app, m, 'PRODUCTION');
+    const w2 = await app.rest('POST', `/v1/applications/${prodKey.applicationId}/wallets`, { headers: prodKey.headers, body: { networkId: id(sb), custodyMode: 'CUSTODIAL' } });
+    expect([w2.status, w2.body.errors?.[0]?.field]).toEqual([400, 'networkId']);
+  });
+});
+
+describe('configuration and readiness (issue 18 point 2)', () => {
+  test('EVM_NETWORKS is validated at start: a missing or malformed setting is named', () => {
+    const nid = crypto.randomUUID();
+    const bad = (v: unknown) => () => loadConfig({ EVM_NETWORKS: JSON.stringify(v) });
+    expect(bad({ [nid]: { chainId: 1 } })).toThrow(new RegExp(`EVM_NETWORKS\\.${nid}\\.rpcUrl`));
+    expect(bad({ [nid]: { rpcUrl: 'ftp://x', chainId: 1 } })).toThrow(/rpcUrl: must be a URL/);
+    expect(bad({ [nid]: { rpcUrl: 'http://x', chainId: 1, tokens: { [crypto.randomUUID()]: '0x12' } } })).toThrow(/tokens/);
+    expect(bad({ 'not-a-uuid': { rpcUrl: 'http://x', chainId: 1 } })).toThrow(ConfigError);
+    expect(() => loadConfig({ EVM_NETWORKS: '{oops' })).toThrow(/EVM_NETWORKS: must be JSON/);
+    expect(loadConfig({ EVM_NETWORKS: JSON.stringify({ [nid]: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }) }).EVM_NETWORKS).toBeTruthy();
+  });
+
+  test('/readyz names each EVM network and whether its node answers; one unreachable node does not make the service unready', async () => {
+    const down = crypto.randomUUID();
+    const other = await createTestApp({ databaseUrl: setup.databaseUrl, env: { EVM_NETWORKS: JSON.stringify({ [down]: { rpcUrl: 'http://127.0.0.1:9/secret-key', chainId: 1 } }) } });
+    try {
+      const r = await other.rest('GET', '/readyz');
+      expect(r.status).toBe(200);
+      expect(r.body.evmNetworks[networkId]).toBe('ok');
+      expect(r.body.evmNetworks[down]).toMatch(/^unreachable/);
+      expect(r.text).not.toContain('secret-key');
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+function encodeTransfer(to: string, amount: bigint): Hex {
+  return ('0xa9059cbb' + to.slice(2).toLowerCase().padStart(64, '0') + amount.toString(16).padStart(64, '0')) as Hex;
+}
