@@ -3,6 +3,7 @@ import { erc20Abi, getAddress, isAddress, parseEther, type Hex } from 'viem';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
 import { deployTestToken, startAnvil, type EvmNode } from './evm-node';
 import { drainChainSync } from '../src/deposits/testing';
+import { drainMoneyWork } from '../src/settlements/testing';
 import { watchNetwork } from '../src/chains/evm/watcher';
 import { ConfigError, loadConfig } from '../src/config';
 
@@ -51,6 +52,7 @@ beforeAll(async () => {
     databaseUrl: setup.databaseUrl,
     env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { rpcUrl: node.rpcUrl, chainId: node.chainId, finalityDepth: 16, blockRange: 5, tokens: { [tokenAn]: token } } }) },
   });
+  await follow(); // the watcher's first step: it follows the chain from its head
 }, 120_000);
 
 afterAll(async () => {
@@ -96,7 +98,6 @@ const payNative = (to: string, value: bigint, from = node.accounts[1]!) => node.
 
 describe('payment intents paid on a real EVM chain (production environment)', () => {
   test('an ERC-20 payment: seen in a block, confirmed at the network depth, credited; the intent SUCCEEDED', async () => {
-    await follow(); // the watcher's first step starts at the head
     const f = await integrator();
     const pi = await intent(f, tokenAn, 1_500_000n);
     expect(isAddress(pi.address, { strict: true }) && getAddress(pi.address) === pi.address).toBe(true); // EIP-55
@@ -203,6 +204,100 @@ describe('reorganizations', () => {
     got = await get(f, `/v1/payment-intents/${pi.id}`);
     expect((await get(f, `/v1/deposits/${got.depositIds[0]}`)).status).toBe('REORG_FROZEN');
     expect((await get(f, `/v1/transactions/${got.transactionId}`)).frozen).toBe(true);
+  });
+});
+
+describe('money out: custodial transactions signed and broadcast on the EVM chain', () => {
+  const balanceOf = (address: string) => node.public.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [address as Hex] });
+  let hot: { id: string; address: string } | null = null;
+  /** A HOT treasury address (key generated and sealed by the service), funded on chain with tokens and gas. */
+  async function hotWallet() {
+    if (hot) return hot;
+    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: operator, body: { assetNetworkIds: [tokenAn], tier: 'HOT', control: 'GENERATED', label: 'Hot' } });
+    expect(r.status, r.text).toBe(201);
+    const got = await app.rest('GET', `/v1/admin/treasury/controlled-addresses/${id(r)}`, { headers: operator });
+    await payToken(got.body.address, 50_000_000n);
+    await payNative(got.body.address, parseEther('1'));
+    await node.mine(1);
+    return (hot = { id: id(r), address: got.body.address as string });
+  }
+  /** An integrator whose account holds `amount` TUSD: an intent paid on chain, confirmed, settled to the account. */
+  async function funded(amount: bigint) {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, amount);
+    await payToken(pi.address, amount);
+    await node.mine(REQUIRED);
+    await follow();
+    expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'SUCCEEDED' });
+    const s = await app.rest('POST', `/v1/transactions/${pi.transactionId}/settlements`, { headers: f.key.headers });
+    expect(s.status, s.text).toBe(201);
+    await drainMoneyWork(app);
+    return { f, pi };
+  }
+
+  test('a withdrawal: signed from the HOT treasury address (EIP-1559, its next nonce), broadcast, mined, CONFIRMED at depth; the tokens arrive', async () => {
+    const h = await hotWallet();
+    const { f } = await funded(1_000_000n);
+    const dest = node.accounts[3]!.address;
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: dest } });
+    expect(d.status, d.text).toBe(201);
+    const before = await balanceOf(dest);
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '400000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    expect(w.status, w.text).toBe(201);
+    await drainMoneyWork(app);
+    const sent = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(sent, JSON.stringify(sent)).toMatchObject({ status: 'BROADCAST' });
+    expect(sent.fromAddress.toLowerCase()).toBe(h.address.toLowerCase());
+    const tx = await node.public.getTransaction({ hash: sent.txHash });
+    expect(tx).toMatchObject({ type: 'eip1559', to: token.toLowerCase(), chainId: node.chainId });
+    await node.mine(REQUIRED);
+    await follow();
+    await drainMoneyWork(app);
+    expect(await get(f, `/v1/withdrawals/${id(w)}`)).toMatchObject({ status: 'CONFIRMED', txHash: sent.txHash });
+    expect(await balanceOf(dest)).toBe(before + 400_000n);
+  });
+
+  test('two withdrawals signed back to back take consecutive nonces (the sender nonce survives in the node and the row lock)', async () => {
+    const h = await hotWallet();
+    const { f } = await funded(1_000_000n);
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: node.accounts[2]!.address } });
+    const ids: string[] = [];
+    for (const amount of ['100000', '200000']) {
+      const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount, assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+      expect(w.status, w.text).toBe(201);
+      ids.push(id(w));
+    }
+    await drainMoneyWork(app);
+    const hashes = await Promise.all(ids.map(async (w) => (await get(f, `/v1/withdrawals/${w}`)).txHash as Hex));
+    const nonces = (await Promise.all(hashes.map(async (hash) => (await node.public.getTransaction({ hash })).nonce))).sort((a, b) => a - b);
+    expect(nonces[1]).toBe(nonces[0]! + 1);
+    expect(await node.public.getTransactionCount({ address: getAddress(h.address), blockTag: 'pending' })).toBe(nonces[1]! + 1);
+    await node.mine(REQUIRED);
+    await follow();
+    await drainMoneyWork(app);
+    for (const w of ids) expect((await get(f, `/v1/withdrawals/${w}`)).status).toBe('CONFIRMED');
+  });
+
+  test('a refund goes back to the payer on chain, mined and confirmed', async () => {
+    await hotWallet();
+    const { f, pi } = await funded(700_000n);
+    // A second intent, not settled, refunded in full: the payer is the token holder (account 0).
+    const p2 = await intent(f, tokenAn, 300_000n);
+    await payToken(p2.address, 300_000n, node.accounts[0]!);
+    await node.mine(REQUIRED);
+    await follow();
+    void pi;
+    const payer = node.accounts[0]!.address;
+    const before = await balanceOf(payer);
+    const r = await app.rest('POST', `/v1/transactions/${p2.transactionId}/refunds`, { headers: f.key.headers, body: { reason: 'customer asked' } });
+    expect(r.status, r.text).toBe(201);
+    await drainMoneyWork(app);
+    const refund = await get(f, `/v1/refunds/${id(r)}`);
+    expect(refund, JSON.stringify(refund)).toMatchObject({ status: 'EXECUTED' });
+    expect(refund.toAddress.toLowerCase()).toBe(payer.toLowerCase());
+    await node.mine(REQUIRED);
+    expect((await node.public.getTransactionReceipt({ hash: refund.txHash })).status).toBe('success');
+    expect(await balanceOf(payer)).toBe(before + BigInt(refund.netAmount));
   });
 });
 

@@ -2,6 +2,7 @@ import type { NetworkKind } from '../generated/prisma/enums';
 import type { Db } from '../db/prisma';
 import { sandboxAdapter } from './sandbox/adapter';
 import type { ChainDeps } from './sandbox/chain';
+import type { TransferPayload } from './secp256k1';
 import { evmAdapter } from './evm/adapter';
 import { configuredEvmNetworks } from './evm/config';
 
@@ -81,6 +82,15 @@ export interface NetworkAdapter {
   transfersTo(network: NetworkRef, addresses: string[]): Promise<ObservedTransfer[]>;
   /** One transaction by hash, or null when the chain never saw it. */
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
+  /**
+   * Signs a transfer with the sending address's private key, for `broadcast` (custodial withdrawals,
+   * refunds, sweeps, treasury payouts). The sandbox: the signed-transfer JSON (src/chains/secp256k1.ts
+   * signTransfer). EVM: an EIP-1559 transaction (native value, or the token's transfer(to, amount))
+   * with the sender's next nonce, taken under a row lock held by the caller's transaction (so two
+   * workers never sign one nonce), and the node's fees now. `payload.nonce` is the sandbox's; EVM
+   * chains number transactions per sender themselves.
+   */
+  signTransfer(network: NetworkRef, payload: TransferPayload, privateKey: Uint8Array): Promise<string>;
   /**
    * Sends a signed transaction; answers its hash. `organizationId`: the organization whose transfer it
    * is (its withdrawal, refund or sweep; null for none). A real chain cannot record it; the sandbox

@@ -6,8 +6,8 @@ import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { amountToNumeric, amountToString, numericToAmount, positiveAmountText } from '../money';
-import { adapterFor, networkRef, type ObservedStatus } from '../chains/adapter';
-import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
+import { adapterFor, hasAdapter, networkRef, type ObservedStatus } from '../chains/adapter';
+import { derivePrivateKey } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 import { parsePaging, type Page } from '../admin/paging';
@@ -61,7 +61,7 @@ export interface SweepView {
 
 async function view(db: Db, s: TreasurySweep): Promise<SweepView> {
   const network = await db.network.findUniqueOrThrow({ where: { id: s.networkId } });
-  const seen = network.kind === 'SANDBOX' ? await adapterFor(network.kind, db).transaction(networkRef(network), s.txHash) : null;
+  const seen = hasAdapter(network.kind) ? await adapterFor(network.kind, db).transaction(networkRef(network), s.txHash) : null;
   return {
     id: s.id, assetNetworkId: s.assetNetworkId, networkId: s.networkId, organizationId: s.organizationId, depositAddressId: s.depositAddressId,
     fromAddress: s.fromAddress, toControlledAddressId: s.toControlledAddressId, toAddress: s.toAddress, amount: amountToString(numericToAmount(s.amount)),
@@ -133,11 +133,13 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         const root = await custodialRootKey(tx, deps.sealingKey, from.wallet.id);
         const key = derivePrivateKey(root, from.derivationIndex);
         root.fill(0);
-        const signed = signTransfer(
-          { networkId: network.id, assetNetworkId: an.id, fromAddress: from.address, fromPublicKey: from.publicKey, toAddress: to.address, amount: amount.toString(), nonce: id },
-          key,
-        );
-        key.fill(0);
+        const signed = await adapter
+          .signTransfer(
+            networkRef(network),
+            { networkId: network.id, assetNetworkId: an.id, fromAddress: from.address, fromPublicKey: from.publicKey, toAddress: to.address, amount: amount.toString(), nonce: id },
+            key,
+          )
+          .finally(() => key.fill(0));
         let txHash: string;
         try {
           ({ txHash } = await adapter.broadcast(networkRef(network), signed, from.organizationId));

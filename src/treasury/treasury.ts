@@ -164,7 +164,7 @@ export async function registerControlledAddress(ctx: Context, input: unknown): P
           createdByOperatorId: opId, createdAt: ctx.deps.clock.now(),
         },
       });
-      await adapter.watchAddresses(networkRef(network), [address]);
+      await adapterFor(network.kind, tx).watchAddresses(networkRef(network), [address]);
       await auditAs(tx, ctx.deps, requestActor(ctx), {
         organizationId: null, entityType: 'ControlledAddress', entityId: id, action: 'treasury.controlled_address.registered',
         after: { networkId: network.id, assetNetworkIds, tier: data.tier, control: data.control, label: data.label, address, publicKey: key?.publicKey ?? null },
@@ -286,7 +286,9 @@ export async function signFromControlledAddress(
   const key = secp.derivePrivateKey(root, r.derivationIndex!);
   root.fill(0);
   try {
-    return secp.signTransfer(
+    const network = await tx.network.findUniqueOrThrow({ where: { id: r.networkId } });
+    return await adapterFor(network.kind, tx).signTransfer(
+      networkRef(network),
       {
         networkId: r.networkId, assetNetworkId: payload.assetNetworkId, fromAddress: r.address, fromPublicKey: r.publicKey!, toAddress: payload.toAddress,
         amount: payload.amount.toString(), nonce: payload.nonce,

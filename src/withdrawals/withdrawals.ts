@@ -9,7 +9,7 @@ import { idempotent } from '../idempotency';
 import { createHold, LedgerError, lockAccountsForMove, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
-import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
+import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs, emit, nowFor, requestActor, retryingTransaction, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
 import { ledgerAccounts } from '../deposits/funding';
@@ -447,7 +447,9 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
           networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
         };
         try {
-          const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)), w.organizationId);
+          const key = derivePrivateKey(root, a.derivationIndex);
+          const signed = await adapter.signTransfer(networkRef(network), transfer, key).finally(() => key.fill(0));
+          const { txHash } = await adapter.broadcast(networkRef(network), signed, w.organizationId);
           await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
           return 'BROADCAST';
         } catch (e) {

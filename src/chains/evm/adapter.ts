@@ -1,5 +1,6 @@
+import { privateKeyToAccount } from 'viem/accounts';
 import {
-  decodeFunctionData, erc20Abi, getAddress, isAddress, parseTransaction, recoverTransactionAddress,
+  bytesToHex, decodeFunctionData, encodeFunctionData, erc20Abi, getAddress, isAddress, parseTransaction, recoverTransactionAddress,
   TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex, type PublicClient,
 } from 'viem';
 import { numericToAmount } from '../../money';
@@ -35,6 +36,26 @@ export function evmAdapter(db?: Db): NetworkAdapter {
     },
     // All lower-case, all upper-case, or a valid EIP-55 checksum.
     validateAddress: (address) => isAddress(address, { strict: true }),
+    async signTransfer(network, p, privateKey) {
+      const d = database();
+      const s = requireEvmSettings(network.id);
+      const client = await checkedClientOf(network.id);
+      const account = privateKeyToAccount(bytesToHex(privateKey));
+      const from = account.address.toLowerCase();
+      if (from !== p.fromAddress.toLowerCase()) throw new Error('the signing key is not the key of the sending address');
+      const contract = s.tokens[p.assetNetworkId] as Hex | undefined;
+      if (!contract && (await assetNetworksOf(d, network.id)).native !== p.assetNetworkId)
+        throw new RangeError(`the asset-network ${p.assetNetworkId} is no token configured for the network (EVM_NETWORKS tokens) and not its native coin`);
+      const amount = BigInt(p.amount);
+      const to = getAddress(p.toAddress);
+      const call = contract
+        ? { to: contract, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }), gas: BigInt(s.tokenTransferGas) }
+        : { to, value: amount, gas: 21_000n };
+      const nonce = await nextNonce(d, client, network.id, from);
+      // Gas policy (docs/decisions.md): the node's EIP-1559 estimate now (viem: base fee x 1.2 + priority fee).
+      const fees = await client.estimateFeesPerGas();
+      return account.signTransaction({ type: 'eip1559', chainId: s.chainId, nonce, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call });
+    },
     async watchAddresses(network, addresses) {
       if (!addresses.length) return;
       await database().evmWatchedAddress.createMany({
@@ -230,6 +251,21 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
   if (!block || block.hash !== receipt.blockHash) return { ...base, status: 'ORPHANED', blockHash: null, blockHeight: null, confirmations: 0 };
   if (receipt.status === 'reverted') return { ...base, status: 'REVERTED', blockHash: receipt.blockHash, blockHeight: height, confirmations: 0 };
   return { ...base, status: 'MINED', blockHash: receipt.blockHash, blockHeight: height, confirmations: Number(head) - height + 1 };
+}
+
+/**
+ * The nonce of the sender's next transaction: the node's count of its transactions including those
+ * pending in the pool, taken under the sender's EvmNonce row lock, which the caller's transaction
+ * holds until it commits (its broadcast included). So two workers, in any processes, never sign the
+ * same nonce, a restart loses nothing (the node's count is the truth), and a refused or dropped
+ * transaction leaves no gap (its nonce is counted again). The row keeps the last nonce signed.
+ */
+async function nextNonce(db: Db, client: PublicClient, networkId: string, address: string): Promise<number> {
+  await db.$executeRaw`INSERT INTO "EvmNonce" ("networkId", "address", "next") VALUES (${networkId}::uuid, ${address}, 0) ON CONFLICT DO NOTHING`;
+  await db.$queryRaw`SELECT "next" FROM "EvmNonce" WHERE "networkId" = ${networkId}::uuid AND "address" = ${address} FOR UPDATE`;
+  const nonce = await client.getTransactionCount({ address: getAddress(address), blockTag: 'pending' });
+  await db.evmNonce.update({ where: { networkId_address: { networkId, address } }, data: { next: nonce + 1 } });
+  return nonce;
 }
 
 async function receiptOf(client: PublicClient, hash: string) {

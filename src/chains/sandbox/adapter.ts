@@ -23,6 +23,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       return { address: keys.addressOf(publicKey), publicKey };
     },
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),
+    signTransfer: async (_network, payload, privateKey) => keys.signTransfer(payload, privateKey),
     // The sandbox chain is in our own database: every address is watched already.
     async watchAddresses() {},
     async blockHeight(network) {
