@@ -162,33 +162,81 @@ describe('payment intents paid on a real EVM chain (production environment)', ()
 });
 
 describe('reorganizations', () => {
-  test('before confirmation: the deposit goes back to DETECTED when its transaction vanishes, and is confirmed once mined again', async () => {
-    const f = await integrator();
-    const pi = await intent(f, tokenAn, 1_000_000n);
+  /** A signed token transfer to `to` from the token holder, sent to the node's pool: its raw bytes and hash. */
+  async function signedPayment(to: string, amount: bigint) {
     const from = node.accounts[0]!;
-    const request = await node.wallet(from).prepareTransactionRequest({
-      to: token, data: encodeTransfer(pi.address, 1_000_000n), account: from, chain: node.public.chain,
-    });
+    const request = await node.wallet(from).prepareTransactionRequest({ to: token, data: encodeTransfer(to, amount), account: from, chain: node.public.chain });
     const raw = await node.wallet(from).signTransaction(request as never);
     const hash = await node.public.sendRawTransaction({ serializedTransaction: raw });
+    return { raw, hash };
+  }
+  const reorg = (depth: number, txs: [Hex, number][] = []) => node.test.request({ method: 'anvil_reorg' as never, params: [depth, txs] as never });
+
+  test('before confirmation, moved to another block: the deposit follows it (new block, still CONFIRMING), then is confirmed', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_000_000n);
+    const { raw, hash } = await signedPayment(pi.address, 1_000_000n);
     await node.mine(1);
     await follow();
-    let got = await get(f, `/v1/payment-intents/${pi.id}`);
-    const depositId = got.depositIds[0];
-    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMING', confirmations: 1 });
-    // The block is replaced by an empty one: the transfer is gone from the chain.
-    await node.test.request({ method: 'anvil_reorg' as never, params: [1, []] as never });
+    const depositId = (await get(f, `/v1/payment-intents/${pi.id}`)).depositIds[0];
+    const first = await get(f, `/v1/deposits/${depositId}`);
+    expect(first).toMatchObject({ status: 'CONFIRMING', confirmations: 1 });
+    // The tip block is replaced by one that includes the same transaction (as on mainnet).
+    await reorg(1, [[raw, 0]]);
     const w = await follow();
     expect(w.reorgs).toBe(1);
-    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'DETECTED', confirmations: 0 });
-    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('PROCESSING');
-    // The same transaction mined again on the new branch (as on mainnet: back from the orphaned block).
-    await node.test.request({ method: 'anvil_reorg' as never, params: [1, [[raw, 0]]] as never });
+    const moved = await get(f, `/v1/deposits/${depositId}`);
+    expect(moved).toMatchObject({ txHash: hash, status: 'CONFIRMING', confirmations: 1 });
+    expect(moved.blockHash).not.toBe(first.blockHash);
     await node.mine(REQUIRED - 1);
     await follow();
-    got = await get(f, `/v1/payment-intents/${pi.id}`);
-    expect(got.status).toBe('SUCCEEDED');
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('SUCCEEDED');
     expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ txHash: hash, status: 'CONFIRMED' });
+  });
+
+  test('before confirmation, gone from the chain and the node: REJECTED (DROPPED), the intent waits again; mined later: detected as new and credited', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_000_000n);
+    const { raw, hash } = await signedPayment(pi.address, 1_000_000n);
+    await node.mine(1);
+    await follow();
+    const depositId = (await get(f, `/v1/payment-intents/${pi.id}`)).depositIds[0];
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMING', confirmations: 1 });
+    // The block is replaced by an empty one and the node forgets the transaction.
+    await reorg(1);
+    expect(await follow()).toMatchObject({ reorgs: 1 });
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'REJECTED' });
+    expect((await get(f, `/v1/deposits/${depositId}`)).reason).toMatch(/DROPPED/);
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('AWAITING_PAYMENT');
+    // The payer's transaction is mined after all (re-broadcast): seen again, confirmed and credited.
+    await reorg(1, [[raw, 0]]);
+    await node.mine(REQUIRED - 1);
+    await follow();
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('SUCCEEDED');
+    expect(await get(f, `/v1/deposits/${depositId}`)).toMatchObject({ txHash: hash, status: 'CONFIRMED' });
+  });
+
+  test('a payment dropped from the pool, or replaced before it is mined, is never recorded: only what a block holds counts', async () => {
+    const f = await integrator();
+    const pi = await intent(f, tokenAn, 1_000_000n);
+    const dropped = await signedPayment(pi.address, 1_000_000n);
+    await node.test.request({ method: 'anvil_dropTransaction' as never, params: [dropped.hash] as never });
+    await node.mine(REQUIRED);
+    await follow();
+    expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'AWAITING_PAYMENT', depositIds: [] });
+    // Replaced: the same nonce again with a higher fee and another amount; the first never reaches a block.
+    const from = node.accounts[0]!;
+    const low = await node.wallet(from).prepareTransactionRequest({ to: token, data: encodeTransfer(pi.address, 400_000n), account: from, chain: node.public.chain });
+    const first = await node.public.sendRawTransaction({ serializedTransaction: await node.wallet(from).signTransaction(low as never) });
+    const bump = { ...low, data: encodeTransfer(pi.address, 1_000_000n), maxFeePerGas: low.maxFeePerGas! * 2n, maxPriorityFeePerGas: low.maxPriorityFeePerGas! * 2n };
+    const replacement = await node.public.sendRawTransaction({ serializedTransaction: await node.wallet(from).signTransaction(bump as never) });
+    await node.mine(REQUIRED);
+    await follow();
+    const got = await get(f, `/v1/payment-intents/${pi.id}`);
+    expect(got).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
+    expect(got.depositIds).toHaveLength(1);
+    expect((await get(f, `/v1/deposits/${got.depositIds[0]}`)).txHash).toBe(replacement);
+    expect(first).not.toBe(replacement);
   });
 
   test('after confirmation: the credited deposit is REORG_FROZEN and its transaction frozen', async () => {

@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import { parseAbiItem, type Block, type Hex, type Log, type PublicClient } from 'viem';
+import { parseAbiItem, TransactionNotFoundError, type Block, type Hex, type Log, type PublicClient } from 'viem';
 import type { PrismaClient } from '../../db/prisma';
 import { sendChainSync } from '../sync-queue';
 import { configuredEvmNetworks, requireEvmSettings } from './config';
@@ -38,6 +38,8 @@ export interface StepResult {
   transfers: number;
   /** The height rewound to, when the step found a reorganization. */
   rewoundTo: number | null;
+  /** Orphaned transfers found unknown to the node (now DROPPED). */
+  dropped: number;
 }
 
 export class DeepReorg extends Error {
@@ -53,7 +55,7 @@ export async function watchStep(deps: WatchDeps, networkId: string): Promise<Ste
   const client = await checkedClientOf(networkId);
   const head = Number(await client.getBlockNumber());
   const cursor = await cursorOf(deps.db, networkId);
-  const result: StepResult = { from: null, to: null, head, transfers: 0, rewoundTo: null };
+  const result: StepResult = { from: null, to: null, head, transfers: 0, rewoundTo: null, dropped: 0 };
   if (cursor) {
     const at = cursor.height <= head ? await blockAt(client, cursor.height) : null;
     if (!at || at.hash !== cursor.hash) {
@@ -61,6 +63,7 @@ export async function watchStep(deps: WatchDeps, networkId: string): Promise<Ste
       return result;
     }
   }
+  result.dropped = await settleOrphans(deps, client, networkId);
   const from = cursor ? cursor.height + 1 : Math.min(s.startBlock ?? head, head);
   const to = Math.min(head, from + s.blockRange - 1);
   if (from > to) return result;
@@ -184,6 +187,26 @@ async function rewind(deps: WatchDeps, client: PublicClient, networkId: string, 
     await sendChainSync(tx, deps.boss, networkId);
   });
   return ancestor;
+}
+
+/**
+ * Transfers orphaned by a reorganization and not mined again: one the node still has (back in its
+ * pool) stays ORPHANED, to be MINED again when a block includes it; one the node no longer knows
+ * (dropped from the pool, or replaced by another transaction of its sender) becomes DROPPED, in one
+ * transaction with a chain.sync. A DROPPED transfer seen in a block later is MINED again.
+ */
+async function settleOrphans(deps: WatchDeps, client: PublicClient, networkId: string): Promise<number> {
+  const orphans = await deps.db.evmTransfer.findMany({ where: { networkId, status: 'ORPHANED' }, select: { txHash: true }, distinct: ['txHash'], take: 1000 });
+  if (!orphans.length) return 0;
+  const known = await Promise.all(orphans.map((o) => client.getTransaction({ hash: o.txHash as Hex }).then(() => true, (e: unknown) => (e instanceof TransactionNotFoundError ? false : Promise.reject(e)))));
+  const gone = orphans.filter((_, i) => !known[i]).map((o) => o.txHash);
+  if (!gone.length) return 0;
+  return deps.db.$transaction(async (tx) => {
+    await lockEvmNetwork(tx, networkId);
+    const r = await tx.evmTransfer.updateMany({ where: { networkId, status: 'ORPHANED', txHash: { in: gone } }, data: { status: 'DROPPED' } });
+    if (r.count) await sendChainSync(tx, deps.boss, networkId);
+    return r.count;
+  });
 }
 
 const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
