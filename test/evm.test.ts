@@ -326,6 +326,59 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     for (const w of ids) expect((await get(f, `/v1/withdrawals/${w}`)).status).toBe('CONFIRMED');
   });
 
+  test('a withdrawal whose transaction leaves the pool (dropped) goes to REQUIRES_RECONCILIATION; an operator resolves it FAILED and the hold is released', async () => {
+    await hotWallet();
+    const { f } = await funded(500_000n);
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: node.accounts[2]!.address } });
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    expect(w.status, w.text).toBe(201);
+    await drainMoneyWork(app);
+    const sent = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(sent.status).toBe('BROADCAST');
+    const droppedNonce = (await node.public.getTransaction({ hash: sent.txHash })).nonce;
+    await node.test.request({ method: 'anvil_dropTransaction' as never, params: [sent.txHash] as never });
+    await node.mine(1);
+    await follow();
+    await drainMoneyWork(app);
+    const stuck = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(stuck, JSON.stringify(stuck)).toMatchObject({ status: 'REQUIRES_RECONCILIATION' });
+    expect(stuck.failureReason).toMatch(/DROPPED/);
+    const r = await app.rest('POST', `/v1/admin/withdrawals/${id(w)}/resolve-reconciliation`, { headers: operator, body: { outcome: 'FAILED', reason: 'dropped from the pool' } });
+    expect(r.status, r.text).toBe(204);
+    expect((await get(f, `/v1/withdrawals/${id(w)}`)).status).toBe('FAILED');
+    // The nonce the dropped transaction had is free again: the next transfer from the HOT address takes it (no gap).
+    const again = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    await drainMoneyWork(app);
+    const next = await get(f, `/v1/withdrawals/${id(again)}`);
+    expect((await node.public.getTransaction({ hash: next.txHash })).nonce).toBe(droppedNonce);
+    await node.mine(REQUIRED);
+    await follow();
+    await drainMoneyWork(app);
+    expect((await get(f, `/v1/withdrawals/${id(again)}`)).status).toBe('CONFIRMED');
+  });
+
+  test('a sweep of a deposit address to the HOT treasury address: a real transaction, its chain status read back', async () => {
+    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: operator, body: { assetNetworkIds: [nativeAn], tier: 'HOT', control: 'GENERATED', label: 'Hot ETH' } });
+    expect(r.status, r.text).toBe(201);
+    const to = (await app.rest('GET', `/v1/admin/treasury/controlled-addresses/${id(r)}`, { headers: operator })).body.address as string;
+    const f = await integrator();
+    const amount = parseEther('0.5');
+    const pi = await intent(f, nativeAn, amount);
+    await payNative(pi.address, amount);
+    await node.mine(REQUIRED);
+    await follow();
+    expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('SUCCEEDED');
+    // Everything but what the gas may cost (21,000 gas at the fee estimate, with room).
+    const sweep = parseEther('0.49');
+    const s = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: operator, body: { assetNetworkId: nativeAn, fromDepositAddressId: pi.depositAddressId, toControlledAddressId: id(r), amount: sweep.toString() } });
+    expect(s.status, s.text).toBe(201);
+    const view = async () => (await app.rest('GET', `/v1/admin/treasury/sweeps/${id(s)}`, { headers: operator })).body;
+    expect(await view()).toMatchObject({ chainStatus: 'PENDING', amount: sweep.toString() });
+    await node.mine(REQUIRED);
+    expect(await view()).toMatchObject({ chainStatus: 'MINED', confirmations: REQUIRED });
+    expect(await node.public.getBalance({ address: to as Hex })).toBe(sweep);
+  });
+
   test('a refund goes back to the payer on chain, mined and confirmed', async () => {
     await hotWallet();
     const { f, pi } = await funded(700_000n);

@@ -103,7 +103,8 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         const an = await tx.assetNetwork.findUnique({ where: { id: data.assetNetworkId }, include: { network: true } });
         if (!an) throw notFound('AssetNetwork');
         const network = an.network;
-        if (network.kind !== 'SANDBOX') throw invalidState(`Sweeps run on SANDBOX networks only; this asset-network is on a ${network.kind} network.`);
+        // SANDBOX networks, and EVM networks since issue 18 (the adapter signs and broadcasts real transactions).
+        if (!hasAdapter(network.kind)) throw invalidState(`Sweeps run on networks with an adapter (SANDBOX, configured EVM networks); this asset-network is on a ${network.kind} network.`);
         const from = await tx.depositAddress.findUnique({ where: { id: data.fromDepositAddressId }, include: { wallet: { select: { id: true, custodyMode: true } } } });
         if (!from) throw notFound('DepositAddress');
         if (from.assetNetworkId !== an.id) throw fieldError('fromDepositAddressId', 'must be a deposit address of the asset-network');
