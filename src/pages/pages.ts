@@ -216,6 +216,9 @@ export function pagesPlugin(config: Config): Plugin {
     },
     onResponse({ response }) {
       if (!response.headers.get('content-type')?.startsWith('text/html')) return;
+      // yoga's GraphiQL answer names no charset (and its headers add to a set() of the same name: delete first).
+      response.headers.delete('content-type');
+      response.headers.set('content-type', 'text/html; charset=utf-8');
       response.headers.set('content-security-policy', pageSecurityPolicy);
       response.headers.set('x-content-type-options', 'nosniff');
       response.headers.set('referrer-policy', 'no-referrer');
