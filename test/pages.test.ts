@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse, validate } from 'graphql';
 import { schema } from '../src/schema';
 import { graphiqlExamples, graphiqlHeadersTemplate, pageSecurityPolicy } from '../src/pages/pages';
-import { createApiKey, createTestApp, signUpMember, type TestApp } from './harness';
+import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
 import type { RunningServer } from '../src/server';
 
 /**
@@ -189,5 +189,48 @@ describe('API reference at /docs', () => {
     const head = await fetch(devServer.url + ref, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');
+  });
+});
+
+describe('docs/webhooks.md: connectionParams of each credential on graphql-ws', () => {
+  const query = 'subscription ($organizationId: ID) { webhookDeliveryStatus(organizationId: $organizationId) { kind deliveryId } }';
+
+  /** Subscribes and reports what happened within `ms`: acknowledged, the first errors, the close code. */
+  async function follow(connectionParams: Record<string, string>, variables: Record<string, unknown>, ms = 1000) {
+    const { createClient } = await import('graphql-ws');
+    const { default: WebSocket } = await import('ws');
+    let acknowledged = false;
+    let closeCode: number | undefined;
+    let errors: { extensions?: { code?: string } }[] | undefined;
+    const client = createClient({
+      url: devServer.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams, retryAttempts: 0,
+      on: { connected: () => (acknowledged = true), closed: (e) => (closeCode = (e as CloseEvent).code) },
+    });
+    client.subscribe({ query, variables }, {
+      next: (v) => (errors ??= v.errors as never),
+      error: (e) => (errors ??= Array.isArray(e) ? e : [{ extensions: { code: String((e as CloseEvent).code ?? e) } }]),
+      complete: () => {},
+    });
+    await new Promise((r) => setTimeout(r, ms));
+    client.dispose();
+    return { acknowledged, errors, closeCode };
+  }
+
+  test('a member (authorization, any letter case), an operator (x-operator-key); an API key authenticates but may not follow; two credentials: 4401', async () => {
+    const member = await signUpMember(dev);
+    const key = await createApiKey(dev, member);
+    const operator = await createOperator(dev);
+    const organizationId = member.organizationId;
+
+    for (const params of [{ authorization: member.headers.authorization! }, { Authorization: member.headers.authorization! }] as Record<string, string>[]) {
+      expect(await follow(params, { organizationId })).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+    }
+    expect(await follow({ 'x-operator-key': operator.key }, {})).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+    const asKey = await follow({ 'x-api-key': key.key }, { organizationId });
+    expect(asKey.acknowledged).toBe(true);
+    expect(asKey.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
+    const both = await follow({ authorization: member.headers.authorization!, 'x-api-key': key.key }, { organizationId });
+    expect(both.acknowledged).toBe(false);
+    expect(both.closeCode).toBe(4401);
   });
 });
