@@ -5,7 +5,7 @@ import { postureOf, type Config } from '../config';
 import { assetResponse, assetsPrefix, assetUrl } from './assets';
 
 /**
- * The browser pages (docs/decisions.md, "Issue 16: browser pages"): `GET /` (links, HTML or JSON by
+ * The browser pages (docs/decisions.md, "Browser pages: GraphiQL offline, the API reference, `GET /` (issue 16)"): `GET /` (links, HTML or JSON by
  * the Accept header), the API reference at `/docs` (Swagger UI over /v1/openapi.json, every mode),
  * GraphiQL on `GET /graphql` (development mode) and the assets they load, all from this process.
  */
