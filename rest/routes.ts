@@ -204,7 +204,8 @@ export const routes: Route[] = [
   {
     operationId: 'ListApiKeys', method: 'GET', path: '/v1/environments/{environmentId}/api-keys',
     summary: "List an environment's API keys (never their secrets)", tag: 'API keys', policy: policies.member('api-key-manage'),
-    operation: 'ListApiKeys', variables: { environmentId: 'path.environmentId' }, success: { status: 200, body: 'apiKeys' }, errors: [404],
+    operation: 'ListApiKeys', variables: { environmentId: 'path.environmentId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'apiKeyPage.items', nextCursor: 'apiKeyPage.nextCursor' }, errors: [404],
     schemas: { response: 'ApiKeyMetadataResponse' },
   },
   {
@@ -228,7 +229,8 @@ export const routes: Route[] = [
   {
     operationId: 'ListEnvironments', method: 'GET', path: '/v1/applications/{applicationId}/environments',
     summary: "List an application's environments", tag: 'Applications', policy: policies.member('application-manage'),
-    operation: 'ListEnvironments', variables: { applicationId: 'path.applicationId' }, success: { status: 200, body: 'environments' }, errors: [404],
+    operation: 'ListEnvironments', variables: { applicationId: 'path.applicationId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'environmentPage.items', nextCursor: 'environmentPage.nextCursor' }, errors: [404],
     schemas: { response: 'EnvironmentResponse' },
   },
   {
