@@ -13,9 +13,10 @@ import { authorize } from '../src/auth/policy';
 import { openApiDocument } from './openapi';
 import { stuckCountForReadiness } from '../src/operations/recovery';
 import { isUuid } from '../src/ids';
+import { projectRoot } from '../src/root';
 
 const MAX_BODY_BYTES = 1 << 20;
-const operationsDir = resolve(import.meta.dirname, 'operations');
+const operationsDir = resolve(projectRoot, 'rest/operations');
 
 export interface CompiledRoute extends Route {
   pattern: RegExp;

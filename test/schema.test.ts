@@ -5,7 +5,6 @@ import { buildSchema, parse } from 'graphql';
 import { printedSchema, schema } from '../src/schema';
 import { compileRoutes } from '../rest/adapter';
 import { routes } from '../rest/routes';
-import { pendingMigrationSql } from '../src/db/migrate';
 import { createTestApp, type TestApp } from './harness';
 
 let app: TestApp;
@@ -41,8 +40,3 @@ test('a broken operation document is refused at start-up', () => {
   const broken = buildSchema('type Query { health: String }');
   expect(() => compileRoutes(broken)).toThrow(/route \w+:/);
 });
-
-test('prisma/schema.prisma has no change without a migration', async () => {
-  const sql = await pendingMigrationSql(app.databaseUrl);
-  expect(sql, `schema.prisma differs from the newest migration; run npm run migrate:new <name>:\n${sql}`).toBe('');
-}, 120_000);
