@@ -584,7 +584,7 @@ export const routes: Route[] = [
   },
   {
     operationId: 'GetWebhookDelivery', operation: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}',
-    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original (also API keys: the events of their mode)', tag: 'Webhooks', policy: policies.memberOrApiKey('webhook-endpoint-manage'),
     variables: { id: 'path.webhookDeliveryId' }, success: { status: 200, body: 'webhookDelivery' }, errors: [404],
   },
   {

@@ -7,8 +7,12 @@ import * as endpoints from './endpoints';
 import * as deliveries from './deliveries';
 import { eventTypes } from './events';
 import type { DeliveryStatusChange } from './status';
+import { deliveryEnvironmentType } from './environment';
+import { EnvironmentType } from '../tenancy/schema';
 
 const manage = policies.member('webhook-endpoint-manage');
+/** Reading a delivery (its EventType and attempts): also the organization's API keys, for the events of their mode. */
+export const readDelivery = policies.memberOrApiKey('webhook-endpoint-manage');
 const manageOrOperator: Policy = { member: 'webhook-endpoint-manage', operator: true };
 
 const WebhookEndpointStatus = builder.enumType('WebhookEndpointStatus', {
@@ -99,6 +103,12 @@ const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
     endpointId: t.exposeID('endpointId'),
     eventId: t.exposeID('eventId'),
     eventType: t.exposeString('eventType'),
+    environmentType: t.field({
+      type: EnvironmentType,
+      nullable: true,
+      description: "SANDBOX or PRODUCTION: the environment type of the event's aggregate (null when it cannot be told).",
+      resolve: (d, _a, ctx) => deliveryEnvironmentType(ctx.deps.db, d.id),
+    }),
     sequenceNumber: t.string({ description: 'Per endpoint, strictly increasing; a hint only. A decimal string.', resolve: (d) => d.sequenceNumber.toString() }),
     status: t.expose('status', { type: WebhookDeliveryStatus }),
     attemptCount: t.exposeInt('attemptCount'),
@@ -190,7 +200,8 @@ builder.queryFields((t) => ({
   }),
   webhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
-    authScopes: { policy: manage },
+    description: "A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of the organization for the events of its mode (sandbox or production).",
+    authScopes: { policy: readDelivery },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const d = await deliveries.loadDelivery(ctx, String(args.id));
