@@ -559,6 +559,13 @@ export const routes: Route[] = [
     summary: "Sandbox: advance the organization's sandbox clock", tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxAdvanceClock' }, errors: [404, 409],
   },
+  {
+    operationId: 'SandboxFastForwardWebhookDelivery', operation: 'SandboxFastForwardWebhookDelivery', method: 'POST', path: '/v1/sandbox/webhook-deliveries/{webhookDeliveryId}/fast-forward', extension: true,
+    summary: "Sandbox: a pending delivery's next attempt now, or its remaining attempts at once ({\"attempts\":\"REMAINING\"}): test dead letters and redelivery", tag: 'Sandbox',
+    policy: policies.memberOrApiKey('webhook-endpoint-manage'),
+    body: 'optional', variables: { id: 'path.webhookDeliveryId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 200, body: 'sandboxFastForwardWebhookDelivery' }, errors: [404, 409],
+  },
 
   // Webhook management
   {

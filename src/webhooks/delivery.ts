@@ -110,7 +110,7 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
     else due.push({ job, d });
   }
   if (early.length)
-    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!))));
+    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!, job.fastForward))));
   return { due, early: early.length };
 }
 
@@ -166,7 +166,8 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
   const planned = results.map(({ job, d, at, result }) => {
     const ok = result.outcome === 'SUCCESS';
     const status = ok ? 'DELIVERED' : job.attempt >= MAX_ATTEMPTS ? 'DEAD_LETTER' : 'AWAITING_RETRY';
-    const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + retryDelayMs(job.attempt)) : null;
+    // A sandbox fast-forward of the remaining schedule makes every retry due at once.
+    const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + (job.fastForward ? 0 : retryDelayMs(job.attempt))) : null;
     return { job, d, at, result, status, next };
   });
   type Updated = { id: string; endpointId: string; organizationId: string; eventType: string; status: string; attemptCount: number; nextAttemptAt: Date | null; originalDeliveryId: string | null };
@@ -205,7 +206,9 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     await sendDeliverJobs(
       tx,
       deps.boss,
-      updated.filter((u) => u.status === 'AWAITING_RETRY').map((u) => deliverJob(u.id, u.endpointId, u.attemptCount + 1, u.nextAttemptAt!)),
+      updated
+        .filter((u) => u.status === 'AWAITING_RETRY')
+        .map((u) => deliverJob(u.id, u.endpointId, u.attemptCount + 1, u.nextAttemptAt!, byId.get(u.id)!.job.fastForward)),
     );
     const changes: DeliveryStatusChange[] = [];
     for (const u of updated) {

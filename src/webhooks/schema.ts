@@ -8,10 +8,11 @@ import * as deliveries from './deliveries';
 import { eventTypes } from './events';
 import type { DeliveryStatusChange } from './status';
 import { deliveryEnvironmentType } from './environment';
+import * as sandboxWebhooks from './sandbox';
 import { EnvironmentType } from '../tenancy/schema';
 
 const manage = policies.member('webhook-endpoint-manage');
-/** Reading a delivery (its EventType and attempts): also the organization's API keys, for the events of their mode. */
+/** Reading a delivery (its EventType and attempts), and fast-forwarding a sandbox one: also the organization's API keys, for the events of their mode. */
 export const readDelivery = policies.memberOrApiKey('webhook-endpoint-manage');
 const manageOrOperator: Policy = { member: 'webhook-endpoint-manage', operator: true };
 
@@ -171,6 +172,14 @@ const RegisterWebhookEndpointInput = builder.inputType('RegisterWebhookEndpointI
   fields: (t) => ({ url: t.string({ required: true, description: 'https, public address (checked at registration and at every attempt).' }) }),
   validate: endpoints.registerInput,
 });
+const WebhookFastForwardAttempts = builder.enumType('WebhookFastForwardAttempts', {
+  description: 'NEXT: the next attempt is due now. REMAINING: every remaining attempt runs at once, one after the other, until a 2xx or DEAD_LETTER.',
+  values: ['NEXT', 'REMAINING'] as const,
+});
+const SandboxFastForwardInput = builder.inputType('SandboxFastForwardWebhookDeliveryInput', {
+  fields: (t) => ({ attempts: t.field({ type: WebhookFastForwardAttempts, description: 'Default NEXT.' }) }),
+  validate: sandboxWebhooks.fastForwardInput,
+});
 const BulkRedeliverInput = builder.inputType('BulkRedeliverWebhookDeliveriesInput', {
   fields: (t) => ({
     endpointId: t.id({ required: true }),
@@ -259,6 +268,17 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const d = await deliveries.redeliver(ctx, String(args.id));
+      return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
+    },
+  }),
+  sandboxFastForwardWebhookDelivery: t.prismaField({
+    type: 'WebhookDelivery',
+    description:
+      "Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.",
+    authScopes: { policy: readDelivery },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: SandboxFastForwardInput }), idempotencyKey: t.arg.string({ description: 'The Idempotency-Key header: same key and input, the first answer again; same key with another input, 409.' }) },
+    resolve: async (query, _p, args, ctx) => {
+      const d = await sandboxWebhooks.fastForward(ctx, String(args.id), args.input, args.idempotencyKey);
       return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
     },
   }),
