@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from './harness';
 import { setupSandboxCatalog } from './money-helpers';
-import { drainDeliveries, registerEndpoint, webhookEnv } from './webhook-helpers';
+import { drainDeliveries, registerEndpoint, sandboxEventDelivery, webhookEnv } from './webhook-helpers';
 
 /**
  * What an integrator does with the verification helper: `npm pack` the workspace package, install
@@ -169,18 +169,11 @@ const require_ = require;`));
 }, 120_000);
 
 test('an API key reads the deliveries of its own mode only; another organization gets 404', async () => {
-  const catalog = await setupSandboxCatalog(app);
-  const m = await signUpMember(app);
-  const sandboxKey = await createApiKey(app, m, 'SANDBOX');
+  const { member: m, key: sandboxKey, endpoint, deliveryId, catalog } = await sandboxEventDelivery(app, 'http://127.0.0.1:9/hooks');
   const productionKey = await createApiKey(app, m, 'PRODUCTION');
   const other = await signUpMember(app);
   const otherKey = await createApiKey(app, other, 'SANDBOX');
-  const endpoint = await registerEndpoint(app, m, 'http://127.0.0.1:9/hooks');
-  const reg = await app.rest('POST', `/v1/organizations/${m.organizationId}/withdrawal-destinations`, {
-    headers: sandboxKey.headers, body: { networkId: catalog.networkId, address: `0x${randomBytes(20).toString('hex')}` },
-  });
-  expect(reg.status, reg.text).toBe(201);
-  const d = await app.deps.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+  const d = { id: deliveryId };
   const get = (headers: Record<string, string>) => app.rest('GET', `/v1/webhook-deliveries/${d.id}`, { headers });
   expect((await get(sandboxKey.headers)).body.EventType).toBe('withdrawal_destination.registered');
   expect((await get(m.headers)).body.environmentType).toBe('SANDBOX');
@@ -195,4 +188,15 @@ test('an API key reads the deliveries of its own mode only; another organization
   expect(gql.data!.webhookDelivery.eventType).toBe('withdrawal_destination.registered');
   expect((await app.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { headers: sandboxKey.headers })).status).toBe(403);
   expect((await app.rest('POST', `/v1/webhook-deliveries/${d.id}/redeliver`, { headers: sandboxKey.headers })).status).toBe(403);
+  // A production event. No production network has an adapter in this version, so no production
+  // aggregate can be made through the API: a second destination is registered, then marked PRODUCTION.
+  const second = await app.rest('POST', `/v1/organizations/${m.organizationId}/withdrawal-destinations`, {
+    headers: sandboxKey.headers, body: { networkId: catalog.networkId, address: `0x${randomBytes(20).toString('hex')}` },
+  });
+  expect(second.status, second.text).toBe(201);
+  await app.deps.db.withdrawalDestination.update({ where: { id: second.headers.get('location')!.split('/').pop()! }, data: { environmentType: 'PRODUCTION' } });
+  const prod = await app.deps.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id, id: { not: d.id } } });
+  const prodRead = await app.rest('GET', `/v1/webhook-deliveries/${prod.id}`, { headers: productionKey.headers });
+  expect(prodRead.body).toMatchObject({ EventType: 'withdrawal_destination.registered', environmentType: 'PRODUCTION' });
+  expect((await app.rest('GET', `/v1/webhook-deliveries/${prod.id}`, { headers: sandboxKey.headers })).status).toBe(404);
 });
