@@ -657,7 +657,7 @@ export const routes: Route[] = [
   },
   {
     operationId: 'GetStuckOperations', operation: 'GetStuckOperations', method: 'GET', path: '/v1/admin/stuck-operations', extension: true,
-    summary: 'Settlements, refunds, withdrawals and deposits idle past their expected time, oldest first, with their age and their job\'s last error (olderThanSeconds 0-2592000, default 300; limit 1-500, default 100)',
+    summary: 'Settlements, refunds, withdrawals and deposits idle past their expected time, and deposit addresses whose chain sync keeps failing (CHAIN_SYNC), oldest first, with their age and their job\'s last error (olderThanSeconds 0-2592000, default 300; limit 1-500, default 100)',
     tag: 'Administration', policy: policies.operator,
     variables: { olderThanSeconds: 'query.olderThanSeconds', limit: 'query.limit' }, success: { status: 200, body: 'stuckOperations' },
   },

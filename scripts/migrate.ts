@@ -2,10 +2,13 @@
 // DATABASE_URL when its role owns the schema, or the embedded database's owner), installs the job
 // runner's schema and grants the service role (DATABASE_URL's) its privileges.
 import { withDatabase } from '../src/db/database';
+import { runScript } from './run-script';
 
-await withDatabase(
-  async (_url, _db, { applied }) => {
-    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-  },
-  { requireOwner: true },
+await runScript('migrate', () =>
+  withDatabase(
+    async (_url, _db, { applied }) => {
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    },
+    { requireOwner: true },
+  ),
 );

@@ -1,9 +1,10 @@
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
-import { openDatabase, prepareDatabase, unsupportedServer } from './db/database';
+import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
 import { createLogger } from './app';
 import { createDeps } from './deps';
-import { startServer } from './server';
-import { installShutdown } from './shutdown';
+import { assertPortFree, startServer, type RunningServer } from './server';
+import type { Deps } from './context';
+import { installShutdown, shutdown } from './shutdown';
 
 /**
  * npm start: database (embedded unless DATABASE_URL), migrations as the schema owner, job runner,
@@ -27,19 +28,28 @@ if (missingKeys.length) {
   process.exit(1);
 }
 if (posture.mode !== 'production') log.warn(`${posture.mode} mode: not for production; set NODE_ENV=production (docs/deployment.md)`);
-const db = await openDatabase();
-// A server older than the supported minimum: one line naming it, before anything is changed.
-const unsupported = await unsupportedServer(db.url);
-if (unsupported) {
-  log.fatal(unsupported);
+// Every start-up failure below ends the process with one fatal line naming its cause, exit code 1.
+let db: Database | undefined;
+let deps: Deps | undefined;
+let server: RunningServer;
+try {
+  await assertPortFree(config.PORT, config.HOST);
+  db = await openDatabase();
+  // A server older than the supported minimum: one line naming it, before anything is changed.
+  const unsupported = await unsupportedServer(db.url);
+  if (unsupported) throw new Error(unsupported);
+  const { applied } = await prepareDatabase(db, config, log);
+  log.info({ applied, embedded: db.embedded }, 'database ready');
+  deps = await createDeps(config, db.url, log);
+  server = await startServer(deps, config.PORT, config.HOST);
+} catch (err) {
+  log.fatal({ err }, err instanceof Error ? err.message : String(err));
+  // What was started stops again: the job runner, the pool, the embedded database.
+  if (deps) await shutdown({ log, server: { close: async () => {} } as unknown as RunningServer, deps, database: db!, timeoutMs: 0 }, 'start failed');
+  else await db?.close().catch(() => {});
   await new Promise<void>((flushed) => log.flush(() => flushed()));
-  await db.close();
   process.exit(1);
 }
-const { applied } = await prepareDatabase(db, config, log);
-log.info({ applied, embedded: db.embedded }, 'database ready');
-const deps = await createDeps(config, db.url, log);
-const server = await startServer(deps, config.PORT, config.HOST);
 log.info({ url: server.url, graphql: `${server.url}/graphql`, openapi: `${server.url}/v1/openapi.json` }, 'listening');
 
 installShutdown({ log, server, deps, database: db, timeoutMs: config.SHUTDOWN_TIMEOUT_MS });

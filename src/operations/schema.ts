@@ -6,19 +6,22 @@ import { stuckOperations, type StuckOperation } from './recovery';
 /** GetStuckOperations (docs/admin.md, docs/deployment.md): platform operators only. */
 const StuckOperationRef = builder.objectRef<StuckOperation>('StuckOperation').implement({
   description:
-    'A settlement, refund, withdrawal or deposit that has not moved for longer than expected: non-terminal, unchanged since `since` (docs/deployment.md, "Stuck operations").',
+    'A settlement, refund, withdrawal or deposit that has not moved for longer than expected (non-terminal, unchanged since `since`), or a deposit address whose chain sync keeps failing (CHAIN_SYNC: retried alone since `since`) (docs/deployment.md, "Stuck operations").',
   fields: (t) => ({
-    kind: t.exposeString('kind', { description: 'SETTLEMENT, REFUND, WITHDRAWAL or DEPOSIT.' }),
-    id: t.exposeID('id'),
+    kind: t.exposeString('kind', { description: 'SETTLEMENT, REFUND, WITHDRAWAL, DEPOSIT or CHAIN_SYNC (a deposit address failing its sync).' }),
+    id: t.exposeID('id', { description: 'The operation; for CHAIN_SYNC, the deposit address.' }),
     organizationId: t.exposeID('organizationId'),
-    status: t.exposeString('status', { description: 'The operation status (PENDING; APPROVED, BROADCAST, BROADCAST_FAILED; DETECTED, CONFIRMING).' }),
-    since: t.field({ type: 'DateTime', description: 'Its last change (updatedAt).', resolve: (s) => s.since }),
+    status: t.exposeString('status', { description: 'The operation status (PENDING; APPROVED, BROADCAST, BROADCAST_FAILED; DETECTED, CONFIRMING; FAILING for CHAIN_SYNC).' }),
+    since: t.field({ type: 'DateTime', description: 'Its last change (updatedAt); for CHAIN_SYNC, when its retry job was created (the failure that isolated it).', resolve: (s) => s.since }),
     ageSeconds: t.exposeInt('ageSeconds', { description: 'Seconds since its last change.' }),
     jobState: t.exposeString('jobState', {
       nullable: true,
-      description: "The state of its newest job (created, retry, active, completed, failed, cancelled); null when none is kept (a deposit's job is its network's chain.sync).",
+      description:
+        "The state of its newest job (created, retry, active, completed, failed, cancelled); null when none is kept (a deposit's job is its network's chain.sync; a CHAIN_SYNC entry's, its address's chain.sync.address).",
     }),
     lastError: t.exposeString('lastError', { nullable: true, description: "The newest failure known: the job's error, else the operation's own (a withdrawal's lastBroadcastError)." }),
+    networkId: t.exposeID('networkId', { nullable: true, description: 'DEPOSIT and CHAIN_SYNC: the network; null for the other kinds.' }),
+    address: t.exposeString('address', { nullable: true, description: 'DEPOSIT and CHAIN_SYNC: the deposit address on the chain; null for the other kinds.' }),
   }),
 });
 

@@ -4,8 +4,9 @@ import { randomBytes } from 'node:crypto';
 import { createOperator, createTestApp, type TestApp } from '../../../test/harness';
 import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
 import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../deposits/testing';
-import { runChainSyncJobs } from '../../deposits/jobs';
-import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../sync-queue';
+import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/jobs';
+import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../sync-queue';
 import { produceSandboxBlocks } from './producer';
 import { payerAddress, tip } from './chain';
 
@@ -83,19 +84,38 @@ describe('amount bounds', () => {
   });
 });
 
-/** Every queued chain.sync job, run once as the job runner runs a batch; answers the error it threw, if any. */
-async function syncBatch(): Promise<Error | null> {
+/** Every queued chain.sync job, run once as the job runner runs a batch (it throws when a network failed). */
+async function syncBatch(): Promise<ChainSyncRun> {
   const boss = app.deps.boss!;
   const jobs = await boss.fetch<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 500, ignoreStartAfter: true });
   try {
-    await runChainSyncJobs(moneyDeps(app), jobs.map((j) => j.data));
-    return null;
-  } catch (e) {
-    return e as Error;
+    return await runChainSyncJobs(moneyDeps(app), jobs.map((j) => j.data));
   } finally {
     if (jobs.length) await boss.complete(CHAIN_SYNC_QUEUE, jobs.map((j) => j.id));
   }
 }
+
+/** The address's queued chain.sync.address job, run once as the job runner runs it: completed, or failed into retry. */
+async function runAddressJob(depositAddressId: string): Promise<Error | null> {
+  const boss = app.deps.boss!;
+  const [job] = (await boss.fetch<ChainSyncAddressJob>(CHAIN_SYNC_ADDRESS_QUEUE, { batchSize: 100, ignoreStartAfter: true })).filter((j) => j.data.depositAddressId === depositAddressId);
+  if (!job) throw new Error(`no runnable chain.sync.address job for ${depositAddressId}`);
+  try {
+    await syncAddress(moneyDeps(app), job.data);
+    await boss.complete(CHAIN_SYNC_ADDRESS_QUEUE, job.id);
+    return null;
+  } catch (e) {
+    await boss.fail(CHAIN_SYNC_ADDRESS_QUEUE, job.id, { message: (e as Error).message });
+    return e as Error;
+  }
+}
+
+type Stuck = { kind: string; id: string; organizationId: string; status: string; jobState: string | null; lastError: string | null; networkId: string | null; address: string | null };
+const stuckChainSyncs = async () => {
+  const r = await app.rest('GET', '/v1/admin/stuck-operations?olderThanSeconds=0&limit=500', { headers: op });
+  expect(r.status, r.text).toBe(200);
+  return (r.body as Stuck[]).filter((s) => s.kind === 'CHAIN_SYNC');
+};
 
 const intentOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
 
@@ -113,7 +133,7 @@ async function plant(networkId: string, assetNetworkId: string, toAddress: strin
 }
 
 describe('failure isolation', () => {
-  test('a poisoned sandbox network: the producer logs it and mines the others; chain.sync confirms the others (and the healthy addresses of the poisoned network), then reports the failing one', async () => {
+  test('a poisoned sandbox network: the producer logs it and mines the others; chain.sync confirms the others (and the healthy addresses of the poisoned network) and isolates the failing one: retried alone by its own job, listed as stuck (CHAIN_SYNC) until it reconciles', async () => {
     const INTERVAL = 5_000;
     // Network A (first in the producer's loop) is poisoned; network B belongs to another organization.
     const a = await moneyFixture(app, { requiredConfirmations: 1 });
@@ -156,12 +176,11 @@ describe('failure isolation', () => {
     expect((await tip(app.deps.db, a.catalog.networkId)).height).toBe(heightA);
     expect((await tip(app.deps.db, b.catalog.networkId)).height).toBeGreaterThanOrEqual(2);
 
-    // One chain.sync batch naming A and B: the failing address is reported, everything else is synced.
-    const failure = await syncBatch();
-    expect(failure?.name).toBe('ChainSyncFailure');
+    // One chain.sync batch naming A and B: it succeeds; the failing address is isolated (its own job), everything else is synced.
+    const run = await syncBatch();
     const brokenAddressRow = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: brokenA.address } });
-    expect((failure as unknown as { failures: { networkId: string; depositAddressId?: string }[] }).failures).toEqual([
-      { networkId: a.catalog.networkId, depositAddressId: brokenAddressRow.id, error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) },
+    expect(run.isolated).toEqual([
+      { networkId: a.catalog.networkId, depositAddressId: brokenAddressRow.id, address: brokenA.address, error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) },
     ]);
     expect(await intentOf(b, intentB.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
     expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
@@ -169,5 +188,73 @@ describe('failure isolation', () => {
     const broken = await app.rest('GET', `/v1/payment-intents/${brokenA.id}`, { headers: a.apiKeyHeaders });
     expect(broken.status).toBe(200);
     expect(broken.body).toMatchObject({ status: 'AWAITING_PAYMENT', confirmedAmount: '0' });
+
+    // Listed as stuck (kind CHAIN_SYNC), with its network, address and organization.
+    const listed = (await stuckChainSyncs()).filter((s) => s.id === brokenAddressRow.id);
+    expect(listed).toEqual([
+      expect.objectContaining({ kind: 'CHAIN_SYNC', status: 'FAILING', organizationId: a.organizationId, networkId: a.catalog.networkId, address: brokenA.address, jobState: 'created' }),
+    ]);
+    // The next syncs leave it to its job: no second job, nothing isolated again, nothing thrown.
+    await app.rest('POST', `/v1/sandbox/networks/${b.catalog.networkId}/mine`, { headers: b.apiKeyHeaders, body: { blocks: 1 } });
+    await app.deps.boss!.send(CHAIN_SYNC_QUEUE, { networkId: a.catalog.networkId });
+    expect((await syncBatch()).isolated).toEqual([]);
+    expect(await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: brokenAddressRow.id } })).toHaveLength(1);
+
+    // Its job retried alone: it fails (retry, with the error listed)...
+    expect((await runAddressJob(brokenAddressRow.id))?.message).toMatch(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/);
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenAddressRow.id)).toMatchObject({ jobState: 'retry', lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
+    // ...until the operator removes the impossible transfers: it reconciles, completes, and leaves the list.
+    await app.deps.db.sandboxTransaction.deleteMany({ where: { networkId: a.catalog.networkId, toAddress: brokenA.address, blockHash: block.hash } });
+    expect(await runAddressJob(brokenAddressRow.id)).toBeNull();
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenAddressRow.id)).toBeUndefined();
+  });
+  test('an address whose retries are spent: the next sync tries it with the others and isolates it again; once it reconciles, one more job of its own completes and takes it off the stuck list', async () => {
+    const a = await moneyFixture(app, { requiredConfirmations: 1 });
+    const brokenA = await createIntent(app, a);
+    const healthyA = await createIntent(app, a);
+    const brokenId = (await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: brokenA.address } })).id;
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    const t = await tip(app.deps.db, a.catalog.networkId);
+    const block = { hash: t.hash!, height: t.height };
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+    expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
+    const spend = () => app.deps.db.$executeRaw`UPDATE pgboss.job SET retry_limit = 0 WHERE name = ${CHAIN_SYNC_ADDRESS_QUEUE} AND data->>'depositAddressId' = ${brokenId} AND state IN ('created', 'retry')`;
+    await spend();
+    expect(await runAddressJob(brokenId)).not.toBeNull();
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'failed', lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
+
+    // Its retries spent, the next sync tries it again (with a healthy deposit of the same chunk): isolated again, a new job.
+    await sandboxSend(app, a.apiKeyHeaders, { address: healthyA.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
+    expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: brokenId } })).map((j) => j.state).sort()).toEqual(['created', 'failed']);
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'created' });
+
+    // Spent again; then the operator removes the impossible transfers: the next sync reconciles it and sends one more job, which completes.
+    await spend();
+    expect(await runAddressJob(brokenId)).not.toBeNull();
+    await app.deps.db.sandboxTransaction.deleteMany({ where: { networkId: a.catalog.networkId, toAddress: brokenA.address, blockHash: block.hash } });
+    await app.deps.boss!.send(CHAIN_SYNC_QUEUE, { networkId: a.catalog.networkId });
+    expect((await syncBatch()).isolated).toEqual([]);
+    expect(await runAddressJob(brokenId)).toBeNull();
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toBeUndefined();
+  });
+
+  test('a chunk none of whose addresses reconciles even alone is a network failure: nothing isolated, the later chunks still synced, the sync throws', async () => {
+    const a = await moneyFixture(app, { requiredConfirmations: 1 });
+    const broken = [await createIntent(app, a), await createIntent(app, a)];
+    const healthy = await createIntent(app, a);
+    await sandboxSend(app, a.apiKeyHeaders, { address: healthy.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
+    await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
+    const t = await tip(app.deps.db, a.catalog.networkId);
+    for (const b of broken)
+      for (let i = 0; i < 2; i++) await plant(a.catalog.networkId, a.catalog.assetNetworkId, b.address, 6n * 10n ** 77n, { hash: t.hash!, height: t.height });
+    // Addresses are paged in id order (created order): the two broken ones fill the first chunk of two.
+    await expect(syncNetwork(moneyDeps(app), a.catalog.networkId, { chunk: 2 })).rejects.toThrow(NetworkSyncFailure);
+    expect(await intentOf(a, healthy.id)).toMatchObject({ status: 'SUCCEEDED' });
+    const ids = (await app.deps.db.depositAddress.findMany({ where: { address: { in: broken.map((b) => b.address) } } })).map((r) => r.id);
+    for (const id of ids) expect(await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: id } })).toEqual([]);
   });
 });
