@@ -98,11 +98,15 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
   const due: Due[] = [];
   const early: Due[] = [];
   const seen = new Set<string>();
-  for (const job of jobs) {
-    const d = byId.get(job.deliveryId);
-    const key = `${job.deliveryId}:${job.attempt}`;
+  // Two jobs for one attempt (a sandbox fast-forward beside the scheduled retry): whichever is kept,
+  // the attempt carries the fast-forward mark if either job does, so the chain never depends on order.
+  const fastForwarded = new Set(jobs.filter((j) => j.fastForward).map((j) => `${j.deliveryId}:${j.attempt}`));
+  for (const found of jobs) {
+    const d = byId.get(found.deliveryId);
+    const key = `${found.deliveryId}:${found.attempt}`;
     if (!d || seen.has(key)) continue;
     seen.add(key);
+    const job: DeliverJob = fastForwarded.has(key) ? { ...found, fastForward: true } : found;
     if ((d.status !== 'ATTEMPT_PENDING' && d.status !== 'AWAITING_RETRY') || d.attemptCount + 1 !== job.attempt) continue;
     if (d.endpointStatus !== 'ACTIVE') continue; // deactivation cancelled it in its own transaction
     // Fetched before its time by our clock (clock skew with the database): put it back.
