@@ -65,9 +65,11 @@ export function pick(data: unknown, path: string): unknown {
 }
 
 /** Problem details (RFC 9457) for an error code. */
-export function problem(code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}): Response {
+export function problem(
+  code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}, mediaType = 'application/problem+json',
+): Response {
   const { status, title } = errorCodes[code];
-  const headers = new Headers({ 'content-type': 'application/problem+json', 'x-request-id': requestId });
+  const headers = new Headers({ 'content-type': mediaType, 'x-request-id': requestId });
   if (typeof extra.retryAfterSeconds === 'number') headers.set('retry-after', String(extra.retryAfterSeconds));
   return new Response(JSON.stringify({ type: problemType(code), title, status, detail, code, requestId, ...extra }), { status, headers });
 }
@@ -87,8 +89,11 @@ function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainEr
   if (fieldErrors) extra.errors = route ? fieldErrors.map((e) => ({ ...e, field: restField(route, e.field) })) : fieldErrors;
   else if (statusOf(resolved) === 400) extra.errors = [{ field: '(input)', message: err.message, code: 'custom' }];
   if (err.extensions?.retryAfterSeconds !== undefined) extra.retryAfterSeconds = err.extensions.retryAfterSeconds;
-  if (route?.tokenResultOn401 && statusOf(resolved) === 401) Object.assign(extra, tokenResultFailure);
-  return problem(resolved, resolved === 'INTERNAL' ? 'Unexpected error.' : err.message, requestId, extra);
+  // The spec's Login and RefreshToken 401 body is a (failed) TokenResult, in its media type
+  // (application/json); the problem members stay beside the TokenResult's.
+  const tokenResult = !!route?.tokenResultOn401 && statusOf(resolved) === 401;
+  if (tokenResult) Object.assign(extra, tokenResultFailure);
+  return problem(resolved, resolved === 'INTERNAL' ? 'Unexpected error.' : err.message, requestId, extra, tokenResult ? 'application/json' : undefined);
 }
 
 /** A field error of an operation variable named as the request names it: `take`, not the variable. */

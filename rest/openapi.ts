@@ -28,22 +28,31 @@ const schemeOf: Record<PrincipalKind, string> = {
   operator: 'OperatorKey',
 };
 
+/**
+ * The one-credential rule, said beside every scheme: generated clients (openapi-fetch,
+ * @hey-api/openapi-ts) send every configured scheme's header by default.
+ */
+export const oneCredentialRule =
+  'Send exactly one credential per request: a request carrying more than one of `X-Api-Key`, `Authorization` and `X-Operator-Key` ' +
+  'is refused with 401 `MULTIPLE_CREDENTIALS`, whichever would have been valid. A generated client configured with several schemes ' +
+  'must send only the one the operation needs.';
+
 const securitySchemes = {
   ApiKey: {
     type: 'apiKey', in: 'header', name: 'X-Api-Key',
-    description: "An application's API key, scoped to one environment (SANDBOX or PRODUCTION).",
+    description: `An application's API key, scoped to one environment (SANDBOX or PRODUCTION). ${oneCredentialRule}`,
   },
   MemberBearer: {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT', 'x-audience': 'member',
-    description: 'A member session: the accessToken of Login or RefreshToken (a JWT with audience "member").',
+    description: `A member session: the accessToken of Login or RefreshToken (a JWT with audience "member"), as \`Authorization: Bearer <token>\`. ${oneCredentialRule}`,
   },
   AccountHolderBearer: {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT', 'x-audience': 'account-holder',
-    description: 'An account holder session: the accessToken of LoginAccountHolder (a JWT with audience "account-holder").',
+    description: `An account holder session: the accessToken of LoginAccountHolder (a JWT with audience "account-holder"), as \`Authorization: Bearer <token>\`. ${oneCredentialRule}`,
   },
   OperatorKey: {
     type: 'apiKey', in: 'header', name: 'X-Operator-Key',
-    description: 'A platform operator key (created with `npm run operator:create`).',
+    description: `A platform operator key (created with \`npm run operator:create\`). ${oneCredentialRule}`,
   },
 };
 
@@ -65,7 +74,7 @@ function tokenResultFailure(schema: GraphQLSchema): Schema {
   const fixed: Record<string, Schema> = { succeeded: { type: 'boolean', const: false }, tokenType: { type: 'string', const: 'Bearer' } };
   return {
     type: 'object',
-    description: 'A failed TokenResult: the problem body also carries these fields.',
+    description: 'A failed TokenResult (the spec\'s 401 of Login and RefreshToken, application/json): the body also carries the problem members.',
     properties: Object.fromEntries(names.map((n) => [n, fixed[n] ?? { type: 'null' }])),
     required: names,
   };
@@ -115,6 +124,7 @@ function nullable(s: Schema): Schema {
 function scalarSchema(t: GraphQLScalarType): Schema {
   switch (t.name) {
     case 'ID':
+      return { type: 'string', format: 'uuid' }; // every ID of the API is a UUID (v7 for ours)
     case 'String':
       return { type: 'string' };
     case 'Int':
@@ -165,10 +175,23 @@ export function genericStatuses(route: CompiledRoute): number[] {
   return out;
 }
 
+/** The component of a success body that is `{ id }` alone: the spec's CreatedResourceResponse. */
+const createdResource = 'CreatedResourceResponse';
+
+/** Where an output schema is: the top of a success body (named by the route, or by default), or nested (its GraphQL type's name). */
+type Naming = { top: true; name?: string } | undefined;
+
 class Generator {
   readonly components: Record<string, Schema> = {};
 
-  constructor(private schema: GraphQLSchema) {}
+  /**
+   * @param inputNames the spec's name of each GraphQL input type that is a route's body
+   * (CreateAccountInput -> CreateAccountRequest), used wherever that input type appears.
+   */
+  constructor(
+    private schema: GraphQLSchema,
+    private inputNames: Map<string, string> = new Map(),
+  ) {}
 
   private register(name: string, build: () => Schema): Schema {
     if (!(name in this.components)) {
@@ -206,7 +229,7 @@ class Generator {
   }
 
   private inputObject(t: GraphQLInputObjectType): Schema {
-    return this.register(t.name, () => {
+    return this.register(this.inputNames.get(t.name) ?? t.name, () => {
       const properties: Record<string, Schema> = {};
       const required: string[] = [];
       for (const f of Object.values(t.getFields())) {
@@ -230,20 +253,31 @@ class Generator {
   }
 
   // Outputs: the shape of the data the operation selects.
-  output(type: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, doc: DocumentNode, owner: string): Schema {
-    if (isNonNullType(type)) return this.outputInner(type.ofType, selectionSet, doc, owner);
-    return nullable(this.outputInner(type, selectionSet, doc, owner));
+  output(type: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, doc: DocumentNode, owner: string, naming?: Naming): Schema {
+    if (isNonNullType(type)) return this.outputInner(type.ofType, selectionSet, doc, owner, naming);
+    return nullable(this.outputInner(type, selectionSet, doc, owner, naming));
   }
 
-  private outputInner(t: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, doc: DocumentNode, owner: string): Schema {
-    if (isListType(t)) return { type: 'array', items: this.output(t.ofType, selectionSet, doc, owner) };
+  private outputInner(t: GraphQLOutputType, selectionSet: SelectionSetNode | undefined, doc: DocumentNode, owner: string, naming?: Naming): Schema {
+    if (isListType(t)) return { type: 'array', items: this.output(t.ofType, selectionSet, doc, owner, naming) };
     if (isEnumType(t)) return this.enumSchema(t);
     if (isScalarType(t)) return scalarSchema(t);
     if (!selectionSet) return { type: 'object' };
     const named = t as GraphQLNamedType;
     const built = this.selection(named, selectionSet, doc, owner);
-    if (isObjectType(named)) return this.registerOutput(named.name, built, owner);
-    return built;
+    if (!isObjectType(named)) return built;
+    const idOnly = Object.keys((built as { properties: object }).properties).join() === 'id';
+    const name = naming?.name ?? (naming && idOnly ? createdResource : undefined);
+    return name ? this.registerNamed(name, built, owner) : this.registerOutput(named.name, built, owner);
+  }
+
+  /** A component the route table names (the spec's name): every route naming it must answer the same shape. */
+  private registerNamed(name: string, built: Schema, owner: string): Schema {
+    const existing = this.components[name];
+    if (existing && JSON.stringify(existing) !== JSON.stringify(built))
+      throw new Error(`OpenAPI component ${name}: ${owner} answers another shape than an earlier route of that name`);
+    this.components[name] = built;
+    return ref(name);
   }
 
   /** Names an output object schema after its GraphQL type; a different selection of the same type gets the operation's name too. */
@@ -314,7 +348,7 @@ class Generator {
   }
 
   /** The schema of `data` at a dot path of the operation's result. */
-  atPath(op: OperationDefinitionNode, doc: DocumentNode, path: string, owner: string): Schema | undefined {
+  atPath(op: OperationDefinitionNode, doc: DocumentNode, path: string, owner: string, name?: string): Schema | undefined {
     const root = op.operation === 'query' ? this.schema.getQueryType() : op.operation === 'mutation' ? this.schema.getMutationType() : this.schema.getSubscriptionType();
     if (!root) return undefined;
     let parent: GraphQLNamedType = root;
@@ -326,7 +360,7 @@ class Generator {
       if (!sel || (!isObjectType(parent) && !isInterfaceType(parent))) return undefined;
       const def: GraphQLField<unknown, unknown> | undefined = parent.getFields()[sel.name.value];
       if (!def) return undefined;
-      if (i === keys.length - 1) return this.output(def.type, sel.selectionSet, doc, owner);
+      if (i === keys.length - 1) return this.output(def.type, sel.selectionSet, doc, owner, { top: true, name });
       parent = getNamedType(def.type);
       set = sel.selectionSet;
       if (isUnionType(parent)) return undefined;
@@ -335,19 +369,40 @@ class Generator {
   }
 }
 
-function problemResponse(status: number, schema: Schema = ref('Problem')): Schema {
+/** Headers of every answer (src/app.ts sets them). */
+const commonHeaders = {
+  'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+  'Cache-Control': { $ref: '#/components/headers/CacheControl' },
+};
+
+function problemResponse(status: number, schema: Schema = ref('Problem'), mediaType = 'application/problem+json'): Schema {
   const codes = codesByStatus.get(status) ?? [];
-  const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+  const headers: Record<string, unknown> = { ...commonHeaders };
   if (status === 429) headers['Retry-After'] = { description: 'Seconds until the next attempt may succeed.', schema: { type: 'integer', minimum: 0 } };
   return {
     description: `${statusText[status] ?? codes.map((c) => errorCodes[c].title).join('; ')}${codes.length ? ` (code: ${codes.join(', ')})` : ''}.`,
     headers,
-    content: { 'application/problem+json': { schema } },
+    content: { [mediaType]: { schema } },
   };
 }
 
+/** The spec's name of each GraphQL input type that is a route's body, from the route table (two names for one type: an error). */
+function inputNamesOf(routes: CompiledRoute[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const route of routes) {
+    const variable = Object.entries(route.variables ?? {}).find(([, source]) => source === 'body')?.[0];
+    const type = variable ? route.variableTypes.get(variable) : undefined;
+    if (!type || !route.schemas?.request) continue;
+    const graphqlName = getNamedType(type).name;
+    const known = names.get(graphqlName);
+    if (known && known !== route.schemas.request) throw new Error(`${graphqlName} is both ${known} and ${route.schemas.request}`);
+    names.set(graphqlName, route.schemas.request);
+  }
+  return names;
+}
+
 export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema): Record<string, unknown> {
-  const gen = new Generator(schema);
+  const gen = new Generator(schema, inputNamesOf(routes));
   gen.components.Problem = problemSchema;
   const paths: Record<string, Record<string, unknown>> = {};
   const tags: string[] = [];
@@ -394,15 +449,17 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
     // Responses.
     const responses: Record<string, unknown> = {};
     const { success } = route;
-    const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+    const headers: Record<string, unknown> = { ...commonHeaders };
     if (success.location) {
       const example = success.location.replace(/\{[\w.]+\}/g, '{id}');
-      headers.Location = { description: `The created resource: ${example}.`, required: true, schema: { type: 'string', format: 'uri-reference' } };
+      headers.Location = {
+        description: `The created resource: ${example}. Its id is the last path segment.`, required: true, schema: { type: 'string', format: 'uri-reference' },
+      };
     }
     if (success.nextCursor) headers.Link = { description: 'The next page, when there is one: `<...?after=cursor>; rel="next"`.', schema: { type: 'string' } };
     const successResponse: Schema = { description: success.status === 201 ? 'Created' : success.status === 204 ? 'No content' : 'Success', headers };
     if (success.status !== 204 && success.body !== undefined) {
-      const s = op && route.document ? gen.atPath(op, route.document, success.body, route.operationId) : undefined;
+      const s = op && route.document ? gen.atPath(op, route.document, success.body, route.operationId, route.schemas?.response) : undefined;
       successResponse.content = { 'application/json': { schema: s ?? {} } };
     }
     responses[String(success.status)] = successResponse;
@@ -410,7 +467,7 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
     for (const status of errorStatuses) {
       if (status === 401 && route.tokenResultOn401) {
         usesTokenFailure = true;
-        responses['401'] = problemResponse(401, { allOf: [ref('Problem'), ref('TokenResultFailure')] });
+        responses['401'] = problemResponse(401, { allOf: [ref('Problem'), ref('TokenResultFailure')] }, 'application/json');
       } else responses[String(status)] = problemResponse(status);
     }
 
@@ -444,6 +501,10 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
         'Exactly one principal authenticates a request, or none (public routes):',
         ...kinds.map((k) => `- ${principalDescription[k]}`),
         '',
+        oneCredentialRule,
+        '',
+        'A 201 answers the new resource in `Location` and, except where the specification fixes no body (CreateAccount, CreatePaymentIntent, RegisterWallet, CreateSigningRequest: read the id as the last segment of `Location`), as `{ "id": … }` (CreatedResourceResponse) too.',
+        '',
         'Each operation lists the principals it accepts in `security` and `x-principals`. Errors are RFC 9457 problem details (application/problem+json). Operations marked `x-extension` are ours, beyond the specification.',
       ].join('\n'),
     },
@@ -452,7 +513,10 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
     paths,
     components: {
       schemas: Object.fromEntries(Object.entries(gen.components).sort(([a], [b]) => a.localeCompare(b))),
-      headers: { RequestId: { description: 'The request id: the caller\'s X-Request-Id when well-formed, else a new UUID.', schema: { type: 'string' } } },
+      headers: {
+        RequestId: { description: 'The request id: the caller\'s X-Request-Id when well-formed, else a new UUID.', required: true, schema: { type: 'string' } },
+        CacheControl: { description: 'Always `no-store`: answers carry credentials and tenant data.', required: true, schema: { type: 'string', const: 'no-store' } },
+      },
       securitySchemes,
     },
   };

@@ -33,6 +33,12 @@ export interface Route {
   errors?: number[];
   /** 401 bodies shaped like TokenResult (the spec's Login and RefreshToken). */
   tokenResultOn401?: true;
+  /**
+   * The spec's schema names (api-v1.md, "Named schemas") for the OpenAPI components of the
+   * request body and of the success body (of each item, for a list). Without one, a component
+   * takes its GraphQL type's name, and a success body of `{ id }` alone is `CreatedResourceResponse`.
+   */
+  schemas?: { request?: string; response?: string };
 }
 
 const pending = (r: Omit<Route, 'success'> & { success?: Route['success'] }): Route => ({ success: { status: 200 }, ...r });
@@ -44,6 +50,7 @@ export const routes: Route[] = [
     summary: 'Invite an end customer to the organization', tag: 'Account holders', policy: policies.memberOrApiKey('account-holder-manage'),
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' },
     success: { status: 201, body: 'createAccountHolderInvitation' }, errors: [404],
+    schemas: { request: 'CreateAccountHolderInvitationRequest', response: 'CreateAccountHolderInvitationResult' },
   },
   {
     operationId: 'RevokeRelationship', operation: 'RevokeRelationship', method: 'POST', path: '/v1/organizations/{organizationId}/relationships/{relationshipId}/revoke',
@@ -68,12 +75,14 @@ export const routes: Route[] = [
     summary: 'Sign up as an account holder', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'signUpAccountHolder' }, errors: [409],
+    schemas: { request: 'SignUpAccountHolderRequest' },
   },
   {
     operationId: 'LoginAccountHolder', operation: 'LoginAccountHolder', method: 'POST', path: '/v1/account-holders/login',
     summary: 'Log in as an account holder', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'loginAccountHolder' }, errors: [401],
+    schemas: { request: 'LoginAccountHolderRequest' },
   },
   {
     operationId: 'RefreshAccountHolderToken', operation: 'RefreshAccountHolderToken', method: 'POST', path: '/v1/account-holders/refresh', extension: true,
@@ -100,18 +109,21 @@ export const routes: Route[] = [
     operationId: 'GetAccountHolderMe', operation: 'GetAccountHolderMe', method: 'GET', path: '/v1/account-holders/me',
     summary: 'The account holder of the session', tag: 'Account holders', policy: policies.accountHolder,
     success: { status: 200, body: 'accountHolderMe' }, errors: [404],
+    schemas: { response: 'AccountHolderResponse' },
   },
   {
     operationId: 'ClaimAccountHolderInvitation', operation: 'ClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/claim',
     summary: 'Claim an invitation as the logged-in account holder', tag: 'Account holders', policy: policies.accountHolder,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'claimAccountHolderInvitation' }, errors: [409],
+    schemas: { request: 'ClaimAccountHolderInvitationRequest', response: 'ClaimAccountHolderInvitationResult' },
   },
   {
     operationId: 'SignUpAndClaimAccountHolderInvitation', operation: 'SignUpAndClaimAccountHolderInvitation', method: 'POST', path: '/v1/account-holders/invitations/signup-and-claim',
     summary: 'Sign up and claim an invitation in one step', tag: 'Account holders', policy: policies.public,
     body: 'required', variables: { input: 'body' },
     success: { status: 200, body: 'signUpAndClaimAccountHolderInvitation' }, errors: [409],
+    schemas: { request: 'SignUpAndClaimAccountHolderInvitationRequest', response: 'SignUpAndClaimAccountHolderInvitationResult' },
   },
 
   // Accounts
@@ -121,6 +133,7 @@ export const routes: Route[] = [
     body: 'required',
     variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
     success: { status: 201, location: '/v1/accounts/{createAccount.id}' }, errors: [404, 409],
+    schemas: { request: 'CreateAccountRequest' },
   },
   {
     operationId: 'ListAccountsByOrganization', operation: 'ListAccountsByOrganization', method: 'GET', path: '/v1/organizations/{organizationId}/accounts',
@@ -128,17 +141,20 @@ export const routes: Route[] = [
     policy: { member: 'account-read', apiKey: true },
     variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
     success: { status: 200, body: 'accounts.items', nextCursor: 'accounts.nextCursor' }, errors: [404],
+    schemas: { response: 'OrganizationAccountResponse' },
   },
   {
     operationId: 'AuthorizeAccountForApplication', operation: 'AuthorizeAccountForApplication', method: 'POST', path: '/v1/organizations/{organizationId}/accounts/{accountId}/authorize-application',
     summary: "Let an application's API keys use the account", tag: 'Accounts', policy: policies.member('account-manage'),
     body: 'required',
     variables: { organizationId: 'path.organizationId', id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AuthorizeApplicationRequest' },
   },
   {
     operationId: 'GetAccount', operation: 'GetAccount', method: 'GET', path: '/v1/accounts/{accountId}',
     summary: 'Get an account', tag: 'Accounts', policy: policies.accountRead,
     variables: { id: 'path.accountId' }, success: { status: 200, body: 'account' }, errors: [404],
+    schemas: { response: 'AccountResponse' },
   },
   {
     operationId: 'CloseAccount', operation: 'CloseAccount', method: 'DELETE', path: '/v1/accounts/{accountId}',
@@ -149,6 +165,7 @@ export const routes: Route[] = [
     operationId: 'FreezeAccount', operation: 'FreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/freeze',
     summary: 'Freeze an account, with a reason', tag: 'Accounts', policy: policies.member('account-manage'),
     body: 'required', variables: { id: 'path.accountId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'FreezeAccountRequest' },
   },
   {
     operationId: 'UnfreezeAccount', operation: 'UnfreezeAccount', method: 'POST', path: '/v1/accounts/{accountId}/unfreeze',
@@ -182,16 +199,20 @@ export const routes: Route[] = [
     operationId: 'GenerateApiKey', method: 'POST', path: '/v1/environments/{environmentId}/api-keys',
     summary: 'Generate an API key (the secret is shown once)', tag: 'API keys', policy: policies.member('api-key-manage'),
     operation: 'GenerateApiKey', variables: { environmentId: 'path.environmentId' }, success: { status: 201, body: 'generateApiKey' }, errors: [404, 409],
+    schemas: { response: 'GenerateApiKeyResult' },
   },
   {
     operationId: 'ListApiKeys', method: 'GET', path: '/v1/environments/{environmentId}/api-keys',
     summary: "List an environment's API keys (never their secrets)", tag: 'API keys', policy: policies.member('api-key-manage'),
-    operation: 'ListApiKeys', variables: { environmentId: 'path.environmentId' }, success: { status: 200, body: 'apiKeys' }, errors: [404],
+    operation: 'ListApiKeys', variables: { environmentId: 'path.environmentId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'apiKeyPage.items', nextCursor: 'apiKeyPage.nextCursor' }, errors: [404],
+    schemas: { response: 'ApiKeyMetadataResponse' },
   },
   {
     operationId: 'RotateApiKey', method: 'POST', path: '/v1/api-keys/{apiKeyId}/rotate',
     summary: 'Replace an API key, optionally keeping the old one for a grace period', tag: 'API keys', policy: policies.member('api-key-manage'),
     operation: 'RotateApiKey', body: 'optional', variables: { id: 'path.apiKeyId', input: 'body' }, success: { status: 200, body: 'rotateApiKey' }, errors: [404, 409],
+    schemas: { request: 'RotateApiKeyRequest', response: 'RotateApiKeyResult' },
   },
   {
     operationId: 'RevokeApiKey', method: 'DELETE', path: '/v1/api-keys/{apiKeyId}',
@@ -203,11 +224,14 @@ export const routes: Route[] = [
     summary: 'Create the sandbox or production environment of an application', tag: 'Applications', policy: policies.member('application-manage'),
     operation: 'CreateEnvironment', body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
     success: { status: 201, body: 'createEnvironment' }, errors: [404, 409],
+    schemas: { request: 'CreateEnvironmentRequest' },
   },
   {
     operationId: 'ListEnvironments', method: 'GET', path: '/v1/applications/{applicationId}/environments',
     summary: "List an application's environments", tag: 'Applications', policy: policies.member('application-manage'),
-    operation: 'ListEnvironments', variables: { applicationId: 'path.applicationId' }, success: { status: 200, body: 'environments' }, errors: [404],
+    operation: 'ListEnvironments', variables: { applicationId: 'path.applicationId', limit: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'environmentPage.items', nextCursor: 'environmentPage.nextCursor' }, errors: [404],
+    schemas: { response: 'EnvironmentResponse' },
   },
   {
     operationId: 'ArchiveApplication', method: 'POST', path: '/v1/applications/{applicationId}/archive',
@@ -218,6 +242,7 @@ export const routes: Route[] = [
     operationId: 'SuspendApplication', method: 'POST', path: '/v1/applications/{applicationId}/suspend',
     summary: "Suspend an application: its keys are refused until reactivated", tag: 'Applications', policy: policies.member('application-manage'),
     operation: 'SuspendApplication', body: 'required', variables: { id: 'path.applicationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'SuspendRequest' },
   },
   {
     operationId: 'ReactivateApplication', method: 'POST', path: '/v1/applications/{applicationId}/reactivate',
@@ -243,11 +268,13 @@ export const routes: Route[] = [
   {
     operationId: 'Login', method: 'POST', path: '/v1/auth/login', summary: 'Member login', tag: 'Member authentication', policy: policies.public,
     operation: 'Login', body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'login' }, errors: [401], tokenResultOn401: true,
+    schemas: { request: 'LoginRequest', response: 'TokenResult' },
   },
   {
     operationId: 'RefreshToken', method: 'POST', path: '/v1/auth/refresh', summary: 'Renew a member session (rotates the refresh token)',
     tag: 'Member authentication', policy: policies.public,
     operation: 'RefreshToken', body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'refreshToken' }, errors: [401], tokenResultOn401: true,
+    schemas: { request: 'RefreshTokenRequest', response: 'TokenResult' },
   },
   {
     operationId: 'Logout', method: 'POST', path: '/v1/auth/logout', summary: "End the member's session (its refresh and access tokens)",
@@ -258,56 +285,68 @@ export const routes: Route[] = [
     operationId: 'RequestPasswordReset', method: 'POST', path: '/v1/auth/password-reset/request', summary: 'Mail a password reset token',
     tag: 'Member authentication', policy: policies.public,
     operation: 'RequestPasswordReset', body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'RequestPasswordResetRequest' },
   },
   {
     operationId: 'ConfirmPasswordReset', method: 'POST', path: '/v1/auth/password-reset/confirm', summary: 'Set a new password with a reset token',
     tag: 'Member authentication', policy: policies.public,
     operation: 'ConfirmPasswordReset', body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'ResetPasswordRequest' },
   },
   {
     operationId: 'SignUp', method: 'POST', path: '/v1/auth/signup', summary: 'Create an organization and its owner',
     tag: 'Member authentication', policy: policies.public,
     operation: 'SignUp', body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
     success: { status: 201, body: 'signUp' }, errors: [409],
+    schemas: { request: 'SignUpRequest', response: 'SignUpResponse' },
   },
 
   // Asset and network catalog (issue: money in)
   {
     operationId: 'ListAssets', operation: 'ListAssets', method: 'GET', path: '/v1/assets', summary: 'List assets', tag: 'Catalog', policy: policies.catalogRead,
     success: { status: 200, body: 'assets' },
+    schemas: { response: 'AssetResponse' },
   },
   {
     operationId: 'GetAsset', operation: 'GetAsset', method: 'GET', path: '/v1/assets/{assetId}', summary: 'Get an asset', tag: 'Catalog', policy: policies.catalogRead,
     variables: { id: 'path.assetId' }, success: { status: 200, body: 'asset' }, errors: [404],
+    schemas: { response: 'AssetResponse' },
   },
   {
     operationId: 'ListNetworks', operation: 'ListNetworks', method: 'GET', path: '/v1/networks', summary: 'List networks', tag: 'Catalog', policy: policies.catalogRead,
     success: { status: 200, body: 'networks' },
+    schemas: { response: 'NetworkResponse' },
   },
   {
     operationId: 'GetNetwork', operation: 'GetNetwork', method: 'GET', path: '/v1/networks/{networkId}', summary: 'Get a network', tag: 'Catalog', policy: policies.catalogRead,
     variables: { id: 'path.networkId' }, success: { status: 200, body: 'network' }, errors: [404],
+    schemas: { response: 'NetworkResponse' },
   },
   {
     operationId: 'ListAssetNetworks', operation: 'ListAssetNetworks', method: 'GET', path: '/v1/asset-networks', summary: 'List asset-networks (filter: status)', tag: 'Catalog',
     policy: policies.catalogRead, variables: { status: 'query.status' }, success: { status: 200, body: 'assetNetworks' },
+    schemas: { response: 'AssetNetworkResponse' },
   },
   {
     operationId: 'GetAssetNetwork', operation: 'GetAssetNetwork', method: 'GET', path: '/v1/asset-networks/{assetNetworkId}', summary: 'Get an asset-network', tag: 'Catalog',
     policy: policies.catalogRead, variables: { id: 'path.assetNetworkId' }, success: { status: 200, body: 'assetNetwork' }, errors: [404],
+    schemas: { response: 'AssetNetworkResponse' },
   },
   {
     operationId: 'CreateAsset', operation: 'CreateAsset', method: 'POST', path: '/v1/platform/assets', summary: 'Create an asset', tag: 'Platform', policy: policies.operator,
     body: 'required', variables: { input: 'body' }, success: { status: 201, body: 'createAsset', location: '/v1/assets/{createAsset.id}' }, errors: [409],
+    schemas: { request: 'CreateAssetRequest' },
   },
   {
     operationId: 'CreateNetwork', operation: 'CreateNetwork', method: 'POST', path: '/v1/platform/networks', summary: 'Create a network', tag: 'Platform', policy: policies.operator,
     body: 'required', variables: { input: 'body' }, success: { status: 201, body: 'createNetwork', location: '/v1/networks/{createNetwork.id}' }, errors: [409],
+    schemas: { request: 'CreateNetworkRequest' },
   },
   {
     operationId: 'CreateAssetNetwork', operation: 'CreateAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks', summary: 'Create an asset-network (DISABLED until enabled)',
     tag: 'Platform', policy: policies.operator, body: 'required', variables: { input: 'body' },
     success: { status: 201, body: 'createAssetNetwork', location: '/v1/asset-networks/{createAssetNetwork.id}' }, errors: [409],
+    schemas: { request: 'CreateAssetNetworkRequest' },
   },
   {
     operationId: 'EnableAssetNetwork', operation: 'EnableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/enable',
@@ -318,6 +357,7 @@ export const routes: Route[] = [
     operationId: 'PauseAssetNetwork', operation: 'PauseAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/pause',
     summary: 'Pause an enabled asset-network, with a reason (idempotent; a disabled one: 409)', tag: 'Platform', policy: policies.operator,
     body: 'required', variables: { id: 'path.assetNetworkId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'PauseAssetNetworkRequest' },
   },
   {
     operationId: 'DisableAssetNetwork', operation: 'DisableAssetNetwork', method: 'POST', path: '/v1/platform/asset-networks/{assetNetworkId}/disable',
@@ -331,11 +371,13 @@ export const routes: Route[] = [
     summary: 'Create a payment intent and its transaction (AWAITING_FUNDS)', tag: 'Deposits', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
     success: { status: 201, location: '/v1/payment-intents/{createPaymentIntent.id}' }, errors: [404, 409],
+    schemas: { request: 'CreatePaymentIntentRequest' },
   },
   {
     operationId: 'GetPaymentIntent', operation: 'GetPaymentIntent', method: 'GET', path: '/v1/payment-intents/{paymentIntentId}',
     summary: 'Get a payment intent', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'),
     variables: { id: 'path.paymentIntentId' }, success: { status: 200, body: 'paymentIntent' }, errors: [404],
+    schemas: { response: 'PaymentIntentResponse' },
   },
   {
     operationId: 'CancelPaymentIntent', operation: 'CancelPaymentIntent', method: 'POST', path: '/v1/payment-intents/{paymentIntentId}/cancel', extension: true,
@@ -346,6 +388,7 @@ export const routes: Route[] = [
     operationId: 'GetDeposit', operation: 'GetDeposit', method: 'GET', path: '/v1/deposits/{depositId}',
     summary: 'Get a deposit', tag: 'Deposits', policy: policies.memberOrApiKey('account-read'),
     variables: { id: 'path.depositId' }, success: { status: 200, body: 'deposit' }, errors: [404],
+    schemas: { response: 'DepositResponse' },
   },
 
   // Transactions (extensions: the spec knows transactions through events only)
@@ -391,7 +434,7 @@ export const routes: Route[] = [
     operationId: 'CreateReleaseRuleTemplate', operation: 'CreateReleaseRuleTemplate', method: 'POST', path: '/v1/applications/{applicationId}/release-rule-templates', extension: true,
     summary: 'Create a reusable release rule of the application', tag: 'Release rules', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
-    success: { status: 201, location: '/v1/release-rule-templates/{createReleaseRuleTemplate.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'createReleaseRuleTemplate', location: '/v1/release-rule-templates/{createReleaseRuleTemplate.id}' }, errors: [404, 409],
   },
   {
     operationId: 'ListReleaseRuleTemplates', operation: 'ListReleaseRuleTemplates', method: 'GET', path: '/v1/applications/{applicationId}/release-rule-templates', extension: true,
@@ -414,7 +457,7 @@ export const routes: Route[] = [
     operationId: 'RequestSettlement', operation: 'RequestSettlement', method: 'POST', path: '/v1/transactions/{transactionId}/settlements', extension: true,
     summary: 'Ask to settle a transaction without release milestones (executed by the settlement job)', tag: 'Settlements', policy: policies.memberOrApiKey('payment-manage'),
     body: 'optional', variables: { transactionId: 'path.transactionId', input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/settlements/{requestSettlement.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'requestSettlement', location: '/v1/settlements/{requestSettlement.id}' }, errors: [404, 409],
   },
   {
     operationId: 'ListTransactionSettlements', operation: 'ListTransactionSettlements', method: 'GET', path: '/v1/transactions/{transactionId}/settlements', extension: true,
@@ -432,7 +475,7 @@ export const routes: Route[] = [
     operationId: 'RequestRefund', operation: 'RequestRefund', method: 'POST', path: '/v1/transactions/{transactionId}/refunds', extension: true,
     summary: "Ask to refund a funded transaction to the payer's origin (executed or rejected by the refund job)", tag: 'Refunds', policy: policies.memberOrApiKey('payment-manage'),
     body: 'optional', variables: { transactionId: 'path.transactionId', input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/refunds/{requestRefund.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'requestRefund', location: '/v1/refunds/{requestRefund.id}' }, errors: [404, 409],
   },
   {
     operationId: 'ListTransactionRefunds', operation: 'ListTransactionRefunds', method: 'GET', path: '/v1/transactions/{transactionId}/refunds', extension: true,
@@ -450,7 +493,7 @@ export const routes: Route[] = [
     operationId: 'RegisterWithdrawalDestination', operation: 'RegisterWithdrawalDestination', method: 'POST', path: '/v1/organizations/{organizationId}/withdrawal-destinations', extension: true,
     summary: 'Register a withdrawal destination (the same network and address again: the existing one)', tag: 'Withdrawals', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/withdrawal-destinations/{registerWithdrawalDestination.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'registerWithdrawalDestination', location: '/v1/withdrawal-destinations/{registerWithdrawalDestination.id}' }, errors: [404, 409],
   },
   {
     operationId: 'ListWithdrawalDestinations', operation: 'ListWithdrawalDestinations', method: 'GET', path: '/v1/organizations/{organizationId}/withdrawal-destinations', extension: true,
@@ -470,7 +513,7 @@ export const routes: Route[] = [
     operationId: 'RequestWithdrawal', operation: 'RequestWithdrawal', method: 'POST', path: '/v1/accounts/{accountId}/withdrawals', extension: true,
     summary: 'Request a withdrawal to a withdrawal destination (the amount is held at once)', tag: 'Withdrawals', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { accountId: 'path.accountId', input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/withdrawals/{requestWithdrawal.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'requestWithdrawal', location: '/v1/withdrawals/{requestWithdrawal.id}' }, errors: [404, 409],
   },
   {
     operationId: 'GetWithdrawal', operation: 'GetWithdrawal', method: 'GET', path: '/v1/withdrawals/{withdrawalId}', extension: true,
@@ -488,15 +531,18 @@ export const routes: Route[] = [
     operationId: 'RegisterWallet', operation: 'RegisterWallet', method: 'POST', path: '/v1/applications/{applicationId}/wallets', summary: 'Register a wallet',
     tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'), body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' },
     success: { status: 201, location: '/v1/wallets/{registerWallet.id}' }, errors: [404, 409],
+    schemas: { request: 'RegisterWalletRequest' },
   },
   {
     operationId: 'AllocateDepositAddress', operation: 'AllocateDepositAddress', method: 'POST', path: '/v1/applications/{applicationId}/wallets/deposit-addresses',
     summary: "Allocate a payment intent's deposit address (idempotent per payment intent)", tag: 'Custody', policy: policies.memberOrApiKey('custody-manage'),
     body: 'required', variables: { applicationId: 'path.applicationId', input: 'body' }, success: { status: 200, body: 'allocateDepositAddress' }, errors: [404, 409],
+    schemas: { request: 'AllocateDepositAddressRequest', response: 'AllocatedDepositAddressResponse' },
   },
   {
     operationId: 'GetWallet', operation: 'GetWallet', method: 'GET', path: '/v1/wallets/{walletId}', summary: 'Get a wallet (never private material)', tag: 'Custody',
     policy: policies.memberOrApiKey('account-read'), variables: { id: 'path.walletId' }, success: { status: 200, body: 'wallet' }, errors: [404],
+    schemas: { response: 'WalletResponse' },
   },
   {
     operationId: 'GetWalletPublicMaterial', operation: 'GetWalletPublicMaterial', method: 'GET', path: '/v1/wallets/{walletId}/public-material',
@@ -508,6 +554,7 @@ export const routes: Route[] = [
     summary: 'Create a SelfCustody signing request for a withdrawal awaiting its signature (the same withdrawal again: the same request)', tag: 'Custody',
     policy: policies.memberOrApiKey('custody-manage'), body: 'required', variables: { environmentId: 'path.environmentId', input: 'body' },
     success: { status: 201, location: '/v1/signing-requests/{createSigningRequest.id}' }, errors: [404, 409],
+    schemas: { request: 'CreateSigningRequestRequest' },
   },
   {
     operationId: 'GetSigningRequest', operation: 'GetSigningRequest', method: 'GET', path: '/v1/signing-requests/{signingRequestId}', extension: true,
@@ -559,6 +606,13 @@ export const routes: Route[] = [
     summary: "Sandbox: advance the organization's sandbox clock", tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxAdvanceClock' }, errors: [404, 409],
   },
+  {
+    operationId: 'SandboxFastForwardWebhookDelivery', operation: 'SandboxFastForwardWebhookDelivery', method: 'POST', path: '/v1/sandbox/webhook-deliveries/{webhookDeliveryId}/fast-forward', extension: true,
+    summary: "Sandbox: a pending delivery's next attempt now, or its remaining attempts at once ({\"attempts\":\"REMAINING\"}): test dead letters and redelivery", tag: 'Sandbox',
+    policy: policies.memberOrApiKey('webhook-endpoint-manage'),
+    body: 'optional', variables: { id: 'path.webhookDeliveryId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 200, body: 'sandboxFastForwardWebhookDelivery' }, errors: [404, 409],
+  },
 
   // Webhook management
   {
@@ -584,7 +638,7 @@ export const routes: Route[] = [
   },
   {
     operationId: 'GetWebhookDelivery', operation: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}',
-    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original (also API keys: the events of their mode)', tag: 'Webhooks', policy: policies.memberOrApiKey('webhook-endpoint-manage'),
     variables: { id: 'path.webhookDeliveryId' }, success: { status: 200, body: 'webhookDelivery' }, errors: [404],
   },
   {
@@ -605,11 +659,13 @@ export const routes: Route[] = [
     operationId: 'AdminResolveDepositUnderReview', operation: 'AdminResolveDepositUnderReview', method: 'POST', path: '/v1/admin/deposits/{depositId}/resolve-under-review',
     summary: 'Accept or reject a deposit held for review', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { id: 'path.depositId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AdminResolveDepositUnderReviewRequest' },
   },
   {
     operationId: 'AdminResolveDepositReorg', operation: 'AdminResolveDepositReorg', method: 'POST', path: '/v1/admin/deposits/{depositId}/resolve-reorg',
     summary: 'Resolve a deposit frozen by a chain reorganization: REMINED or GONE, as the chain shows', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { id: 'path.depositId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AdminResolveDepositReorgRequest' },
   },
   {
     operationId: 'AdminRetrySettlement', operation: 'AdminRetrySettlement', method: 'POST', path: '/v1/admin/settlements/{settlementId}/retry',
@@ -620,16 +676,19 @@ export const routes: Route[] = [
     operationId: 'AdminConfigurePricingPolicy', operation: 'AdminConfigurePricingPolicy', method: 'POST', path: '/v1/admin/pricing-policy',
     summary: 'Configure the next version of the platform fee of a scope (platform, organization or application; optionally one asset-network)', tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigurePricingPolicyCommand' },
   },
   {
     operationId: 'AdminRegisterGlobalRevenueAccountExecutionDestination', operation: 'AdminRegisterGlobalRevenueAccountExecutionDestination', method: 'POST',
     path: '/v1/admin/global-revenue-account/execution-destination', summary: "Name where an asset-network's platform revenue is paid out (a new version)", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminRegisterGlobalRevenueAccountExecutionDestinationCommand' },
   },
   {
     operationId: 'AdminConfigureRefundFeePolicy', operation: 'AdminConfigureRefundFeePolicy', method: 'POST', path: '/v1/admin/refund-fee-policy',
     summary: 'Configure the next version of the refund fee of a scope (platform, organization or application; optionally one asset-network) and whether refunds may reverse settlements',
     tag: 'Administration', policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigureRefundFeePolicyCommand' },
   },
   {
     operationId: 'SearchAuditLog', operation: 'SearchAuditLog', method: 'GET', path: '/v1/admin/audit-log',
@@ -642,6 +701,7 @@ export const routes: Route[] = [
     operationId: 'GetAuditLogEntry', operation: 'GetAuditLogEntry', method: 'GET', path: '/v1/admin/audit-log/{auditLogEntryId}',
     summary: 'Get one audit log entry', tag: 'Administration', policy: policies.operator,
     variables: { id: 'path.auditLogEntryId' }, success: { status: 200, body: 'auditLogEntry' }, errors: [404],
+    schemas: { response: 'AuditLogEntryResponse' },
   },
   {
     operationId: 'GetPlatformDashboard', operation: 'GetPlatformDashboard', method: 'GET', path: '/v1/admin/dashboard',
@@ -665,6 +725,7 @@ export const routes: Route[] = [
     operationId: 'AdminBlockWithdrawalDestination', operation: 'AdminBlockWithdrawalDestination', method: 'POST', path: '/v1/admin/withdrawal-destinations/{withdrawalDestinationId}/block',
     summary: 'Block a withdrawal destination, with a reason: it refuses new withdrawals and stops pending ones (terminal)', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { id: 'path.withdrawalDestinationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AdminBlockWithdrawalDestinationRequest' },
   },
   {
     operationId: 'AdminApproveWithdrawal', operation: 'AdminApproveWithdrawal', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/approve',
@@ -675,6 +736,7 @@ export const routes: Route[] = [
     operationId: 'AdminRejectWithdrawal', operation: 'AdminRejectWithdrawal', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/reject',
     summary: 'Reject a withdrawal before broadcast, with a reason (the hold is released)', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { id: 'path.withdrawalId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AdminRejectWithdrawalRequest' },
   },
   {
     operationId: 'AdminResolveWithdrawalReconciliation', operation: 'AdminResolveWithdrawalReconciliation', method: 'POST', path: '/v1/admin/withdrawals/{withdrawalId}/resolve-reconciliation', extension: true,
@@ -686,17 +748,20 @@ export const routes: Route[] = [
     operationId: 'AdminConfigureWithdrawalPolicy', operation: 'AdminConfigureWithdrawalPolicy', method: 'POST', path: '/v1/admin/organizations/{organizationId}/withdrawal-policy',
     summary: "Configure the next version of an organization's withdrawal policy (limits, approval threshold)", tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' }, success: { status: 204 }, errors: [404],
+    schemas: { request: 'AdminConfigureWithdrawalPolicyRequest' },
   },
   {
     operationId: 'AdminConfigurePayoutPolicy', operation: 'AdminConfigurePayoutPolicy', method: 'POST', path: '/v1/admin/organizations/{organizationId}/payout-policy',
     summary: "Configure the next version of an organization's payout policy (destination rules)", tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { organizationId: 'path.organizationId', input: 'body' }, success: { status: 204 }, errors: [404],
+    schemas: { request: 'AdminConfigurePayoutPolicyRequest' },
   },
   {
     operationId: 'AdminRecordLedgerCorrection', operation: 'AdminRecordLedgerCorrection', method: 'POST', path: '/v1/admin/ledger-corrections',
     summary: 'Record a balanced correcting ledger transaction with a reason (never an edit of past entries)', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/admin/ledger-corrections/{adminRecordLedgerCorrection.id}' }, errors: [409],
+    success: { status: 201, body: 'adminRecordLedgerCorrection', location: '/v1/admin/ledger-corrections/{adminRecordLedgerCorrection.id}' }, errors: [409],
+    schemas: { request: 'RecordAdministrativeLedgerCorrectionCommand' },
   },
   {
     operationId: 'AdminGetLedgerCorrection', operation: 'AdminGetLedgerCorrection', method: 'GET', path: '/v1/admin/ledger-corrections/{ledgerCorrectionId}', extension: true,
@@ -729,7 +794,8 @@ export const routes: Route[] = [
     operationId: 'AdminExecuteSandboxSweep', operation: 'AdminExecuteSandboxSweep', method: 'POST', path: '/v1/admin/treasury/sweeps',
     summary: 'Sweep a deposit address to a HOT or WARM controlled address (SANDBOX networks; CUSTODIAL wallets; the ledger does not move)', tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' },
-    success: { status: 201, location: '/v1/admin/treasury/sweeps/{adminExecuteSandboxSweep.id}' }, errors: [404, 409],
+    success: { status: 201, body: 'adminExecuteSandboxSweep', location: '/v1/admin/treasury/sweeps/{adminExecuteSandboxSweep.id}' }, errors: [404, 409],
+    schemas: { request: 'AdminExecuteSandboxSweepCommand' },
   },
   {
     operationId: 'AdminGetTreasurySweep', operation: 'AdminGetTreasurySweep', method: 'GET', path: '/v1/admin/treasury/sweeps/{sweepId}', extension: true,
@@ -740,7 +806,8 @@ export const routes: Route[] = [
     operationId: 'AdminRegisterControlledAddress', operation: 'AdminRegisterControlledAddress', method: 'POST', path: '/v1/admin/treasury/controlled-addresses',
     summary: 'Register a treasury address: GENERATED (key generated and sealed by the service) or WATCH_ONLY (receive-only), in tier HOT, WARM or COLD',
     tag: 'Administration', policy: policies.operator, body: 'required', variables: { input: 'body' },
-    success: { status: 201, location: '/v1/admin/treasury/controlled-addresses/{adminRegisterControlledAddress.id}' }, errors: [409],
+    success: { status: 201, body: 'adminRegisterControlledAddress', location: '/v1/admin/treasury/controlled-addresses/{adminRegisterControlledAddress.id}' }, errors: [409],
+    schemas: { request: 'AdminRegisterControlledAddressCommand' },
   },
   {
     operationId: 'AdminGetControlledAddress', operation: 'AdminGetControlledAddress', method: 'GET', path: '/v1/admin/treasury/controlled-addresses/{controlledAddressId}',
@@ -757,6 +824,7 @@ export const routes: Route[] = [
     operationId: 'AdminConfigureTreasuryLiquidityPolicy', operation: 'AdminConfigureTreasuryLiquidityPolicy', method: 'POST', path: '/v1/admin/treasury/liquidity-policy',
     summary: "Configure the next version of an asset-network's liquidity targets per tier ({min, target, max} in base units)", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 }, errors: [404],
+    schemas: { request: 'AdminConfigureTreasuryLiquidityPolicyCommand' },
   },
   // Reconciliation (docs/reconciliation.md)
   {
@@ -768,6 +836,7 @@ export const routes: Route[] = [
     operationId: 'AdminResolveReconciliationDivergence', operation: 'AdminResolveReconciliationDivergence', method: 'POST', path: '/v1/admin/reconciliations/{reconciliationId}/resolve-divergence',
     summary: 'Resolve an open divergence with a reason: by a ledger correction (CORRECTION) or by accepting the chain (ACCEPT_CHAIN)', tag: 'Administration', policy: policies.operator,
     body: 'required', variables: { reconciliationId: 'path.reconciliationId', input: 'body' }, success: { status: 204 }, errors: [404, 409],
+    schemas: { request: 'AdminResolveReconciliationDivergenceRequest' },
   },
   {
     operationId: 'SearchReconciliations', operation: 'SearchReconciliations', method: 'GET', path: '/v1/admin/reconciliations', extension: true,
@@ -784,16 +853,19 @@ export const routes: Route[] = [
     operationId: 'AdminConfigureTronResourceCostTable', operation: 'AdminConfigureTronResourceCostTable', method: 'POST', path: '/v1/admin/tron-resource-cost-table',
     summary: "Configure the next version of a TRON network's resource cost table (energy and bandwidth prices in sun; other networks: 400)", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigureTronResourceCostTableCommand' },
   },
   {
     operationId: 'AdminConfigureNetworkExecutionMarginPolicy', operation: 'AdminConfigureNetworkExecutionMarginPolicy', method: 'POST', path: '/v1/admin/network-execution-margin-policy',
     summary: 'Configure the next version of the margin on network costs (global: a percentage; one asset-network: percentage + fixed)', tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigureNetworkExecutionMarginPolicyCommand' },
   },
   {
     operationId: 'AdminSeedNetworkResourceReserve', operation: 'AdminSeedNetworkResourceReserve', method: 'POST', path: '/v1/admin/network-resource-reserve/seed',
     summary: "Add to the network resource reserve of an asset-network's network (created when missing); answers the new balance", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 200, body: 'adminSeedNetworkResourceReserve' },
+    schemas: { request: 'AdminSeedNetworkResourceReserveCommand' },
   },
   {
     operationId: 'AdminGetNetworkResourceReserveBalance', operation: 'AdminGetNetworkResourceReserveBalance', method: 'GET', path: '/v1/admin/network-resource-reserve/{assetNetworkId}/balance',
@@ -804,10 +876,12 @@ export const routes: Route[] = [
     operationId: 'AdminConfigureResourceReservePolicy', operation: 'AdminConfigureResourceReservePolicy', method: 'POST', path: '/v1/admin/network-resource-reserve/policy',
     summary: "Configure a reserve's low threshold and target balance (below the threshold, the replenish job tops it up)", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigureResourceReservePolicyCommand' },
   },
   {
     operationId: 'AdminConfigureReplenishmentRoute', operation: 'AdminConfigureReplenishmentRoute', method: 'POST', path: '/v1/admin/network-resource-reserve/replenishment-route',
     summary: "Configure where a reserve's top-ups come from: SANDBOX_FAUCET (sandbox networks) or EXTERNAL_TOP_UP", tag: 'Administration',
     policy: policies.operator, body: 'required', variables: { input: 'body' }, success: { status: 204 },
+    schemas: { request: 'AdminConfigureReplenishmentRouteCommand' },
   },
 ];

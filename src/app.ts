@@ -10,6 +10,8 @@ import { authenticate } from './auth/authenticate';
 import { restPlugin } from '../rest/adapter';
 import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 import { fromUnexpected } from './errors';
+import { graphiqlOptions, pagesPlugin, renderGraphiqlPage } from './pages/pages';
+import { assetsPrefix } from './pages/assets';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
@@ -97,9 +99,9 @@ export function createApp(deps: Deps) {
   const yoga = createYoga<{ clientIp?: string }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    graphiql: posture.graphiql,
-    // Served from this process (no CDN), loaded on the first GraphiQL page only.
-    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
+    // Example operations and a headers template; every asset served from this process (no CDN): src/pages.
+    graphiql: posture.graphiql && graphiqlOptions(),
+    renderGraphiQL: renderGraphiqlPage,
     landingPage: false,
     cors: corsOf(deps.config),
     // Bodies over 1 MiB answer 413 (a Content-Length over it at once; a longer stream when it passes it).
@@ -151,11 +153,13 @@ export function createApp(deps: Deps) {
       useGraphqlLimits(),
       inputGatePlugin(),
       restPlugin(deps, idOf),
+      pagesPlugin(deps.config),
       {
         onResponse({ request, response }) {
           response.headers.set(REQUEST_ID_HEADER, idOf(request));
           // Answers carry credentials (API keys, webhook secrets, tokens) and tenant data: no cache keeps any.
-          response.headers.set('cache-control', 'no-store');
+          // (The static assets of the pages, addressed by their content hash, are cached: src/pages/assets.ts.)
+          if (!new URL(request.url).pathname.startsWith(assetsPrefix)) response.headers.set('cache-control', 'no-store');
         },
       },
     ],

@@ -19,6 +19,7 @@ import { withdrawalFlowContractFixtures } from '../src/withdrawals/withdrawal-co
 import { withdrawalResolutionContractFixtures } from '../src/withdrawals/resolution-contract-fixtures';
 import { networkCostContractFixtures } from '../src/treasury/costs-contract-fixtures';
 import { treasuryContractFixtures } from '../src/treasury/treasury-contract-fixtures';
+import { webhookSandboxContractFixtures } from '../src/webhooks/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -110,6 +111,7 @@ const fixtures: Record<string, Case[]> = {
   ...withdrawalResolutionContractFixtures(() => app),
   ...networkCostContractFixtures(() => app),
   ...treasuryContractFixtures(() => app),
+  ...webhookSandboxContractFixtures(() => app),
 
   // Member authentication
   SignUp: [
@@ -712,7 +714,8 @@ describe.each(withOperation.map((r) => [`${r.operationId} ${r.method} ${r.path}`
       const code = gql.errors[0]!.extensions?.code;
       expect(rest.status, why).toBe(statusOf(code));
       expect(rest.body?.code, why).toBe(code);
-      expect(rest.headers.get('content-type'), why).toMatch(/^application\/problem\+json/);
+      const tokenResult = route.tokenResultOn401 && rest.status === 401; // the spec's TokenResult media type
+      expect(rest.headers.get('content-type'), why).toMatch(tokenResult ? /^application\/json/ : /^application\/problem\+json/);
     } else {
       expect(rest.status, why).toBe(route.success.status);
       if (route.success.body !== undefined && route.success.status !== 204) expect(same(rest.body), why).toEqual(same(pick(gql.data, route.success.body)));

@@ -103,7 +103,8 @@ describe('every route of the table', () => {
       for (const [status, res] of Object.entries(op.responses)) {
         expect(res.description, `${r.operationId} ${status} description`).toBeTruthy();
         if (Number(status) >= 400) {
-          const schema = res.content?.['application/problem+json']?.schema;
+          const tokenResult = status === '401' && r.tokenResultOn401; // the spec's TokenResult media type
+          const schema = res.content?.[tokenResult ? 'application/json' : 'application/problem+json']?.schema;
           expect(schema, `${r.operationId} ${status} is a problem`).toBeDefined();
           const refs = schema.$ref ? [schema.$ref] : (schema.allOf ?? []).map((s: any) => s.$ref);
           expect(refs).toContain('#/components/schemas/Problem');
@@ -188,7 +189,7 @@ test('SignUp: Idempotency-Key header, body from SignUpInput, 201 body from the s
   expect(Object.keys(input.properties).sort()).toEqual(['email', 'name', 'organizationName', 'password']);
   expect(input.required.sort()).toEqual(['email', 'name', 'organizationName', 'password']);
   const body = deref(op.responses['201']!.content!['application/json']!.schema);
-  expect(body.properties).toEqual({ organizationId: { type: 'string' }, memberId: { type: 'string' }, email: { type: 'string' } });
+  expect(body.properties).toEqual({ organizationId: { type: 'string', format: 'uuid' }, memberId: { type: 'string', format: 'uuid' }, email: { type: 'string' } });
 });
 
 test('GetApplication: the 200 schema is the selection set (enums, nullable fields, date-times)', () => {
@@ -199,12 +200,12 @@ test('GetApplication: the 200 schema is the selection set (enums, nullable field
   expect(deref(body.properties.status)).toMatchObject({ type: 'string', enum: ['ACTIVE', 'ARCHIVED', 'SUSPENDED'] });
   const list = opOf('ListApplications').responses['200']!.content!['application/json']!.schema;
   expect(list.type).toBe('array');
-  expect(deref(list.items).properties.id).toEqual({ type: 'string' });
+  expect(deref(list.items).properties.id).toEqual({ type: 'string', format: 'uuid' });
 });
 
 test("Login's 401 is a problem shaped like a failed TokenResult, and matches what the route answers", async () => {
   const op = opOf('Login');
-  const schema = op.responses['401']!.content!['application/problem+json']!.schema;
+  const schema = op.responses['401']!.content!['application/json']!.schema;
   expect(schema.allOf).toHaveLength(2);
   const parts = schema.allOf.map(deref);
   const properties = Object.assign({}, ...parts.map((p: any) => p.properties));
@@ -214,6 +215,7 @@ test("Login's 401 is a problem shaped like a failed TokenResult, and matches wha
   const m = await signUpMember(app);
   const res = await app.rest('POST', '/v1/auth/login', { body: { email: m.email, password: PASSWORD + 'x' } });
   expect(res.status).toBe(401);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   for (const f of required) expect(res.body, f).toHaveProperty(f);
   for (const k of Object.keys(res.body)) expect(properties, `undocumented ${k}`).toHaveProperty(k);
   expect(res.body.succeeded).toBe(false);
@@ -227,4 +229,110 @@ test('a real 200 answer has exactly the documented properties', async () => {
   const schema = deref(opOf('Login').responses['200']!.content!['application/json']!.schema);
   expect(Object.keys(res.body).sort()).toEqual(Object.keys(schema.properties).sort());
   expect(schema.required.sort()).toEqual(Object.keys(res.body).sort());
+});
+
+/** Every schema name of the spec (api-v1.md: the named schemas and the Body and Success columns). */
+const specSchemaNames = [
+  'CreateAccountHolderInvitationRequest', 'CreateAccountHolderInvitationResult', 'SignUpAccountHolderRequest', 'LoginAccountHolderRequest',
+  'ClaimAccountHolderInvitationRequest', 'ClaimAccountHolderInvitationResult', 'SignUpAndClaimAccountHolderInvitationRequest',
+  'SignUpAndClaimAccountHolderInvitationResult', 'CreateAccountRequest', 'OrganizationAccountResponse', 'AccountResponse', 'AccountHolderResponse',
+  'AuthorizeApplicationRequest', 'FreezeAccountRequest', 'AuditLogEntryResponse', 'RotateApiKeyRequest', 'RotateApiKeyResult', 'GenerateApiKeyResult',
+  'ApiKeyMetadataResponse', 'CreateEnvironmentRequest', 'EnvironmentResponse', 'CreatedResourceResponse', 'SuspendRequest', 'AssetResponse',
+  'NetworkResponse', 'AssetNetworkResponse', 'CreateAssetRequest', 'CreateNetworkRequest', 'CreateAssetNetworkRequest', 'PauseAssetNetworkRequest',
+  'LoginRequest', 'RefreshTokenRequest', 'RequestPasswordResetRequest', 'ResetPasswordRequest', 'SignUpRequest', 'SignUpResponse',
+  'CreatePaymentIntentRequest', 'PaymentIntentResponse', 'DepositResponse', 'RegisterWalletRequest', 'AllocateDepositAddressRequest',
+  'AllocatedDepositAddressResponse', 'WalletResponse', 'CreateSigningRequestRequest', 'TokenResult', 'AssetNetworkStatus',
+  'AdminExecuteSandboxSweepCommand', 'AdminRejectWithdrawalRequest', 'AdminBlockWithdrawalDestinationRequest', 'AdminConfigureWithdrawalPolicyRequest',
+  'AdminConfigurePayoutPolicyRequest', 'AdminResolveDepositUnderReviewRequest', 'AdminResolveDepositReorgRequest', 'AdminConfigurePricingPolicyCommand',
+  'AdminRegisterGlobalRevenueAccountExecutionDestinationCommand', 'AdminConfigureTronResourceCostTableCommand',
+  'AdminConfigureNetworkExecutionMarginPolicyCommand', 'AdminSeedNetworkResourceReserveCommand', 'AdminConfigureResourceReservePolicyCommand',
+  'AdminConfigureReplenishmentRouteCommand', 'AdminConfigureRefundFeePolicyCommand', 'AdminResolveReconciliationDivergenceRequest',
+  'RecordAdministrativeLedgerCorrectionCommand', 'AdminRegisterControlledAddressCommand', 'AdminConfigureTreasuryLiquidityPolicyCommand',
+];
+
+describe("the spec's schema names", () => {
+  test('every schema the spec names is a component, and no `…Input` component is left for a body the spec names', () => {
+    for (const name of specSchemaNames) expect(doc.components.schemas[name], name).toBeDefined();
+    for (const r of routes.filter((x) => x.schemas?.request)) {
+      const body = opOf(r.operationId).requestBody!.content['application/json']!.schema;
+      expect(body, r.operationId).toEqual({ $ref: `#/components/schemas/${r.schemas!.request}` });
+    }
+  });
+
+  test('each spec operation refers to its named request and response schemas', () => {
+    const bodyRef = (id: string) => opOf(id).requestBody!.content['application/json']!.schema.$ref;
+    const okRef = (id: string, status = '200') => {
+      const s = opOf(id).responses[status]!.content!['application/json']!.schema;
+      return (s.items ?? s).$ref;
+    };
+    const schemaRef = (n: string) => `#/components/schemas/${n}`;
+    expect(bodyRef('CreateAccount')).toBe(schemaRef('CreateAccountRequest'));
+    expect(bodyRef('AuthorizeAccountForApplication')).toBe(schemaRef('AuthorizeApplicationRequest'));
+    expect(bodyRef('ConfirmPasswordReset')).toBe(schemaRef('ResetPasswordRequest'));
+    expect(bodyRef('AdminRecordLedgerCorrection')).toBe(schemaRef('RecordAdministrativeLedgerCorrectionCommand'));
+    expect(okRef('ListAccountsByOrganization')).toBe(schemaRef('OrganizationAccountResponse'));
+    expect(okRef('GetAccount')).toBe(schemaRef('AccountResponse'));
+    expect(okRef('ListAssets')).toBe(schemaRef('AssetResponse'));
+    expect(okRef('GetAsset')).toBe(schemaRef('AssetResponse'));
+    expect(okRef('ListEnvironments')).toBe(schemaRef('EnvironmentResponse'));
+    expect(okRef('CreateEnvironment', '201')).toBe(schemaRef('CreatedResourceResponse'));
+    expect(okRef('Login')).toBe(schemaRef('TokenResult'));
+    expect(okRef('GetPaymentIntent')).toBe(schemaRef('PaymentIntentResponse'));
+    expect(doc.components.schemas.CreatedResourceResponse).toEqual({
+      type: 'object', properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'], additionalProperties: false,
+    });
+  });
+
+  test('uuid path and query parameters and every id field carry format: uuid', () => {
+    for (const r of routes) {
+      for (const p of opOf(r.operationId).parameters ?? []) {
+        if (p.in === 'path' || /(^|[a-z])Id$|^after$/.test(p.name)) expect(p.schema, `${r.operationId} ${p.name}`).toMatchObject({ type: 'string', format: 'uuid' });
+      }
+    }
+    const audit = opOf('SearchAuditLog').parameters!;
+    for (const n of ['organizationId', 'entityId']) expect(audit.find((p) => p.name === n)!.schema).toEqual({ type: 'string', format: 'uuid' });
+    // id fields of every component: `id`, `…Id` (ids), `…Ids` (lists of ids).
+    const notUuid: string[] = [];
+    for (const [component, s] of Object.entries(doc.components.schemas)) {
+      for (const [field, f] of Object.entries<any>(s.properties ?? {})) {
+        if (!/^id$|Ids?$/.test(field) || field === 'requestId' || f.type === 'null') continue; // requestId: the caller's X-Request-Id
+        let inner = f.anyOf?.[0] ?? f.allOf?.[0] ?? f;
+        if (inner.type === 'array' || inner.type?.[0] === 'array') inner = inner.items;
+        if (inner.format !== 'uuid') notUuid.push(`${component}.${field}`);
+      }
+    }
+    expect(notUuid).toEqual([]);
+  });
+
+  test('a 201 that creates a resource answers { id } (CreatedResourceResponse) beside Location, except where the spec fixes no body', () => {
+    const noBody = ['CreateAccount', 'CreatePaymentIntent', 'RegisterWallet', 'CreateSigningRequest'];
+    for (const r of routes.filter((x) => x.success.status === 201 && x.success.location)) {
+      const created = opOf(r.operationId).responses['201']!;
+      if (noBody.includes(r.operationId)) {
+        expect(created.content, r.operationId).toBeUndefined();
+        expect(created.headers?.Location, r.operationId).toMatchObject({ required: true });
+        continue;
+      }
+      const schema = deref(created.content?.['application/json']?.schema);
+      expect(schema?.properties?.id, `${r.operationId} answers its id`).toMatchObject({ type: 'string', format: 'uuid' });
+    }
+  });
+
+  test('the security schemes state the one-credential rule (MULTIPLE_CREDENTIALS)', () => {
+    for (const [name, s] of Object.entries(doc.components.securitySchemes)) expect(s.description, name).toContain('MULTIPLE_CREDENTIALS');
+    expect(doc.info.description).toContain('MULTIPLE_CREDENTIALS');
+  });
+});
+
+test('declares every response header the service sends: X-Request-Id and Cache-Control always, Location on creation, Link on pages, Retry-After on 429', () => {
+  for (const r of routes) {
+    for (const [status, res] of Object.entries(opOf(r.operationId).responses)) {
+      const where = `${r.operationId} ${status}`;
+      expect(Object.keys(res.headers ?? {}), where).toEqual(expect.arrayContaining(['X-Request-Id', 'Cache-Control']));
+      if (status === '429') expect(res.headers!['Retry-After'], where).toBeDefined();
+      if (status === String(r.success.status) && r.success.location) expect(res.headers!.Location, where).toMatchObject({ required: true });
+      if (status === String(r.success.status) && r.success.nextCursor) expect(res.headers!.Link, where).toBeDefined();
+    }
+  }
+  expect(doc.components.headers!.CacheControl.schema).toEqual({ type: 'string', const: 'no-store' });
 });

@@ -49,6 +49,12 @@ async function xminOf(table: string, id: string): Promise<string> {
   return rows[0]!.xmin;
 }
 
+/** The fields a 400's field errors name. */
+function fieldsOf(r: RestResult): string[] {
+  expectProblem(r, 400, 'VALIDATION_FAILED');
+  return (r.body.errors as { field: string }[]).map((e) => e.field);
+}
+
 const createApp = (m: Member, name = 'App') => app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name }, headers: m.headers });
 const createEnv = (m: Member, applicationId: string, type: 'SANDBOX' | 'PRODUCTION') =>
   app.rest('POST', `/v1/applications/${applicationId}/environments`, { body: { type }, headers: m.headers });
@@ -120,6 +126,23 @@ describe('environments', () => {
     expect(await app.deps.db.environment.count({ where: { applicationId: a.body.id } })).toBe(2);
   });
 
+  test('the list pages like every list: limit, after, Link rel="next"; a bad limit or cursor is 400', async () => {
+    const m = await signUpMember(app);
+    const a = await createApp(m);
+    const ids = [(await createEnv(m, a.body.id, 'SANDBOX')).body.id, (await createEnv(m, a.body.id, 'PRODUCTION')).body.id].sort();
+    const base = `/v1/applications/${a.body.id}/environments`;
+    const first = await app.rest('GET', `${base}?limit=1`, { headers: m.headers });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.map((e: { id: string }) => e.id)).toEqual([ids[0]]);
+    expect(first.headers.get('link')).toBe(`<${base}?limit=1&after=${ids[0]}>; rel="next"`);
+    const second = await app.rest('GET', `${base}?limit=1&after=${ids[0]}`, { headers: m.headers });
+    expect(second.body.map((e: { id: string }) => e.id)).toEqual([ids[1]]);
+    expect(second.headers.get('link')).toBeNull();
+    expect((await app.rest('GET', base, { headers: m.headers })).headers.get('link')).toBeNull();
+    expect(fieldsOf(await app.rest('GET', `${base}?limit=0`, { headers: m.headers }))).toEqual(['limit']);
+    expect(fieldsOf(await app.rest('GET', `${base}?after=nope`, { headers: m.headers }))).toEqual(['after']);
+  });
+
   test('400 for an unknown environment type', async () => {
     const m = await signUpMember(app);
     const a = await createApp(m);
@@ -160,6 +183,26 @@ describe('API keys', () => {
     expect(list.text).not.toContain(sha256(key));
 
     expect(await keyOutcome(m, key)).toBe(AUTHENTICATED);
+  });
+
+  test('the list pages like every list: limit, after, Link rel="next"', async () => {
+    const m = await signUpMember(app);
+    const a = await createApp(m);
+    const env = await createEnv(m, a.body.id, 'SANDBOX');
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await generate(m, env.body.id)).body.id);
+    const base = `/v1/environments/${env.body.id}/api-keys`;
+    const seen: string[] = [];
+    let next: string | null = `${base}?limit=2`;
+    for (let pages = 0; next; pages++) {
+      expect(pages).toBeLessThan(2);
+      const page = await app.rest('GET', next, { headers: m.headers });
+      expect(page.status, page.text).toBe(200);
+      seen.push(...page.body.map((k: { id: string }) => k.id));
+      next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
+    }
+    expect(seen).toEqual(ids.sort());
+    expect(fieldsOf(await app.rest('GET', `${base}?limit=501`, { headers: m.headers }))).toEqual(['limit']);
   });
 
   test('a production environment gives sk_live_ keys, which authenticate', async () => {

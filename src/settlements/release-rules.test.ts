@@ -494,8 +494,8 @@ describe('templates', () => {
     };
     const created = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: definition });
     expect(created.status, created.text).toBe(201);
-    expect(created.text).toBe('');
     const location = created.headers.get('location')!;
+    expect(created.body).toEqual({ id: location.split('/').pop() }); // { id } beside Location
     expect(location).toMatch(/^\/v1\/release-rule-templates\/[0-9a-f-]{36}$/);
     const got = await ok(app.rest('GET', location, { headers: f.member.headers }), 200);
     expect(got).toMatchObject({ name: 'Marketplace', applicationId: f.applicationId, archived: false, milestones: [{ percentage: '100', mode: 'ANY' }], splits: [{ role: 'BENEFICIARY', accountId: null }, { role: null }] });

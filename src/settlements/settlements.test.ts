@@ -85,8 +85,8 @@ const getSettlement = async (f: Fixture, id: string) => {
 async function requestSettlement(f: Fixture, transactionId: string, amount?: bigint, headers: Record<string, string> = f.apiKeyHeaders): Promise<string> {
   const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers, ...(amount === undefined ? {} : { body: { amount: amount.toString() } }) });
   expect(r.status, r.text).toBe(201);
-  expect(r.text).toBe('');
   expect(r.headers.get('location')).toMatch(/^\/v1\/settlements\/[0-9a-f-]{36}$/);
+  expect(r.body).toEqual({ id: idOf(r) }); // { id } beside Location
   return idOf(r);
 }
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
+import { pageQuery, toPage } from '../paging';
 import { builder } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
@@ -57,7 +59,7 @@ builder.prismaObject('Application', {
   }),
 });
 
-builder.prismaObject('Environment', {
+const Environment = builder.prismaObject('Environment', {
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),
@@ -68,7 +70,7 @@ builder.prismaObject('Environment', {
   }),
 });
 
-builder.prismaObject('ApiKey', {
+const ApiKeyMetadata = builder.prismaObject('ApiKey', {
   name: 'ApiKeyMetadata',
   description: 'An API key without its secret. The secret is shown once, by GenerateApiKey or RotateApiKey.',
   fields: (t) => ({
@@ -87,6 +89,24 @@ builder.prismaObject('ApiKey', {
     expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
     rotatedFromId: t.exposeID('rotatedFromId', { nullable: true }),
+  }),
+});
+
+const nextCursorField = { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' } as const;
+
+const ApiKeyMetadataPage = builder.objectRef<{ items: ApiKey[]; nextCursor: string | null }>('ApiKeyMetadataPage').implement({
+  description: "A page of an environment's API keys, oldest first.",
+  fields: (t) => ({
+    items: t.field({ type: [ApiKeyMetadata], resolve: (p) => p.items }),
+    nextCursor: t.exposeID('nextCursor', nextCursorField),
+  }),
+});
+
+const EnvironmentPage = builder.objectRef<{ items: EnvironmentRow[]; nextCursor: string | null }>('EnvironmentPage').implement({
+  description: "A page of an application's environments, oldest first.",
+  fields: (t) => ({
+    items: t.field({ type: [Environment], resolve: (p) => p.items }),
+    nextCursor: t.exposeID('nextCursor', nextCursorField),
   }),
 });
 
@@ -248,6 +268,7 @@ builder.queryFields((t) => ({
   }),
   environments: t.prismaField({
     type: ['Environment'],
+    description: "Every environment of the application, oldest first (environmentPage pages them).",
     authScopes: { policy: policies.member('application-manage') },
     args: { applicationId: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -257,11 +278,42 @@ builder.queryFields((t) => ({
   }),
   apiKeys: t.prismaField({
     type: ['ApiKey'],
+    description: "Every API key of the environment, oldest first (apiKeyPage pages them).",
     authScopes: { policy: policies.member('api-key-manage') },
     args: { environmentId: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const env = await loadEnvironment(ctx, String(args.environmentId));
       return ctx.deps.db.apiKey.findMany({ ...query, where: { environmentId: env.id }, orderBy: { id: 'asc' } });
+    },
+  }),
+  apiKeyPage: t.field({
+    type: ApiKeyMetadataPage,
+    description: "A page of the environment's API keys, oldest first (REST ListApiKeys).",
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: { environmentId: t.arg.id({ required: true }), 
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+    },
+    resolve: async (_p, args, ctx) => {
+      const env = await loadEnvironment(ctx, String(args.environmentId));
+      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
+      const rows = await ctx.deps.db.apiKey.findMany({ where: { environmentId: env.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
+      return toPage(rows, page.limit);
+    },
+  }),
+  environmentPage: t.field({
+    type: EnvironmentPage,
+    description: "A page of the application's environments, oldest first (REST ListEnvironments).",
+    authScopes: { policy: policies.member('application-manage') },
+    args: { applicationId: t.arg.id({ required: true }), 
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+    },
+    resolve: async (_p, args, ctx) => {
+      const app = await loadApplication(ctx, String(args.applicationId));
+      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
+      const rows = await ctx.deps.db.environment.findMany({ where: { applicationId: app.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
+      return toPage(rows, page.limit);
     },
   }),
 }));

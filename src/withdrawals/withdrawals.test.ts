@@ -37,8 +37,8 @@ const request = (s: Setup, amount: bigint, extra: Record<string, unknown> = {}, 
 async function withdraw(s: Setup, amount: bigint, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await request(s, amount, extra);
   expect(r.status, r.text).toBe(201);
-  expect(r.text).toBe('');
   expect(r.headers.get('location')).toMatch(/^\/v1\/withdrawals\/[0-9a-f-]{36}$/);
+  expect(r.body).toEqual({ id: idOf(r) }); // { id } beside Location
   return idOf(r);
 }
 const configure = async (s: Setup, kind: 'withdrawal' | 'payout', body: Record<string, unknown>) => {
