@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { erc20Abi, getAddress, isAddress, parseEther, type Hex } from 'viem';
+import { erc20Abi, getAddress, isAddress, keccak256, parseEther, parseTransaction, type Hex } from 'viem';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair, hexToBytes } from '../src/chains/secp256k1';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
 import { deployTestToken, startAnvil, type EvmNode } from './evm-node';
 import { drainChainSync } from '../src/deposits/testing';
@@ -269,11 +271,12 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     await node.mine(1);
     return (hot = { id: id(r), address: got.body.address as string });
   }
-  /** An integrator whose account holds `amount` TUSD: an intent paid on chain, confirmed, settled to the account. */
-  async function funded(amount: bigint) {
+  /** An integrator whose account holds `amount` (TUSD, or ETH): an intent paid on chain, confirmed, settled to the account. */
+  async function funded(amount: bigint, assetNetworkId = tokenAn) {
     const f = await integrator();
-    const pi = await intent(f, tokenAn, amount);
-    await payToken(pi.address, amount);
+    const pi = await intent(f, assetNetworkId, amount);
+    if (assetNetworkId === tokenAn) await payToken(pi.address, amount);
+    else await payNative(pi.address, amount);
     await node.mine(REQUIRED);
     await follow();
     expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'SUCCEEDED' });
@@ -355,6 +358,48 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     await follow();
     await drainMoneyWork(app);
     expect((await get(f, `/v1/withdrawals/${id(again)}`)).status).toBe('CONFIRMED');
+  });
+
+  test('SELF_CUSTODY: the signing request carries the unsigned EIP-1559 transaction; a wrong signature is refused (400), the right one is broadcast and confirmed', async () => {
+    const { f } = await funded(parseEther('0.3'), nativeAn);
+    const root = generateKeyPair();
+    const wallet = await app.rest('POST', `/v1/applications/${f.key.applicationId}/wallets`, { headers: f.key.headers, body: { networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey } });
+    expect(wallet.status, wallet.text).toBe(201);
+    const from = getAddress(addressOf(derivePublicKey(root.publicKey, 7)));
+    await payNative(from, parseEther('1')); // the integrator's own address holds the coins it sends (and the gas)
+    await node.mine(1);
+    const dest = node.accounts[2]!.address;
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: dest } });
+    const amount = parseEther('0.2');
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+      headers: f.key.headers, body: { amount: amount.toString(), assetNetworkId: nativeAn, withdrawalDestinationId: id(d), walletId: id(wallet), sourceIndex: 7 },
+    });
+    expect(w.status, w.text).toBe(201);
+    await drainMoneyWork(app);
+    expect((await get(f, `/v1/withdrawals/${id(w)}`)).status).toBe('AWAITING_SIGNATURE');
+    const c = await app.rest('POST', `/v1/environments/${f.key.environmentId}/signing-requests`, { headers: f.key.headers, body: { withdrawalId: id(w) } });
+    expect(c.status, c.text).toBe(201);
+    const sr = await get(f, `/v1/signing-requests/${id(c)}`);
+    // What the integrator signs: an unsigned EIP-1559 transaction of the network's chain, from its address, for the amount; digest = its signing hash.
+    const unsigned = parseTransaction(sr.canonicalPayload as Hex);
+    expect(unsigned).toMatchObject({ type: 'eip1559', chainId: node.chainId, to: dest.toLowerCase(), value: amount });
+    expect(sr.digest).toBe(keccak256(sr.canonicalPayload as Hex).slice(2));
+    const sign = (k: Uint8Array) => bytesToHex(secp256k1.sign(hexToBytes(sr.digest), k, { prehash: false }));
+    const submit = (signature: string) => app.rest('POST', `/v1/signing-requests/${id(c)}/signature`, { headers: f.key.headers, body: { signature } });
+    const wrong = await submit(sign(generateKeyPair().privateKey));
+    expect([wrong.status, wrong.body.errors?.[0]?.field]).toEqual([400, 'signature']);
+    const ok = await submit(sign(derivePrivateKey(root.privateKey, 7)));
+    expect(ok.status, ok.text).toBeLessThan(300);
+    const sent = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(sent.status).toBe('BROADCAST');
+    const tx = await node.public.getTransaction({ hash: sent.txHash });
+    expect([tx.from, tx.to, tx.value]).toEqual([from.toLowerCase(), dest.toLowerCase(), amount]);
+    const before = await node.public.getBalance({ address: dest });
+    await node.mine(REQUIRED);
+    await follow();
+    await drainMoneyWork(app);
+    expect((await get(f, `/v1/withdrawals/${id(w)}`)).status).toBe('CONFIRMED');
+    expect(await node.public.getBalance({ address: dest })).toBe(before + amount);
   });
 
   test('a sweep of a deposit address to the HOT treasury address: a real transaction, its chain status read back', async () => {

@@ -92,6 +92,19 @@ export interface NetworkAdapter {
    */
   signTransfer(network: NetworkRef, payload: TransferPayload, privateKey: Uint8Array): Promise<string>;
   /**
+   * A SELF_CUSTODY signing request for a transfer: the payload stored and shown, the exact text the
+   * integrator signs (`canonical`) and its digest (hex). The sandbox: the canonical JSON of the
+   * payload and its SHA-256. EVM: the unsigned EIP-1559 transaction (0x RLP, with the sender's next
+   * nonce and the fees now) and its keccak-256, the transaction's signing hash.
+   */
+  signingRequest(network: NetworkRef, payload: TransferPayload): Promise<{ payload: Record<string, unknown>; canonical: string; digest: string }>;
+  /**
+   * The signed transaction for `broadcast`, from a stored signing request and the integrator's
+   * 64-byte compact signature (r||s, hex). RangeError when it does not verify for the payload's
+   * sending address; nothing is sent.
+   */
+  assembleSigned(network: NetworkRef, request: { payload: Record<string, unknown>; canonical: string }, signature: string): Promise<string>;
+  /**
    * Sends a signed transaction; answers its hash. `organizationId`: the organization whose transfer it
    * is (its withdrawal, refund or sweep; null for none). A real chain cannot record it; the sandbox
    * does, so that only that organization may drop, replace or reorganize the transfer (docs/chains.md).

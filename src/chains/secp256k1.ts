@@ -141,8 +141,10 @@ export interface TransferPayload {
   nonce: string;
 }
 
-const canonical = (p: TransferPayload) =>
-  new TextEncoder().encode(JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))));
+/** The canonical JSON of a transfer payload (keys sorted, no spaces): what is signed. */
+export const canonicalTransferJson = (p: TransferPayload): string =>
+  JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+const canonical = (p: TransferPayload) => new TextEncoder().encode(canonicalTransferJson(p));
 
 /** Signs a transfer (integrators' SELF_CUSTODY signing does this on their side; tests and custodial wallets here). */
 export function signTransfer(payload: TransferPayload, privateKey: Uint8Array): string {

@@ -604,7 +604,8 @@ export async function selfCustodyPayload(db: Db, w: Withdrawal): Promise<Transfe
   if (w.custodyMode !== 'SELF_CUSTODY' || !w.walletId || w.sourceIndex === null || !w.fromAddress) throw invalidState('Only a SELF_CUSTODY withdrawal is signed by the integrator.');
   const wallet = await db.wallet.findUniqueOrThrow({ where: { id: w.walletId } });
   const fromPublicKey = derivePublicKey(wallet.publicKey, w.sourceIndex);
-  if (addressOf(fromPublicKey) !== w.fromAddress) throw new Error('the source address does not derive from the wallet');
+  // Compared case-insensitively: EVM addresses are stored EIP-55 checksummed.
+  if (addressOf(fromPublicKey) !== w.fromAddress.toLowerCase()) throw new Error('the source address does not derive from the wallet');
   return { networkId: w.networkId, assetNetworkId: w.assetNetworkId, fromAddress: w.fromAddress, fromPublicKey, toAddress: w.toAddress, amount: numericToAmount(w.amount).toString(), nonce: w.id };
 }
 

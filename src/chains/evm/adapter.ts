@@ -1,12 +1,13 @@
 import { privateKeyToAccount } from 'viem/accounts';
 import {
-  bytesToHex, decodeFunctionData, encodeFunctionData, erc20Abi, getAddress, isAddress, parseTransaction, recoverTransactionAddress,
-  TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex, type PublicClient,
+  bytesToHex, decodeFunctionData, encodeFunctionData, erc20Abi, getAddress, isAddress, keccak256, parseTransaction, recoverTransactionAddress, serializeTransaction,
+  TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionSerializableEIP1559,
 } from 'viem';
 import { numericToAmount } from '../../money';
 import type { Db } from '../../db/prisma';
 import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import * as keys from '../secp256k1';
+import type { TransferPayload } from '../secp256k1';
 import { requireEvmSettings } from './config';
 import { checkedClientOf } from './client';
 import { assetNetworksOf, cursorOf } from './index-store';
@@ -37,24 +38,32 @@ export function evmAdapter(db?: Db): NetworkAdapter {
     // All lower-case, all upper-case, or a valid EIP-55 checksum.
     validateAddress: (address) => isAddress(address, { strict: true }),
     async signTransfer(network, p, privateKey) {
-      const d = database();
-      const s = requireEvmSettings(network.id);
-      const client = await checkedClientOf(network.id);
       const account = privateKeyToAccount(bytesToHex(privateKey));
-      const from = account.address.toLowerCase();
-      if (from !== p.fromAddress.toLowerCase()) throw new Error('the signing key is not the key of the sending address');
-      const contract = s.tokens[p.assetNetworkId] as Hex | undefined;
-      if (!contract && (await assetNetworksOf(d, network.id)).native !== p.assetNetworkId)
-        throw new RangeError(`the asset-network ${p.assetNetworkId} is no token configured for the network (EVM_NETWORKS tokens) and not its native coin`);
-      const amount = BigInt(p.amount);
-      const to = getAddress(p.toAddress);
-      const call = contract
-        ? { to: contract, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }), gas: BigInt(s.tokenTransferGas) }
-        : { to, value: amount, gas: 21_000n };
-      const nonce = await nextNonce(d, client, network.id, from);
-      // Gas policy (docs/decisions.md): the node's EIP-1559 estimate now (viem: base fee x 1.2 + priority fee).
-      const fees = await client.estimateFeesPerGas();
-      return account.signTransaction({ type: 'eip1559', chainId: s.chainId, nonce, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call });
+      if (account.address.toLowerCase() !== p.fromAddress.toLowerCase()) throw new Error('the signing key is not the key of the sending address');
+      return account.signTransaction(await unsignedTransfer(database(), network, p));
+    },
+    async signingRequest(network, p) {
+      const tx = await unsignedTransfer(database(), network, p);
+      const canonical = serializeTransaction(tx);
+      const evm = { type: 'eip1559', chainId: tx.chainId, nonce: tx.nonce, to: tx.to, value: tx.value!.toString(), data: tx.data ?? '0x', gas: tx.gas!.toString(), maxFeePerGas: tx.maxFeePerGas!.toString(), maxPriorityFeePerGas: tx.maxPriorityFeePerGas!.toString() };
+      return { payload: { ...p, evm }, canonical, digest: keccak256(canonical).slice(2) };
+    },
+    /** The stored unsigned transaction with the signature: the recovery bit is the one that recovers the payload's sender. */
+    async assembleSigned(_network, request, signature) {
+      if (!/^[0-9a-fA-F]{128}$/.test(signature)) throw new RangeError('signature must be 64 bytes of hex (r||s)');
+      const tx = parseTransaction(request.canonical as Hex) as TransactionSerializableEIP1559;
+      const from = String(request.payload.fromAddress).toLowerCase();
+      const r = `0x${signature.slice(0, 64)}` as Hex;
+      const s = `0x${signature.slice(64)}` as Hex;
+      for (const yParity of [0, 1]) {
+        const signed = serializeTransaction(tx, { r, s, yParity });
+        try {
+          if ((await recoverTransactionAddress({ serializedTransaction: signed as never })).toLowerCase() === from) return signed;
+        } catch {
+          // not a valid signature for this parity
+        }
+      }
+      throw new RangeError(`the signature does not verify: it is not by the key of ${from} over the transaction's signing hash`);
     },
     async watchAddresses(network, addresses) {
       if (!addresses.length) return;
@@ -251,6 +260,27 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
   if (!block || block.hash !== receipt.blockHash) return { ...base, status: 'ORPHANED', blockHash: null, blockHeight: null, confirmations: 0 };
   if (receipt.status === 'reverted') return { ...base, status: 'REVERTED', blockHash: receipt.blockHash, blockHeight: height, confirmations: 0 };
   return { ...base, status: 'MINED', blockHash: receipt.blockHash, blockHeight: height, confirmations: Number(head) - height + 1 };
+}
+
+/**
+ * The EIP-1559 transaction of a transfer, unsigned: native value (21,000 gas) or the token's
+ * transfer(to, amount) (tokenTransferGas), the sender's next nonce (nextNonce), the node's fees now.
+ */
+async function unsignedTransfer(db: Db, network: NetworkRef, p: TransferPayload): Promise<TransactionSerializableEIP1559> {
+  const s = requireEvmSettings(network.id);
+  const client = await checkedClientOf(network.id);
+  const contract = s.tokens[p.assetNetworkId] as Hex | undefined;
+  if (!contract && (await assetNetworksOf(db, network.id)).native !== p.assetNetworkId)
+    throw new RangeError(`the asset-network ${p.assetNetworkId} is no token configured for the network (EVM_NETWORKS tokens) and not its native coin`);
+  const amount = BigInt(p.amount);
+  const to = getAddress(p.toAddress);
+  const call = contract
+    ? { to: contract, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }), gas: BigInt(s.tokenTransferGas) }
+    : { to, value: amount, gas: 21_000n };
+  const nonce = await nextNonce(db, client, network.id, p.fromAddress.toLowerCase());
+  // Gas policy (docs/decisions.md): the node's EIP-1559 estimate now (viem: base fee x 1.2 + priority fee).
+  const fees = await client.estimateFeesPerGas();
+  return { type: 'eip1559', chainId: s.chainId, nonce, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call };
 }
 
 /**

@@ -2,6 +2,7 @@ import { numericToAmount } from '../../money';
 import { DomainError } from '../../errors';
 import type { Db, PrismaClient } from '../../db/prisma';
 import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
 import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
 
@@ -24,6 +25,15 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
     },
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),
     signTransfer: async (_network, payload, privateKey) => keys.signTransfer(payload, privateKey),
+    async signingRequest(_network, payload) {
+      const canonical = keys.canonicalTransferJson(payload);
+      return { payload: { ...payload }, canonical, digest: keys.bytesToHex(sha256(new TextEncoder().encode(canonical))) };
+    },
+    async assembleSigned(_network, request, signature) {
+      const signed = JSON.stringify({ payload: request.payload, signature });
+      keys.verifySignedTransfer(signed); // RangeError when it does not verify
+      return signed;
+    },
     // The sandbox chain is in our own database: every address is watched already.
     async watchAddresses() {},
     async blockHeight(network) {
