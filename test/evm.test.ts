@@ -6,7 +6,10 @@ import { createApiKey, createTestApp, signUpMember, type TestApp } from './harne
 import type { EvmNode } from './evm-node';
 import { startEvmService, type EvmIntegrator, type EvmService } from './evm-service';
 import { drainMoneyWork } from '../src/settlements/testing';
-import { ConfigError, loadConfig } from '../src/config';
+import { ConfigError, evmNetworksOf, loadConfig } from '../src/config';
+import { configureEvmNetworks } from '../src/chains/evm/config';
+import { EVM_WATCH_QUEUE, startEvmWatchTicker } from '../src/chains/evm/watcher';
+import { pollUntil } from './process-harness';
 
 /**
  * Issue 18: EVM networks through the adapter on viem, against a real EVM node (anvil, started here
@@ -386,6 +389,29 @@ describe('configuration and readiness (issue 18 point 2)', () => {
     expect(bad({ 'not-a-uuid': { rpcUrl: 'http://x', chainId: 1 } })).toThrow(ConfigError);
     expect(() => loadConfig({ EVM_NETWORKS: '{oops' })).toThrow(/EVM_NETWORKS: must be JSON/);
     expect(loadConfig({ EVM_NETWORKS: JSON.stringify({ [nid]: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }) }).EVM_NETWORKS).toBeTruthy();
+  });
+
+  test('with a wsUrl, a new head announced over the websocket queues a watch at once (polling set to 10 minutes)', async () => {
+    const settings = evmNetworksOf(app.deps.config)[networkId]!;
+    const wsUrl = node.rpcUrl.replace(/^http/, 'ws');
+    const other = await createTestApp({ databaseUrl: app.databaseUrl, env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { ...settings, wsUrl, pollIntervalMs: 600_000 } }) } });
+    const boss = other.deps.boss!;
+    const ticker = startEvmWatchTicker(boss, other.deps.log);
+    try {
+      const next = () => pollUntil('an evm.watch job', () => boss.fetch<{ networkId: string }>(EVM_WATCH_QUEUE), (jobs) => jobs.length > 0, 10_000, 50);
+      const first = await next(); // the ticker's first ask, at start
+      await boss.complete(EVM_WATCH_QUEUE, first.map((j) => j.id));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await boss.fetch(EVM_WATCH_QUEUE)).toEqual([]); // nothing more without a block: the poll is 10 minutes away
+      await node.mine(1);
+      const jobs = await next();
+      expect(jobs.map((j) => j.data)).toEqual([{ networkId }]);
+      await boss.complete(EVM_WATCH_QUEUE, jobs.map((j) => j.id));
+    } finally {
+      ticker.stop();
+      await other.close();
+      configureEvmNetworks(evmNetworksOf(app.deps.config)); // this file's settings again
+    }
   });
 
   test('/readyz names each EVM network and whether its node answers; one unreachable node does not make the service unready', async () => {

@@ -20,7 +20,7 @@ const rpcUrl = (schemes: string[]) =>
 export const evmNetworkSettings = z.strictObject({
   /** JSON-RPC over HTTP(S): every read and broadcast. */
   rpcUrl: rpcUrl(['http:', 'https:']),
-  /** Optional websocket endpoint (newHeads wakes the watcher early; polling still runs). */
+  /** Optional websocket endpoint: each worker subscribes to new heads and queues a watch at each (polling still runs). */
   wsUrl: rpcUrl(['ws:', 'wss:']).optional(),
   /** The chain id the node must answer (eth_chainId): a wrong node is refused, never followed. */
   chainId: z.number().int().positive(),

@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import { parseAbiItem, TransactionNotFoundError, type Block, type Hex, type Log, type PublicClient } from 'viem';
+import { createPublicClient, parseAbiItem, TransactionNotFoundError, webSocket, type Block, type Hex, type Log, type PublicClient } from 'viem';
 import type { PrismaClient } from '../../db/prisma';
 import { sendChainSync } from '../sync-queue';
 import { configuredEvmNetworks, requireEvmSettings } from './config';
@@ -228,22 +228,46 @@ export async function sendEvmWatch(boss: PgBoss, networkId: string): Promise<boo
 
 /**
  * Each worker process asks for a watch of every configured EVM network every pollIntervalMs (the
- * queue keeps one job per network alive at a time, so N processes make one watcher). Stops with
- * the job runner.
+ * queue keeps one job per network alive at a time, so N processes make one watcher). A network with
+ * a `wsUrl` also asks at each new head its node announces (eth_subscribe newHeads over a websocket),
+ * so blocks are followed as they come; polling stays as the safety net (a dropped socket reconnects,
+ * and a missed head is caught by the next poll). Stops with the job runner.
  */
 export function startEvmWatchTicker(boss: PgBoss, log: Logger): { stop: () => void } {
   const last = new Map<string, number>();
+  const ask = (id: string) => {
+    last.set(id, Date.now());
+    sendEvmWatch(boss, id).catch((err: unknown) => log.error({ err, networkId: id }, 'EVM watcher: could not queue a watch'));
+  };
+  const subscriptions = new Map<string, { url: string; unwatch: () => void }>();
+  const subscribe = (id: string, url: string) => {
+    const client = createPublicClient({ transport: webSocket(url, { reconnect: true, keepAlive: true }) });
+    const unwatch = client.watchBlockNumber({
+      emitMissed: false,
+      onBlockNumber: () => ask(id),
+      onError: (err) => log.warn({ networkId: id, err: { message: err.message.split('\n')[0]!.replace(/wss?:\/\/\S+/g, '<wsUrl>') } }, 'EVM watcher: head subscription error (polling goes on)'),
+    });
+    subscriptions.set(id, { url, unwatch });
+  };
   const timer = setInterval(() => {
     const now = Date.now();
     for (const id of configuredEvmNetworks()) {
-      const every = requireEvmSettings(id).pollIntervalMs;
-      if (now - (last.get(id) ?? 0) < every) continue;
-      last.set(id, now);
-      sendEvmWatch(boss, id).catch((err: unknown) => log.error({ err, networkId: id }, 'EVM watcher: could not queue a watch'));
+      const s = requireEvmSettings(id);
+      if (s.wsUrl && subscriptions.get(id)?.url !== s.wsUrl) {
+        subscriptions.get(id)?.unwatch();
+        subscribe(id, s.wsUrl);
+      }
+      if (now - (last.get(id) ?? 0) >= s.pollIntervalMs) ask(id);
     }
   }, 50);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      for (const sub of subscriptions.values()) sub.unwatch();
+      subscriptions.clear();
+    },
+  };
 }
 
 /** Whether each configured EVM network's node answers (for /readyz): network id → null when it does, else why not (never its URL). */
