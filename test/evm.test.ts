@@ -364,6 +364,16 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   });
 });
 
+describe('reconciliation', () => {
+  test('the ledger is compared with the EVM chain (not skipped) after the money moved above', async () => {
+    const r = await app.rest('POST', '/v1/admin/reconciliations/execute', { headers: operator });
+    expect(r.status, r.text).toBe(201);
+    const mine = r.body.summaries.filter((x: { assetNetworkId: string }) => x.assetNetworkId === tokenAn || x.assetNetworkId === nativeAn);
+    expect(mine.length).toBe(2);
+    for (const x of mine) expect(x.skipped).toBe(false);
+  });
+});
+
 describe('environments and networks (issue 18 point 5)', () => {
   test('sandbox environments refuse real networks and production environments refuse sandbox ones, with 400 naming the field', async () => {
     const m = await signUpMember(app);

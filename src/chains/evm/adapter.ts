@@ -147,6 +147,8 @@ export function evmAdapter(db?: Db): NetworkAdapter {
       const d = database();
       const client = await checkedClientOf(network.id);
       const contract = requireEvmSettings(network.id).tokens[assetNetworkId] as Hex | undefined;
+      if (!contract && (await assetNetworksOf(d, network.id)).native !== assetNetworkId)
+        throw new RangeError(`the asset-network ${assetNetworkId} is no token configured for the network (EVM_NETWORKS tokens) and not its native coin`);
       const mined = await Promise.all(
         wanted.map((a) =>
           contract
