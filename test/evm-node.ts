@@ -52,17 +52,17 @@ function anvilBinary(): string {
   return path.join(path.dirname(require.resolve('@foundry-rs/anvil-linux-amd64/package.json')), 'bin', 'anvil');
 }
 
-export async function startAnvil(opts: { chainId?: number } = {}): Promise<EvmNode> {
+export async function startAnvil(opts: { chainId?: number; /** Seconds between blocks mined by anvil itself; default: manual mining. */ blockTime?: number } = {}): Promise<EvmNode> {
   const chainId = opts.chainId ?? 31337;
   const port = await freePort();
-  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), '--no-mining', '--silent'], {
+  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), ...(opts.blockTime ? ['--block-time', String(opts.blockTime)] : ['--no-mining']), '--silent'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));
   const rpcUrl = `http://127.0.0.1:${port}`;
   const chain = { ...foundry, id: chainId };
-  const pub = createPublicClient({ chain, transport: http(rpcUrl) }) as PublicClient;
+  const pub = createPublicClient({ chain, cacheTime: 0, transport: http(rpcUrl) }) as PublicClient;
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`anvil exited (${child.exitCode}): ${stderr}`);

@@ -219,7 +219,7 @@ export interface EvmWatchJob {
 }
 
 /** Queue options: `exclusive` with the network id as singleton key, so one job per network is queued or active at a time, whatever the number of processes. */
-export const EVM_WATCH_QUEUE_OPTIONS = { policy: 'exclusive', retryLimit: 0, deleteAfterSeconds: 3600 } as const;
+export const EVM_WATCH_QUEUE_OPTIONS = { policy: 'exclusive', retryLimit: 0, deleteAfterSeconds: 3600, notify: true } as const;
 
 /** Asks for a watch of the network unless one is queued or running (answers whether a job was created). */
 export async function sendEvmWatch(boss: PgBoss, networkId: string): Promise<boolean> {
