@@ -50,6 +50,9 @@ try {
   let sent = 0;
   const lags: number[] = [];
   let rssAfterWarmup = 0;
+  let heapAfterWarmup = 0;
+  // With --expose-gc (npm run bench:evm passes it): live heap after a full collection, beside the resident size.
+  const gc = (globalThis as { gc?: () => void }).gc;
   let maxLag = 0;
   let lastBlock = start;
   // One block a second from anvil; PER_BLOCK transfers sent in each block's second.
@@ -74,13 +77,19 @@ try {
     if (head - start > WARMUP) {
       lags.push(lag);
       maxLag = Math.max(maxLag, lag);
-      if (!rssAfterWarmup) rssAfterWarmup = process.memoryUsage().rss;
+      if (!rssAfterWarmup) {
+        gc?.();
+        rssAfterWarmup = process.memoryUsage().rss;
+        heapAfterWarmup = process.memoryUsage().heapUsed;
+      }
     }
     await sleep(200);
   }
   // The last transfers mined, the watcher caught up.
   await sleep(3000);
+  gc?.();
   const rssEnd = process.memoryUsage().rss;
+  const heapEnd = process.memoryUsage().heapUsed;
   const cursor = (await cursorOf(deps.db, network.id))?.height ?? start;
   const head = Number(await node.public.getBlockNumber());
   const indexed = await deps.db.evmTransfer.count({ where: { networkId: network.id } });
@@ -89,6 +98,7 @@ try {
     blocks: lastBlock - start, transfersPerBlock: PER_BLOCK, watched: WATCHED, transfersSent: sent, transfersMined: mined, transfersIndexed: indexed,
     lagMax: maxLag, lagMean: Number((lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length)).toFixed(2)), finalLag: head - cursor,
     rssAfterWarmupMiB: Math.round(rssAfterWarmup / 2 ** 20), rssEndMiB: Math.round(rssEnd / 2 ** 20), rssRatio: Number((rssEnd / rssAfterWarmup).toFixed(3)),
+    heapAfterWarmupMiB: Math.round(heapAfterWarmup / 2 ** 20), heapEndMiB: Math.round(heapEnd / 2 ** 20), heapRatio: Number((heapEnd / heapAfterWarmup).toFixed(3)),
   };
   mkdirSync(DATA_DIR, { recursive: true });
   writeFileSync(`${DATA_DIR}/results.json`, JSON.stringify(result, null, 2));
