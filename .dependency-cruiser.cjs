@@ -7,8 +7,7 @@
  * checked by the order (they erase at compile time: `Context` names the types of what it carries).
  */
 const LAYERS = [
-  ['kernel', '^src/kernel/', '^src/(errors|money|clock|ids|config|mailer|root|context|idempotency)\\.ts$'],
-  ['db', '^src/db/'],
+  ['kernel', '^src/kernel/', '^src/db/', '^src/(errors|money|clock|ids|config|mailer|root|context|idempotency)\\.ts$'],
   ['audit', '^src/audit/'],
   ['auth', '^src/auth/'],
   ['graphql', '^src/(builder|input|graphql-limits)\\.ts$'],

@@ -2,7 +2,7 @@ import type { Deps } from '../src/context';
 import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/deposits/funding';
+import { ledgerAccounts } from '../src/ledger/ledger';
 
 /**
  * The deposits scenario of `npm run bench` (BENCH_SCENARIOS=deposits): payment intents paid on the

@@ -2,9 +2,9 @@ import type { Deps } from '../src/context';
 import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/deposits/funding';
+import { ledgerAccounts } from '../src/ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../src/money';
-import { SETTLEMENT_EXECUTE_QUEUE } from '../src/settlements/queues';
+import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
 import { startSettlementWorkers } from '../src/settlements/jobs';
 
 /**

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Deps } from '../src/context';
-import { DELIVER_QUEUE, emitEvent } from '../src/webhooks/outbox';
+import { DELIVER_QUEUE } from '../src/kernel/queues';
+import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent } from '../src/webhooks/events';
 import type { ReceiverMessage, ReceiverRequest } from './receivers';
 

@@ -124,3 +124,7 @@ export function fromUnexpected(e: unknown): DomainError | null {
   if (sqlState(e) === '22003') return new DomainError('INVALID_STATE', 'AMOUNT_OUT_OF_RANGE: an amount or a sum would exceed what the service holds (10^78 - 1 base units); nothing was changed.');
   return null;
 }
+
+/** A deadlock (40P01) or serialization failure (40001): the transaction may be run again from the start. */
+const RETRYABLE = new Set(['40P01', '40001']);
+export const isRetryable = (e: unknown) => RETRYABLE.has(sqlState(e) ?? '');

@@ -4,7 +4,7 @@ import { createOperator, createTestApp, signUpMember, type TestApp } from './har
 import { checkLedgerInvariants } from './ledger-invariants';
 import { drainMoneyWork, fundedTransaction } from '../src/settlements/testing';
 import { recoverOperations, RECOVERY_GRACE_SECONDS } from '../src/operations/recovery';
-import { SETTLEMENT_EXECUTE_QUEUE } from '../src/settlements/queues';
+import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
 
 /**
  * The recovery sweep and the stuck-operation list (src/operations/recovery.ts), in process against

@@ -5,7 +5,8 @@ import type { RestApp, TestApp } from './harness';
 import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../src/webhooks/events';
 import { deliveryDeps, processDeliveries } from '../src/webhooks/delivery';
-import { DELIVER_QUEUE, type DeliverJob } from '../src/webhooks/outbox';
+import { DELIVER_QUEUE } from '../src/kernel/queues';
+import { type DeliverJob } from '../src/webhooks/outbox';
 
 /** Test settings: deliveries may go to 127.0.0.1; a short attempt budget. */
 export const webhookEnv = { WEBHOOK_DESTINATION_ALLOWLIST: '127.0.0.1/32', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500' };

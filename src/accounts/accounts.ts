@@ -8,7 +8,7 @@ import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
-import { sendRetainedRelease } from '../settlements/queues';
+import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
 
 /**

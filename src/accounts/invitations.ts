@@ -3,7 +3,7 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { audit, auditAll } from '../audit/audit';
-import { actorOf } from '../auth/principal';
+import { actorOf } from '../audit/audit';
 import { hashPassword } from '../auth/passwords';
 import { countSignUp, issueTokens } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';

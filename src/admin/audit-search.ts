@@ -1,7 +1,7 @@
 import type { Context } from '../context';
 import { fieldError, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { parsePaging, type Page } from './paging';
+import { parsePaging, type Page } from '../kernel/paging';
 
 /** AuditLogEntryResponse: the audit entry as operators read it. */
 export interface AuditLogEntryView {

@@ -3,7 +3,7 @@ import { policies } from '../auth/policy';
 import { getAuditLogEntry, searchAuditLog, type AuditLogEntryView } from './audit-search';
 import { searchLedgerEntries, type LedgerEntryView } from './ledger-search';
 import { platformDashboard, type PlatformDashboard, type StatusCount, type TransactionVolume } from './dashboard';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from './paging';
+import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../kernel/paging';
 import { NetworkResourceReserveBalance } from '../treasury/costs-schema';
 
 /** Operator search and dashboard (docs/admin.md): every field is for platform operators only. */

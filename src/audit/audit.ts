@@ -1,6 +1,6 @@
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import { actorOf, type Principal } from '../auth/principal';
+import type { Principal } from '../auth/principal';
 import type { Clock } from '../clock';
 import { monotonicUuidv7 } from '../ids';
 
@@ -44,3 +44,19 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
 
 /** One audit entry of a change made by `actor`. */
 export const auditAs = (tx: Db, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);
+
+/** The actor recorded in audit entries. */
+export function actorOf(p: Principal | null): { actorType: 'MEMBER' | 'API_KEY' | 'ACCOUNT_HOLDER' | 'OPERATOR' | 'SYSTEM'; actorId: string | null } {
+  switch (p?.type) {
+    case 'member':
+      return { actorType: 'MEMBER', actorId: p.memberId };
+    case 'apiKey':
+      return { actorType: 'API_KEY', actorId: p.apiKeyId };
+    case 'accountHolder':
+      return { actorType: 'ACCOUNT_HOLDER', actorId: p.accountHolderId };
+    case 'operator':
+      return { actorType: 'OPERATOR', actorId: p.operatorId };
+    default:
+      return { actorType: 'SYSTEM', actorId: null };
+  }
+}

@@ -3,7 +3,7 @@ import { createOperator, createTestApp, signUpMember, type TestApp } from '../..
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend } from '../../test/money-helpers';
 import { balanceOf } from '../ledger/ledger';
-import { ledgerAccounts } from './funding';
+import { ledgerAccounts } from '../ledger/ledger';
 import { syncNetwork } from './sync';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
 

@@ -6,12 +6,14 @@ import type { Deposit } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId } from '../ids';
 import { adapterFor, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, emit, lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS, type Actor } from './common';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { evaluateIntent, postDepositReversal, releaseDepositFreeze } from './funding';
 import { confirm, scope, type NetworkRow, type SyncScope } from './sync';
 import { reasons } from './rules';
-import { escrowOf } from '../settlements/escrow';
-import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
+import { escrowOf } from './escrow';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
 
 /**
  * Deposits: reads, and the two operator resolutions (AdminResolveDepositUnderReview,

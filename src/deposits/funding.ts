@@ -2,11 +2,13 @@ import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
 import { DomainError } from '../errors';
 import type { Db } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
-import { postLedgerTransaction } from '../ledger/ledger';
+import { ledgerAccounts, postLedgerTransaction } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
-import { auditAll, auditAs, emit, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { type MoneyDeps } from '../kernel/service';
 import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
-import { sendReleaseEvaluation } from '../settlements/queues';
+import { sendReleaseEvaluation } from '../kernel/queues';
 
 /**
  * The funding side of money in: where a confirmed deposit's value goes in the ledger, and the
@@ -26,13 +28,6 @@ import { sendReleaseEvaluation } from '../settlements/queues';
 
 type LedgerKind = 'ESCROW' | 'SUSPENSE';
 
-export const ledgerAccounts = {
-  escrow: (t: { id: string; organizationId: string; assetNetworkId: string }) =>
-    ({ kind: 'ESCROW', ownerId: t.id, organizationId: t.organizationId, assetNetworkId: t.assetNetworkId }) as const,
-  suspense: (organizationId: string, assetNetworkId: string) =>
-    ({ kind: 'SUSPENSE', ownerId: organizationId, organizationId, assetNetworkId }) as const,
-  clearing: (assetNetworkId: string) => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId }) as const,
-};
 
 function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'assetNetworkId' | 'transactionId'>) {
   if (kind === 'ESCROW') {

@@ -1,17 +1,18 @@
-import { fromPrisma, type PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { Db, PrismaClient } from '../db/prisma';
-import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../chains/sync-queue';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../kernel/queues';
 import { syncAddress, syncNetwork } from './sync';
 import { followNetworkWithdrawals } from '../withdrawals/withdrawals';
-import { dataOf, workBatch, workEach, ensureQueue } from '../../jobs/work';
-import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireDuePaymentIntents, expireIfDue, type ExpireJob } from './payment-intents';
-import type { MoneyDeps } from './common';
+import { dataOf, workBatch, workEach, ensureQueue } from '../kernel/jobs';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, type ExpirySweepJob } from '../kernel/queues';
+import { expireDuePaymentIntents, expireIfDue, type ExpireJob } from './payment-intents';
+import type { MoneyDeps } from '../kernel/service';
 import { isUuid } from '../ids';
 
 /**
- * Money-in jobs (registered by jobs/index.ts, through jobs/work.ts):
+ * Money-in jobs (registered by jobs/index.ts, through src/kernel/jobs.ts):
  * - `chain.sync` {networkId}: follows a chain that changed: deposit detection (syncNetwork), then
  *   the network's BROADCAST withdrawals (followNetworkWithdrawals), so both move at the block that
  *   gives them their confirmations. Jobs of a batch are coalesced per network: one sync sees every
@@ -29,20 +30,12 @@ export interface MoneyJobDeps {
   log: Logger;
 }
 
-export interface ExpirySweepJob {
-  organizationId?: string;
-}
 
-/** Asks for an expiry sweep (of one organization) through the caller's transaction. */
-export async function sendExpirySweep(tx: Db, boss: PgBoss | null, organizationId?: string): Promise<void> {
-  if (!boss) return;
-  await boss.send(EXPIRE_SWEEP_QUEUE, (organizationId ? { organizationId } : {}) satisfies ExpirySweepJob, { db: fromPrisma(tx as never) });
-}
 
 export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work: boolean): Promise<void> {
   await ensureQueue(boss, EXPIRE_QUEUE, { retryLimit: 10, retryDelay: 5, retryBackoff: true, deleteAfterSeconds: 3600 });
   await ensureQueue(boss, EXPIRE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
-  // Created by jobs/index.ts as well (src/chains/sync-queue.ts); creating twice changes nothing.
+  // Created by jobs/index.ts as well (src/kernel/queues.ts); creating twice changes nothing.
   await ensureQueue(boss, CHAIN_SYNC_QUEUE, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   await ensureQueue(boss, CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS);
   if (!work) return;

@@ -2,8 +2,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
-import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireIfDue, type ExpireJob } from './payment-intents';
-import { runExpirySweepJob, sendExpirySweep, type ExpirySweepJob } from './jobs';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { expireIfDue, type ExpireJob } from './payment-intents';
+import { runExpirySweepJob } from './jobs';
+import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
 
 let app: TestApp;

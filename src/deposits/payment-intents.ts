@@ -9,10 +9,14 @@ import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { allocateAddressInTx } from '../custody/addresses';
-import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
 import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release-rules';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -20,8 +24,6 @@ import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release-r
  * States and rules: docs/money-in.md.
  */
 
-export const EXPIRE_QUEUE = 'payment-intent.expire';
-export const EXPIRE_SWEEP_QUEUE = 'payment-intent.expire-sweep';
 export interface ExpireJob {
   paymentIntentId: string;
 }

@@ -4,7 +4,7 @@ import { createOperator, createTestApp, type TestApp } from '../../test/harness'
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend } from '../../test/money-helpers';
 import { balanceOf } from '../ledger/ledger';
-import { ledgerAccounts } from './funding';
+import { ledgerAccounts } from '../ledger/ledger';
 import { isCovered } from './rules';
 import { createIntent, drainChainSync, eventsOf, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
 

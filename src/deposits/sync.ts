@@ -2,8 +2,11 @@ import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../chains/sync-queue';
-import { auditAs, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
 import { reasons, screeningVerdict } from './rules';
 import { isUuid } from '../ids';
@@ -18,7 +21,7 @@ import { isUuid } from '../ids';
  * (the chain is read after the lock is taken, so a later sync never applies an older view), and
  * every step compares the chain with the record: nothing changed, nothing written. Addresses are
  * reconciled in chunks (CHUNK per database transaction), each chunk under the lock. An address that
- * fails alone is retried by its own `chain.sync.address` job (src/chains/sync-queue.ts) and left out
+ * fails alone is retried by its own `chain.sync.address` job (src/kernel/queues.ts) and left out
  * of the chunks while that job lives.
  */
 export const SYNC_CHUNK = 500;

@@ -1,9 +1,9 @@
 import type { TestApp } from '../../test/harness';
 import { setupIntegrator, setupSandboxCatalog } from '../../test/money-helpers';
-import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../chains/sync-queue';
+import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../kernel/queues';
 import { runChainSyncJobs } from './jobs';
 import { expireDuePaymentIntents } from './payment-intents';
-import type { MoneyDeps } from './common';
+import type { MoneyDeps } from '../kernel/service';
 
 /**
  * Test drivers for money in (tests only). Test apps send jobs but work no queue: these run the

@@ -5,7 +5,8 @@ import type { LedgerCorrection } from '../generated/prisma/client';
 import { DomainError, fieldError, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
 import { LEDGER_ACCOUNT_KINDS, LedgerError, postLedgerTransaction, type LedgerAccountKind, type LedgerAccountRef, type PostingLine } from './ledger';
 
 /**

@@ -3,10 +3,9 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import { expireHolds } from './ledger';
-import { workEach, ensureQueue } from '../../jobs/work';
+import { workEach, ensureQueue } from '../kernel/jobs';
+import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
 
-/** Every minute: expire the PENDING holds whose expiresAt has passed (docs/ledger.md). */
-export const EXPIRE_HOLDS_QUEUE = 'ledger.expire-holds';
 
 export async function registerLedgerJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Logger }, work: boolean): Promise<void> {
   await ensureQueue(boss, EXPIRE_HOLDS_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 5 });

@@ -9,7 +9,7 @@ import {
   balanceOf, createHold, createLedgerBatcher, expireHolds, LedgerError, ledgerMetrics, postHold, postLedgerTransaction, voidHold,
   type LedgerAccountRef, type PostInput, type PostingLine,
 } from './ledger';
-import { EXPIRE_HOLDS_QUEUE } from './jobs';
+import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
 import { accountBalancesPolicy } from './schema';
 
 let app: TestApp;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db, PrismaClient } from '../db/prisma';
-import { DomainError, sqlState, type ErrorCode, type FieldError } from '../errors';
+import { DomainError, isRetryable, sqlState, type ErrorCode, type FieldError } from '../errors';
+export { isRetryable };
 
 export { sqlState };
 import { isUuid } from '../ids';
@@ -406,8 +407,6 @@ function outcomeOf(r: RawResult | undefined): Outcome {
 /** Counters of this process's ledger calls (for tests, benchmarks and logs). */
 export const ledgerMetrics = { calls: 0, items: 0, retries: 0, isolatedBatches: 0 };
 
-const RETRYABLE = new Set(['40P01', '40001']);
-export const isRetryable = (e: unknown) => RETRYABLE.has(sqlState(e) ?? '');
 const MAX_ATTEMPTS = 6;
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 /** 5, 10, 20, 40, 80 ms, each with ±50% jitter. */
@@ -726,3 +725,11 @@ export function createLedgerBatcher(db: PrismaClient, opts: { maxBatch?: number;
     },
   };
 }
+
+export const ledgerAccounts = {
+  escrow: (t: { id: string; organizationId: string; assetNetworkId: string }) =>
+    ({ kind: 'ESCROW', ownerId: t.id, organizationId: t.organizationId, assetNetworkId: t.assetNetworkId }) as const,
+  suspense: (organizationId: string, assetNetworkId: string) =>
+    ({ kind: 'SUSPENSE', ownerId: organizationId, organizationId, assetNetworkId }) as const,
+  clearing: (assetNetworkId: string) => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId }) as const,
+};

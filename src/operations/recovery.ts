@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import { Prisma, type PrismaClient } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
-import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../settlements/queues';
-import { WITHDRAWAL_BROADCAST_QUEUE } from '../withdrawals/withdrawals';
-import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../chains/sync-queue';
-import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
+import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../kernel/queues';
+import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../kernel/queues';
+import { JOB_EXPIRE_SECONDS } from '../kernel/jobs';
+import { RECOVER_QUEUE } from '../kernel/queues';
 
 /**
  * Money operations that must finish on their own (docs/deployment.md, "Crash recovery"): settlements
@@ -26,7 +27,7 @@ import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
  * 20261125100600_recovery): its cost follows the operations in flight, not the history.
  *
  * CHAIN_SYNC (issue 26) is no row of ours: a deposit address whose reconciliation failed alone and is
- * retried by its own `chain.sync.address` job (src/chains/sync-queue.ts). It is stuck while its newest
+ * retried by its own `chain.sync.address` job (src/kernel/queues.ts). It is stuck while its newest
  * job is not completed (created, retry, active, failed), since that job's creation (its first
  * failure); read from pg-boss's job table by queue name, bounded by the queue's retention. The sweep
  * sends it nothing: pg-boss retries the job, and a job whose retries are spent is replaced by the next
@@ -35,7 +36,6 @@ import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
 export type OperationKind = 'SETTLEMENT' | 'REFUND' | 'WITHDRAWAL' | 'DEPOSIT' | 'CHAIN_SYNC';
 export const OPERATION_KINDS: readonly OperationKind[] = ['SETTLEMENT', 'REFUND', 'WITHDRAWAL', 'DEPOSIT', 'CHAIN_SYNC'];
 
-export const RECOVER_QUEUE = 'operations.recover';
 /** An operation idle this long with no live job is re-queued (its job would normally have run in well under a second). */
 export const RECOVERY_GRACE_SECONDS = 20;
 /** Each worker process asks for a sweep this often (one runs per interval across processes: singleton slot). */

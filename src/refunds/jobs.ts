@@ -2,10 +2,10 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
-import type { MoneyDeps } from '../deposits/common';
-import { REFUND_EXECUTE_QUEUE, type RefundExecuteJob } from '../settlements/queues';
+import type { MoneyDeps } from '../kernel/service';
+import { REFUND_EXECUTE_QUEUE, type RefundExecuteJob } from '../kernel/queues';
 import { executeRefund } from './refunds';
-import { dataOf, workEach } from '../../jobs/work';
+import { dataOf, workEach } from '../kernel/jobs';
 
 /**
  * Refund jobs (registered by jobs/index.ts; the queue is created by createSettlementQueues):

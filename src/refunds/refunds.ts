@@ -12,13 +12,16 @@ import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { sendFromTreasury } from '../treasury/payouts';
-import { auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../settlements/escrow';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
 import { computeFee, refundFeePolicyInForce } from '../settlements/policies';
-import { sendRefundExecution } from '../settlements/queues';
+import { sendRefundExecution } from '../kernel/queues';
 
 /**
  * Refunds (docs/refunds.md): money of a funded transaction goes back to the payer's origin on the

@@ -2,7 +2,7 @@ import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
 
 /**
  * When a release condition is met (docs/release-rules.md). Pure: the caller passes "now" (the
- * organization's sandbox clock in a sandbox, src/deposits/common.ts nowFor).
+ * organization's sandbox clock in a sandbox, src/kernel/service.ts nowFor).
  *
  * - APPROVAL: met once its party approved (approvedAt).
  * - TIME_LOCK: met at releaseAfter.

@@ -2,11 +2,11 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
-import type { MoneyDeps } from '../deposits/common';
-import { RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE, type RetainedReleaseJob, type SettlementExecuteJob } from './queues';
+import type { MoneyDeps } from '../kernel/service';
+import { RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE, type RetainedReleaseJob, type SettlementExecuteJob } from '../kernel/queues';
 import { executeSettlement } from './settlements';
 import { releaseRetained } from './retained';
-import { dataOf, workEach } from '../../jobs/work';
+import { dataOf, workEach } from '../kernel/jobs';
 
 /**
  * Settlement jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):

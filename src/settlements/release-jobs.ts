@@ -3,10 +3,10 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
 import { isUuid } from '../ids';
-import type { MoneyDeps } from '../deposits/common';
-import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, type ReleaseEvaluateJob, type ReleaseSweepJob } from './queues';
+import type { MoneyDeps } from '../kernel/service';
+import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, type ReleaseEvaluateJob, type ReleaseSweepJob } from '../kernel/queues';
 import { evaluateReleaseNow, runReleaseSweep } from './release-rules';
-import { workEach } from '../../jobs/work';
+import { workEach } from '../kernel/jobs';
 
 /**
  * Release rule jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):

@@ -6,15 +6,18 @@ import type { Db } from '../db/prisma';
 import type { Prisma, ReleaseCondition, Transaction } from '../generated/prisma/client';
 import { invalidState, notFound, type FieldError } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { actorOf, type Principal } from '../auth/principal';
+import { actorOf } from '../audit/audit';
+import { type Principal } from '../auth/principal';
 import {
   amountToNumeric, amountToString, numericToAmount, numericToPercentage, parsePercentage, percentageToNumeric, percentageToString, splitByPercentages,
   positiveAmountText, type Amount, type Percentage,
 } from '../money';
-import { auditAll, auditAs, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
-import { escrowOf, releaseBlocker } from './escrow';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { escrowOf, releaseBlocker } from '../deposits/escrow';
 import { conditionDueAt, conditionMet, conditionsMet, nextDueAt } from './conditions';
-import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from './queues';
+import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from '../kernel/queues';
 import { requestSettlementInTx } from './settlements';
 import {
   conditionKinds, conditionModes, conditionShapeIssues, definitionOf, MAX_CONDITIONS, MAX_MILESTONES, MAX_SPLITS, nameText, sharePercentageText, report, seconds, splitSetIssues, sumsToHundred, validationFailed,

@@ -4,10 +4,13 @@ import type { Db } from '../db/prisma';
 import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
 import { lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
-import { auditAll, emit, lockTransactionRow, nowFor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
+import { auditAll } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import type { AuditInput } from '../audit/audit';
 import { conditionsMet, nextDueAt } from './conditions';
-import { RETAINED_RELEASE_QUEUE, type RetainedReleaseJob } from './queues';
+import { RETAINED_RELEASE_QUEUE, type RetainedReleaseJob } from '../kernel/queues';
 
 /**
  * Retained split portions (docs/settlements.md, "Retained portions"). A settlement credits a

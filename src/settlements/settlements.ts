@@ -8,14 +8,17 @@ import { idempotent } from '../idempotency';
 import { postLedgerTransaction, type PostingLine } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, percentageToNumeric, percentageToString, type Amount, positiveAmountText } from '../money';
 import type { AuditInput } from '../audit/audit';
-import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from './escrow';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
 import { computeFee, pricingPolicyInForce } from './policies';
-import { sendSettlementExecution } from './queues';
+import { sendSettlementExecution } from '../kernel/queues';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
 
 /**

@@ -1,14 +1,15 @@
 import type { TestApp } from '../../test/harness';
-import type { MoneyDeps } from '../deposits/common';
+import type { MoneyDeps } from '../kernel/service';
 import { createIntent, drainChainSync, moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, REFUND_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE } from './queues';
+import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, REFUND_EXECUTE_QUEUE, RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE } from '../kernel/queues';
 import { settlementHandlers } from './jobs';
 import { releaseHandlers } from './release-jobs';
 import { refundHandlers } from '../refunds/jobs';
 import { withdrawalHandlers } from '../withdrawals/jobs';
-import { WITHDRAWAL_BROADCAST_QUEUE } from '../withdrawals/withdrawals';
-import { RESERVE_REPLENISH_QUEUE, reserveHandlers } from '../treasury/reserve';
+import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { RESERVE_REPLENISH_QUEUE } from '../kernel/queues';
+import { reserveHandlers } from '../treasury/reserve';
 
 /**
  * Test drivers for release, settlement and refund work (tests only). Test apps send jobs but work

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
-import { pageQuery, toPage } from '../paging';
+import { pageQuery, toPage } from '../kernel/paging';
 import { builder } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';

@@ -5,9 +5,11 @@ import type { Prisma } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, lockTransactionRow, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { cancelIntentInTx, DEFAULT_CANCEL_REASON, visibleMoneyWhere } from '../deposits/payment-intents';
-import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
 
 /**
  * Transactions: the money a payment intent collects, held in the transaction's ESCROW ledger

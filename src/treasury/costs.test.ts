@@ -4,7 +4,8 @@ import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { setupSandboxCatalog } from '../../test/money-helpers';
 import { drainQueue } from '../settlements/testing';
 import { marginOf, priceResources, quoteNetworkExecution } from './costs';
-import { consumeReserveInTx, releaseReserveInTx, RESERVE_REPLENISH_QUEUE } from './reserve';
+import { consumeReserveInTx, releaseReserveInTx } from './reserve';
+import { RESERVE_REPLENISH_QUEUE } from '../kernel/queues';
 
 /** Network execution costs and resource reserves (docs/network-costs.md), through REST and GraphQL against PostgreSQL. */
 

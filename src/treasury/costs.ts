@@ -9,7 +9,7 @@ import { audit } from '../audit/audit';
 import { requireOperator as requireOperatorOf } from '../auth/policy';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
-import { nowFor } from '../deposits/common';
+import { nowFor } from '../chains/sandbox/clock';
 import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf, type Amount, type Percentage, positiveAmountText, amountText, percentageText } from '../money';
 
 /**

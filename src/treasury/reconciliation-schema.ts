@@ -1,7 +1,7 @@
 import { builder } from '../builder';
 import { policies } from '../auth/policy';
 import { amountToString, numericToAmount } from '../money';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../admin/paging';
+import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../kernel/paging';
 import * as reconciliation from './reconciliation';
 import type { AssetNetworkSummary } from './reconciliation';
 

@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import { workEach, ensureQueue } from '../../jobs/work';
+import { workEach, ensureQueue } from '../kernel/jobs';
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
@@ -9,9 +9,11 @@ import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { amountToNumeric, amountToString, MAX_STORED_SUM, numericToAmount } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
+import { auditAs, type Actor } from '../audit/audit';
+import { requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { recordCorrection, recordCorrectionInput } from '../ledger/corrections';
-import { parsePaging, type Page } from '../admin/paging';
+import { parsePaging, type Page } from '../kernel/paging';
+import { RECONCILE_QUEUE } from '../kernel/queues';
 
 /**
  * Reconciliation (docs/reconciliation.md): per asset-network, the ledger against the chain.
@@ -32,7 +34,6 @@ import { parsePaging, type Page } from '../admin/paging';
  * Reconciliation row, its divergences and its audit entry commit together.
  */
 
-export const RECONCILE_QUEUE = 'treasury.reconcile';
 /** Hourly, at minute 41 (jobs/index.ts). */
 export const RECONCILE_SCHEDULE = '41 * * * *';
 
@@ -273,7 +274,7 @@ export function divergencesOf(ctx: Context, reconciliationId: string): Promise<R
   return ctx.deps.db.reconciliationDivergence.findMany({ where: { reconciliationId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
 }
 
-/** Reconciliations, newest first (skip/take: src/admin/paging.ts). */
+/** Reconciliations, newest first (skip/take: src/kernel/paging.ts). */
 export async function searchReconciliations(ctx: Context, args: { skip?: number | null; take?: number | null }): Promise<Page<Reconciliation>> {
   operatorOf(ctx, 'Reconciliation');
   const { skip, take } = parsePaging(args);

@@ -4,7 +4,7 @@ import type { Context } from '../context';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import type { Logger } from 'pino';
-import { workEach, ensureQueue } from '../../jobs/work';
+import { workEach, ensureQueue } from '../kernel/jobs';
 import type { NetworkResourceReserve } from '../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../errors';
 import { isUuid, uuidv7 } from '../ids';
@@ -12,6 +12,7 @@ import { audit, auditAs } from '../audit/audit';
 import { requireOperator as requireOperatorOf } from '../auth/policy';
 import { adapterFor, hasAdapter } from '../chains/adapter';
 import { amountToNumeric, amountToString, numericToAmount, parseAmount, type Amount, positiveAmountText, amountText } from '../money';
+import { RESERVE_REPLENISH_QUEUE } from '../kernel/queues';
 
 /**
  * The network resource reserve (a gas station; docs/network-costs.md): per NETWORK, a balance in
@@ -32,7 +33,6 @@ import { amountToNumeric, amountToString, numericToAmount, parseAmount, type Amo
  *   only flagged (belowThreshold) for an operator, who records the top-up with a seed.
  */
 
-export const RESERVE_REPLENISH_QUEUE = 'reserve.replenish';
 export interface ReserveReplenishJob { networkId?: string }
 
 export interface ReserveDeps {

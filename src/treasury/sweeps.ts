@@ -9,8 +9,9 @@ import { amountToNumeric, amountToString, numericToAmount, positiveAmountText } 
 import { adapterFor, networkRef, type ObservedStatus } from '../chains/adapter';
 import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
-import { parsePaging, type Page } from '../admin/paging';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
+import { parsePaging, type Page } from '../kernel/paging';
 import { chainBalances } from './treasury';
 import { consumeReserveInTx } from './reserve';
 import { networkCostOf } from './costs';

@@ -1,6 +1,6 @@
 import { builder } from '../builder';
 import { policies } from '../auth/policy';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../admin/paging';
+import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../kernel/paging';
 import * as treasury from './treasury';
 import * as sweeps from './sweeps';
 

@@ -7,10 +7,11 @@ import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { amountToString, numericToAmount, type Amount, amountText } from '../money';
 import { seal, unseal } from '../auth/secrets';
-import { auditAs, requestActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import * as secp from '../chains/secp256k1';
-import { normalizeAddress } from '../withdrawals/destinations';
+import { normalizeAddress } from '../chains/address';
 
 /**
  * Treasury (docs/treasury.md): the addresses the platform controls on each network (HOT, WARM and

@@ -13,6 +13,7 @@ import { isEventType } from './events';
 import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
+import { BULK_QUEUE } from '../kernel/queues';
 
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
@@ -117,7 +118,6 @@ export async function redeliver(ctx: Context, idArg: unknown) {
 // Bulk redelivery: an endpoint's dead-lettered deliveries created in [since, until), optionally of
 // one event type, redelivered by a background job in chunks, with progress on the job row.
 
-export const BULK_QUEUE = 'webhook.redeliver-bulk';
 const CHUNK = 200;
 
 export const bulkInput = z.object({

@@ -6,7 +6,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { emitTransactionCreated, registerEndpoint, startReceiver, webhookEnv } from '../../test/webhook-helpers';
-import { DELIVER_QUEUE } from './outbox';
+import { DELIVER_QUEUE } from '../kernel/queues';
 import { verifyWebhook } from './verify';
 import { STATUS_CHANNEL, type DeliveryStatusChange } from './status';
 

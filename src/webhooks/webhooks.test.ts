@@ -8,10 +8,12 @@ import {
 } from '../../test/webhook-helpers';
 import { unseal } from '../auth/secrets';
 import { secretAad, processDeliveries } from './delivery';
-import { emitEvent, DELIVER_QUEUE } from './outbox';
+import { emitEvent } from './outbox';
+import { DELIVER_QUEUE } from '../kernel/queues';
 import { aggregateIdField, eventTypes, webhookEvent } from './events';
 import { verifyWebhook } from './verify';
-import { BULK_QUEUE, runBulkRedelivery } from './deliveries';
+import { BULK_QUEUE } from '../kernel/queues';
+import { runBulkRedelivery } from './deliveries';
 
 let app: TestApp;
 beforeAll(async () => {

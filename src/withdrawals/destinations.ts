@@ -6,8 +6,12 @@ import { DomainError, fieldError, invalidState, notFound, parseInput } from '../
 import { assertId, isUuid } from '../ids';
 import { idempotent } from '../idempotency';
 import { adapterFor, hasAdapter } from '../chains/adapter';
+import { normalizeAddress } from '../chains/address';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, nowFor, requestActor, retryingTransaction, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { nowFor } from '../chains/sandbox/clock';
+import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
 import { stopWithdrawalsToDestination } from './withdrawals';
 
 /**
@@ -31,14 +35,6 @@ export type RegisterDestinationInput = z.infer<typeof registerDestinationInput>;
 
 export const blockDestinationInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) }).strict();
 
-/**
- * The address in the form the network stores it: trimmed; hexadecimal addresses (SANDBOX, EVM) in
- * lower case, since their case carries no meaning (an EIP-55 checksum is only a typing aid).
- */
-export function normalizeAddress(kind: NetworkKind, address: string): string {
-  const a = address.trim();
-  return kind === 'SANDBOX' || kind === 'EVM' ? a.toLowerCase() : a;
-}
 
 /** What the caller may see: its organization (API keys: only destinations of their environment type); operators all. */
 function visibleWhere(ctx: Context): { organizationId?: string; environmentType?: 'SANDBOX' | 'PRODUCTION' } | null {

@@ -2,11 +2,10 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
-import type { MoneyDeps } from '../deposits/common';
-import {
-  broadcastWithdrawal, sweepWithdrawals, WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE, type WithdrawalBroadcastJob, type WithdrawalSweepJob,
-} from './withdrawals';
-import { dataOf, workEach, ensureQueue } from '../../jobs/work';
+import type { MoneyDeps } from '../kernel/service';
+import { broadcastWithdrawal, sweepWithdrawals, type WithdrawalBroadcastJob, type WithdrawalSweepJob } from './withdrawals';
+import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
+import { dataOf, workEach, ensureQueue } from '../kernel/jobs';
 
 /**
  * Withdrawal jobs (registered by jobs/index.ts):

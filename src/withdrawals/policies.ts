@@ -5,7 +5,8 @@ import type { PayoutPolicy, WithdrawalPolicy } from '../generated/prisma/client'
 import { fieldError, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { amountToNumeric, numericToAmount, type Amount, positiveAmountText, amountText } from '../money';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
 
 /**
  * Withdrawal and payout policies (docs/withdrawals.md "Policies"): operator-only, versioned per

@@ -5,7 +5,8 @@ import type { Withdrawal } from '../generated/prisma/client';
 import { invalidState, notFound, parseInput } from '../errors';
 import { amountToString, numericToAmount } from '../money';
 import { adapterFor, MAX_REPLACEMENT_LINKS, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
 import { releaseReserveInTx } from '../treasury/reserve';
 import { close, confirm, loadWithdrawal, lockWithdrawal } from './withdrawals';
 

@@ -7,7 +7,8 @@ import { assertId, isUuid } from '../ids';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { verifySignedTransfer, type TransferPayload } from '../chains/secp256k1';
-import { requestActor, retryingTransaction, TX_OPTIONS, auditAs } from '../deposits/common';
+import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
+import { auditAs } from '../audit/audit';
 import { checkBeforeMoving, loadWithdrawal, lockDestinationThenWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
 
 /**

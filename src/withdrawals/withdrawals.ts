@@ -11,8 +11,11 @@ import { amountToNumeric, amountToString, numericToAmount, type Amount, positive
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, emit, nowFor, requestActor, retryingTransaction, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { nowFor } from '../chains/sandbox/clock';
+import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable } from './destinations';
 import { networkCostOf } from '../treasury/costs';
@@ -20,6 +23,7 @@ import { sendFromTreasury } from '../treasury/payouts';
 import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 import { statusAllows } from '../catalog/catalog';
+import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -35,8 +39,6 @@ import { statusAllows } from '../catalog/catalog';
  * ledger move, events, audit entry and jobs in one database transaction.
  */
 
-export const WITHDRAWAL_BROADCAST_QUEUE = 'withdrawal.broadcast';
-export const WITHDRAWAL_SWEEP_QUEUE = 'withdrawal.sweep';
 export interface WithdrawalBroadcastJob { withdrawalId: string }
 export interface WithdrawalSweepJob { organizationId?: string }
 

@@ -6,7 +6,7 @@ import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
 import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../deposits/testing';
 import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/jobs';
 import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
-import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../sync-queue';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../../kernel/queues';
 import { produceSandboxBlocks } from './producer';
 import { payerAddress, tip } from './chain';
 

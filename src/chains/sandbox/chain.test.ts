@@ -6,7 +6,7 @@ import {
 } from '../../../test/money-helpers';
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
-import { CHAIN_SYNC_QUEUE } from '../sync-queue';
+import { CHAIN_SYNC_QUEUE } from '../../kernel/queues';
 import { blockHash, payerAddress } from './chain';
 import { sandboxNow } from './clock';
 import { produceSandboxBlocks } from './producer';

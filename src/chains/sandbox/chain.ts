@@ -5,7 +5,7 @@ import type { Db } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
-import { sendChainSync } from '../sync-queue';
+import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
 import type { ObservedTransfer } from '../adapter';
 
@@ -43,7 +43,7 @@ import type { ObservedTransfer } from '../adapter';
  *   balances are not tracked.
  *
  * Every change of a network runs under that network's advisory lock (one writer at a time, so nonces
- * and heights never race) and sends a `chain.sync` job in its transaction (src/chains/sync-queue.ts).
+ * and heights never race) and sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
 

@@ -9,8 +9,8 @@ import { idempotent } from '../../idempotency';
 import { adapterFor } from '../adapter';
 import * as chain from './chain';
 import { advanceSandboxClock, sandboxOffsetMs } from './clock';
-import { sendExpirySweep } from '../../deposits/jobs';
-import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues';
+import { sendExpirySweep } from '../../kernel/queues';
+import { sendReleaseSweep, sendRetainedRelease } from '../../kernel/queues';
 
 /**
  * The sandbox chain for integrators (test helpers, like BTCPay's regtest "cheat mode" and Stripe's

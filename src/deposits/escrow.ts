@@ -7,7 +7,7 @@ import { amountToNumeric, numericToAmount, type Amount } from '../money';
  *
  * escrow = funded - settled - (refunded - reversed): what its ESCROW ledger account holds. Every
  * function here runs in the caller's database transaction, after the caller locked the Transaction
- * row (lockTransactionRow in src/deposits/common.ts), so settlements, refunds, freezes and deposit
+ * row (lockTransactionRow in src/kernel/service.ts), so settlements, refunds, freezes and deposit
  * changes of one transaction happen one at a time. The ledger refuses to take an ESCROW account
  * below zero as well (ledger_post), and a CHECK on Transaction says the same of the stored totals.
  */

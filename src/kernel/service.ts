@@ -3,11 +3,7 @@ import type { Context } from '../context';
 import type { Clock } from '../clock';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Actor } from '../audit/audit';
-export { auditAll, auditAs, type Actor } from '../audit/audit';
-import { emitEvent } from '../webhooks/outbox';
-import { webhookEvent, type EventFields, type EventType } from '../webhooks/events';
-import { sandboxNow } from '../chains/sandbox/clock';
-import { isRetryable } from '../ledger/ledger';
+import { isRetryable } from '../errors';
 
 /**
  * What money-in code needs from the process: the database, the clock and the job runner (events
@@ -24,21 +20,6 @@ export interface MoneyDeps {
 
 export const systemActor = (requestId: string | null = null): Actor => ({ principal: null, requestId });
 export const requestActor = (ctx: Context): Actor => ({ principal: ctx.principal, requestId: ctx.requestId });
-
-/** Emits a catalog event in the caller's transaction (the outbox). */
-export function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]) {
-  return emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
-}
-
-
-
-/**
- * "Now" for the rules of an organization's environment: the real clock in production, the
- * organization's sandbox clock (which the integrator may advance) in a sandbox.
- */
-export async function nowFor(db: Db, clock: Clock, organizationId: string, environmentType: 'SANDBOX' | 'PRODUCTION'): Promise<Date> {
-  return environmentType === 'SANDBOX' ? sandboxNow(db, clock, organizationId) : clock.now();
-}
 
 /** Interactive transaction settings of money-in changes: a sync chunk may hold many changes. */
 export const TX_OPTIONS = { timeout: 60_000, maxWait: 20_000 } as const;
