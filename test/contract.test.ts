@@ -8,17 +8,17 @@ import { statusOf } from '../src/errors';
 import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, webhookEnv } from './webhook-helpers';
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 import { chainContractFixtures } from './contract-fixtures-chain';
-import { moneyInContractFixtures } from '../src/deposits/contract-fixtures';
-import { releaseContractFixtures } from '../src/settlements/release-contract-fixtures';
-import { settlementContractFixtures } from '../src/settlements/contract-fixtures';
-import { refundContractFixtures } from '../src/refunds/contract-fixtures';
-import { adminContractFixtures } from '../src/admin/contract-fixtures';
-import { reconciliationContractFixtures } from '../src/treasury/reconciliation-contract-fixtures';
-import { withdrawalContractFixtures } from '../src/withdrawals/contract-fixtures';
-import { withdrawalFlowContractFixtures } from '../src/withdrawals/withdrawal-contract-fixtures';
-import { withdrawalResolutionContractFixtures } from '../src/withdrawals/resolution-contract-fixtures';
-import { networkCostContractFixtures } from '../src/treasury/costs-contract-fixtures';
-import { treasuryContractFixtures } from '../src/treasury/treasury-contract-fixtures';
+import { moneyInContractFixtures } from './fixtures/deposits/contract-fixtures';
+import { releaseContractFixtures } from './fixtures/settlements/release-contract-fixtures';
+import { settlementContractFixtures } from './fixtures/settlements/contract-fixtures';
+import { refundContractFixtures } from './fixtures/refunds/contract-fixtures';
+import { adminContractFixtures } from './fixtures/admin/contract-fixtures';
+import { reconciliationContractFixtures } from './fixtures/treasury/reconciliation-contract-fixtures';
+import { withdrawalContractFixtures } from './fixtures/withdrawals/contract-fixtures';
+import { withdrawalFlowContractFixtures } from './fixtures/withdrawals/withdrawal-contract-fixtures';
+import { withdrawalResolutionContractFixtures } from './fixtures/withdrawals/resolution-contract-fixtures';
+import { networkCostContractFixtures } from './fixtures/treasury/costs-contract-fixtures';
+import { treasuryContractFixtures } from './fixtures/treasury/treasury-contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, signUpMember, type TestApp } from './harness';
 import { checkLedgerInvariants } from './ledger-invariants';
-import { drainMoneyWork, fundedTransaction } from '../src/settlements/testing';
+import { drainMoneyWork, fundedTransaction } from './fixtures/settlements/testing';
 import { recoverOperations, RECOVERY_GRACE_SECONDS } from '../src/operations/recovery';
 import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
 

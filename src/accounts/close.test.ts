@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
-import { moneyFixture } from '../deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
+import { moneyFixture } from '../../test/fixtures/deposits/testing';
 import { postLedgerTransaction } from '../ledger/ledger';
-import { withdrawalTesting } from '../withdrawals/testing';
+import { withdrawalTesting } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 25, point 2: closing (DELETE /v1/accounts/{id}, terminal) refuses with 409 an account that

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, bearer, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { emitTransactionCreated, registerEndpoint, webhookEnv } from '../../test/webhook-helpers';
-import { fundedTransaction } from '../settlements/testing';
+import { fundedTransaction } from '../../test/fixtures/settlements/testing';
 
 /** Operator search and dashboard (docs/admin.md), through REST and GraphQL against PostgreSQL. */
 

@@ -5,7 +5,7 @@ import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxRep
 import { balanceOf } from '../ledger/ledger';
 import { ledgerAccounts } from '../ledger/ledger';
 import { syncNetwork } from './sync';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 let operator: { headers: Record<string, string> };

@@ -6,7 +6,7 @@ import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 import { expireIfDue, type ExpireJob } from './payment-intents';
 import { runExpirySweepJob } from './jobs';
 import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxRep
 import { balanceOf } from '../ledger/ledger';
 import { ledgerAccounts } from '../ledger/ledger';
 import { isCovered } from './rules';
-import { createIntent, drainChainSync, eventsOf, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 /**
  * Random sequences of chain and operator actions (sends, mines, reorganizations, drops,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
-import { moneyFixture } from '../deposits/testing';
+import { moneyFixture } from '../../test/fixtures/deposits/testing';
 
 /** Issue 26, point 6: a ledger correction never credits an account of one mode in an asset-network of the other environment. */
 let app: TestApp;

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { drainMoneyWork, fundedTransaction } from './testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 
 /**
  * Issue 25, point 4: settlement execution, the release of retained portions and refund execution

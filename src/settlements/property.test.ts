@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork } from './testing';
+import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 
 /**
  * Release, settlement and refund against a model (fast-check): random amounts (up to 18-decimal

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from './testing';
+import { moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { executeSettlement } from './settlements';
 import { executeRefund } from '../refunds/refunds';
 

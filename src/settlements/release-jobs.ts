@@ -33,7 +33,7 @@ export function runReleaseSweepJob(deps: MoneyDeps, data: ReleaseSweepJob | null
   return runReleaseSweep(deps, organizationId ? { organizationId } : {});
 }
 
-/** The handlers by queue, as the job runner works them (src/settlements/testing.ts runs the same). */
+/** The handlers by queue, as the job runner works them (test/fixtures/settlements/testing.ts runs the same). */
 export const releaseHandlers = {
   [RELEASE_EVALUATE_QUEUE]: runReleaseEvaluationJob,
   [RELEASE_SWEEP_QUEUE]: runReleaseSweepJob,

@@ -3,8 +3,8 @@ import { createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, un
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { hashPassword } from '../auth/passwords';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { runReleaseSweep } from './release-rules';
 
 /**

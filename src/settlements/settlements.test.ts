@@ -2,13 +2,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../test/money-helpers';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { balanceOf, type LedgerAccountRef } from '../ledger/ledger';
 import { parsePercentage } from '../money';
 import { allocate, SplitRulesInvalid } from './allocation';
 import { releaseRetained } from './retained';
 import { executeSettlement } from './settlements';
-import { drainMoneyWork } from './testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 
 /**
  * Settlements end to end, through REST and GraphQL against PostgreSQL, with the real job handlers

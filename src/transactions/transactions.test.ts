@@ -3,7 +3,7 @@ import { createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { hashPassword } from '../auth/passwords';
-import { createIntent, drainChainSync, eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { createIntent, drainChainSync, eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { setupSandboxCatalog } from '../../test/money-helpers';
-import { drainQueue } from '../settlements/testing';
+import { drainQueue } from '../../test/fixtures/settlements/testing';
 import { marginOf, priceResources, quoteNetworkExecution } from './costs';
 import { consumeReserveInTx, releaseReserveInTx } from './reserve';
 import { RESERVE_REPLENISH_QUEUE } from '../kernel/queues';

@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxReorg, sandboxSend } from '../../test/money-helpers';
-import { createIntent, drainChainSync, moneyDeps } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { createIntent, drainChainSync, moneyDeps } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { reconcileJob } from './reconciliation';
 
 /** Reconciliation (docs/reconciliation.md), through REST and GraphQL against PostgreSQL. */

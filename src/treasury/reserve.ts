@@ -320,7 +320,7 @@ export async function replenishReserves(deps: { db: PrismaClient; clock: Clock }
   return n;
 }
 
-/** The handlers by queue (jobs/ registers them; src/settlements/testing.ts drains them in tests). */
+/** The handlers by queue (jobs/ registers them; test/fixtures/settlements/testing.ts drains them in tests). */
 export const reserveHandlers = {
   [RESERVE_REPLENISH_QUEUE]: (deps: { db: PrismaClient; clock: Clock }, data: ReserveReplenishJob | null | undefined) => replenishReserves(deps, data),
 } as const;

@@ -3,8 +3,8 @@ import { createApiKey, createOperator, createTestApp, signUpMember, type RestRes
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { webhookEnv } from '../../test/webhook-helpers';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { createIntent, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { createIntent, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { generateKeyPair } from '../chains/secp256k1';
 import { planMoves } from './treasury';
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, PASSWORD, signUpMember, uniqueEmail, bearer, type TestApp, createTestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { assertDestinationUsable } from './destinations';
 
 /**

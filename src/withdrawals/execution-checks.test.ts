@@ -3,10 +3,10 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxSend } from '../../test/money-helpers';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair, hexToBytes } from '../chains/secp256k1';
 import { RESERVE_RETRY_MS, RETRY_BASE_MS, sweepWithdrawals } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 25: the rules a withdrawal is checked against at request are checked again at every step

@@ -3,10 +3,10 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxSend } from '../../test/money-helpers';
-import { drainMoneyWork } from '../settlements/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair } from '../chains/secp256k1';
 import { broadcastWithdrawal } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 26, point 2: blocking a destination races approval, signature submission and the broadcast

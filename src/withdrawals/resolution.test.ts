@@ -2,10 +2,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxReplace } from '../../test/money-helpers';
-import { eventsOf } from '../deposits/testing';
-import { drainMoneyWork } from '../settlements/testing';
+import { eventsOf } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { STUCK_AFTER_MS } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * AdminResolveWithdrawalReconciliation through REST and GraphQL: withdrawals brought to

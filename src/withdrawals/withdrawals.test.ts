@@ -4,11 +4,11 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxSend } from '../../test/money-helpers';
-import { eventsOf } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { eventsOf } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair } from '../chains/secp256k1';
 import { RESERVE_RETRY_MS, RETRY_BASE_MS, STUCK_AFTER_MS } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Withdrawals, their policies and SelfCustody signing, through REST and GraphQL, with the real job

@@ -3,9 +3,9 @@ import { createTestApp, type TestApp } from '../../../test/harness';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants';
 import { sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../../test/money-helpers';
 import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
-import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../deposits/testing';
-import { drainMoneyWork } from '../../settlements/testing';
-import { withdrawalTesting } from '../../withdrawals/testing';
+import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../../test/fixtures/settlements/testing';
+import { withdrawalTesting } from '../../../test/fixtures/withdrawals/testing';
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
 
