@@ -606,6 +606,13 @@ export const routes: Route[] = [
     summary: "Sandbox: advance the organization's sandbox clock", tag: 'Sandbox', policy: policies.memberOrApiKey('payment-manage'),
     body: 'required', variables: { input: 'body', idempotencyKey: 'header.idempotency-key' }, success: { status: 200, body: 'sandboxAdvanceClock' }, errors: [404, 409],
   },
+  {
+    operationId: 'SandboxFastForwardWebhookDelivery', operation: 'SandboxFastForwardWebhookDelivery', method: 'POST', path: '/v1/sandbox/webhook-deliveries/{webhookDeliveryId}/fast-forward', extension: true,
+    summary: "Sandbox: a pending delivery's next attempt now, or its remaining attempts at once ({\"attempts\":\"REMAINING\"}): test dead letters and redelivery", tag: 'Sandbox',
+    policy: policies.memberOrApiKey('webhook-endpoint-manage'),
+    body: 'optional', variables: { id: 'path.webhookDeliveryId', input: 'body', idempotencyKey: 'header.idempotency-key' },
+    success: { status: 200, body: 'sandboxFastForwardWebhookDelivery' }, errors: [404, 409],
+  },
 
   // Webhook management
   {
@@ -631,7 +638,7 @@ export const routes: Route[] = [
   },
   {
     operationId: 'GetWebhookDelivery', operation: 'GetWebhookDelivery', method: 'GET', path: '/v1/webhook-deliveries/{webhookDeliveryId}',
-    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original', tag: 'Webhooks', policy: policies.member('webhook-endpoint-manage'),
+    summary: 'Get a delivery: EventType, status, SequenceNumber, attempts, link to the original (also API keys: the events of their mode)', tag: 'Webhooks', policy: policies.memberOrApiKey('webhook-endpoint-manage'),
     variables: { id: 'path.webhookDeliveryId' }, success: { status: 200, body: 'webhookDelivery' }, errors: [404],
   },
   {

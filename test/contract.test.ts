@@ -19,6 +19,7 @@ import { withdrawalFlowContractFixtures } from './fixtures/withdrawals/withdrawa
 import { withdrawalResolutionContractFixtures } from './fixtures/withdrawals/resolution-contract-fixtures';
 import { networkCostContractFixtures } from './fixtures/treasury/costs-contract-fixtures';
 import { treasuryContractFixtures } from './fixtures/treasury/treasury-contract-fixtures';
+import { webhookSandboxContractFixtures } from './fixtures/webhooks/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -110,6 +111,7 @@ const fixtures: Record<string, Case[]> = {
   ...withdrawalResolutionContractFixtures(() => app),
   ...networkCostContractFixtures(() => app),
   ...treasuryContractFixtures(() => app),
+  ...webhookSandboxContractFixtures(() => app),
 
   // Member authentication
   SignUp: [

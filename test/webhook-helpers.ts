@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import type { RestApp, TestApp } from './harness';
+import { createApiKey, signUpMember, type RestApp, type TestApp } from './harness';
+import { setupSandboxCatalog } from './money-helpers';
 import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../src/webhooks/events';
 import { deliveryDeps, processDeliveries } from '../src/webhooks/delivery';
@@ -110,4 +111,21 @@ export async function deadLetteredDelivery(app: TestApp, member: { organizationI
   app.clock.set(started);
   await receiver.close();
   return { endpoint, deliveryId: delivery.id };
+}
+
+/**
+ * A delivery of a sandbox event, through REST: an organization with a sandbox API key registers a
+ * withdrawal destination on a SANDBOX network (`withdrawal_destination.registered`), delivered to an
+ * endpoint at `url`. Returns the member, the key, the endpoint and the delivery's id.
+ */
+export async function sandboxEventDelivery(app: TestApp, url: string, catalog?: { networkId: string }) {
+  const network = catalog ?? (await setupSandboxCatalog(app));
+  const member = await signUpMember(app);
+  const key = await createApiKey(app, member, 'SANDBOX');
+  const endpoint = await registerEndpoint(app, member, url);
+  const address = `0x${randomUUID().replaceAll('-', '')}${randomUUID().slice(0, 8)}`;
+  const r = await app.rest('POST', `/v1/organizations/${member.organizationId}/withdrawal-destinations`, { headers: key.headers, body: { networkId: network.networkId, address } });
+  if (r.status !== 201) throw new Error(`register withdrawal destination: ${r.status} ${r.text}`);
+  const delivery = await app.deps.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id }, select: { id: true } });
+  return { member, key, endpoint, address, deliveryId: delivery.id, catalog: network };
 }

@@ -10,6 +10,7 @@ import { assertId, isUuid } from '../ids';
 import { audit } from '../audit/audit';
 import { assertOrganization } from '../tenancy/access';
 import { isEventType } from './events';
+import { deliveryEnvironmentType } from './environment';
 import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
@@ -18,11 +19,18 @@ import { BULK_QUEUE } from '../kernel/queues';
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
 
+/**
+ * A delivery the principal may see: a member's or operator's as the organization rule says; an API
+ * key's only when the delivery's event is of the key's mode (a sandbox key reads sandbox events, a
+ * production key production ones), as it sees the aggregates themselves. 404 otherwise.
+ */
 export async function loadDelivery(ctx: Context, idArg: unknown) {
   const id = assertId(idArg, 'WebhookDelivery');
   const delivery = await ctx.deps.db.webhookDelivery.findUnique({ where: { id }, include: deliveryInclude });
   if (!delivery) throw notFound('WebhookDelivery');
   assertOrganization(ctx, delivery.organizationId, 'WebhookDelivery');
+  const p = ctx.principal;
+  if (p?.type === 'apiKey' && (await deliveryEnvironmentType(ctx.deps.db, delivery.id)) !== p.mode) throw notFound('WebhookDelivery');
   return delivery;
 }
 

@@ -98,11 +98,15 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
   const due: Due[] = [];
   const early: Due[] = [];
   const seen = new Set<string>();
-  for (const job of jobs) {
-    const d = byId.get(job.deliveryId);
-    const key = `${job.deliveryId}:${job.attempt}`;
+  // Two jobs for one attempt (a sandbox fast-forward beside the scheduled retry): whichever is kept,
+  // the attempt carries the fast-forward mark if either job does, so the chain never depends on order.
+  const fastForwarded = new Set(jobs.filter((j) => j.fastForward).map((j) => `${j.deliveryId}:${j.attempt}`));
+  for (const found of jobs) {
+    const d = byId.get(found.deliveryId);
+    const key = `${found.deliveryId}:${found.attempt}`;
     if (!d || seen.has(key)) continue;
     seen.add(key);
+    const job: DeliverJob = fastForwarded.has(key) ? { ...found, fastForward: true } : found;
     if ((d.status !== 'ATTEMPT_PENDING' && d.status !== 'AWAITING_RETRY') || d.attemptCount + 1 !== job.attempt) continue;
     if (d.endpointStatus !== 'ACTIVE') continue; // deactivation cancelled it in its own transaction
     // Fetched before its time by our clock (clock skew with the database): put it back.
@@ -110,7 +114,7 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
     else due.push({ job, d });
   }
   if (early.length)
-    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!))));
+    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!, job.fastForward))));
   return { due, early: early.length };
 }
 
@@ -166,7 +170,8 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
   const planned = results.map(({ job, d, at, result }) => {
     const ok = result.outcome === 'SUCCESS';
     const status = ok ? 'DELIVERED' : job.attempt >= MAX_ATTEMPTS ? 'DEAD_LETTER' : 'AWAITING_RETRY';
-    const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + retryDelayMs(job.attempt)) : null;
+    // A sandbox fast-forward of the remaining schedule makes every retry due at once.
+    const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + (job.fastForward ? 0 : retryDelayMs(job.attempt))) : null;
     return { job, d, at, result, status, next };
   });
   type Updated = { id: string; endpointId: string; organizationId: string; eventType: string; status: string; attemptCount: number; nextAttemptAt: Date | null; originalDeliveryId: string | null };
@@ -205,7 +210,9 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     await sendDeliverJobs(
       tx,
       deps.boss,
-      updated.filter((u) => u.status === 'AWAITING_RETRY').map((u) => deliverJob(u.id, u.endpointId, u.attemptCount + 1, u.nextAttemptAt!)),
+      updated
+        .filter((u) => u.status === 'AWAITING_RETRY')
+        .map((u) => deliverJob(u.id, u.endpointId, u.attemptCount + 1, u.nextAttemptAt!, byId.get(u.id)!.job.fastForward)),
     );
     const changes: DeliveryStatusChange[] = [];
     for (const u of updated) {

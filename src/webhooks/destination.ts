@@ -17,7 +17,8 @@ export interface DestinationPolicy {
   /** CIDRs (e.g. '127.0.0.1/32', '::1/128') that are allowed even though non-public. Empty in production. */
   allowlist: string[];
 }
-export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+/** addressRefused: the host is a non-public or localhost address (not a malformed URL), which WEBHOOK_DESTINATION_ALLOWLIST can open outside production. */
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string; addressRefused?: true };
 
 /** Error code of a refusal raised by `resolveCheckedHost` (and thus by a guarded socket lookup). */
 export const BLOCKED_CODE = 'EBLOCKED';
@@ -117,9 +118,9 @@ export function checkUrlSyntax(raw: string, policy: DestinationPolicy): UrlCheck
   if (host === '') return { ok: false, reason: 'URL has no host' };
   if (isIP(host)) {
     const why = refusal(host, host, policy);
-    if (why) return { ok: false, reason: why };
+    if (why) return { ok: false, reason: why, addressRefused: true };
   } else if (isLocalhostName(host) && policy.allowlist.length === 0) {
-    return { ok: false, reason: `${host} is not an allowed destination` };
+    return { ok: false, reason: `${host} is not an allowed destination`, addressRefused: true };
   }
   return { ok: true, url };
 }
@@ -145,15 +146,15 @@ export async function resolveCheckedHost(hostname: string, policy: DestinationPo
 export async function checkDestination(
   raw: string,
   policy: DestinationPolicy,
-): Promise<{ ok: true; addresses: string[] } | { ok: false; outcome: 'BLOCKED_DESTINATION' | 'DNS_ERROR'; reason: string }> {
+): Promise<{ ok: true; addresses: string[] } | { ok: false; outcome: 'BLOCKED_DESTINATION' | 'DNS_ERROR'; reason: string; addressRefused?: true }> {
   const syntax = checkUrlSyntax(raw, policy);
-  if (!syntax.ok) return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: syntax.reason };
+  if (!syntax.ok) return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: syntax.reason, ...(syntax.addressRefused ? { addressRefused: true as const } : {}) };
   try {
     const addresses = await resolveCheckedHost(syntax.url.hostname, policy);
     return { ok: true, addresses: addresses.map((a) => a.address) };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (code === BLOCKED_CODE) return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: (err as Error).message };
+    if (code === BLOCKED_CODE) return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: (err as Error).message, addressRefused: true };
     return { ok: false, outcome: 'DNS_ERROR', reason: `${syntax.url.hostname} does not resolve (${typeof code === 'string' ? code : 'lookup failed'})` };
   }
 }

@@ -28,10 +28,21 @@ const endpointSelect = {
 async function validateUrl(ctx: Context, raw: string): Promise<string> {
   const policy = destinationPolicy(ctx.deps.config);
   const syntax = checkUrlSyntax(raw, policy);
-  if (!syntax.ok) throw fieldError('url', syntax.reason);
+  if (!syntax.ok) throw fieldError('url', withAllowlistHint(ctx, syntax));
   const dest = await checkDestination(syntax.url.toString(), policy);
-  if (!dest.ok) throw fieldError('url', dest.reason);
+  if (!dest.ok) throw fieldError('url', withAllowlistHint(ctx, dest));
   return syntax.url.toString();
+}
+
+/**
+ * A loopback, private or localhost destination is refused with the way to allow it: a developer
+ * registering a local receiver learns the setting from the 400 itself (README "Webhooks").
+ */
+function withAllowlistHint(ctx: Context, refusal: { reason: string; addressRefused?: true }): string {
+  if (!refusal.addressRefused) return refusal.reason;
+  return ctx.deps.config.NODE_ENV === 'production'
+    ? `${refusal.reason}; in production webhooks go to public https addresses only`
+    : `${refusal.reason}; outside production, start the service with WEBHOOK_DESTINATION_ALLOWLIST (CIDRs, e.g. WEBHOOK_DESTINATION_ALLOWLIST=127.0.0.1/32) to deliver to a local receiver`;
 }
 
 export async function loadEndpoint(ctx: Context, idArg: unknown) {

@@ -25,6 +25,11 @@ export interface DeliverJob {
   deliveryId: string;
   /** The attempt this job makes (1 for the first); a job for an attempt already made is a no-op. */
   attempt: number;
+  /**
+   * Sandbox fast-forward of the whole schedule (POST /v1/sandbox/webhook-deliveries/{id}/fast-forward,
+   * attempts REMAINING): a failed attempt schedules the next one at once, carrying the flag on.
+   */
+  fastForward?: true;
 }
 
 export interface OutboxDeps {
@@ -33,12 +38,12 @@ export interface OutboxDeps {
 }
 
 /** pg-boss options of a delivery job: grouped by endpoint for the per-endpoint concurrency cap. */
-export function deliverJob(deliveryId: string, endpointId: string, attempt: number, startAfter?: Date) {
+export function deliverJob(deliveryId: string, endpointId: string, attempt: number, startAfter?: Date, fastForward?: boolean) {
   return {
     // The first attempt's job id is the delivery id: sending it twice inserts one job. (A job put
     // back for later, with startAfter, gets a new id: the original may still be active.)
     ...(attempt === 1 && !startAfter ? { id: deliveryId } : {}),
-    data: { deliveryId, attempt } satisfies DeliverJob,
+    data: { deliveryId, attempt, ...(fastForward ? { fastForward: true as const } : {}) } satisfies DeliverJob,
     group: { id: endpointId },
     ...(startAfter ? { startAfter } : {}),
   };

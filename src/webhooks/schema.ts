@@ -7,8 +7,13 @@ import * as endpoints from './endpoints';
 import * as deliveries from './deliveries';
 import { eventTypes } from './events';
 import type { DeliveryStatusChange } from './status';
+import { deliveryEnvironmentType } from './environment';
+import * as sandboxWebhooks from './sandbox';
+import { EnvironmentType } from '../tenancy/schema';
 
 const manage = policies.member('webhook-endpoint-manage');
+/** Reading a delivery (its EventType and attempts), and fast-forwarding a sandbox one: also the organization's API keys, for the events of their mode. */
+export const readDelivery = policies.memberOrApiKey('webhook-endpoint-manage');
 const manageOrOperator: Policy = { member: 'webhook-endpoint-manage', operator: true };
 
 const WebhookEndpointStatus = builder.enumType('WebhookEndpointStatus', {
@@ -99,6 +104,12 @@ const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
     endpointId: t.exposeID('endpointId'),
     eventId: t.exposeID('eventId'),
     eventType: t.exposeString('eventType'),
+    environmentType: t.field({
+      type: EnvironmentType,
+      nullable: true,
+      description: "SANDBOX or PRODUCTION: the environment type of the event's aggregate (null when it cannot be told).",
+      resolve: (d, _a, ctx) => deliveryEnvironmentType(ctx.deps.db, d.id),
+    }),
     sequenceNumber: t.string({ description: 'Per endpoint, strictly increasing; a hint only. A decimal string.', resolve: (d) => d.sequenceNumber.toString() }),
     status: t.expose('status', { type: WebhookDeliveryStatus }),
     attemptCount: t.exposeInt('attemptCount'),
@@ -161,6 +172,14 @@ const RegisterWebhookEndpointInput = builder.inputType('RegisterWebhookEndpointI
   fields: (t) => ({ url: t.string({ required: true, description: 'https, public address (checked at registration and at every attempt).' }) }),
   validate: endpoints.registerInput,
 });
+const WebhookFastForwardAttempts = builder.enumType('WebhookFastForwardAttempts', {
+  description: 'NEXT: the next attempt is due now. REMAINING: every remaining attempt runs at once, one after the other, until a 2xx or DEAD_LETTER.',
+  values: ['NEXT', 'REMAINING'] as const,
+});
+const SandboxFastForwardInput = builder.inputType('SandboxFastForwardWebhookDeliveryInput', {
+  fields: (t) => ({ attempts: t.field({ type: WebhookFastForwardAttempts, description: 'Default NEXT.' }) }),
+  validate: sandboxWebhooks.fastForwardInput,
+});
 const BulkRedeliverInput = builder.inputType('BulkRedeliverWebhookDeliveriesInput', {
   fields: (t) => ({
     endpointId: t.id({ required: true }),
@@ -190,7 +209,8 @@ builder.queryFields((t) => ({
   }),
   webhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
-    authScopes: { policy: manage },
+    description: "A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of the organization for the events of its mode (sandbox or production).",
+    authScopes: { policy: readDelivery },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const d = await deliveries.loadDelivery(ctx, String(args.id));
@@ -248,6 +268,17 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const d = await deliveries.redeliver(ctx, String(args.id));
+      return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
+    },
+  }),
+  sandboxFastForwardWebhookDelivery: t.prismaField({
+    type: 'WebhookDelivery',
+    description:
+      "Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.",
+    authScopes: { policy: readDelivery },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: SandboxFastForwardInput }), idempotencyKey: t.arg.string({ description: 'The Idempotency-Key header: same key and input, the first answer again; same key with another input, 409.' }) },
+    resolve: async (query, _p, args, ctx) => {
+      const d = await sandboxWebhooks.fastForward(ctx, String(args.id), args.input, args.idempotencyKey);
       return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
     },
   }),
