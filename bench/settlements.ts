@@ -5,7 +5,7 @@ import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../src/money';
 import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
-import { startSettlementWorkers } from '../src/settlements/jobs';
+import { startSettlementWorkers } from '../src/settlements/settlements.jobs';
 
 /**
  * The settlements scenario of `npm run bench` (BENCH_SCENARIOS=settlements): funded transactions

@@ -9,18 +9,18 @@ import { startDeliveryWorker } from '../src/webhooks/worker';
 import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE } from '../src/kernel/queues';
 import { failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
-import { registerLedgerJobs } from '../src/ledger/jobs';
+import { registerLedgerJobs } from '../src/ledger/ledger.jobs';
 import { CHAIN_SYNC_QUEUE } from '../src/kernel/queues';
 import { startBlockProduction } from '../src/chains/sandbox/producer';
-import { registerMoneyInJobs } from '../src/deposits/jobs';
+import { registerMoneyInJobs } from '../src/deposits/deposits.jobs';
 import { createSettlementQueues } from '../src/kernel/queues';
-import { registerSettlementJobs } from '../src/settlements/jobs';
-import { registerRefundJobs } from '../src/refunds/jobs';
-import { registerReleaseJobs } from '../src/settlements/release-jobs';
-import { registerReconciliationJobs } from '../src/treasury/reconciliation';
-import { registerReserveJobs } from '../src/treasury/reserve';
-import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
-import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/jobs';
+import { registerSettlementJobs } from '../src/settlements/settlements.jobs';
+import { registerRefundJobs } from '../src/refunds/refunds.jobs';
+import { registerReleaseJobs } from '../src/settlements/release/release-rules.jobs';
+import { registerReconciliationJobs } from '../src/treasury/reconciliation/reconciliation';
+import { registerReserveJobs } from '../src/treasury/costs/reserve';
+import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
+import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
 import { RECOVER_QUEUE } from '../src/kernel/queues';
 import { RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
 
@@ -32,7 +32,7 @@ import { RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recov
  * Every process that changes data starts one (it sends jobs); only processes with JOBS=on work
  * the queues and run pg-boss maintenance.
  *
- * Every queue is worked through src/kernel/jobs.ts (workEach / workBatch), which logs each failed attempt
+ * Every queue is worked through src/kernel/work.ts (workEach / workBatch), which logs each failed attempt
  * at level error (queue, job id, retry count and limit, retries exhausted, error); a scheduled job
  * (boss.schedule without data) carries `data: null`, which the handlers' types make explicit. The
  * webhook delivery worker fetches and completes its jobs itself (src/webhooks/worker.ts) and logs
@@ -111,7 +111,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     migrate: false,
     max: opts.work ? 10 : 4,
     supervise: opts.work,
-    // A killed worker's job is found by its stale heartbeat at the next supervise pass (src/kernel/jobs.ts).
+    // A killed worker's job is found by its stale heartbeat at the next supervise pass (src/kernel/work.ts).
     superviseIntervalSeconds: JOB_SUPERVISE_SECONDS,
     monitorIntervalSeconds: JOB_SUPERVISE_SECONDS,
     schedule: opts.work,

@@ -4,7 +4,7 @@ import type { Database } from './db/database';
 import type { RunningServer } from './server';
 import { releaseShutdownSignals } from './db/embedded';
 import { handBackJobs, stopJobs } from '../jobs/index';
-import { handlersSettled } from './kernel/jobs';
+import { handlersSettled } from './kernel/work';
 
 /**
  * The graceful shutdown of `npm start` (docs/deployment.md, "Shutdown"), on SIGTERM or SIGINT:

@@ -166,7 +166,7 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
 }
 
 const errorsOf = (svc: ServiceProcess) => svc.logs().filter((l) => l.level >= ERROR_LEVEL);
-/** A lost attempt is logged at error on the restart after a kill (src/kernel/jobs.ts): expected; anything else at error is not. */
+/** A lost attempt is logged at error on the restart after a kill (src/kernel/work.ts): expected; anything else at error is not. */
 const unexpectedErrors = (svc: ServiceProcess) => errorsOf(svc).filter((l) => !String(l.msg).startsWith('job attempt lost'));
 
 describe('crash and restart on the shared test server (DATABASE_URL)', () => {

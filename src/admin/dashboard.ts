@@ -3,8 +3,8 @@ import {
   DepositStatus, PaymentIntentStatus, RefundStatus, SettlementStatus, TransactionStatus, WebhookDeliveryStatus, WebhookEndpointStatus,
 } from '../generated/prisma/client';
 import { amountToString, numericToAmount } from '../money';
-import { openDivergences } from '../treasury/reconciliation';
-import { reserveLevels } from '../treasury/reserve';
+import { openDivergences } from '../treasury/reconciliation/reconciliation';
+import { reserveLevels } from '../treasury/costs/reserve';
 
 export interface StatusCount {
   status: string;
@@ -38,9 +38,9 @@ export interface PlatformDashboard {
     oldestPendingDeliveryAgeSeconds: number | null;
   };
   ledger: { accounts: number; transactions: number };
-  /** Network resource reserve levels, one per reserve (src/treasury/reserve.ts), by network name. */
+  /** Network resource reserve levels, one per reserve (src/treasury/costs/reserve.ts), by network name. */
   reserveLevels: Awaited<ReturnType<typeof reserveLevels>>;
-  /** The OPEN divergences of the latest reconciliation run (src/treasury/reconciliation.ts). */
+  /** The OPEN divergences of the latest reconciliation run (src/treasury/reconciliation/reconciliation.ts). */
   openDivergences: Awaited<ReturnType<typeof openDivergences>>;
 }
 

@@ -4,7 +4,7 @@ import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 import { expireIfDue, type ExpireJob } from './payment-intents';
-import { runExpirySweepJob } from './jobs';
+import { runExpirySweepJob } from './deposits.jobs';
 import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 

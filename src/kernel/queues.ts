@@ -1,7 +1,7 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import { Prisma, type Db, type PrismaClient } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
-import { ensureQueue } from './jobs';
+import { ensureQueue } from './work';
 
 /**
  * Every queue's name, and the senders of the jobs that more than one domain sends. A handler lives
@@ -109,7 +109,7 @@ export interface ChainSyncAddressJob {
   depositAddressId: string;
 }
 
-/** The queue's options (created by src/deposits/jobs.ts): retried with backoff up to 5 minutes apart, for about 8 hours. */
+/** The queue's options (created by src/deposits/deposits.jobs.ts): retried with backoff up to 5 minutes apart, for about 8 hours. */
 export const CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS = {
   policy: 'exclusive', retryLimit: 100, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 7 * 86_400,
 } as const;

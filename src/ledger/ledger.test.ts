@@ -10,7 +10,7 @@ import {
   type LedgerAccountRef, type PostInput, type PostingLine,
 } from './ledger';
 import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
-import { accountBalancesPolicy } from './schema';
+import { accountBalancesPolicy } from './ledger.graphql';
 
 let app: TestApp;
 beforeAll(async () => {

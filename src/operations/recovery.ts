@@ -6,7 +6,7 @@ import { JOB_SCHEMA } from '../db/roles';
 import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../kernel/queues';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../kernel/queues';
-import { JOB_EXPIRE_SECONDS } from '../kernel/jobs';
+import { JOB_EXPIRE_SECONDS } from '../kernel/work';
 import { RECOVER_QUEUE } from '../kernel/queues';
 
 /**

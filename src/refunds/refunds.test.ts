@@ -9,7 +9,7 @@ import { adapterFor, networkRef } from '../chains/adapter';
 import { addressOf, generateKeyPair, signTransfer } from '../chains/secp256k1';
 import { balanceOf as chainBalanceOf, payerAddress } from '../chains/sandbox/chain';
 import { balanceOf as ledgerBalanceOf, createHold, voidHold, type LedgerAccountKind } from '../ledger/ledger';
-import { computeFee } from '../settlements/policies';
+import { computeFee } from '../settlements/policies/policies';
 
 /**
  * Refunds and the refund fee policy, through REST and GraphQL, with the real job handlers

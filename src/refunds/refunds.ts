@@ -20,7 +20,7 @@ import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
-import { computeFee, refundFeePolicyInForce } from '../settlements/policies';
+import { computeFee, refundFeePolicyInForce } from '../settlements/policies/policies';
 import { sendRefundExecution } from '../kernel/queues';
 
 /**

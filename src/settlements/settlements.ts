@@ -17,7 +17,7 @@ import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
 import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
-import { computeFee, pricingPolicyInForce } from './policies';
+import { computeFee, pricingPolicyInForce } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
 

@@ -13,8 +13,8 @@ import { auditAs } from '../audit/audit';
 import { requestActor, TX_OPTIONS } from '../kernel/service';
 import { parsePaging, type Page } from '../kernel/paging';
 import { chainBalances } from './treasury';
-import { consumeReserveInTx } from './reserve';
-import { networkCostOf } from './costs';
+import { consumeReserveInTx } from './costs/reserve';
+import { networkCostOf } from './costs/costs';
 
 /**
  * Sweeps (docs/treasury.md): an operator moves the value of a deposit address to a HOT or WARM

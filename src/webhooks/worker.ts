@@ -20,7 +20,7 @@ import { attemptDelivery, prepareAttempts, recordAttempts, type DeliveryDeps } f
  * A receiver's refusal or timeout is an attempt outcome (recorded on the delivery, retried on its
  * schedule), not a failure of the job. A fault of the worker itself (fetching, reading the
  * deliveries, preparing an attempt, recording outcomes) is logged at level error with the queue and
- * the job ids it leaves uncompleted, as src/kernel/jobs.ts logs the failures of every other queue.
+ * the job ids it leaves uncompleted, as src/kernel/work.ts logs the failures of every other queue.
  */
 export interface DeliveryWorkerOptions {
   batchSize: number;

@@ -7,7 +7,7 @@ import { amountToString, numericToAmount } from '../money';
 import { adapterFor, MAX_REPLACEMENT_LINKS, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { auditAs } from '../audit/audit';
 import { requestActor, TX_OPTIONS } from '../kernel/service';
-import { releaseReserveInTx } from '../treasury/reserve';
+import { releaseReserveInTx } from '../treasury/costs/reserve';
 import { close, confirm, loadWithdrawal, lockWithdrawal } from './withdrawals';
 
 /**

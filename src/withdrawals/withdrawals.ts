@@ -18,9 +18,9 @@ import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyD
 import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable } from './destinations';
-import { networkCostOf } from '../treasury/costs';
+import { networkCostOf } from '../treasury/costs/costs';
 import { sendFromTreasury } from '../treasury/payouts';
-import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
+import { consumeReserveInTx, releaseReserveInTx } from '../treasury/costs/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 import { statusAllows } from '../catalog/catalog';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { createOperator, createTestApp, type TestApp } from '../../../test/harness';
 import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
 import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
-import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/jobs';
+import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/deposits.jobs';
 import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
 import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../../kernel/queues';
 import { produceSandboxBlocks } from './producer';
