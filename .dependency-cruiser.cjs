@@ -20,6 +20,7 @@ const LAYERS = [
   ['accounts', '^src/accounts/'],
   ['treasury', '^src/treasury/'],
   ['withdrawals', '^src/withdrawals/'],
+  ['release', '^src/release/'],
   ['deposits', '^src/deposits/'],
   ['transactions', '^src/transactions/'],
   ['settlements', '^src/settlements/'],

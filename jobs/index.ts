@@ -16,7 +16,7 @@ import { registerMoneyInJobs } from '../src/deposits/deposits.jobs';
 import { createSettlementQueues } from '../src/kernel/queues';
 import { registerSettlementJobs } from '../src/settlements/settlements.jobs';
 import { registerRefundJobs } from '../src/refunds/refunds.jobs';
-import { registerReleaseJobs } from '../src/settlements/release/release-rules.jobs';
+import { registerReleaseJobs } from '../src/release/release-rules.jobs';
 import { registerReconciliationJobs } from '../src/treasury/reconciliation/reconciliation';
 import { registerReserveJobs } from '../src/treasury/costs/reserve';
 import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';

@@ -9,7 +9,7 @@ import './custody/custody.graphql';
 import './chains/chains.graphql';
 import './transactions/transactions.graphql';
 import './deposits/deposits.graphql';
-import './settlements/release/release-rules.graphql';
+import './release/release-rules.graphql';
 import './refunds/refunds.graphql';
 import './withdrawals/destinations.graphql';
 import './withdrawals/withdrawals.graphql';

@@ -8,7 +8,7 @@ import type { Deposit as DepositRow } from '../generated/prisma/client';
 import * as intents from './payment-intents';
 import * as deposits from './deposits';
 import type { IntentRow } from './payment-intents';
-import { ReleaseRuleInput } from '../settlements/release/release-rules.graphql';
+import { ReleaseRuleInput } from '../release/release-rules.graphql';
 
 const amount = (v: { toFixed(dp: number): string }) => amountToString(numericToAmount(v));
 

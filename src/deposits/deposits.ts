@@ -12,7 +12,7 @@ import { lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS } from '../ke
 import { evaluateIntent, postDepositReversal, releaseDepositFreeze } from './funding';
 import { confirm, scope, type NetworkRow, type SyncScope } from './sync';
 import { reasons } from './rules';
-import { escrowOf } from './escrow';
+import { escrowOf } from '../release/escrow';
 import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
 
 /**

@@ -15,7 +15,7 @@ import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '..
 import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
-import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release/release-rules';
+import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 
 /**

@@ -19,7 +19,7 @@ import { nowFor } from '../chains/sandbox/clock';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
 import { computeFee, refundFeePolicyInForce } from '../settlements/policies/policies';
 import { sendRefundExecution } from '../kernel/queues';
 

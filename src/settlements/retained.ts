@@ -9,7 +9,7 @@ import { emit } from '../webhooks/outbox';
 import { lockTransactionRow, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
 import type { AuditInput } from '../audit/audit';
-import { conditionsMet, nextDueAt } from './release/conditions';
+import { conditionsMet, nextDueAt } from '../release/conditions';
 import { RETAINED_RELEASE_QUEUE, type RetainedReleaseJob } from '../kernel/queues';
 
 /**

@@ -16,10 +16,11 @@ import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../deposits/escrow';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
 import { computeFee, pricingPolicyInForce } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
+import { setSettlementRequester } from '../release/release-rules';
 
 /**
  * Settlements (docs/settlements.md): money leaves a transaction's escrow, pays the platform fee
@@ -348,3 +349,5 @@ export async function retrySettlement(ctx: Context, idArg: unknown): Promise<Set
   }, TX_OPTIONS);
   return loadSettlement(ctx, id);
 }
+
+setSettlementRequester(requestSettlementInTx);

@@ -6,6 +6,8 @@ import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import { amountToString } from '../money';
 import * as transactions from './transactions';
 import type { TransactionRow } from './transactions';
+import { releaseRuleOf } from '../release/release-rules';
+import { ReleaseRule } from '../release/release-rules.graphql';
 
 export const TransactionStatus = builder.enumType('TransactionStatus', {
   description:
@@ -127,3 +129,11 @@ builder.mutationFields((t) => ({
     resolve: (_p, args, ctx) => transactions.unfreezeTransaction(ctx, String(args.id)),
   }),
 }));
+
+builder.objectField(Transaction, 'releaseRule', (t) =>
+  t.field({
+    type: ReleaseRule,
+    description: 'Its release rule (docs/release-rules.md).',
+    resolve: (x, _a, ctx) => releaseRuleOf(ctx.deps.db, ctx.deps.clock, x),
+  }),
+);

@@ -2,6 +2,7 @@ import { builder } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as destinations from './destinations';
+import * as withdrawals from './withdrawals';
 
 /** GraphQL of withdrawal destinations (docs/withdrawals.md). The REST routes of rest/routes.ts carry the same policies. */
 
@@ -95,6 +96,6 @@ builder.mutationFields((t) => ({
     description: 'AdminBlockWithdrawalDestination (operators): ACTIVE -> BLOCKED with a reason; 409 when blocked already.',
     authScopes: { policy: policies.operator },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: BlockWithdrawalDestinationInput, required: true }) },
-    resolve: (_p, args, ctx) => destinations.blockDestination(ctx, String(args.id), args.input),
+    resolve: (_p, args, ctx) => withdrawals.blockDestination(ctx, String(args.id), args.input),
   }),
 }));

@@ -12,7 +12,6 @@ import { auditAs } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
 import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
-import { stopWithdrawalsToDestination } from './withdrawals';
 
 /**
  * Withdrawal destinations (docs/withdrawals.md): addresses an organization registers ahead of its
@@ -122,36 +121,6 @@ export async function registerDestination(
   return loadDestination(ctx, result.id);
 }
 
-/**
- * AdminBlockWithdrawalDestination (operators): ACTIVE -> BLOCKED with the reason, the operator and
- * the time, audited in the same transaction; 409 when already blocked, 404 when unknown. The catalog
- * has no event for it: the audit entry is the record. Pending withdrawals to it are stopped by the
- * withdrawal code (docs/withdrawals.md) once withdrawals exist.
- */
-export async function blockDestination(ctx: Context, idArg: unknown, input: unknown): Promise<WithdrawalDestination> {
-  const id = assertId(idArg, 'WithdrawalDestination');
-  const { reason } = parse(blockDestinationInput, input);
-  const p = ctx.principal;
-  if (p?.type !== 'operator') throw notFound('WithdrawalDestination');
-  // Destination first, then its withdrawals in id order (stopWithdrawalsToDestination): the order of
-  // every step that moves a withdrawal (lockDestinationThenWithdrawal); retried on a deadlock anyway.
-  await retryingTransaction(ctx.deps.db, async (tx) => {
-    const rows = await tx.$queryRaw<{ status: string; organizationId: string }[]>`
-      SELECT "status"::text AS "status", "organizationId"::text AS "organizationId" FROM "WithdrawalDestination" WHERE "id" = ${id}::uuid FOR UPDATE`;
-    const row = rows[0];
-    if (!row) throw notFound('WithdrawalDestination');
-    if (row.status === 'BLOCKED') throw invalidState('The withdrawal destination is blocked already.');
-    const now = ctx.deps.clock.now();
-    await tx.withdrawalDestination.update({ where: { id }, data: { status: 'BLOCKED', blockedReason: reason, blockedAt: now, blockedByOperatorId: p.operatorId, updatedAt: now } });
-    // Withdrawals to it not broadcast yet: REJECTED (DESTINATION_BLOCKED), holds released (docs/withdrawals.md).
-    await stopWithdrawalsToDestination(tx, ctx.deps, requestActor(ctx), id, reason);
-    await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: row.organizationId, entityType: 'WithdrawalDestination', entityId: id, action: 'withdrawal_destination.blocked',
-      before: { status: 'ACTIVE' }, after: { status: 'BLOCKED', reason },
-    });
-  });
-  return ctx.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } });
-}
 
 /**
  * For the withdrawal code: the destination, when `organizationId` may send to it now. Takes a

@@ -17,7 +17,8 @@ import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
-import { assertDestinationUsable } from './destinations';
+import { assertDestinationUsable, blockDestinationInput } from './destinations';
+import type { WithdrawalDestination } from '../generated/prisma/client';
 import { networkCostOf } from '../treasury/costs/costs';
 import { sendFromTreasury } from '../treasury/payouts';
 import { consumeReserveInTx, releaseReserveInTx } from '../treasury/costs/reserve';
@@ -314,6 +315,38 @@ export async function stopWithdrawalsToDestination(tx: Db, deps: MoneyDeps, acto
     if (w && BEFORE_BROADCAST.includes(w.status)) await close(tx, deps, actor, w, { status: 'REJECTED', reason: `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${reason}.` }, now);
   }
   return pending.length;
+}
+
+/**
+ * AdminBlockWithdrawalDestination (operators): ACTIVE -> BLOCKED with the reason, the operator and
+ * the time, audited in the same transaction; 409 when already blocked, 404 when unknown. The catalog
+ * has no event for it: the audit entry is the record. Pending withdrawals to it are stopped by the
+ * withdrawal code (docs/withdrawals.md). It lives here, beside stopWithdrawalsToDestination, so
+ * destinations.ts never imports withdrawals.ts.
+ */
+export async function blockDestination(ctx: Context, idArg: unknown, input: unknown): Promise<WithdrawalDestination> {
+  const id = assertId(idArg, 'WithdrawalDestination');
+  const { reason } = parseInput(blockDestinationInput, input);
+  const p = ctx.principal;
+  if (p?.type !== 'operator') throw notFound('WithdrawalDestination');
+  // Destination first, then its withdrawals in id order (stopWithdrawalsToDestination): the order of
+  // every step that moves a withdrawal (lockDestinationThenWithdrawal); retried on a deadlock anyway.
+  await retryingTransaction(ctx.deps.db, async (tx) => {
+    const rows = await tx.$queryRaw<{ status: string; organizationId: string }[]>`
+      SELECT "status"::text AS "status", "organizationId"::text AS "organizationId" FROM "WithdrawalDestination" WHERE "id" = ${id}::uuid FOR UPDATE`;
+    const row = rows[0];
+    if (!row) throw notFound('WithdrawalDestination');
+    if (row.status === 'BLOCKED') throw invalidState('The withdrawal destination is blocked already.');
+    const now = ctx.deps.clock.now();
+    await tx.withdrawalDestination.update({ where: { id }, data: { status: 'BLOCKED', blockedReason: reason, blockedAt: now, blockedByOperatorId: p.operatorId, updatedAt: now } });
+    // Withdrawals to it not broadcast yet: REJECTED (DESTINATION_BLOCKED), holds released (docs/withdrawals.md).
+    await stopWithdrawalsToDestination(tx, ctx.deps, requestActor(ctx), id, reason);
+    await auditAs(tx, ctx.deps, requestActor(ctx), {
+      organizationId: row.organizationId, entityType: 'WithdrawalDestination', entityId: id, action: 'withdrawal_destination.blocked',
+      before: { status: 'ACTIVE' }, after: { status: 'BLOCKED', reason },
+    });
+  });
+  return ctx.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } });
 }
 
 /** Runs `f` in a transaction; a refusal it records (DESTINATION_BLOCKED) commits, then answers 409. */

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import type { Context } from '../../context';
-import type { Db } from '../../db/prisma';
-import type { ReleaseRuleTemplate } from '../../generated/prisma/client';
-import { DomainError, notFound, type FieldError } from '../../errors';
-import { audit } from '../../audit/audit';
-import { assertId, isUniqueViolation, isUuid } from '../../ids';
-import { HUNDRED_PERCENT, parsePercentage, percentageToString, positiveAmountText } from '../../money';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import type { ReleaseRuleTemplate } from '../generated/prisma/client';
+import { DomainError, notFound, type FieldError } from '../errors';
+import { audit } from '../audit/audit';
+import { assertId, isUniqueViolation, isUuid } from '../ids';
+import { HUNDRED_PERCENT, parsePercentage, percentageToString, positiveAmountText } from '../money';
 
 /**
  * Release rule templates (docs/release-rules.md): reusable release rules of an application.
@@ -13,7 +13,7 @@ import { HUNDRED_PERCENT, parsePercentage, percentageToString, positiveAmountTex
  * milestones by percentage of the transaction amount, times as delays from when the rule is set,
  * parties by role (PAYER, BENEFICIARY, INTEGRATOR) or a named member, split accounts by id or by
  * role (BENEFICIARY). It is validated when created (names unique per application) and resolved
- * against the transaction when applied (src/settlements/release/release-rules.ts); archived templates
+ * against the transaction when applied (src/release/release-rules.ts); archived templates
  * cannot be applied.
  *
  * This module also holds the zod pieces the inline rules share.

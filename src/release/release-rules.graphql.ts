@@ -1,7 +1,6 @@
-import { builder } from '../../builder';
-import { policies, type Policy } from '../../auth/policy';
-import type { ReleaseRuleTemplate as TemplateRow } from '../../generated/prisma/client';
-import { Transaction } from '../../transactions/transactions.graphql';
+import { builder } from '../builder';
+import { policies, type Policy } from '../auth/policy';
+import type { ReleaseRuleTemplate as TemplateRow } from '../generated/prisma/client';
 import * as rules from './release-rules';
 import * as templates from './templates';
 import type { ConditionView, MilestoneView, ReleaseRuleView, SplitView } from './release-rules';
@@ -100,13 +99,6 @@ export const ReleaseRule = builder.objectRef<ReleaseRuleView>('ReleaseRule').imp
   }),
 });
 
-builder.objectField(Transaction, 'releaseRule', (t) =>
-  t.field({
-    type: ReleaseRule,
-    description: 'Its release rule (docs/release-rules.md).',
-    resolve: (x, _a, ctx) => rules.releaseRuleOf(ctx.deps.db, ctx.deps.clock, x),
-  }),
-);
 
 const ReleaseRuleTemplateCondition = builder.objectRef<TemplateCondition>('ReleaseRuleTemplateCondition').implement({
   fields: (t) => ({

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../../test/harness';
-import { checkLedgerInvariants } from '../../../test/ledger-invariants';
-import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../../test/money-helpers';
-import { hashPassword } from '../../auth/passwords';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
-import { drainMoneyWork } from '../../../test/fixtures/settlements/testing';
+import { createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../test/harness';
+import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
+import { hashPassword } from '../auth/passwords';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { runReleaseSweep } from './release-rules';
 
 /**

@@ -1,12 +1,12 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import type { Clock } from '../../clock';
-import type { PrismaClient } from '../../db/prisma';
-import { isUuid } from '../../ids';
-import type { MoneyDeps } from '../../kernel/service';
-import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, type ReleaseEvaluateJob, type ReleaseSweepJob } from '../../kernel/queues';
+import type { Clock } from '../clock';
+import type { PrismaClient } from '../db/prisma';
+import { isUuid } from '../ids';
+import type { MoneyDeps } from '../kernel/service';
+import { RELEASE_EVALUATE_QUEUE, RELEASE_SWEEP_QUEUE, type ReleaseEvaluateJob, type ReleaseSweepJob } from '../kernel/queues';
 import { evaluateReleaseNow, runReleaseSweep } from './release-rules';
-import { workEach } from '../../kernel/work';
+import { workEach } from '../kernel/work';
 
 /**
  * Release rule jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):

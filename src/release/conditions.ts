@@ -1,4 +1,4 @@
-import type { ReleaseCondition, Transaction } from '../../generated/prisma/client';
+import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
 
 /**
  * When a release condition is met (docs/release-rules.md). Pure: the caller passes "now" (the

@@ -1,27 +1,42 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
-import type { Context } from '../../context';
-import type { Db } from '../../db/prisma';
-import type { Prisma, ReleaseCondition, Transaction } from '../../generated/prisma/client';
-import { invalidState, notFound, type FieldError } from '../../errors';
-import { assertId, isUuid } from '../../ids';
-import { actorOf } from '../../audit/audit';
-import { type Principal } from '../../auth/principal';
+import type { Context } from '../context';
+import type { Db } from '../db/prisma';
+import type { Prisma, ReleaseCondition, Transaction } from '../generated/prisma/client';
+import { invalidState, notFound, type FieldError } from '../errors';
+import { assertId, isUuid } from '../ids';
+import { actorOf } from '../audit/audit';
+import { type Principal } from '../auth/principal';
 import {
   amountToNumeric, amountToString, numericToAmount, numericToPercentage, parsePercentage, percentageToNumeric, percentageToString, splitByPercentages,
   positiveAmountText, type Amount, type Percentage,
-} from '../../money';
-import { auditAll, auditAs, type Actor } from '../../audit/audit';
-import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../../kernel/service';
-import { nowFor } from '../../chains/sandbox/clock';
-import { escrowOf, releaseBlocker } from '../../deposits/escrow';
+} from '../money';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { escrowOf, releaseBlocker } from './escrow';
 import { conditionDueAt, conditionMet, conditionsMet, nextDueAt } from './conditions';
-import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from '../../kernel/queues';
-import { requestSettlementInTx } from '../settlements';
+import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from '../kernel/queues';
+import type { requestSettlementInTx as RequestSettlementInTx } from '../settlements/settlements';
 import {
   conditionKinds, conditionModes, conditionShapeIssues, definitionOf, MAX_CONDITIONS, MAX_MILESTONES, MAX_SPLITS, nameText, sharePercentageText, report, seconds, splitSetIssues, sumsToHundred, validationFailed,
 } from './templates';
+
+/**
+ * How a due milestone becomes a settlement. Settlements sit above release rules in the declared
+ * order (.dependency-cruiser.cjs), so src/settlements/settlements.ts hands its
+ * `requestSettlementInTx` in when it loads (every process that evaluates rules loads it: the GraphQL
+ * schema and the job runner both import it).
+ */
+let requestSettlement: typeof RequestSettlementInTx | null = null;
+export function setSettlementRequester(f: typeof RequestSettlementInTx): void {
+  requestSettlement = f;
+}
+function settlementRequester(): typeof RequestSettlementInTx {
+  if (!requestSettlement) throw new Error('release rules need src/settlements/settlements.ts loaded (setSettlementRequester)');
+  return requestSettlement;
+}
 
 /**
  * Conditional release rules (docs/release-rules.md). A transaction's rule is ordered MILESTONES
@@ -626,7 +641,7 @@ export async function evaluateRelease(tx: Db, deps: MoneyDeps, actor: Actor, tra
       available -= amount;
     }
     openCount++;
-    const s = await requestSettlementInTx(tx, deps, actor, { transaction: t, milestoneId: m.id, amount });
+    const s = await settlementRequester()(tx, deps, actor, { transaction: t, milestoneId: m.id, amount });
     await tx.releaseMilestone.update({ where: { id: m.id }, data: { status: 'RELEASED', releasedAt: now, settlementId: s.id } });
     released.push({ id: m.id, position: m.position, amount, settlementId: s.id });
     left--;
