@@ -9,7 +9,7 @@ import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, w
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 import { chainContractFixtures } from './contract-fixtures-chain';
 import { moneyInContractFixtures } from './fixtures/deposits/contract-fixtures';
-import { releaseContractFixtures } from './fixtures/settlements/release-contract-fixtures';
+import { releaseContractFixtures } from './fixtures/release/contract-fixtures';
 import { settlementContractFixtures } from './fixtures/settlements/contract-fixtures';
 import { refundContractFixtures } from './fixtures/refunds/contract-fixtures';
 import { adminContractFixtures } from './fixtures/admin/contract-fixtures';

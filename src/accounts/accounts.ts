@@ -10,6 +10,7 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -125,19 +126,16 @@ export const listInput = z.object({
 export async function listAccounts(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery(args);
   const visible = visibleWhere(ctx);
   if (!visible) throw notFound('Organization');
   const rows = await ctx.deps.db.account.findMany({
-    where: { AND: [visible, { organizationId }, args.after ? { id: { gt: args.after } } : {}] },
+    where: { AND: [visible, { organizationId }, page.where] },
     include,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /** Loads an account of `organizationId` for a member (manage operations) or answers 404. */

@@ -12,6 +12,7 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import type { Prisma } from '../generated/prisma/client';
 import { asHolderTokens, createHolder, signUpHolderInput, type HolderTokenResult } from './holders';
+import { pageQuery, toPage } from '../kernel/paging';
 
 const HOUR = 3600;
 export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * HOUR;
@@ -218,17 +219,14 @@ export const statusOf = (i: InvitationRow, now: Date): InvitationStatus =>
 export async function listInvitations(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
   const rows = await ctx.deps.db.accountHolderInvitation.findMany({
-    where: { organizationId, ...(args.after ? { id: { gt: args.after.toLowerCase() } } : {}) },
+    where: { organizationId, ...page.where },
     select: invitationSelect,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /**

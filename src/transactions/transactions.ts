@@ -10,6 +10,7 @@ import { emit } from '../webhooks/outbox';
 import { lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { cancelIntentInTx, DEFAULT_CANCEL_REASON, visibleMoneyWhere } from '../deposits/payment-intents';
 import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Transactions: the money a payment intent collects, held in the transaction's ESCROW ledger
@@ -40,19 +41,16 @@ export const listInput = z.object({ limit: z.number().int().min(1).max(500).null
 export async function listTransactions(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery(args);
   const visible = visibleMoneyWhere(ctx);
   if (!visible) throw notFound('Organization');
   const rows = await ctx.deps.db.transaction.findMany({
-    where: { ...visible, organizationId, ...(args.after ? { id: { gt: args.after } } : {}) },
+    where: { ...visible, organizationId, ...page.where },
     include: transactionInclude,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 export const reasonInput = z.string().trim().min(1, 'must not be empty').max(1000);

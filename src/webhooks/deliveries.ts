@@ -15,6 +15,7 @@ import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
 import { BULK_QUEUE } from '../kernel/queues';
+import { toPage } from '../kernel/paging';
 
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
@@ -53,8 +54,7 @@ export async function listDeliveries(ctx: Context, endpointIdArg: unknown, args:
     orderBy: { id: 'desc' },
     take: limit + 1,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, limit);
 }
 
 type NewDelivery = { id: string; endpointId: string; organizationId: string; eventType: string; originalDeliveryId: string; attemptCount: number };

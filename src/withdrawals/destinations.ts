@@ -12,6 +12,7 @@ import { auditAs } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
 import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Withdrawal destinations (docs/withdrawals.md): addresses an organization registers ahead of its
@@ -55,17 +56,14 @@ export async function loadDestination(ctx: Context, idArg: unknown, db: Db = ctx
 export async function listDestinations(ctx: Context, organizationIdArg: unknown, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
   const visible = visibleWhere(ctx) ?? {};
   const rows = await ctx.deps.db.withdrawalDestination.findMany({
-    where: { ...visible, organizationId, ...(args.after ? { id: { gt: args.after.toLowerCase() } } : {}) },
+    where: { ...visible, organizationId, ...page.where },
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /**
