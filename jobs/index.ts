@@ -196,7 +196,11 @@ async function startRecovery(boss: PgBoss, deps: JobDeps): Promise<{ stop: () =>
 }
 
 /** Deletes idempotency records and refresh/reset tokens past their retention. Safe to run twice. */
-export async function purgeExpired({ db, clock, log }: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
+export async function purgeExpired({
+  db,
+  clock,
+  log,
+}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });

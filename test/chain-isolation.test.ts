@@ -34,21 +34,41 @@ const BEYOND = 6n * 10n ** 77n; // above 2^256 - 1; two of them overflow NUMERIC
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 type Integrator = Awaited<ReturnType<typeof setupIntegrator>>;
 type Catalog = Awaited<ReturnType<typeof setupSandboxCatalog>>;
-type Stuck = { kind: string; id: string; organizationId: string; status: string; ageSeconds: number; jobState: string | null; lastError: string | null; networkId: string | null; address: string | null };
+type Stuck = {
+  kind: string;
+  id: string;
+  organizationId: string;
+  status: string;
+  ageSeconds: number;
+  jobState: string | null;
+  lastError: string | null;
+  networkId: string | null;
+  address: string | null;
+};
 
 /** A payment intent of 1,000,000 base units (with a beneficiary account of its own), read back. */
 async function intent(f: Integrator, c: Catalog): Promise<{ id: string; address: string; depositAddressId: string }> {
   const acc = await svc.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
   expect(acc.status, acc.text).toBe(201);
   const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-    headers: f.apiKeyHeaders, body: { assetNetworkId: c.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
+    headers: f.apiKeyHeaders,
+    body: { assetNetworkId: c.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
   });
   expect(pi.status, pi.text).toBe(201);
-  return (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { id: string; address: string; depositAddressId: string };
+  return (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as {
+    id: string;
+    address: string;
+    depositAddressId: string;
+  };
 }
 
 const succeeded = (f: Integrator, id: string) =>
-  pollUntil(`intent ${id} SUCCEEDED`, async () => (await svc.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body, (b) => b.status === 'SUCCEEDED', DEADLINE);
+  pollUntil(
+    `intent ${id} SUCCEEDED`,
+    async () => (await svc.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body,
+    (b) => b.status === 'SUCCEEDED',
+    DEADLINE,
+  );
 
 /** A transfer written straight into the sandbox chain's table: mined in `block`, or pending from the organization's faucet. */
 async function plant(c: Catalog, toAddress: string, amount: bigint, at: { block: { hash: string; height: number } } | { faucetOf: string }) {
@@ -56,10 +76,20 @@ async function plant(c: Catalog, toAddress: string, amount: bigint, at: { block:
   const block = 'block' in at ? at.block : null;
   await db.sandboxTransaction.create({
     data: {
-      networkId: c.networkId, assetNetworkId: c.assetNetworkId, txHash: '0x' + randomBytes(32).toString('hex'),
-      fromAddress: 'faucetOf' in at ? payerAddress(at.faucetOf) : '0x' + 'f'.repeat(40), toAddress, amount: amount.toString(),
-      senderOrganizationId: 'faucetOf' in at ? at.faucetOf : null, status: block ? 'MINED' : 'PENDING', replaceable: false, willRevert: false,
-      blockHash: block?.hash ?? null, blockHeight: block?.height ?? null, createdAt: now, updatedAt: now,
+      networkId: c.networkId,
+      assetNetworkId: c.assetNetworkId,
+      txHash: '0x' + randomBytes(32).toString('hex'),
+      fromAddress: 'faucetOf' in at ? payerAddress(at.faucetOf) : '0x' + 'f'.repeat(40),
+      toAddress,
+      amount: amount.toString(),
+      senderOrganizationId: 'faucetOf' in at ? at.faucetOf : null,
+      status: block ? 'MINED' : 'PENDING',
+      replaceable: false,
+      willRevert: false,
+      blockHash: block?.hash ?? null,
+      blockHeight: block?.height ?? null,
+      createdAt: now,
+      updatedAt: now,
     },
   });
 }
@@ -77,7 +107,12 @@ describe('npm start: one sandbox network poisoned', () => {
     const intentB = await intent(fb, catB);
 
     // 1. One address of A poisoned, in a block A already mined (the producer goes on mining A).
-    const t = await pollUntil('A mined a block', () => tip(db, catA.networkId), (x) => x.hash !== null && x.height >= 1, DEADLINE);
+    const t = await pollUntil(
+      'A mined a block',
+      () => tip(db, catA.networkId),
+      (x) => x.hash !== null && x.height >= 1,
+      DEADLINE,
+    );
     const block = { hash: t.hash!, height: t.height };
     await plant(catA, brokenA.address, BEYOND, { block });
     await plant(catA, brokenA.address, BEYOND, { block });
@@ -88,7 +123,10 @@ describe('npm start: one sandbox network poisoned', () => {
     expect(await succeeded(fb, intentB.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
 
     // The poisoned address: isolated (logged at error), retried alone by its own job, listed as stuck with its error.
-    const isolatedLine = await svc.waitForLog((l) => l.level >= ERROR_LEVEL && l.depositAddressId === brokenA.depositAddressId && String(l.msg).startsWith('chain.sync: deposit address'), DEADLINE);
+    const isolatedLine = await svc.waitForLog(
+      (l) => l.level >= ERROR_LEVEL && l.depositAddressId === brokenA.depositAddressId && String(l.msg).startsWith('chain.sync: deposit address'),
+      DEADLINE,
+    );
     expect(isolatedLine).toMatchObject({ networkId: catA.networkId, address: brokenA.address, error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
     const listed = await pollUntil(
       'the poisoned address listed with its error',
@@ -103,14 +141,27 @@ describe('npm start: one sandbox network poisoned', () => {
     );
     expect(listed).toEqual([
       expect.objectContaining({
-        kind: 'CHAIN_SYNC', id: brokenA.depositAddressId, organizationId: fa.organizationId, status: 'FAILING', networkId: catA.networkId, address: brokenA.address,
-        jobState: expect.stringMatching(/^(retry|active|created)$/), lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
+        kind: 'CHAIN_SYNC',
+        id: brokenA.depositAddressId,
+        organizationId: fa.organizationId,
+        status: 'FAILING',
+        networkId: catA.networkId,
+        address: brokenA.address,
+        jobState: expect.stringMatching(/^(retry|active|created)$/),
+        lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
       }),
     ]);
-    const gql = await svc.rest('POST', '/graphql', { headers: op, body: { query: '{ stuckOperations(olderThanSeconds: 0) { kind id networkId address status } }' } });
+    const gql = await svc.rest('POST', '/graphql', {
+      headers: op,
+      body: { query: '{ stuckOperations(olderThanSeconds: 0) { kind id networkId address status } }' },
+    });
     expect(gql.status, gql.text).toBe(200);
     expect((gql.body.data as { stuckOperations: Stuck[] }).stuckOperations).toContainEqual({
-      kind: 'CHAIN_SYNC', id: brokenA.depositAddressId, networkId: catA.networkId, address: brokenA.address, status: 'FAILING',
+      kind: 'CHAIN_SYNC',
+      id: brokenA.depositAddressId,
+      networkId: catA.networkId,
+      address: brokenA.address,
+      status: 'FAILING',
     });
     // Never two live retry jobs for the address, whatever the number of blocks since.
     const live = await db.$queryRaw<{ n: number }[]>`
@@ -125,7 +176,10 @@ describe('npm start: one sandbox network poisoned', () => {
     const victim = '0x' + randomBytes(20).toString('hex');
     await plant(catA, victim, BEYOND, { faucetOf: fa.organizationId });
     await plant(catA, victim, BEYOND, { faucetOf: fa.organizationId });
-    await svc.waitForLog((l) => l.level >= ERROR_LEVEL && l.networkId === catA.networkId && String(l.msg).startsWith('sandbox block production failed'), DEADLINE);
+    await svc.waitForLog(
+      (l) => l.level >= ERROR_LEVEL && l.networkId === catA.networkId && String(l.msg).startsWith('sandbox block production failed'),
+      DEADLINE,
+    );
     const heightA = (await tip(db, catA.networkId)).height;
     const heightB = (await tip(db, catB.networkId)).height;
     // B goes on: it produces blocks and confirms a new deposit.
@@ -136,7 +190,13 @@ describe('npm start: one sandbox network poisoned', () => {
     expect((await tip(db, catA.networkId)).height).toBe(heightA);
 
     // /readyz counts the stuck address once it is older than STUCK_AFTER_SECONDS (10 s; the count is cached 10 s).
-    await pollUntil('readyz counts it', async () => (await svc.rest('GET', '/readyz')).body, (b) => Number(b.stuckOperations) >= 1, 30_000, 500);
+    await pollUntil(
+      'readyz counts it',
+      async () => (await svc.rest('GET', '/readyz')).body,
+      (b) => Number(b.stuckOperations) >= 1,
+      30_000,
+      500,
+    );
 
     // No chain.sync job failed (neither network's); the only error lines are the poisoned address's and A's production.
     const failed = await db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'chain.sync' AND state IN ('failed', 'retry')`;

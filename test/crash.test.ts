@@ -63,7 +63,8 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
   const accountId = idOf(acc);
   const intent = async () => {
     const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: h, body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
+      headers: h,
+      body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
     });
     expect(pi.status, pi.text).toBe(201);
     return (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body as { id: string; transactionId: string; address: string };
@@ -75,11 +76,26 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
     const d = await svc.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: pi.address, amount: '1000000', assetNetworkId: an } });
     expect(d.status, d.text).toBe(201);
   }
-  await pollUntil('funded', async () => Promise.all(funded.map(async (pi) => (await svc.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)), (s) => s.every((x) => x === 'RESERVED'), 60_000, 300);
+  await pollUntil(
+    'funded',
+    async () => Promise.all(funded.map(async (pi) => (await svc.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)),
+    (s) => s.every((x) => x === 'RESERVED'),
+    60_000,
+    300,
+  );
   for (const pi of funded.slice(0, 2)) expect((await svc.rest('POST', `/v1/transactions/${pi.transactionId}/settlements`, { headers: h })).status).toBe(201);
-  const dest = await svc.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: h, body: { networkId: catalog.networkId, address: DEST } });
+  const dest = await svc.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+    headers: h,
+    body: { networkId: catalog.networkId, address: DEST },
+  });
   expect(dest.status, dest.text).toBe(201);
-  await pollUntil('seller funded', async () => (await svc.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body, (b) => b.some((r: { posted: string }) => r.posted === '2000000'), 30_000, 300);
+  await pollUntil(
+    'seller funded',
+    async () => (await svc.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body,
+    (b) => b.some((r: { posted: string }) => r.posted === '2000000'),
+    30_000,
+    300,
+  );
   // 6 intents to be paid during the batch.
   const unpaid: { id: string; transactionId: string; address: string }[] = [];
   for (let i = 0; i < 6; i++) unpaid.push(await intent());
@@ -91,8 +107,21 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
     requests.push({ kind: 'refund', method: 'POST', path: `/v1/transactions/${pi.transactionId}/refunds`, body: { amount: '200000' }, key: key() });
   }
   for (let i = 0; i < 4; i++)
-    requests.push({ kind: 'withdrawal', method: 'POST', path: `/v1/accounts/${accountId}/withdrawals`, body: { amount: '250000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) }, key: key() });
-  for (const pi of unpaid) requests.push({ kind: 'deposit', method: 'POST', path: '/v1/sandbox/deposits', body: { address: pi.address, amount: '1000000', assetNetworkId: an }, key: key() });
+    requests.push({
+      kind: 'withdrawal',
+      method: 'POST',
+      path: `/v1/accounts/${accountId}/withdrawals`,
+      body: { amount: '250000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+      key: key(),
+    });
+  for (const pi of unpaid)
+    requests.push({
+      kind: 'deposit',
+      method: 'POST',
+      path: '/v1/sandbox/deposits',
+      body: { address: pi.address, amount: '1000000', assetNetworkId: an },
+      key: key(),
+    });
   // Shuffled: every kind is in flight at the crash.
   requests.sort(() => Math.random() - 0.5);
   return { f, accountId, funded, unpaid, requests, headers: h };
@@ -144,7 +173,11 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
   const terminal = await pollUntil(
     'every operation terminal',
     states,
-    (s) => s.settlements.every((x) => x === 'EXECUTED') && s.refunds.every((x) => x === 'EXECUTED') && s.withdrawals.every((x) => x === 'CONFIRMED') && s.intents.every((x) => x === 'SUCCEEDED'),
+    (s) =>
+      s.settlements.every((x) => x === 'EXECUTED') &&
+      s.refunds.every((x) => x === 'EXECUTED') &&
+      s.withdrawals.every((x) => x === 'CONFIRMED') &&
+      s.intents.every((x) => x === 'SUCCEEDED'),
     Math.max(1_000, restartedAt + RECOVERY_BOUND_MS - Date.now()),
     250,
   );
@@ -155,7 +188,10 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('settlement').map((id) => `settlement:${id}`) } } })).toBe(10);
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('refund').map((id) => `refund:${id}`) } } })).toBe(10);
   expect(await db.deposit.count({ where: { paymentIntentId: { in: p.unpaid.map((pi) => pi.id) } } })).toBe(6);
-  const balances = (await svc.rest('GET', `/v1/accounts/${p.accountId}/balances`, { headers: p.f.member.headers })).body as { posted: string; available: string }[];
+  const balances = (await svc.rest('GET', `/v1/accounts/${p.accountId}/balances`, { headers: p.f.member.headers })).body as {
+    posted: string;
+    available: string;
+  }[];
   expect(balances.map((b) => ({ posted: b.posted, available: b.available }))).toEqual([{ posted: '7000000', available: '7000000' }]);
   for (const pi of p.funded.slice(2)) {
     const t = await db.transaction.findUniqueOrThrow({ where: { id: pi.transactionId } });
@@ -269,11 +305,21 @@ describe('several workers on one database', () => {
     const f = await setupIntegrator(app, catalog);
     const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
     const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: f.apiKeyHeaders, body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
+      headers: f.apiKeyHeaders,
+      body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
     });
     const intent = (await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { transactionId: string; address: string };
-    await a.rest('POST', '/v1/sandbox/deposits', { headers: f.apiKeyHeaders, body: { address: intent.address, amount: '1000000', assetNetworkId: catalog.assetNetworkId } });
-    await pollUntil('funded', async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'RESERVED', 30_000, 200);
+    await a.rest('POST', '/v1/sandbox/deposits', {
+      headers: f.apiKeyHeaders,
+      body: { address: intent.address, amount: '1000000', assetNetworkId: catalog.assetNetworkId },
+    });
+    await pollUntil(
+      'funded',
+      async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
+      (s) => s === 'RESERVED',
+      30_000,
+      200,
+    );
 
     // Block the settlement's execution inside its handler: hold its escrow's ledger account row.
     const blocker = new pg.Client({ connectionString: ownerUrl });
@@ -307,7 +353,13 @@ describe('several workers on one database', () => {
     await a.killGroup('SIGKILL');
     const killedAt = Date.now();
     await blocker.query('ROLLBACK');
-    await pollUntil('settlement executed by B', async () => (await b.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'EXECUTED', RECOVERY_BOUND_MS, 250);
+    await pollUntil(
+      'settlement executed by B',
+      async () => (await b.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status,
+      (s) => s === 'EXECUTED',
+      RECOVERY_BOUND_MS,
+      250,
+    );
     expect(Date.now() - killedAt).toBeLessThan(RECOVERY_BOUND_MS);
     expect(await db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${settlementId}` } })).toBe(1);
     expect(b.logs().some((l) => l.level === ERROR_LEVEL && String(l.msg).startsWith('job attempt lost') && l.queue === 'settlement.execute')).toBe(true);

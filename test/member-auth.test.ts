@@ -151,7 +151,16 @@ describe('SignUp', () => {
   });
 });
 
-const tokenResultKeys = ['accessToken', 'accessTokenExpiresAt', 'memberId', 'organizationId', 'refreshToken', 'refreshTokenExpiresAt', 'succeeded', 'tokenType'];
+const tokenResultKeys = [
+  'accessToken',
+  'accessTokenExpiresAt',
+  'memberId',
+  'organizationId',
+  'refreshToken',
+  'refreshTokenExpiresAt',
+  'succeeded',
+  'tokenType',
+];
 
 function expectTokenResultFailure(r: RestResult, code: string) {
   expectProblem(r, 401, code, /^application\/json/);
@@ -387,7 +396,7 @@ describe('Password reset', () => {
 describe('Logout (extension)', () => {
   const logout = (headers: Record<string, string>) => app.rest('POST', '/v1/auth/logout', { headers });
 
-  test('204; the session\'s access and refresh tokens stop working at once; other sessions go on; audited', async () => {
+  test("204; the session's access and refresh tokens stop working at once; other sessions go on; audited", async () => {
     const m = await signUpMember(app);
     const other = await login(m.email, PASSWORD);
     const rotated = await refresh(m.tokens.refreshToken); // the session's newest tokens
@@ -453,7 +462,7 @@ describe('Password reset: same second, older tokens (issue 27)', () => {
   const request = (email: string) => app.rest('POST', '/v1/auth/password-reset/request', { body: { email }, clientIp });
   const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword }, clientIp });
 
-  test('a login, then a reset confirmed within the same second: the login\'s access token is refused (REST and GraphQL); a login after the reset, same second, works', async () => {
+  test("a login, then a reset confirmed within the same second: the login's access token is refused (REST and GraphQL); a login after the reset, same second, works", async () => {
     app.clock.set(new Date(Math.floor(app.clock.now().getTime() / 1000) * 1000 + 1000 + 100)); // 100 ms into a second
     const m = await signUpMember(app);
     const session = await login(m.email, PASSWORD);
@@ -471,7 +480,7 @@ describe('Password reset: same second, older tokens (issue 27)', () => {
     expect((await ownApps(m, after.body.accessToken)).status).toBe(200);
   });
 
-  test('two reset tokens: confirm the second, then the first is 400 INVALID_TOKEN and the password stays the second\'s (GraphQL)', async () => {
+  test("two reset tokens: confirm the second, then the first is 400 INVALID_TOKEN and the password stays the second's (GraphQL)", async () => {
     const m = await signUpMember(app);
     await request(m.email);
     const first = app.mailer.last(m.email)!.data!.token!;

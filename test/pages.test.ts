@@ -76,7 +76,9 @@ describe('GET /', () => {
     expect(res.headers.get('vary')).toMatch(/accept/i);
     const body = JSON.parse(text);
     expect(body).toEqual({
-      name: 'ftis', apiVersion: 'v1', mode: 'development',
+      name: 'ftis',
+      apiVersion: 'v1',
+      mode: 'development',
       links: { graphql: '/graphql', graphiql: '/graphql', apiReference: '/docs', openapi: '/v1/openapi.json', health: '/healthz', ready: '/readyz' },
     });
     for (const path of new Set(Object.values(body.links as Record<string, string>))) {
@@ -203,14 +205,20 @@ describe('docs/webhooks.md: connectionParams of each credential on graphql-ws', 
     let closeCode: number | undefined;
     let errors: { extensions?: { code?: string } }[] | undefined;
     const client = createClient({
-      url: devServer.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams, retryAttempts: 0,
+      url: devServer.url.replace('http', 'ws') + '/graphql',
+      webSocketImpl: WebSocket,
+      connectionParams,
+      retryAttempts: 0,
       on: { connected: () => (acknowledged = true), closed: (e) => (closeCode = (e as CloseEvent).code) },
     });
-    client.subscribe({ query, variables }, {
-      next: (v) => (errors ??= v.errors as never),
-      error: (e) => (errors ??= Array.isArray(e) ? e : [{ extensions: { code: String((e as CloseEvent).code ?? e) } }]),
-      complete: () => {},
-    });
+    client.subscribe(
+      { query, variables },
+      {
+        next: (v) => (errors ??= v.errors as never),
+        error: (e) => (errors ??= Array.isArray(e) ? e : [{ extensions: { code: String((e as CloseEvent).code ?? e) } }]),
+        complete: () => {},
+      },
+    );
     await new Promise((r) => setTimeout(r, ms));
     client.dispose();
     return { acknowledged, errors, closeCode };

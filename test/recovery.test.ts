@@ -51,7 +51,8 @@ describe('recovery sweep', () => {
     // A created job is live: nothing sent.
     expect((await sweep()).requeued.SETTLEMENT).toBe(0);
     // Active with a fresh heartbeat (a live worker holds it): nothing sent.
-    await app.deps.db.$executeRaw`UPDATE pgboss.job SET state = 'active', started_on = now() - interval '1 hour', heartbeat_on = now() WHERE id = ${sent!.id}::uuid`;
+    await app.deps.db
+      .$executeRaw`UPDATE pgboss.job SET state = 'active', started_on = now() - interval '1 hour', heartbeat_on = now() WHERE id = ${sent!.id}::uuid`;
     expect((await sweep()).requeued.SETTLEMENT).toBe(0);
     expect(await jobsOf(settlementId)).toHaveLength(1);
     // Active with a stale heartbeat (its worker was killed): sent again.
@@ -74,7 +75,16 @@ describe('recovery sweep', () => {
     expect(list.status, list.text).toBe(200);
     expect(list.body).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ kind: 'SETTLEMENT', id: settlementId, organizationId: f.organizationId, status: 'PENDING', jobState: 'created', lastError: null, ageSeconds: expect.any(Number), since: expect.any(String) }),
+        expect.objectContaining({
+          kind: 'SETTLEMENT',
+          id: settlementId,
+          organizationId: f.organizationId,
+          status: 'PENDING',
+          jobState: 'created',
+          lastError: null,
+          ageSeconds: expect.any(Number),
+          since: expect.any(String),
+        }),
       ]),
     );
     const ready = await app.rest('GET', '/readyz');
@@ -95,11 +105,16 @@ describe('recovery sweep', () => {
     const r = await app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: f.apiKeyHeaders, body: { amount: '1000' } });
     expect(r.status, r.text).toBe(201);
     const refundId = idOf(r);
-    await app.deps.db.$executeRaw`UPDATE pgboss.job SET state = 'retry', retry_count = 1, output = '{"message":"connection refused"}'::jsonb WHERE name = 'refund.execute' AND data->>'refundId' = ${refundId}`;
+    await app.deps.db
+      .$executeRaw`UPDATE pgboss.job SET state = 'retry', retry_count = 1, output = '{"message":"connection refused"}'::jsonb WHERE name = 'refund.execute' AND data->>'refundId' = ${refundId}`;
     app.clock.set(new Date(Math.max(Date.now(), app.clock.now().getTime()) + 1000));
     const list = await app.rest('GET', '/v1/admin/stuck-operations?olderThanSeconds=0&limit=500', { headers: op });
     expect(list.status, list.text).toBe(200);
-    expect(list.body).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'REFUND', id: refundId, status: 'PENDING', jobState: 'retry', lastError: 'connection refused' })]));
+    expect(list.body).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'REFUND', id: refundId, status: 'PENDING', jobState: 'retry', lastError: 'connection refused' }),
+      ]),
+    );
     await drainMoneyWork(app);
   });
 });
@@ -109,7 +124,12 @@ describe('GET /v1/admin/stuck-operations', () => {
     const m = await signUpMember(app);
     expect((await app.rest('GET', '/v1/admin/stuck-operations', { headers: m.headers })).status).toBe(403);
     expect((await app.rest('GET', '/v1/admin/stuck-operations')).status).toBe(401);
-    for (const [q, field] of [['limit=0', 'limit'], ['limit=501', 'limit'], ['olderThanSeconds=-1', 'olderThanSeconds'], ['limit=abc', 'limit']] as const) {
+    for (const [q, field] of [
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['olderThanSeconds=-1', 'olderThanSeconds'],
+      ['limit=abc', 'limit'],
+    ] as const) {
       const r = await app.rest('GET', `/v1/admin/stuck-operations?${q}`, { headers: op });
       expect(r.status, `${q}: ${r.text}`).toBe(400);
       expect(r.text).toContain(field);

@@ -35,7 +35,11 @@ const Account = builder.prismaObject('Account', {
         const loaded = (a as Partial<AccountRow>).authorizations;
         const rows =
           loaded ??
-          (await ctx.deps.db.accountApplicationAuthorization.findMany({ where: { accountId: a.id }, select: { applicationId: true }, orderBy: { createdAt: 'asc' } }));
+          (await ctx.deps.db.accountApplicationAuthorization.findMany({
+            where: { accountId: a.id },
+            select: { applicationId: true },
+            orderBy: { createdAt: 'asc' },
+          }));
         return rows.map((r) => r.applicationId);
       },
     }),
@@ -266,7 +270,8 @@ builder.mutationFields((t) => ({
   }),
   revokeRelationship: t.field({
     type: Relationship,
-    description: "ACTIVE -> REVOKED: the holder loses access to the organization's accounts, and the organization's unclaimed invitations to the holder are revoked.",
+    description:
+      "ACTIVE -> REVOKED: the holder loses access to the organization's accounts, and the organization's unclaimed invitations to the holder are revoked.",
     authScopes: { policy: policies.member('account-holder-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => invitations.revokeRelationship(ctx, String(args.organizationId), String(args.id)),

@@ -62,7 +62,6 @@ export const createAccountInput = z.object({
 });
 export type CreateAccountInput = z.infer<typeof createAccountInput>;
 
-
 /**
  * Creates an account. An API key creates it in its environment's mode and authorizes its own
  * application for it; a member chooses the mode (default PRODUCTION). With an Idempotency-Key the
@@ -248,10 +247,25 @@ async function whatKeepsAccountOpen(tx: Db, accountId: string): Promise<string[]
     tx.$queryRaw<{ id: string }[]>`
       SELECT h."id"::text AS "id" FROM "LedgerHold" h JOIN "LedgerAccount" a ON a."id" IN (h."debitAccountId", h."creditAccountId")
        WHERE a."kind" = 'CUSTOMER' AND a."ownerId" = ${accountId}::uuid AND h."status" = 'PENDING' ORDER BY h."id" LIMIT 6`,
-    tx.withdrawal.findMany({ where: { accountId, status: { notIn: [...FINISHED_WITHDRAWALS] } }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
-    tx.settlement.findMany({ where: { status: { in: ['PENDING', 'FAILED'] }, ...ofItsTransactions }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.withdrawal.findMany({
+      where: { accountId, status: { notIn: [...FINISHED_WITHDRAWALS] } },
+      select: { id: true, status: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
+    tx.settlement.findMany({
+      where: { status: { in: ['PENDING', 'FAILED'] }, ...ofItsTransactions },
+      select: { id: true, status: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
     tx.refund.findMany({ where: { status: 'PENDING', ...ofItsTransactions }, select: { id: true }, orderBy: { id: 'asc' }, take: 6 }),
-    tx.settlementAllocation.findMany({ where: { accountId, status: 'RETAINED' }, select: { id: true, amount: true, retainReason: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.settlementAllocation.findMany({
+      where: { accountId, status: 'RETAINED' },
+      select: { id: true, amount: true, retainReason: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
   ]);
   return [
     ...some(

@@ -20,7 +20,12 @@ export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * HOUR;
 export const createInvitationInput = z.object({
   email,
   /** Seconds the invitation stays claimable: 1 hour to 30 days, default 7 days. */
-  expiresInSeconds: z.number().int().min(HOUR).max(30 * 24 * HOUR).nullish(),
+  expiresInSeconds: z
+    .number()
+    .int()
+    .min(HOUR)
+    .max(30 * 24 * HOUR)
+    .nullish(),
 });
 export const claimInput = z.object({ token: z.string().min(1).max(200) });
 export const signUpAndClaimInput = signUpHolderInput.extend({ token: z.string().min(1).max(200) });
@@ -72,7 +77,8 @@ async function claimIn(tx: Db, ctx: Context, token: string, holder: { id: string
   const now = ctx.deps.clock.now();
   const tokenHash = sha256(token);
   const inv = await tx.accountHolderInvitation.findUnique({ where: { tokenHash } });
-  if (!inv || inv.claimedAt || inv.revokedAt || inv.expiresAt <= now) throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
+  if (!inv || inv.claimedAt || inv.revokedAt || inv.expiresAt <= now)
+    throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
   if (inv.email.toLowerCase() !== holder.email.toLowerCase())
     throw new DomainError('CONFLICT', "The invitation was issued for another email address than the account holder's.");
   // Spend it atomically: of two concurrent claims only one updates the row; a revocation

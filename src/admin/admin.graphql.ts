@@ -49,7 +49,9 @@ const AdminLedgerEntry = builder.objectRef<LedgerEntryView>('AdminLedgerEntry').
     referenceType: t.exposeString('referenceType', { nullable: true }),
     referenceId: t.exposeID('referenceId', { nullable: true }),
     ledgerAccountId: t.exposeID('ledgerAccountId'),
-    accountKind: t.exposeString('accountKind', { description: 'The LedgerAccountKind of the account: CUSTOMER, ESCROW, SUSPENSE, CHAIN_CLEARING, FEES, PLATFORM_REVENUE, RETAINED.' }),
+    accountKind: t.exposeString('accountKind', {
+      description: 'The LedgerAccountKind of the account: CUSTOMER, ESCROW, SUSPENSE, CHAIN_CLEARING, FEES, PLATFORM_REVENUE, RETAINED.',
+    }),
     ownerId: t.exposeID('ownerId', { nullable: true }),
     assetNetworkId: t.exposeID('assetNetworkId'),
     direction: t.exposeString('direction', { description: 'DEBIT or CREDIT.' }),
@@ -81,7 +83,7 @@ const TransactionStatusVolume = builder.objectRef<TransactionVolume['byStatus'][
   fields: (t) => ({
     status: t.exposeString('status'),
     count: t.exposeInt('count'),
-    amount: t.exposeString('amount', { description: 'Sum of the transactions\' amounts (decimal string of base units).' }),
+    amount: t.exposeString('amount', { description: "Sum of the transactions' amounts (decimal string of base units)." }),
   }),
 });
 

@@ -29,8 +29,17 @@ export interface AuditSearchFilter {
 }
 
 const select = {
-  id: true, occurredAt: true, organizationId: true, actorType: true, actorId: true, entityType: true, entityId: true,
-  action: true, requestId: true, before: true, after: true,
+  id: true,
+  occurredAt: true,
+  organizationId: true,
+  actorType: true,
+  actorId: true,
+  entityType: true,
+  entityId: true,
+  action: true,
+  requestId: true,
+  before: true,
+  after: true,
 } as const;
 
 function uuidFilter(field: string, value: string | null | undefined): string | undefined {

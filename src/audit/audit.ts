@@ -36,8 +36,16 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
     // Ids increase in writing order, so entries of one clock tick still read back in order.
     data: entries.map((entry) => ({
       id: monotonicUuidv7(occurredAt.getTime()),
-      occurredAt, organizationId: entry.organizationId, actorType, actorId, entityType: entry.entityType, entityId: entry.entityId, action: entry.action,
-      requestId: actor.requestId, before: (entry.before ?? undefined) as never, after: (entry.after ?? undefined) as never,
+      occurredAt,
+      organizationId: entry.organizationId,
+      actorType,
+      actorId,
+      entityType: entry.entityType,
+      entityId: entry.entityId,
+      action: entry.action,
+      requestId: actor.requestId,
+      before: (entry.before ?? undefined) as never,
+      after: (entry.after ?? undefined) as never,
     })),
   });
 }

@@ -10,4 +10,3 @@ export type Principal =
   | { type: 'operator'; operatorId: string };
 
 export type PrincipalKind = Principal['type'];
-

@@ -33,7 +33,10 @@ export const Network = builder.prismaObject('Network', {
     id: t.exposeID('id'),
     name: t.exposeString('name'),
     kind: t.expose('kind', { type: NetworkKind }),
-    environmentType: t.expose('environmentType', { type: EnvironmentType, description: 'SANDBOX networks serve sandbox environments; PRODUCTION networks production ones.' }),
+    environmentType: t.expose('environmentType', {
+      type: EnvironmentType,
+      description: 'SANDBOX networks serve sandbox environments; PRODUCTION networks production ones.',
+    }),
     blockTimeSeconds: t.exposeInt('blockTimeSeconds'),
     requiredConfirmations: t.exposeInt('requiredConfirmations', { description: 'Confirmations a deposit needs to be credited.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -48,7 +51,10 @@ export const AssetNetwork = builder.prismaObject('AssetNetwork', {
     assetId: t.exposeID('assetId'),
     networkId: t.exposeID('networkId'),
     decimals: t.exposeInt('decimals'),
-    contractReference: t.exposeString('contractReference', { nullable: true, description: "Token contract or mint on the network; null for the network's native asset." }),
+    contractReference: t.exposeString('contractReference', {
+      nullable: true,
+      description: "Token contract or mint on the network; null for the network's native asset.",
+    }),
     minimumDeposit: t.string({ description: 'Base units, a decimal string. Smaller deposits are rejected.', resolve: (a) => a.minimumDeposit.toFixed() }),
     status: t.expose('status', { type: AssetNetworkStatus }),
     statusReason: t.exposeString('statusReason', { nullable: true, description: 'The reason given when PAUSED.' }),
@@ -129,7 +135,8 @@ builder.queryFields((t) => ({
     description: 'Every asset-network, oldest first; `status` filters.',
     authScopes: { policy: policies.catalogRead },
     args: { status: t.arg({ type: AssetNetworkStatus }) },
-    resolve: (query, _p, args, ctx) => ctx.deps.db.assetNetwork.findMany({ ...query, where: args.status ? { status: args.status } : {}, orderBy: { id: 'asc' } }),
+    resolve: (query, _p, args, ctx) =>
+      ctx.deps.db.assetNetwork.findMany({ ...query, where: args.status ? { status: args.status } : {}, orderBy: { id: 'asc' } }),
   }),
   assetNetwork: t.prismaField({
     type: 'AssetNetwork',
@@ -162,7 +169,8 @@ builder.mutationFields((t) => ({
     description: 'An asset on a network, DISABLED until enabled. 409 when the pair exists.',
     authScopes: { policy: policies.operator },
     args: { input: t.arg({ type: CreateAssetNetworkInput, required: true }) },
-    resolve: (_q, _p, args, ctx) => catalog.createAssetNetwork(ctx, { ...args.input, assetId: String(args.input.assetId), networkId: String(args.input.networkId) }),
+    resolve: (_q, _p, args, ctx) =>
+      catalog.createAssetNetwork(ctx, { ...args.input, assetId: String(args.input.assetId), networkId: String(args.input.networkId) }),
   }),
   enableAssetNetwork: t.prismaField({
     type: 'AssetNetwork',

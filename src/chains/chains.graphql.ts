@@ -131,7 +131,12 @@ builder.mutationFields((t) => ({
     description: 'A payer sends value to an address of a sandbox network: a PENDING transaction.',
     authScopes: { policy: manage },
     args: { input: t.arg({ type: SandboxDepositInput, required: true }), idempotencyKey: t.arg.string(idempotencyKeyArg) },
-    resolve: (_p, args, ctx) => sandbox.sendDeposit(ctx, { ...args.input, assetNetworkId: String(args.input.assetNetworkId), environmentId: idOrNull(args.input.environmentId) }, args.idempotencyKey),
+    resolve: (_p, args, ctx) =>
+      sandbox.sendDeposit(
+        ctx,
+        { ...args.input, assetNetworkId: String(args.input.assetNetworkId), environmentId: idOrNull(args.input.environmentId) },
+        args.idempotencyKey,
+      ),
   }),
   sandboxMineBlocks: t.field({
     type: SandboxChainTip,
@@ -143,10 +148,16 @@ builder.mutationFields((t) => ({
   }),
   sandboxReorg: t.field({
     type: SandboxChainTip,
-    description: "Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks. Only the caller's organization's transactions are orphaned; other organizations' are carried into the replacement blocks at their heights. 409 when the chain is shorter than `depth`.",
+    description:
+      "Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks. Only the caller's organization's transactions are orphaned; other organizations' are carried into the replacement blocks at their heights. 409 when the chain is shorter than `depth`.",
     authScopes: { policy: manage },
-    args: { networkId: t.arg.id({ required: true }), input: t.arg({ type: SandboxReorgInput, required: true }), idempotencyKey: t.arg.string(idempotencyKeyArg) },
-    resolve: (_p, args, ctx) => sandbox.reorg(ctx, String(args.networkId), { ...args.input, environmentId: idOrNull(args.input.environmentId) }, args.idempotencyKey),
+    args: {
+      networkId: t.arg.id({ required: true }),
+      input: t.arg({ type: SandboxReorgInput, required: true }),
+      idempotencyKey: t.arg.string(idempotencyKeyArg),
+    },
+    resolve: (_p, args, ctx) =>
+      sandbox.reorg(ctx, String(args.networkId), { ...args.input, environmentId: idOrNull(args.input.environmentId) }, args.idempotencyKey),
   }),
   sandboxDropTransaction: t.field({
     type: SandboxTransaction,
@@ -157,7 +168,8 @@ builder.mutationFields((t) => ({
   }),
   sandboxReplaceTransaction: t.field({
     type: SandboxTransaction,
-    description: "A PENDING replaceable transaction becomes REPLACED by a new PENDING one (the answer); anything else 409, as is an amount the sender cannot spend. Only a transaction the caller's organization sent (NOT_FOUND otherwise).",
+    description:
+      "A PENDING replaceable transaction becomes REPLACED by a new PENDING one (the answer); anything else 409, as is an amount the sender cannot spend. Only a transaction the caller's organization sent (NOT_FOUND otherwise).",
     authScopes: { policy: manage },
     args: { input: t.arg({ type: SandboxReplaceInput, required: true }), idempotencyKey: t.arg.string(idempotencyKeyArg) },
     resolve: (_p, args, ctx) => sandbox.replace(ctx, { ...args.input, environmentId: idOrNull(args.input.environmentId) }, args.idempotencyKey),

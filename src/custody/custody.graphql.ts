@@ -64,7 +64,10 @@ const AllocatedDepositAddress = builder.objectRef<addresses.AllocatedAddress>('A
 
 const RegisterWalletInput = builder.inputType('RegisterWalletInput', {
   fields: (t) => ({
-    networkId: t.id({ required: true, description: 'A network of the environment type: SANDBOX networks for a sandbox environment, the others for production.' }),
+    networkId: t.id({
+      required: true,
+      description: 'A network of the environment type: SANDBOX networks for a sandbox environment, the others for production.',
+    }),
     custodyMode: t.field({ type: CustodyMode, required: true }),
     label: t.string(),
     publicKey: t.string({ description: 'SELF_CUSTODY only (required): the root public key, SEC1 compressed or uncompressed, hex. Refused for CUSTODIAL.' }),
@@ -116,7 +119,9 @@ builder.mutationFields((t) => ({
     args: { applicationId: t.arg.id({ required: true }), input: t.arg({ type: AllocateDepositAddressInput, required: true }) },
     resolve: (_p, args, ctx) =>
       addresses.allocateDepositAddress(ctx, String(args.applicationId), {
-        walletId: String(args.input.walletId), assetNetworkId: String(args.input.assetNetworkId), paymentIntentId: String(args.input.paymentIntentId),
+        walletId: String(args.input.walletId),
+        assetNetworkId: String(args.input.assetNetworkId),
+        paymentIntentId: String(args.input.paymentIntentId),
       }),
   }),
 }));

@@ -28,7 +28,8 @@ const DepositCreditedTo = builder.enumType('DepositCreditedTo', {
 });
 const DepositReviewDecision = builder.enumType('DepositReviewDecision', { values: ['ACCEPT', 'REJECT'] as const });
 const DepositReorgOutcome = builder.enumType('DepositReorgOutcome', {
-  description: 'REMINED: the chain has the transaction mined at the required depth again. GONE: the chain can never mine it (dropped, replaced, reverted, unknown).',
+  description:
+    'REMINED: the chain has the transaction mined at the required depth again. GONE: the chain can never mine it (dropped, replaced, reverted, unknown).',
   values: ['REMINED', 'GONE'] as const,
 });
 
@@ -49,7 +50,11 @@ export const Deposit = builder.objectRef<DepositRow>('Deposit').implement({
     blockHash: t.exposeString('blockHash', { nullable: true }),
     blockHeight: t.exposeInt('blockHeight', { nullable: true }),
     late: t.exposeBoolean('late', { description: 'Arrived after its payment intent expired or was cancelled: credited to SUSPENSE.' }),
-    creditedTo: t.field({ type: DepositCreditedTo, nullable: true, resolve: (d) => (d.creditedTo === 'ESCROW' || d.creditedTo === 'SUSPENSE' ? d.creditedTo : null) }),
+    creditedTo: t.field({
+      type: DepositCreditedTo,
+      nullable: true,
+      resolve: (d) => (d.creditedTo === 'ESCROW' || d.creditedTo === 'SUSPENSE' ? d.creditedTo : null),
+    }),
     reason: t.exposeString('reason', { nullable: true, description: 'Why it was rejected or reversed (a code, then details).' }),
     reviewReason: t.exposeString('reviewReason', { nullable: true, description: 'Why it was held for review.' }),
     detectedAt: t.expose('detectedAt', { type: 'DateTime' }),
@@ -83,7 +88,9 @@ export const PaymentIntent = builder.objectRef<IntentRow>('PaymentIntent').imple
       nullable: true,
       description: 'The deposit address (null until allocated).',
       resolve: async (i, _a, ctx) =>
-        i.depositAddressId ? ((await ctx.deps.db.depositAddress.findUnique({ where: { id: i.depositAddressId }, select: { address: true } }))?.address ?? null) : null,
+        i.depositAddressId
+          ? ((await ctx.deps.db.depositAddress.findUnique({ where: { id: i.depositAddressId }, select: { address: true } }))?.address ?? null)
+          : null,
     }),
     beneficiaryAccountId: t.id({ resolve: (i) => i.transaction.participants.find((p) => p.role === 'BENEFICIARY')!.accountId }),
     payerAccountId: t.id({ nullable: true, resolve: (i) => i.transaction.participants.find((p) => p.role === 'PAYER')?.accountId ?? null }),
@@ -107,14 +114,20 @@ const CreatePaymentIntentInput = builder.inputType('CreatePaymentIntentInput', {
     environmentId: t.id({ description: 'Required for a member; an API key implies its own.' }),
     assetNetworkId: t.id({ required: true, description: "ENABLED, on a network of the environment's type." }),
     amount: t.string({ required: true, description: 'Base units, a positive decimal string, at least the minimum deposit.' }),
-    beneficiaryAccountId: t.id({ required: true, description: 'An ACTIVE account of the organization, authorized for the application, of the environment’s mode.' }),
+    beneficiaryAccountId: t.id({
+      required: true,
+      description: 'An ACTIVE account of the organization, authorized for the application, of the environment’s mode.',
+    }),
     payerAccountId: t.id({ description: 'The paying side, when it has an account (same rules).' }),
     expiresInSeconds: t.int({ description: '60 to 2592000 (30 days); default 3600. Or expiresAt.' }),
     expiresAt: t.field({ type: 'DateTime', description: '60 seconds to 30 days from now (a sandbox: its clock).' }),
     reference: t.string({ description: "The integrator's own reference, unique within the organization." }),
     walletId: t.id({ description: 'Allocates the deposit address from this wallet at once (deposit.address_generated).' }),
     metadata: t.field({ type: 'JSON', description: 'A JSON object of the integrator’s, at most 8 KiB.' }),
-    releaseRule: t.field({ type: ReleaseRuleInput, description: "The transaction's release rule (docs/release-rules.md), set with it. Or releaseRuleTemplateId." }),
+    releaseRule: t.field({
+      type: ReleaseRuleInput,
+      description: "The transaction's release rule (docs/release-rules.md), set with it. Or releaseRuleTemplateId.",
+    }),
     releaseRuleTemplateId: t.id({ description: 'Sets the release rule from this template of the application.' }),
   }),
   validate: intents.createPaymentIntentInput,
@@ -160,7 +173,8 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreatePaymentIntentInput, required: true }),
       idempotencyKey: t.arg.string({ description: 'Same key and input: the same intent; another input: 409.' }),
     },
-    resolve: (_p, args, ctx) => intents.createPaymentIntent(ctx, String(args.organizationId), args.input as intents.CreatePaymentIntentInput, args.idempotencyKey),
+    resolve: (_p, args, ctx) =>
+      intents.createPaymentIntent(ctx, String(args.organizationId), args.input as intents.CreatePaymentIntentInput, args.idempotencyKey),
   }),
   cancelPaymentIntent: t.field({
     type: PaymentIntent,
@@ -178,7 +192,8 @@ builder.mutationFields((t) => ({
   }),
   resolveDepositReorg: t.field({
     type: Deposit,
-    description: 'Operators: a REORG_FROZEN deposit is REMINED (confirmed again, no second credit) or GONE (REVERSED, its credit reversed), as the chain shows.',
+    description:
+      'Operators: a REORG_FROZEN deposit is REMINED (confirmed again, no second credit) or GONE (REVERSED, its credit reversed), as the chain shows.',
     authScopes: { policy: policies.operator },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: ResolveDepositReorgInput, required: true }) },
     resolve: (_p, args, ctx) => deposits.resolveReorg(ctx, String(args.id), args.input),

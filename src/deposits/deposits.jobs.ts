@@ -30,8 +30,6 @@ export interface MoneyJobDeps {
   log: Logger;
 }
 
-
-
 export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work: boolean): Promise<void> {
   await ensureQueue(boss, EXPIRE_QUEUE, { retryLimit: 10, retryDelay: 5, retryBackoff: true, deleteAfterSeconds: 3600 });
   await ensureQueue(boss, EXPIRE_SWEEP_QUEUE, { retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
@@ -43,7 +41,10 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   // A network's failure (ChainSyncFailure names each) is logged at error by workBatch, then retried;
   // a failing address is logged here and retried alone by chain.sync.address.
   await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
-    const r = await runChainSyncJobs(moneyDeps, jobs.map((j) => j.data));
+    const r = await runChainSyncJobs(
+      moneyDeps,
+      jobs.map((j) => j.data),
+    );
     logIsolated(deps.log, r.isolated);
     if (r.changes) deps.log.debug({ networks: r.networks, changes: r.changes }, 'chain sync');
   });
@@ -68,7 +69,10 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
  * fail the batch: it is isolated (SyncResult.isolated, its own `chain.sync.address` job).
  */
 export class ChainSyncFailure extends Error {
-  constructor(readonly failures: { networkId: string; error: string }[], readonly changes: number) {
+  constructor(
+    readonly failures: { networkId: string; error: string }[],
+    readonly changes: number,
+  ) {
     super(`chain.sync: ${failures.map((f) => `network ${f.networkId}: ${f.error}`).join('; ')}`);
     this.name = 'ChainSyncFailure';
   }

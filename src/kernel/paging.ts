@@ -42,8 +42,18 @@ export const TAKE_DEFAULT = 50;
 export const TAKE_MAX = 500;
 
 export const pagingInput = z.object({
-  skip: z.number().int(`must be an integer from 0 to ${SKIP_MAX}`).min(0, `must be an integer from 0 to ${SKIP_MAX}`).max(SKIP_MAX, `must be an integer from 0 to ${SKIP_MAX}`).nullish(),
-  take: z.number().int(`must be an integer from 1 to ${TAKE_MAX}`).min(1, `must be an integer from 1 to ${TAKE_MAX}`).max(TAKE_MAX, `must be an integer from 1 to ${TAKE_MAX}`).nullish(),
+  skip: z
+    .number()
+    .int(`must be an integer from 0 to ${SKIP_MAX}`)
+    .min(0, `must be an integer from 0 to ${SKIP_MAX}`)
+    .max(SKIP_MAX, `must be an integer from 0 to ${SKIP_MAX}`)
+    .nullish(),
+  take: z
+    .number()
+    .int(`must be an integer from 1 to ${TAKE_MAX}`)
+    .min(1, `must be an integer from 1 to ${TAKE_MAX}`)
+    .max(TAKE_MAX, `must be an integer from 1 to ${TAKE_MAX}`)
+    .nullish(),
 });
 
 export interface Paging {

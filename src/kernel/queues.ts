@@ -31,13 +31,25 @@ export const RETAINED_RELEASE_QUEUE = 'settlement.release-retained';
 export const REFUND_EXECUTE_QUEUE = 'refund.execute';
 
 /** Evaluates a transaction's release rule (milestones due → settlements requested). `startAfter`: when a time condition falls due. */
-export interface ReleaseEvaluateJob { transactionId: string }
+export interface ReleaseEvaluateJob {
+  transactionId: string;
+}
 /** Evaluates every open rule (of one organization): periodic, and after a sandbox clock advance. */
-export interface ReleaseSweepJob { organizationId?: string }
-export interface SettlementExecuteJob { settlementId: string }
+export interface ReleaseSweepJob {
+  organizationId?: string;
+}
+export interface SettlementExecuteJob {
+  settlementId: string;
+}
 /** Re-checks retained allocations (of one account, transaction or organization; none: all) and releases those whose cause cleared. */
-export interface RetainedReleaseJob { accountId?: string; transactionId?: string; organizationId?: string }
-export interface RefundExecuteJob { refundId: string }
+export interface RetainedReleaseJob {
+  accountId?: string;
+  transactionId?: string;
+  organizationId?: string;
+}
+export interface RefundExecuteJob {
+  refundId: string;
+}
 
 export async function createSettlementQueues(boss: PgBoss): Promise<void> {
   const base = { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true } as const;
@@ -111,7 +123,12 @@ export interface ChainSyncAddressJob {
 
 /** The queue's options (created by src/deposits/deposits.jobs.ts): retried with backoff up to 5 minutes apart, for about 8 hours. */
 export const CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS = {
-  policy: 'exclusive', retryLimit: 100, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 7 * 86_400,
+  policy: 'exclusive',
+  retryLimit: 100,
+  retryDelay: 2,
+  retryBackoff: true,
+  retryDelayMax: 300,
+  deleteAfterSeconds: 7 * 86_400,
 } as const;
 
 /** Sends the address's retry job, unless one is live already (answers whether a job was created). */

@@ -33,7 +33,11 @@ const RETRY_ATTEMPTS = 5;
  * Backoff 10, 20, 40, 80 ms, each with ±50% jitter. For the paths that lock a withdrawal destination
  * and withdrawals (docs/decisions.md, issue 26); any other error is thrown at once.
  */
-export async function retryingTransaction<T>(db: PrismaClient, f: (tx: Db) => Promise<T>, options: { timeout?: number; maxWait?: number } = TX_OPTIONS): Promise<T> {
+export async function retryingTransaction<T>(
+  db: PrismaClient,
+  f: (tx: Db) => Promise<T>,
+  options: { timeout?: number; maxWait?: number } = TX_OPTIONS,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.$transaction(f, options);

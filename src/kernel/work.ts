@@ -44,7 +44,8 @@ export async function ensureQueue(boss: PgBoss, name: string, options: QueueOpti
   const liveness = { heartbeatSeconds: JOB_HEARTBEAT_SECONDS, expireInSeconds: options.expireInSeconds ?? JOB_EXPIRE_SECONDS };
   await boss.createQueue(name, { ...options, ...liveness });
   const [current] = await boss.getQueues([name]);
-  if (current && (current.heartbeatSeconds !== liveness.heartbeatSeconds || current.expireInSeconds !== liveness.expireInSeconds)) await boss.updateQueue(name, liveness);
+  if (current && (current.heartbeatSeconds !== liveness.heartbeatSeconds || current.expireInSeconds !== liveness.expireInSeconds))
+    await boss.updateQueue(name, liveness);
 }
 
 /**
@@ -108,7 +109,11 @@ function lostReason(output: unknown): string | null {
  * logged here, at level error (a shutdown's hand-back at info), so no failure stays only in
  * pgboss.job.output.
  */
-export function logLostAttempt(log: Pick<Logger, 'error' | 'info'>, queue: string, job: { id: string; retryCount?: number; retryLimit?: number; output?: unknown }): void {
+export function logLostAttempt(
+  log: Pick<Logger, 'error' | 'info'>,
+  queue: string,
+  job: { id: string; retryCount?: number; retryLimit?: number; output?: unknown },
+): void {
   if (!job.retryCount) return;
   const reason = lostReason(job.output);
   if (!reason) return;
@@ -133,7 +138,13 @@ export function logJobFailure(log: Pick<Logger, 'error'>, queue: string, job: { 
  * another, each settled on its own. A job whose handler throws is logged and fails alone (pg-boss
  * retries it per the queue's policy); the others of its batch complete.
  */
-export function workEach<T>(boss: PgBoss, log: Pick<Logger, 'error' | 'info'>, queue: string, options: WorkerOptions, handler: (job: JobOf<T>) => Promise<unknown>): Promise<string> {
+export function workEach<T>(
+  boss: PgBoss,
+  log: Pick<Logger, 'error' | 'info'>,
+  queue: string,
+  options: WorkerOptions,
+  handler: (job: JobOf<T>) => Promise<unknown>,
+): Promise<string> {
   return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true; perJobResults: true }>(
     queue,
     { ...options, includeMetadata: true, perJobResults: true },
@@ -160,7 +171,13 @@ export function workEach<T>(boss: PgBoss, log: Pick<Logger, 'error' | 'info'>, q
  * one chain sync per network for many `chain.sync` jobs). A throw fails the whole batch: each of
  * its jobs is logged, then pg-boss retries them.
  */
-export function workBatch<T>(boss: PgBoss, log: Pick<Logger, 'error' | 'info'>, queue: string, options: WorkerOptions, handler: (jobs: JobOf<T>[]) => Promise<unknown>): Promise<string> {
+export function workBatch<T>(
+  boss: PgBoss,
+  log: Pick<Logger, 'error' | 'info'>,
+  queue: string,
+  options: WorkerOptions,
+  handler: (jobs: JobOf<T>[]) => Promise<unknown>,
+): Promise<string> {
   return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true }>(queue, { ...options, includeMetadata: true }, (jobs) =>
     holding(boss, queue, jobs, async () => {
       for (const job of jobs) logLostAttempt(log, queue, job);

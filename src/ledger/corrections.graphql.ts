@@ -42,7 +42,9 @@ export const LedgerCorrection = builder.prismaObject('LedgerCorrection', {
 const LedgerCorrectionAccountInput = builder.inputType('LedgerCorrectionAccountInput', {
   fields: (t) => ({
     kind: t.string({ required: true, description: 'CUSTOMER, ESCROW, SUSPENSE, RETAINED, CHAIN_CLEARING, FEES or PLATFORM_REVENUE.' }),
-    ownerId: t.id({ description: 'The Account (CUSTOMER), Transaction (ESCROW) or allocation (RETAINED); SUSPENSE: omitted or the organization; system kinds: omitted.' }),
+    ownerId: t.id({
+      description: 'The Account (CUSTOMER), Transaction (ESCROW) or allocation (RETAINED); SUSPENSE: omitted or the organization; system kinds: omitted.',
+    }),
     assetNetworkId: t.id({ required: true }),
   }),
 });
@@ -78,7 +80,8 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   adminRecordLedgerCorrection: t.field({
     type: LedgerCorrection,
-    description: 'AdminRecordLedgerCorrection (operators): posts a balanced correcting ledger transaction (nature ledger.correction) with its record and audit entry.',
+    description:
+      'AdminRecordLedgerCorrection (operators): posts a balanced correcting ledger transaction (nature ledger.correction) with its record and audit entry.',
     authScopes: { policy: policies.operator },
     args: {
       input: t.arg({ type: RecordLedgerCorrectionInput, required: true }),

@@ -6,7 +6,6 @@ import { expireHolds } from './ledger';
 import { workEach, ensureQueue } from '../kernel/work';
 import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
 
-
 export async function registerLedgerJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Logger }, work: boolean): Promise<void> {
   await ensureQueue(boss, EXPIRE_HOLDS_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 5 });
   if (!work) return;

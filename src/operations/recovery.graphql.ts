@@ -11,15 +11,24 @@ const StuckOperationRef = builder.objectRef<StuckOperation>('StuckOperation').im
     kind: t.exposeString('kind', { description: 'SETTLEMENT, REFUND, WITHDRAWAL, DEPOSIT or CHAIN_SYNC (a deposit address failing its sync).' }),
     id: t.exposeID('id', { description: 'The operation; for CHAIN_SYNC, the deposit address.' }),
     organizationId: t.exposeID('organizationId'),
-    status: t.exposeString('status', { description: 'The operation status (PENDING; APPROVED, BROADCAST, BROADCAST_FAILED; DETECTED, CONFIRMING; FAILING for CHAIN_SYNC).' }),
-    since: t.field({ type: 'DateTime', description: 'Its last change (updatedAt); for CHAIN_SYNC, when its retry job was created (the failure that isolated it).', resolve: (s) => s.since }),
+    status: t.exposeString('status', {
+      description: 'The operation status (PENDING; APPROVED, BROADCAST, BROADCAST_FAILED; DETECTED, CONFIRMING; FAILING for CHAIN_SYNC).',
+    }),
+    since: t.field({
+      type: 'DateTime',
+      description: 'Its last change (updatedAt); for CHAIN_SYNC, when its retry job was created (the failure that isolated it).',
+      resolve: (s) => s.since,
+    }),
     ageSeconds: t.exposeInt('ageSeconds', { description: 'Seconds since its last change.' }),
     jobState: t.exposeString('jobState', {
       nullable: true,
       description:
         "The state of its newest job (created, retry, active, completed, failed, cancelled); null when none is kept (a deposit's job is its network's chain.sync; a CHAIN_SYNC entry's, its address's chain.sync.address).",
     }),
-    lastError: t.exposeString('lastError', { nullable: true, description: "The newest failure known: the job's error, else the operation's own (a withdrawal's lastBroadcastError)." }),
+    lastError: t.exposeString('lastError', {
+      nullable: true,
+      description: "The newest failure known: the job's error, else the operation's own (a withdrawal's lastBroadcastError).",
+    }),
     networkId: t.exposeID('networkId', { nullable: true, description: 'DEPOSIT and CHAIN_SYNC: the network; null for the other kinds.' }),
     address: t.exposeString('address', { nullable: true, description: 'DEPOSIT and CHAIN_SYNC: the deposit address on the chain; null for the other kinds.' }),
   }),
@@ -31,7 +40,8 @@ export const STUCK_LIMIT_MAX = 500;
 builder.queryFields((t) => ({
   stuckOperations: t.field({
     type: [StuckOperationRef],
-    description: 'GetStuckOperations: operations idle for longer than olderThanSeconds (default: the STUCK_AFTER_SECONDS setting), oldest first. Platform operators only.',
+    description:
+      'GetStuckOperations: operations idle for longer than olderThanSeconds (default: the STUCK_AFTER_SECONDS setting), oldest first. Platform operators only.',
     authScopes: { policy: policies.operator },
     args: {
       olderThanSeconds: t.arg.int({ description: 'Idle for longer than this (0 to 2592000); default STUCK_AFTER_SECONDS (300).' }),

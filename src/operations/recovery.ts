@@ -198,9 +198,16 @@ export async function stuckOperations(db: PrismaClient, now: Date, opts: { older
     for (const { r } of mine) {
       const j = jobs.get(r.jobKey);
       out.push({
-        kind, id: r.id, organizationId: r.organizationId, status: r.status, since: r.since,
+        kind,
+        id: r.id,
+        organizationId: r.organizationId,
+        status: r.status,
+        since: r.since,
         ageSeconds: Math.max(0, Math.floor((now.getTime() - r.since.getTime()) / 1000)),
-        jobState: j?.state ?? null, lastError: j?.error ?? r.ownError ?? null, networkId: r.networkId, address: r.address,
+        jobState: j?.state ?? null,
+        lastError: j?.error ?? r.ownError ?? null,
+        networkId: r.networkId,
+        address: r.address,
       });
     }
   }
@@ -232,7 +239,10 @@ const reported = new Map<string, number>();
  * its heartbeat went stale), every handler locks the operation's row and re-checks its state first:
  * the second run finds nothing to do.
  */
-export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSeconds: number; limit?: number; graceSeconds?: number }): Promise<{ requeued: Record<OperationKind, number>; stuck: number }> {
+export async function recoverOperations(
+  deps: RecoveryDeps,
+  opts: { stuckAfterSeconds: number; limit?: number; graceSeconds?: number },
+): Promise<{ requeued: Record<OperationKind, number>; stuck: number }> {
   const now = deps.clock.now();
   const limit = opts.limit ?? 500;
   const before = new Date(now.getTime() - (opts.graceSeconds ?? RECOVERY_GRACE_SECONDS) * 1000);
@@ -248,7 +258,10 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
       await deps.boss.send(queue, { [key]: k });
       requeued[kind]++;
       const ops = rows.filter((r) => r.jobKey === k).map((r) => r.id);
-      deps.log.warn({ kind, queue, [key]: k, operations: ops.length > 10 ? ops.slice(0, 10) : ops }, `recovery: ${kind.toLowerCase()} had no live job; its job is sent again`);
+      deps.log.warn(
+        { kind, queue, [key]: k, operations: ops.length > 10 ? ops.slice(0, 10) : ops },
+        `recovery: ${kind.toLowerCase()} had no live job; its job is sent again`,
+      );
     }
   }
   const stuck = await stuckOperations(deps.db, now, { olderThanSeconds: opts.stuckAfterSeconds, limit: 100 });
@@ -258,7 +271,16 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
     if (reported.has(s.id)) continue;
     reported.set(s.id, t);
     deps.log.error(
-      { kind: s.kind, id: s.id, organizationId: s.organizationId, status: s.status, since: s.since.toISOString(), ageSeconds: s.ageSeconds, jobState: s.jobState, lastError: s.lastError },
+      {
+        kind: s.kind,
+        id: s.id,
+        organizationId: s.organizationId,
+        status: s.status,
+        since: s.since.toISOString(),
+        ageSeconds: s.ageSeconds,
+        jobState: s.jobState,
+        lastError: s.lastError,
+      },
       `stuck operation: ${s.kind.toLowerCase()} ${s.id} ${s.status} for ${s.ageSeconds} s`,
     );
   }

@@ -8,7 +8,8 @@ import { ConfigureRefundFeePolicyInput, policyListField, RefundFeePolicy, toPoli
 import * as refunds from './refunds';
 
 const RefundStatus = builder.enumType('RefundStatus', {
-  description: 'PENDING (requested) -> EXECUTED (sent to the payer on the chain; the ledger moved) or REJECTED (rejectionReason; nothing moved). docs/refunds.md.',
+  description:
+    'PENDING (requested) -> EXECUTED (sent to the payer on the chain; the ledger moved) or REJECTED (rejectionReason; nothing moved). docs/refunds.md.',
   values: ['PENDING', 'EXECUTED', 'REJECTED'] as const,
 });
 
@@ -24,18 +25,31 @@ export const Refund = builder.prismaObject('Refund', {
     environmentType: t.expose('environmentType', { type: EnvironmentType }),
     transactionId: t.exposeID('transactionId'),
     assetNetworkId: t.exposeID('assetNetworkId'),
-    requestedAmount: t.string({ nullable: true, description: 'What was asked (fee included); null: everything in escrow at execution.', resolve: (r) => amount(r.requestedAmount) }),
+    requestedAmount: t.string({
+      nullable: true,
+      description: 'What was asked (fee included); null: everything in escrow at execution.',
+      resolve: (r) => amount(r.requestedAmount),
+    }),
     reason: t.exposeString('reason', { nullable: true }),
     status: t.expose('status', { type: RefundStatus }),
     amount: t.string({ nullable: true, description: 'Executed: what left the transaction (feeAmount + netAmount).', resolve: (r) => amount(r.amount) }),
     feeAmount: t.string({ nullable: true, description: 'Executed: the refund fee (platform revenue).', resolve: (r) => amount(r.feeAmount) }),
     netAmount: t.string({ nullable: true, description: 'Executed: what the payer receives on the chain.', resolve: (r) => amount(r.netAmount) }),
-    reversedAmount: t.string({ description: 'The part of amount taken back from beneficiaries after settlement.', resolve: (r) => amountToString(numericToAmount(r.reversedAmount)) }),
-    refundFeePolicyId: t.exposeID('refundFeePolicyId', { nullable: true, description: 'Executed: the refund fee policy applied (null: none in force, no fee).' }),
+    reversedAmount: t.string({
+      description: 'The part of amount taken back from beneficiaries after settlement.',
+      resolve: (r) => amountToString(numericToAmount(r.reversedAmount)),
+    }),
+    refundFeePolicyId: t.exposeID('refundFeePolicyId', {
+      nullable: true,
+      description: 'Executed: the refund fee policy applied (null: none in force, no fee).',
+    }),
     fromAddress: t.exposeString('fromAddress', { nullable: true, description: 'Executed: the deposit address the transfer left from.' }),
     toAddress: t.exposeString('toAddress', { nullable: true, description: "The payer's origin address the refund goes to." }),
     txHash: t.exposeString('txHash', { nullable: true, description: 'Executed: the hash of the transfer on the chain.' }),
-    isTotal: t.exposeBoolean('isTotal', { nullable: true, description: "Executed: whether it emptied the transaction's escrow (the IsTotal of transaction.refunded)." }),
+    isTotal: t.exposeBoolean('isTotal', {
+      nullable: true,
+      description: "Executed: whether it emptied the transaction's escrow (the IsTotal of transaction.refunded).",
+    }),
     rejectionReason: t.exposeString('rejectionReason', { nullable: true, description: 'REJECTED: "CODE: detail" (the Reason of refund.rejected).' }),
     executedAt: t.expose('executedAt', { type: 'DateTime', nullable: true }),
     rejectedAt: t.expose('rejectedAt', { type: 'DateTime', nullable: true }),
@@ -46,7 +60,10 @@ export const Refund = builder.prismaObject('Refund', {
 
 const RequestRefundInput = builder.inputType('RequestRefundInput', {
   fields: (t) => ({
-    amount: t.string({ description: 'Base units, fee included; default: everything in escrow when it executes. More than the escrow needs a policy allowing reversal after settlement.' }),
+    amount: t.string({
+      description:
+        'Base units, fee included; default: everything in escrow when it executes. More than the escrow needs a policy allowing reversal after settlement.',
+    }),
     reason: t.string({ description: 'Free text, kept with the refund.' }),
     toAddress: t.string({ description: "The payer's origin to refund; required when the transaction's deposits came from several addresses." }),
   }),

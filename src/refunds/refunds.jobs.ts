@@ -35,9 +35,15 @@ export async function registerRefundJobs(boss: PgBoss, deps: RefundJobDeps, work
   // A few jobs per fetch, fetching again at once while batches come back full: a worker of a NOTIFY
   // queue otherwise waits for the next notification or the polling backstop after each fetch.
   // Each job settles on its own: a failure retries that refund only (logged by workEach).
-  await workEach<RefundExecuteJob>(boss, deps.log, REFUND_EXECUTE_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: opts.workers ?? REFUND_WORKERS }, async (job) => {
-    const { refundId } = dataOf(job);
-    const r = await refundHandlers[REFUND_EXECUTE_QUEUE](moneyDeps, { refundId });
-    if (r.status === 'REJECTED') deps.log.info({ refundId, reason: r.reason }, 'refund rejected');
-  });
+  await workEach<RefundExecuteJob>(
+    boss,
+    deps.log,
+    REFUND_EXECUTE_QUEUE,
+    { batchSize: 4, burstWhenBatchFull: true, localConcurrency: opts.workers ?? REFUND_WORKERS },
+    async (job) => {
+      const { refundId } = dataOf(job);
+      const r = await refundHandlers[REFUND_EXECUTE_QUEUE](moneyDeps, { refundId });
+      if (r.status === 'REJECTED') deps.log.info({ refundId, reason: r.reason }, 'refund rejected');
+    },
+  );
 }

@@ -12,7 +12,8 @@ import type { TemplateCondition, TemplateDefinition } from './templates';
  */
 
 const ReleaseConditionKind = builder.enumType('ReleaseConditionKind', {
-  description: 'APPROVAL: a named party approves. TIME_LOCK: not before releaseAfter. INSPECTION_PERIOD: durationSeconds after the transaction was reserved, or after the rule was set if later.',
+  description:
+    'APPROVAL: a named party approves. TIME_LOCK: not before releaseAfter. INSPECTION_PERIOD: durationSeconds after the transaction was reserved, or after the rule was set if later.',
   values: ['APPROVAL', 'TIME_LOCK', 'INSPECTION_PERIOD'] as const,
 });
 const ReleaseConditionMode = builder.enumType('ReleaseConditionMode', {
@@ -20,7 +21,8 @@ const ReleaseConditionMode = builder.enumType('ReleaseConditionMode', {
   values: ['ALL', 'ANY'] as const,
 });
 const ReleaseApprovalParty = builder.enumType('ReleaseApprovalParty', {
-  description: "Who approves: MEMBER (memberId), ACCOUNT_HOLDER (accountHolderId, the holder of a participant account), INTEGRATOR (an API key of the transaction's application and environment).",
+  description:
+    "Who approves: MEMBER (memberId), ACCOUNT_HOLDER (accountHolderId, the holder of a participant account), INTEGRATOR (an API key of the transaction's application and environment).",
   values: ['MEMBER', 'ACCOUNT_HOLDER', 'INTEGRATOR'] as const,
 });
 const ReleaseApprovalPartyInput = builder.enumType('ReleaseApprovalPartyInput', {
@@ -50,7 +52,11 @@ const ReleaseCondition = builder.objectRef<ConditionView>('ReleaseCondition').im
     accountHolderId: t.exposeID('accountHolderId', { nullable: true }),
     releaseAfter: t.expose('releaseAfter', { type: 'DateTime', nullable: true }),
     durationSeconds: t.exposeInt('durationSeconds', { nullable: true }),
-    dueAt: t.expose('dueAt', { type: 'DateTime', nullable: true, description: 'When a time condition is met (an inspection period: null until the transaction is reserved).' }),
+    dueAt: t.expose('dueAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When a time condition is met (an inspection period: null until the transaction is reserved).',
+    }),
     met: t.exposeBoolean('met', { description: 'Met now: approved, or its time has come.' }),
     approvedAt: t.expose('approvedAt', { type: 'DateTime', nullable: true }),
     approvedByType: t.exposeString('approvedByType', { nullable: true, description: 'MEMBER, API_KEY or ACCOUNT_HOLDER.' }),
@@ -74,7 +80,8 @@ const ReleaseMilestone = builder.objectRef<MilestoneView>('ReleaseMilestone').im
 });
 
 const SplitRule = builder.objectRef<SplitView>('SplitRule').implement({
-  description: 'A beneficiary of each settlement: fixed amounts are paid first (once over the transaction), percentages share the rest. Its hold conditions retain its portions until met.',
+  description:
+    'A beneficiary of each settlement: fixed amounts are paid first (once over the transaction), percentages share the rest. Its hold conditions retain its portions until met.',
   fields: (t) => ({
     id: t.exposeID('id'),
     position: t.exposeInt('position'),
@@ -98,7 +105,6 @@ export const ReleaseRule = builder.objectRef<ReleaseRuleView>('ReleaseRule').imp
     splits: t.field({ type: [SplitRule], resolve: (r) => r.splits }),
   }),
 });
-
 
 const ReleaseRuleTemplateCondition = builder.objectRef<TemplateCondition>('ReleaseRuleTemplateCondition').implement({
   fields: (t) => ({
@@ -147,7 +153,8 @@ const ReleaseRuleTemplate = builder.objectRef<TemplateRow>('ReleaseRuleTemplate'
 // Inputs. Their shape is validated by the zod schemas of the field (or of CreatePaymentIntentInput).
 
 const ReleaseConditionInput = builder.inputType('ReleaseConditionInput', {
-  description: 'APPROVAL: party (+ memberId for MEMBER, accountHolderId for ACCOUNT_HOLDER). TIME_LOCK: releaseAfter (in the future). INSPECTION_PERIOD: durationSeconds.',
+  description:
+    'APPROVAL: party (+ memberId for MEMBER, accountHolderId for ACCOUNT_HOLDER). TIME_LOCK: releaseAfter (in the future). INSPECTION_PERIOD: durationSeconds.',
   fields: (t) => ({
     kind: t.field({ type: ReleaseConditionKind, required: true }),
     party: t.field({ type: ReleaseApprovalPartyInput }),
@@ -257,7 +264,8 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   setTransactionReleaseRule: t.field({
     type: ReleaseRule,
-    description: 'Sets (replaces) the release rule of an AWAITING_FUNDS or RESERVED transaction with no settlement yet (409 otherwise); a RESERVED one is evaluated at once.',
+    description:
+      'Sets (replaces) the release rule of an AWAITING_FUNDS or RESERVED transaction with no settlement yet (409 otherwise); a RESERVED one is evaluated at once.',
     authScopes: { policy: manage },
     args: {
       transactionId: t.arg.id({ required: true }),

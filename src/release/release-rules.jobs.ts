@@ -43,7 +43,9 @@ export async function registerReleaseJobs(boss: PgBoss, deps: ReleaseJobDeps, wo
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
   // Each evaluation commits on its own and settles its job on its own (idempotent).
-  await workEach<ReleaseEvaluateJob>(boss, deps.log, RELEASE_EVALUATE_QUEUE, { batchSize: 20, burstWhenBatchFull: true }, ({ data }) => runReleaseEvaluationJob(moneyDeps, data));
+  await workEach<ReleaseEvaluateJob>(boss, deps.log, RELEASE_EVALUATE_QUEUE, { batchSize: 20, burstWhenBatchFull: true }, ({ data }) =>
+    runReleaseEvaluationJob(moneyDeps, data),
+  );
   await boss.schedule(RELEASE_SWEEP_QUEUE, '* * * * *');
   await workEach<ReleaseSweepJob>(boss, deps.log, RELEASE_SWEEP_QUEUE, {}, async ({ data }) => {
     const n = await runReleaseSweepJob(moneyDeps, data);

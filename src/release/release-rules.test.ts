@@ -26,7 +26,8 @@ const fixture = () => moneyFixture(app, { requiredConfirmations: 1 });
 const rulePath = (id: string) => `/v1/transactions/${id}/release-rule`;
 const getRule = async (id: string, headers: H) => app.rest('GET', rulePath(id), { headers });
 const putRule = (id: string, body: unknown, headers: H) => app.rest('PUT', rulePath(id), { headers, body });
-const approve = (id: string, headers: H, body?: unknown) => app.rest('POST', `/v1/transactions/${id}/release-approvals`, { headers, ...(body !== undefined ? { body } : {}) });
+const approve = (id: string, headers: H, body?: unknown) =>
+  app.rest('POST', `/v1/transactions/${id}/release-approvals`, { headers, ...(body !== undefined ? { body } : {}) });
 const txOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
 const inHours = (h: number) => new Date(app.clock.now().getTime() + h * 3600_000).toISOString();
 const statuses = (rule: { milestones: { status: string }[] }) => rule.milestones.map((m) => m.status);
@@ -42,9 +43,15 @@ async function holderWithAccount(f: MoneyFixture) {
   const email = uniqueEmail('holder');
   const s = await ok(app.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'Holder' } }), 200);
   const headers = { authorization: `Bearer ${s.accessToken}` };
-  const inv = await ok(app.rest('POST', `/v1/organizations/${f.organizationId}/account-holder-invitations`, { body: { email }, headers: f.member.headers }), 201);
+  const inv = await ok(
+    app.rest('POST', `/v1/organizations/${f.organizationId}/account-holder-invitations`, { body: { email }, headers: f.member.headers }),
+    201,
+  );
   await ok(app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token: inv.token }, headers }), 200);
-  const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Buyer', accountHolderId: s.accountHolderId }, headers: f.apiKeyHeaders });
+  const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+    body: { name: 'Buyer', accountHolderId: s.accountHolderId },
+    headers: f.apiKeyHeaders,
+  });
   expect(acc.status, acc.text).toBe(201);
   return { accountHolderId: s.accountHolderId as string, headers, accountId: acc.headers.get('location')!.split('/').pop()! };
 }
@@ -59,7 +66,14 @@ async function account(f: MoneyFixture, name = 'Partner') {
 async function memberOf(f: MoneyFixture, role: 'OPERATIONS' | 'VIEWER' = 'OPERATIONS') {
   const email = uniqueEmail('member');
   const m = await app.deps.db.member.create({
-    data: { organizationId: f.organizationId, email, name: 'Colleague', role, passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
+    data: {
+      organizationId: f.organizationId,
+      email,
+      name: 'Colleague',
+      role,
+      passwordHash: await hashPassword(PASSWORD),
+      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+    },
   });
   const login = await ok(app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } }), 200);
   return { memberId: m.id, headers: { authorization: `Bearer ${login.accessToken}` } };
@@ -74,7 +88,18 @@ async function fund(f: MoneyFixture, pi: { address: string; transactionId: strin
 }
 
 async function settlementsOf(f: MoneyFixture, transactionId: string) {
-  const r = await app.gql<{ transaction: { settlements: { id: string; status: string; milestoneId: string | null; requestedAmount: string | null; grossAmount: string | null; allocations: { accountId: string; amount: string; status: string; retainReason: string | null }[] }[] } }>(
+  const r = await app.gql<{
+    transaction: {
+      settlements: {
+        id: string;
+        status: string;
+        milestoneId: string | null;
+        requestedAmount: string | null;
+        grossAmount: string | null;
+        allocations: { accountId: string; amount: string; status: string; retainReason: string | null }[];
+      }[];
+    };
+  }>(
     `query($id: ID!) { transaction(id: $id) { settlements { id status milestoneId requestedAmount grossAmount allocations { accountId amount status retainReason } } } }`,
     { id: transactionId },
     f.apiKeyHeaders,
@@ -108,7 +133,15 @@ describe('setting and reading a rule', () => {
     const body = {
       milestones: [
         { name: 'Deposit', percentage: '33.333333', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
-        { name: 'Delivery', percentage: '66.666667', mode: 'ANY', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: f.member.memberId }, { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 }] },
+        {
+          name: 'Delivery',
+          percentage: '66.666667',
+          mode: 'ANY',
+          conditions: [
+            { kind: 'APPROVAL', party: 'MEMBER', memberId: f.member.memberId },
+            { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 },
+          ],
+        },
       ],
       splits: [
         { accountId: f.beneficiaryAccountId, percentage: '100' },
@@ -148,7 +181,10 @@ describe('setting and reading a rule', () => {
     expect(again.milestones.map((m: any) => [m.position, m.amount, m.conditions])).toEqual([[1, AMOUNT.toString(), []]]);
     expect(again.splits).toEqual([]);
     expect((await txOf(f, pi.transactionId)).participants.map((p: any) => p.role)).toEqual(['BENEFICIARY']);
-    const audits = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: 'transaction.release_rule_set' }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
+    const audits = await app.deps.db.auditLogEntry.findMany({
+      where: { entityId: pi.transactionId, action: 'transaction.release_rule_set' },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
     expect(audits.map((a) => a.actorType)).toEqual(['API_KEY', 'MEMBER']);
     expect((await eventsOf(app, f.organizationId)).length).toBe(eventsBefore);
   });
@@ -163,23 +199,74 @@ describe('setting and reading a rule', () => {
     const gone = await app.rest('DELETE', `/v1/organizations/${f.organizationId}/members/${removed.memberId}`, { headers: f.member.headers });
     expect(gone.status, gone.text).toBe(204);
     const cases: [unknown, string, RegExp][] = [
-      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: removed.memberId }] }] }, 'milestones.0.conditions.0.memberId', /member of the organization/],
+      [
+        { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: removed.memberId }] }] },
+        'milestones.0.conditions.0.memberId',
+        /member of the organization/,
+      ],
       [{ milestones: [{ amount: '400000' }, { amount: '500000' }] }, 'milestones', /add up to the transaction amount 1000000 \(they add up to 900000\)/],
       [{ milestones: [{ percentage: '40' }, { percentage: '50' }] }, 'milestones', /percentages must add up to exactly 100/],
       [{ milestones: [{ percentage: '40' }, { amount: '600000' }] }, 'milestones', /not a mix/],
-      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: other.memberId }] }] }, 'milestones.0.conditions.0.memberId', /member of the organization/],
-      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'ACCOUNT_HOLDER', accountHolderId: stranger.accountHolderId }] }] }, 'milestones.0.conditions.0.accountHolderId', /participant accounts/],
-      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'TIME_LOCK', releaseAfter: inHours(-1) }] }] }, 'milestones.0.conditions.0.releaseAfter', /must be in the future/],
+      [
+        { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: other.memberId }] }] },
+        'milestones.0.conditions.0.memberId',
+        /member of the organization/,
+      ],
+      [
+        { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'ACCOUNT_HOLDER', accountHolderId: stranger.accountHolderId }] }] },
+        'milestones.0.conditions.0.accountHolderId',
+        /participant accounts/,
+      ],
+      [
+        { milestones: [{ amount: '1000000', conditions: [{ kind: 'TIME_LOCK', releaseAfter: inHours(-1) }] }] },
+        'milestones.0.conditions.0.releaseAfter',
+        /must be in the future/,
+      ],
       [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'PAYER' }] }] }, 'milestones.0.conditions.0.party', /no payer account/],
-      [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'BENEFICIARY' }] }] }, 'milestones.0.conditions.0.party', /no account holder/],
+      [
+        { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL', party: 'BENEFICIARY' }] }] },
+        'milestones.0.conditions.0.party',
+        /no account holder/,
+      ],
       [{ milestones: [{ amount: '1000000', conditions: [{ kind: 'TIME_LOCK' }] }] }, 'milestones.0.conditions.0.releaseAfter', /required/],
-      [{ splits: [{ accountId: partner, percentage: '60' }, { accountId: f.beneficiaryAccountId, percentage: '30' }] }, 'splits', /add up to exactly 100/],
-      [{ splits: [{ accountId: partner, percentage: '50' }, { accountId: partner, percentage: '50' }] }, 'splits.1.accountId', /another split rule/],
+      [
+        {
+          splits: [
+            { accountId: partner, percentage: '60' },
+            { accountId: f.beneficiaryAccountId, percentage: '30' },
+          ],
+        },
+        'splits',
+        /add up to exactly 100/,
+      ],
+      [
+        {
+          splits: [
+            { accountId: partner, percentage: '50' },
+            { accountId: partner, percentage: '50' },
+          ],
+        },
+        'splits.1.accountId',
+        /another split rule/,
+      ],
       [{ splits: [{ accountId: partner, fixedAmount: '10' }] }, 'splits', /at least one split rule must have a percentage/],
       [{ splits: [{ accountId: partner, percentage: '100', fixedAmount: '10' }] }, 'splits.0.percentage', /exactly one/],
-      [{ splits: [{ accountId: partner, fixedAmount: '2000000' }, { accountId: f.beneficiaryAccountId, percentage: '100' }] }, 'splits', /more than the transaction amount/],
+      [
+        {
+          splits: [
+            { accountId: partner, fixedAmount: '2000000' },
+            { accountId: f.beneficiaryAccountId, percentage: '100' },
+          ],
+        },
+        'splits',
+        /more than the transaction amount/,
+      ],
       [{ splits: [{ accountId: crypto.randomUUID(), percentage: '100' }] }, 'splits.0.accountId', /account of the organization/],
-      [{ splits: [{ accountId: partner, percentage: '100', holdConditions: [{ kind: 'INSPECTION_PERIOD', durationSeconds: 60 }] }] }, 'splits.0.holdConditions.0.kind', /APPROVAL or TIME_LOCK/],
+      [
+        { splits: [{ accountId: partner, percentage: '100', holdConditions: [{ kind: 'INSPECTION_PERIOD', durationSeconds: 60 }] }] },
+        'splits.0.holdConditions.0.kind',
+        /APPROVAL or TIME_LOCK/,
+      ],
       [{ templateId: crypto.randomUUID(), milestones: [] }, 'templateId', /not both/],
       [{ templateId: crypto.randomUUID() }, 'templateId', /template of the transaction's application/],
     ];
@@ -206,19 +293,35 @@ describe('setting and reading a rule', () => {
     const f = await fixture();
     const bad = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
-      body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRule: { milestones: [{ amount: '999999' }] } },
+      body: {
+        assetNetworkId: f.catalog.assetNetworkId,
+        amount: '1000000',
+        beneficiaryAccountId: f.beneficiaryAccountId,
+        releaseRule: { milestones: [{ amount: '999999' }] },
+      },
     });
     expect(bad.status, bad.text).toBe(400);
-    expect(bad.body.errors).toEqual([{ field: 'releaseRule.milestones', message: expect.stringMatching(/add up to the transaction amount/), code: expect.any(String) }]);
+    expect(bad.body.errors).toEqual([
+      { field: 'releaseRule.milestones', message: expect.stringMatching(/add up to the transaction amount/), code: expect.any(String) },
+    ]);
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
     const shape = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
-      body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRule: { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL' }] }] } },
+      body: {
+        assetNetworkId: f.catalog.assetNetworkId,
+        amount: '1000000',
+        beneficiaryAccountId: f.beneficiaryAccountId,
+        releaseRule: { milestones: [{ amount: '1000000', conditions: [{ kind: 'APPROVAL' }] }] },
+      },
     });
     expect(shape.status).toBe(400);
-    expect(shape.body.errors).toEqual([{ field: 'releaseRule.milestones.0.conditions.0.party', message: 'is required for an APPROVAL condition', code: expect.any(String) }]);
+    expect(shape.body.errors).toEqual([
+      { field: 'releaseRule.milestones.0.conditions.0.party', message: 'is required for an APPROVAL condition', code: expect.any(String) },
+    ]);
 
-    const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: '400000' }, { amount: '600000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } });
+    const pi = await createIntent(app, f, {
+      releaseRule: { milestones: [{ amount: '400000' }, { amount: '600000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+    });
     const rule = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
     expect(rule.milestones.map((m: any) => m.amount)).toEqual(['400000', '600000']);
     expect(rule.setAt).toBeTruthy();
@@ -233,7 +336,10 @@ describe('setting and reading a rule', () => {
     const r1a = await approve(cancelled.transactionId, f.apiKeyHeaders);
     expect([r1a.status, r1a.body.detail]).toEqual([409, 'The transaction is CANCELLED: there is nothing to release.']);
 
-    const pi = await createIntent(app, f, { amount: AMOUNT.toString(), releaseRule: { milestones: [{ percentage: '50' }, { percentage: '50', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } });
+    const pi = await createIntent(app, f, {
+      amount: AMOUNT.toString(),
+      releaseRule: { milestones: [{ percentage: '50' }, { percentage: '50', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+    });
     await fund(f, pi);
     // The first milestone had no condition: released on funding, so a settlement exists.
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'PENDING']);
@@ -265,7 +371,9 @@ describe('approvals', () => {
   test('MEMBER: only the named member approves; the milestone releases and its settlement executes (transaction.settled)', async () => {
     const f = await fixture();
     const colleague = await memberOf(f);
-    const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: colleague.memberId }] }] } });
+    const pi = await createIntent(app, f, {
+      releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: colleague.memberId }] }] },
+    });
     await fund(f, pi);
     expect((await txOf(f, pi.transactionId)).status).toBe('RESERVED');
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
@@ -277,12 +385,23 @@ describe('approvals', () => {
     expect(await settlementsOf(f, pi.transactionId)).toEqual([]);
     const after = await ok(approve(pi.transactionId, colleague.headers), 200);
     expect(after.milestones[0]).toMatchObject({ status: 'RELEASED', settlementId: expect.any(String) });
-    expect(after.milestones[0].conditions[0]).toMatchObject({ met: true, approvedByType: 'MEMBER', approvedById: colleague.memberId, approvedAt: expect.any(String) });
+    expect(after.milestones[0].conditions[0]).toMatchObject({
+      met: true,
+      approvedByType: 'MEMBER',
+      approvedById: colleague.memberId,
+      approvedAt: expect.any(String),
+    });
     expect((await approve(pi.transactionId, colleague.headers)).status).toBe(409); // nothing left to approve
     const [s] = await settlementsOf(f, pi.transactionId);
     expect(s).toMatchObject({ id: after.milestones[0].settlementId, status: 'PENDING', milestoneId: after.milestones[0].id, requestedAmount: null });
     await drainMoneyWork(app);
-    expect(await settlementsOf(f, pi.transactionId)).toMatchObject([{ status: 'EXECUTED', grossAmount: AMOUNT.toString(), allocations: [{ accountId: f.beneficiaryAccountId, amount: AMOUNT.toString(), status: 'RELEASED' }] }]);
+    expect(await settlementsOf(f, pi.transactionId)).toMatchObject([
+      {
+        status: 'EXECUTED',
+        grossAmount: AMOUNT.toString(),
+        allocations: [{ accountId: f.beneficiaryAccountId, amount: AMOUNT.toString(), status: 'RELEASED' }],
+      },
+    ]);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'SETTLED', settledAmount: AMOUNT.toString(), escrowAmount: '0' });
     expect(await settledEvents(f, pi.transactionId)).toEqual([{ TransactionId: pi.transactionId, SettlementId: s!.id, IsTotal: true }]);
     const audit = await app.deps.db.auditLogEntry.findFirst({ where: { entityId: pi.transactionId, action: 'transaction.release_approved' } });
@@ -292,7 +411,10 @@ describe('approvals', () => {
   test('ACCOUNT_HOLDER (the PAYER shorthand) approves over REST; other holders and principals cannot', async () => {
     const f = await fixture();
     const buyer = await holderWithAccount(f);
-    const pi = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'PAYER' }] }] } });
+    const pi = await createIntent(app, f, {
+      payerAccountId: buyer.accountId,
+      releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'PAYER' }] }] },
+    });
     const rule = await ok(getRule(pi.transactionId, buyer.headers), 200); // the named holder sees the rule
     expect(rule.milestones[0].conditions[0]).toMatchObject({ party: 'ACCOUNT_HOLDER', accountHolderId: buyer.accountHolderId });
     // Approving before funding is recorded; the release waits for the funds.
@@ -308,7 +430,12 @@ describe('approvals', () => {
   test('INTEGRATOR: an API key of the transaction’s environment approves one condition by id (GraphQL); a member cannot', async () => {
     const f = await fixture();
     const pi = await createIntent(app, f, {
-      releaseRule: { milestones: [{ percentage: '30', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }, { percentage: '70', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+      releaseRule: {
+        milestones: [
+          { percentage: '30', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
+          { percentage: '70', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
+        ],
+      },
     });
     await fund(f, pi);
     const rule = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
@@ -335,7 +462,10 @@ describe('approvals', () => {
     expect((await settlementsOf(f, pi.transactionId)).map((s) => s.requestedAmount)).toEqual(['700000', '300000']);
     await drainMoneyWork(app);
     const settlements = await settlementsOf(f, pi.transactionId);
-    expect(settlements.map((s) => [s.status, s.grossAmount])).toEqual([['EXECUTED', '700000'], ['EXECUTED', '300000']]);
+    expect(settlements.map((s) => [s.status, s.grossAmount])).toEqual([
+      ['EXECUTED', '700000'],
+      ['EXECUTED', '300000'],
+    ]);
     const events = await settledEvents(f, pi.transactionId);
     expect(events.map((e) => e.SettlementId).sort()).toEqual(settlements.map((s) => s.id).sort());
     expect(events.map((e) => e.IsTotal)).toEqual([false, true]); // whichever executed second emptied the escrow
@@ -345,7 +475,9 @@ describe('approvals', () => {
 describe('time conditions and combinations', () => {
   test('TIME_LOCK: never before releaseAfter (a job that runs early does nothing); released by the sweep a sandbox clock advance triggers', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'TIME_LOCK', releaseAfter: inHours(2) }] }] } });
+    const pi = await createIntent(app, f, {
+      releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'TIME_LOCK', releaseAfter: inHours(2) }] }] },
+    });
     await fund(f, pi); // runs the scheduled evaluation early: nothing
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
     await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
@@ -362,7 +494,18 @@ describe('time conditions and combinations', () => {
   test('INSPECTION_PERIOD counts from the reservation; ANY: the buyer approves OR the period ends (Escrow.com)', async () => {
     const f = await fixture();
     const buyer = await holderWithAccount(f);
-    const rule = { milestones: [{ amount: AMOUNT.toString(), mode: 'ANY', conditions: [{ kind: 'APPROVAL', party: 'PAYER' }, { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 }] }] };
+    const rule = {
+      milestones: [
+        {
+          amount: AMOUNT.toString(),
+          mode: 'ANY',
+          conditions: [
+            { kind: 'APPROVAL', party: 'PAYER' },
+            { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 },
+          ],
+        },
+      ],
+    };
     // a) nobody approves: released when the period ends, not before.
     const a = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRule: rule });
     await sandboxAdvanceClock(app, f.apiKeyHeaders, 600); // the period counts from the reservation, not from the rule
@@ -391,8 +534,22 @@ describe('time conditions and combinations', () => {
     const pi = await createIntent(app, f, {
       releaseRule: {
         milestones: [
-          { name: 'Signed', amount: '250000', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: colleague.memberId }, { kind: 'APPROVAL', party: 'INTEGRATOR' }] },
-          { name: 'Delivered', amount: '750000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }, { kind: 'TIME_LOCK', releaseAfter: inHours(1) }] },
+          {
+            name: 'Signed',
+            amount: '250000',
+            conditions: [
+              { kind: 'APPROVAL', party: 'MEMBER', memberId: colleague.memberId },
+              { kind: 'APPROVAL', party: 'INTEGRATOR' },
+            ],
+          },
+          {
+            name: 'Delivered',
+            amount: '750000',
+            conditions: [
+              { kind: 'APPROVAL', party: 'INTEGRATOR' },
+              { kind: 'TIME_LOCK', releaseAfter: inHours(1) },
+            ],
+          },
         ],
       },
     });
@@ -405,7 +562,10 @@ describe('time conditions and combinations', () => {
     await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
     await drainMoneyWork(app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'RELEASED']);
-    expect((await settlementsOf(f, pi.transactionId)).map((s) => [s.requestedAmount, s.grossAmount])).toEqual([['250000', '250000'], [null, '750005']]);
+    expect((await settlementsOf(f, pi.transactionId)).map((s) => [s.requestedAmount, s.grossAmount])).toEqual([
+      ['250000', '250000'],
+      [null, '750005'],
+    ]);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'SETTLED', settledAmount: '1000005', escrowAmount: '0' });
   });
 });
@@ -413,7 +573,9 @@ describe('time conditions and combinations', () => {
 describe('blockers', () => {
   test('frozen: the approval is recorded, nothing releases until the member unfreezes', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } });
+    const pi = await createIntent(app, f, {
+      releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+    });
     await fund(f, pi);
     await ok(app.rest('POST', `/v1/transactions/${pi.transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }), 204);
     const r = await ok(approve(pi.transactionId, f.apiKeyHeaders), 200);
@@ -429,7 +591,9 @@ describe('blockers', () => {
 
   test('a deposit under review blocks the release; the operator’s resolution releases it', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, { releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } });
+    const pi = await createIntent(app, f, {
+      releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+    });
     await fund(f, pi);
     // A second payment to the address, flagged by sandbox screening (amount ending in 666).
     await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 1666n, assetNetworkId: f.catalog.assetNetworkId });
@@ -440,7 +604,10 @@ describe('blockers', () => {
     await drainMoneyWork(app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
     const operator = await createOperator(app);
-    await ok(app.rest('POST', `/v1/admin/deposits/${review.id}/resolve-under-review`, { headers: operator.headers, body: { decision: 'REJECT', reason: 'not ours' } }), 204);
+    await ok(
+      app.rest('POST', `/v1/admin/deposits/${review.id}/resolve-under-review`, { headers: operator.headers, body: { decision: 'REJECT', reason: 'not ours' } }),
+      204,
+    );
     await drainMoneyWork(app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED']);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'SETTLED', settledAmount: AMOUNT.toString(), escrowAmount: '0' });
@@ -489,8 +656,21 @@ describe('templates', () => {
     const definition = {
       name: 'Marketplace',
       description: 'Buyer approves or 3 days pass; 10% to the platform account',
-      milestones: [{ name: 'All', percentage: '100', mode: 'ANY', conditions: [{ kind: 'APPROVAL', party: 'PAYER' }, { kind: 'INSPECTION_PERIOD', durationSeconds: 259200 }] }],
-      splits: [{ role: 'BENEFICIARY', percentage: '90' }, { accountId: await account(f, 'Platform'), percentage: '10' }],
+      milestones: [
+        {
+          name: 'All',
+          percentage: '100',
+          mode: 'ANY',
+          conditions: [
+            { kind: 'APPROVAL', party: 'PAYER' },
+            { kind: 'INSPECTION_PERIOD', durationSeconds: 259200 },
+          ],
+        },
+      ],
+      splits: [
+        { role: 'BENEFICIARY', percentage: '90' },
+        { accountId: await account(f, 'Platform'), percentage: '10' },
+      ],
     };
     const created = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: definition });
     expect(created.status, created.text).toBe(201);
@@ -498,7 +678,13 @@ describe('templates', () => {
     expect(created.body).toEqual({ id: location.split('/').pop() }); // { id } beside Location
     expect(location).toMatch(/^\/v1\/release-rule-templates\/[0-9a-f-]{36}$/);
     const got = await ok(app.rest('GET', location, { headers: f.member.headers }), 200);
-    expect(got).toMatchObject({ name: 'Marketplace', applicationId: f.applicationId, archived: false, milestones: [{ percentage: '100', mode: 'ANY' }], splits: [{ role: 'BENEFICIARY', accountId: null }, { role: null }] });
+    expect(got).toMatchObject({
+      name: 'Marketplace',
+      applicationId: f.applicationId,
+      archived: false,
+      milestones: [{ percentage: '100', mode: 'ANY' }],
+      splits: [{ role: 'BENEFICIARY', accountId: null }, { role: null }],
+    });
     expect(got.milestones[0].conditions).toEqual([
       { kind: 'APPROVAL', party: 'PAYER', memberId: null, delaySeconds: null, durationSeconds: null },
       { kind: 'INSPECTION_PERIOD', party: null, memberId: null, delaySeconds: null, durationSeconds: 259200 },
@@ -508,8 +694,13 @@ describe('templates', () => {
     const bad = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: { name: 'Bad', milestones: [{ percentage: '60' }, { percentage: '30' }] } });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([{ field: 'milestones', message: 'milestone percentages must add up to exactly 100', code: expect.any(String) }]);
-    const badMember = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: { name: 'Bad', milestones: [{ percentage: '100', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: crypto.randomUUID() }] }] } });
-    expect(badMember.body.errors).toEqual([{ field: 'milestones.0.conditions.0.memberId', message: 'must be a member of the organization', code: expect.any(String) }]);
+    const badMember = await app.rest('POST', base, {
+      headers: f.apiKeyHeaders,
+      body: { name: 'Bad', milestones: [{ percentage: '100', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: crypto.randomUUID() }] }] },
+    });
+    expect(badMember.body.errors).toEqual([
+      { field: 'milestones.0.conditions.0.memberId', message: 'must be a member of the organization', code: expect.any(String) },
+    ]);
     expect((await ok(app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).map((t: any) => t.name)).toEqual(['Marketplace']);
     // Another organization, or another application's API key: 404.
     const other = await signUpMember(app);
@@ -522,7 +713,10 @@ describe('templates', () => {
     expect((await app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
     expect((await app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
     expect(await ok(app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).toEqual([]);
-    expect((await ok(app.rest('GET', `${base}?includeArchived=true`, { headers: f.apiKeyHeaders }), 200))[0]).toMatchObject({ archived: true, archivedAt: expect.any(String) });
+    expect((await ok(app.rest('GET', `${base}?includeArchived=true`, { headers: f.apiKeyHeaders }), 200))[0]).toMatchObject({
+      archived: true,
+      archivedAt: expect.any(String),
+    });
   });
 
   test('applied by id at CreatePaymentIntent and by setTransactionReleaseRule; archived templates cannot be applied; the rule then runs', async () => {
@@ -536,9 +730,19 @@ describe('templates', () => {
         name: 'Two steps',
         milestones: [
           { percentage: '25', conditions: [{ kind: 'TIME_LOCK', delaySeconds: 3600 }] },
-          { percentage: '75', mode: 'ANY', conditions: [{ kind: 'APPROVAL', party: 'PAYER' }, { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 }] },
+          {
+            percentage: '75',
+            mode: 'ANY',
+            conditions: [
+              { kind: 'APPROVAL', party: 'PAYER' },
+              { kind: 'INSPECTION_PERIOD', durationSeconds: 86400 },
+            ],
+          },
         ],
-        splits: [{ role: 'BENEFICIARY', percentage: '100' }, { accountId: platform, fixedAmount: '1000' }],
+        splits: [
+          { role: 'BENEFICIARY', percentage: '100' },
+          { accountId: platform, fixedAmount: '1000' },
+        ],
       },
     });
     expect(created.status, created.text).toBe(201);
@@ -549,7 +753,13 @@ describe('templates', () => {
       body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRuleTemplateId: templateId },
     });
     expect(noPayer.status).toBe(400);
-    expect(noPayer.body.errors).toEqual([{ field: 'releaseRuleTemplateId', message: "the template's milestones.1.conditions.0.party: the transaction has no payer account", code: expect.any(String) }]);
+    expect(noPayer.body.errors).toEqual([
+      {
+        field: 'releaseRuleTemplateId',
+        message: "the template's milestones.1.conditions.0.party: the transaction has no payer account",
+        code: expect.any(String),
+      },
+    ]);
 
     const pi = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRuleTemplateId: templateId });
     const rule = await ok(getRule(pi.transactionId, buyer.headers), 200);
@@ -564,7 +774,10 @@ describe('templates', () => {
     await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
     await drainMoneyWork(app);
     const settlements = await settlementsOf(f, pi.transactionId);
-    expect(settlements.map((s) => [s.status, s.requestedAmount, s.grossAmount])).toEqual([['EXECUTED', '750000', '750000'], ['EXECUTED', '250000', '250000']]);
+    expect(settlements.map((s) => [s.status, s.requestedAmount, s.grossAmount])).toEqual([
+      ['EXECUTED', '750000', '750000'],
+      ['EXECUTED', '250000', '250000'],
+    ]);
     // The fixed amount is paid once over the transaction, by whichever settlement executed first.
     const toPlatform = settlements.flatMap((s) => s.allocations).filter((a) => a.accountId === platform);
     expect(toPlatform.map((a) => a.amount)).toEqual(['1000']);
@@ -585,7 +798,10 @@ describe('templates', () => {
     expect((await ok(getRule(other.transactionId, f.apiKeyHeaders), 200)).templateId).toBe(templateId); // unchanged
     // Another application's template: 400.
     const otherApp = await createApiKey(app, f.member);
-    const foreign = await app.rest('POST', `/v1/applications/${otherApp.applicationId}/release-rule-templates`, { headers: f.member.headers, body: { name: 'Other', milestones: [{ percentage: '100' }] } });
+    const foreign = await app.rest('POST', `/v1/applications/${otherApp.applicationId}/release-rule-templates`, {
+      headers: f.member.headers,
+      body: { name: 'Other', milestones: [{ percentage: '100' }] },
+    });
     const foreignId = foreign.headers.get('location')!.split('/').pop()!;
     const wrong = await putRule(other.transactionId, { templateId: foreignId }, f.apiKeyHeaders);
     expect(wrong.status).toBe(400);

@@ -9,8 +9,17 @@ import { assertId, isUuid } from '../ids';
 import { actorOf } from '../audit/audit';
 import { type Principal } from '../auth/principal';
 import {
-  amountToNumeric, amountToString, numericToAmount, numericToPercentage, parsePercentage, percentageToNumeric, percentageToString, splitByPercentages,
-  positiveAmountText, type Amount, type Percentage,
+  amountToNumeric,
+  amountToString,
+  numericToAmount,
+  numericToPercentage,
+  parsePercentage,
+  percentageToNumeric,
+  percentageToString,
+  splitByPercentages,
+  positiveAmountText,
+  type Amount,
+  type Percentage,
 } from '../money';
 import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
@@ -20,7 +29,20 @@ import { conditionDueAt, conditionMet, conditionsMet, nextDueAt } from './condit
 import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from '../kernel/queues';
 import type { requestSettlementInTx as RequestSettlementInTx } from '../settlements/settlements';
 import {
-  conditionKinds, conditionModes, conditionShapeIssues, definitionOf, MAX_CONDITIONS, MAX_MILESTONES, MAX_SPLITS, nameText, sharePercentageText, report, seconds, splitSetIssues, sumsToHundred, validationFailed,
+  conditionKinds,
+  conditionModes,
+  conditionShapeIssues,
+  definitionOf,
+  MAX_CONDITIONS,
+  MAX_MILESTONES,
+  MAX_SPLITS,
+  nameText,
+  sharePercentageText,
+  report,
+  seconds,
+  splitSetIssues,
+  sumsToHundred,
+  validationFailed,
 } from './templates';
 
 /**
@@ -89,7 +111,8 @@ const splitInput = z
     holdConditions: z.array(conditionInput(true)).max(MAX_CONDITIONS, `at most ${MAX_CONDITIONS} conditions`).nullish(),
   })
   .superRefine((s, ctx) => {
-    if ((s.percentage == null) === (s.fixedAmount == null)) ctx.addIssue({ code: 'custom', path: ['percentage'], message: 'give percentage or fixedAmount, exactly one' });
+    if ((s.percentage == null) === (s.fixedAmount == null))
+      ctx.addIssue({ code: 'custom', path: ['percentage'], message: 'give percentage or fixedAmount, exactly one' });
   });
 
 /** A rule as set: a template's id, or the inline definition (none of the three: no rule). */
@@ -165,8 +188,18 @@ async function resolveRule(
   let templateId: string | null = null;
   type Fail = (name: string, message: string) => void;
   let milestoneDrafts: { name: string | null; amount: Amount | null; percentage: Percentage | null; mode: 'ALL' | 'ANY'; conditions: Draft[]; fail: Fail }[];
-  let splitDrafts: { accountId: string | null; role: 'BENEFICIARY' | null; percentage: Percentage | null; fixedAmount: Amount | null; holdConditions: Draft[]; fail: Fail }[];
-  const inputAt = (where: string): Fail => (name, message) => fail(opts.field(`${where}.${name}`), message);
+  let splitDrafts: {
+    accountId: string | null;
+    role: 'BENEFICIARY' | null;
+    percentage: Percentage | null;
+    fixedAmount: Amount | null;
+    holdConditions: Draft[];
+    fail: Fail;
+  }[];
+  const inputAt =
+    (where: string): Fail =>
+    (name, message) =>
+      fail(opts.field(`${where}.${name}`), message);
   /** An error about the rule as a whole (its milestones, its splits). */
   const top: Fail = (name, message) =>
     input.templateId != null ? fail(opts.field('templateId'), `the template's ${name}: ${message}`) : fail(opts.field(name), message);
@@ -179,7 +212,10 @@ async function resolveRule(
     if (template.archivedAt) throw invalidState('The release rule template is archived: it can no longer be applied.');
     templateId = template.id;
     const d = definitionOf(template);
-    const at = (where: string): Fail => (name, message) => fail(templateField, `the template's ${where}.${name}: ${message}`);
+    const at =
+      (where: string): Fail =>
+      (name, message) =>
+        fail(templateField, `the template's ${where}.${name}: ${message}`);
     const fromTemplate = (c: (typeof d.milestones)[number]['conditions'][number], where: string): Draft => ({
       kind: c.kind,
       party: c.party,
@@ -191,36 +227,57 @@ async function resolveRule(
       fromTemplate: true,
     });
     milestoneDrafts = d.milestones.map((m, i) => ({
-      name: m.name, amount: null, percentage: parsePercentage(m.percentage), mode: m.mode,
-      conditions: m.conditions.map((c, j) => fromTemplate(c, `milestones.${i}.conditions.${j}`)), fail: at(`milestones.${i}`),
+      name: m.name,
+      amount: null,
+      percentage: parsePercentage(m.percentage),
+      mode: m.mode,
+      conditions: m.conditions.map((c, j) => fromTemplate(c, `milestones.${i}.conditions.${j}`)),
+      fail: at(`milestones.${i}`),
     }));
     splitDrafts = d.splits.map((s, i) => ({
-      accountId: s.accountId, role: s.role, percentage: s.percentage != null ? parsePercentage(s.percentage) : null,
+      accountId: s.accountId,
+      role: s.role,
+      percentage: s.percentage != null ? parsePercentage(s.percentage) : null,
       fixedAmount: s.fixedAmount != null ? BigInt(s.fixedAmount) : null,
-      holdConditions: s.holdConditions.map((c, j) => fromTemplate(c, `splits.${i}.holdConditions.${j}`)), fail: at(`splits.${i}`),
+      holdConditions: s.holdConditions.map((c, j) => fromTemplate(c, `splits.${i}.holdConditions.${j}`)),
+      fail: at(`splits.${i}`),
     }));
   } else {
     const inline = (c: ConditionInput, where: string): Draft => ({
-      kind: c.kind, party: c.party ?? null, memberId: c.memberId ?? null, accountHolderId: c.accountHolderId ?? null,
-      releaseAfter: c.releaseAfter ?? null, durationSeconds: c.durationSeconds ?? null,
-      fail: inputAt(where), fromTemplate: false,
+      kind: c.kind,
+      party: c.party ?? null,
+      memberId: c.memberId ?? null,
+      accountHolderId: c.accountHolderId ?? null,
+      releaseAfter: c.releaseAfter ?? null,
+      durationSeconds: c.durationSeconds ?? null,
+      fail: inputAt(where),
+      fromTemplate: false,
     });
     milestoneDrafts = (input.milestones ?? []).map((m, i) => ({
-      name: m.name ?? null, amount: m.amount != null ? BigInt(m.amount) : null, percentage: m.percentage != null ? parsePercentage(m.percentage) : null,
-      mode: m.mode ?? 'ALL', conditions: (m.conditions ?? []).map((c, j) => inline(c, `milestones.${i}.conditions.${j}`)),
+      name: m.name ?? null,
+      amount: m.amount != null ? BigInt(m.amount) : null,
+      percentage: m.percentage != null ? parsePercentage(m.percentage) : null,
+      mode: m.mode ?? 'ALL',
+      conditions: (m.conditions ?? []).map((c, j) => inline(c, `milestones.${i}.conditions.${j}`)),
       fail: inputAt(`milestones.${i}`),
     }));
     splitDrafts = (input.splits ?? []).map((s, i) => ({
-      accountId: s.accountId, role: null, percentage: s.percentage != null ? parsePercentage(s.percentage) : null,
+      accountId: s.accountId,
+      role: null,
+      percentage: s.percentage != null ? parsePercentage(s.percentage) : null,
       fixedAmount: s.fixedAmount != null ? BigInt(s.fixedAmount) : null,
-      holdConditions: (s.holdConditions ?? []).map((c, j) => inline(c, `splits.${i}.holdConditions.${j}`)), fail: inputAt(`splits.${i}`),
+      holdConditions: (s.holdConditions ?? []).map((c, j) => inline(c, `splits.${i}.holdConditions.${j}`)),
+      fail: inputAt(`splits.${i}`),
     }));
   }
 
   // Milestone amounts: given, or percentages of the transaction amount split exactly.
   let amounts: Amount[];
   if (milestoneDrafts.length && milestoneDrafts.every((m) => m.percentage !== null)) {
-    amounts = splitByPercentages(amount, milestoneDrafts.map((m) => m.percentage!));
+    amounts = splitByPercentages(
+      amount,
+      milestoneDrafts.map((m) => m.percentage!),
+    );
     amounts.forEach((a, i) => a === 0n && milestoneDrafts[i]!.fail('percentage', `is less than one base unit of the transaction amount (${amount})`));
   } else {
     amounts = milestoneDrafts.map((m) => m.amount ?? 0n);
@@ -232,9 +289,12 @@ async function resolveRule(
   // Split accounts: of the organization, the transaction's mode, not closed, each once.
   const beneficiary = t.participants.find((p) => p.role === 'BENEFICIARY');
   const payer = t.participants.find((p) => p.role === 'PAYER');
-  const splitAccountIds = splitDrafts.map((s) => (s.role === 'BENEFICIARY' ? (beneficiary?.accountId ?? null) : s.accountId?.toLowerCase() ?? null));
+  const splitAccountIds = splitDrafts.map((s) => (s.role === 'BENEFICIARY' ? (beneficiary?.accountId ?? null) : (s.accountId?.toLowerCase() ?? null)));
   const accountRows = await tx.account.findMany({
-    where: { organizationId: t.organizationId, id: { in: [...splitAccountIds, ...t.participants.map((p) => p.accountId)].filter((id): id is string => id !== null && isUuid(id)) } },
+    where: {
+      organizationId: t.organizationId,
+      id: { in: [...splitAccountIds, ...t.participants.map((p) => p.accountId)].filter((id): id is string => id !== null && isUuid(id)) },
+    },
     select: { id: true, mode: true, status: true, accountHolderId: true },
   });
   const accounts = new Map(accountRows.map((a) => [a.id, a]));
@@ -256,8 +316,13 @@ async function resolveRule(
   const participantAccounts = new Set([...t.participants.filter((p) => p.role !== 'SPLIT_RECIPIENT').map((p) => p.accountId), ...seen]);
   const holders = new Set([...participantAccounts].map((id) => accounts.get(id)?.accountHolderId).filter((h): h is string => !!h));
   const drafts = [...milestoneDrafts.flatMap((m) => m.conditions), ...splitDrafts.flatMap((s) => s.holdConditions)];
-  const memberIds = drafts.map((c) => c.memberId).filter((id): id is string => id !== null && isUuid(id)).map((id) => id.toLowerCase());
-  const members = new Set((await tx.member.findMany({ where: { organizationId: t.organizationId, id: { in: memberIds }, removedAt: null }, select: { id: true } })).map((m) => m.id));
+  const memberIds = drafts
+    .map((c) => c.memberId)
+    .filter((id): id is string => id !== null && isUuid(id))
+    .map((id) => id.toLowerCase());
+  const members = new Set(
+    (await tx.member.findMany({ where: { organizationId: t.organizationId, id: { in: memberIds }, removedAt: null }, select: { id: true } })).map((m) => m.id),
+  );
   const resolve = (c: Draft): Resolved => {
     const r: Resolved = { kind: c.kind, party: null, memberId: null, accountHolderId: null, releaseAfter: null, durationSeconds: null };
     if (c.kind === 'APPROVAL') {
@@ -288,7 +353,12 @@ async function resolveRule(
   const rule: ResolvedRule = {
     templateId,
     milestones: milestoneDrafts.map((m, i) => ({ name: m.name, amount: amounts[i]!, mode: m.mode, conditions: m.conditions.map(resolve) })),
-    splits: splitDrafts.map((s, i) => ({ accountId: accounts.get(splitAccountIds[i]!)?.id ?? '', percentage: s.percentage, fixedAmount: s.fixedAmount, holdConditions: s.holdConditions.map(resolve) })),
+    splits: splitDrafts.map((s, i) => ({
+      accountId: accounts.get(splitAccountIds[i]!)?.id ?? '',
+      percentage: s.percentage,
+      fixedAmount: s.fixedAmount,
+      holdConditions: s.holdConditions.map(resolve),
+    })),
   };
   if (errors.length) throw validationFailed(errors);
   return rule;
@@ -345,15 +415,31 @@ export async function applyReleaseRuleInTx(
 
   const conditions: Prisma.ReleaseConditionCreateManyInput[] = [];
   const conditionRow = (c: Resolved, owner: { milestoneId?: string; splitRuleId?: string }): Prisma.ReleaseConditionCreateManyInput => ({
-    id: nextId(), transactionId, organizationId, ...owner, kind: c.kind, party: c.party, memberId: c.memberId, accountHolderId: c.accountHolderId,
-    releaseAfter: c.releaseAfter, durationSeconds: c.durationSeconds, createdAt,
+    id: nextId(),
+    transactionId,
+    organizationId,
+    ...owner,
+    kind: c.kind,
+    party: c.party,
+    memberId: c.memberId,
+    accountHolderId: c.accountHolderId,
+    releaseAfter: c.releaseAfter,
+    durationSeconds: c.durationSeconds,
+    createdAt,
   });
   const splits = rule.splits.map((s, i) => {
     const id = nextId();
     conditions.push(...s.holdConditions.map((c) => conditionRow(c, { splitRuleId: id })));
     return {
-      id, transactionId, organizationId, position: i + 1, participantId: participantOf.get(s.accountId)!, accountId: s.accountId,
-      percentage: s.percentage !== null ? percentageToNumeric(s.percentage) : null, fixedAmount: s.fixedAmount !== null ? amountToNumeric(s.fixedAmount) : null, createdAt,
+      id,
+      transactionId,
+      organizationId,
+      position: i + 1,
+      participantId: participantOf.get(s.accountId)!,
+      accountId: s.accountId,
+      percentage: s.percentage !== null ? percentageToNumeric(s.percentage) : null,
+      fixedAmount: s.fixedAmount !== null ? amountToNumeric(s.fixedAmount) : null,
+      createdAt,
     };
   });
   const milestones = rule.milestones.map((m, i) => {
@@ -367,18 +453,35 @@ export async function applyReleaseRuleInTx(
   await tx.transaction.update({ where: { id: transactionId }, data: { releaseRuleSetAt: opts.now, releaseRuleTemplateId: rule.templateId } });
 
   const summary = (c: Resolved) => ({
-    kind: c.kind, party: c.party, memberId: c.memberId, accountHolderId: c.accountHolderId, releaseAfter: c.releaseAfter?.toISOString() ?? null, durationSeconds: c.durationSeconds,
+    kind: c.kind,
+    party: c.party,
+    memberId: c.memberId,
+    accountHolderId: c.accountHolderId,
+    releaseAfter: c.releaseAfter?.toISOString() ?? null,
+    durationSeconds: c.durationSeconds,
   });
   await auditAs(tx, deps, actor, {
-    organizationId, entityType: 'Transaction', entityId: transactionId, action: 'transaction.release_rule_set',
+    organizationId,
+    entityType: 'Transaction',
+    entityId: transactionId,
+    action: 'transaction.release_rule_set',
     before: t.releaseRuleSetAt ? { releaseRuleSetAt: t.releaseRuleSetAt.toISOString(), templateId: t.releaseRuleTemplateId } : null,
     after: {
       templateId: rule.templateId,
       releaseRuleSetAt: opts.now.toISOString(),
-      milestones: rule.milestones.map((m, i) => ({ position: i + 1, name: m.name, amount: amountToNumeric(m.amount), mode: m.mode, conditions: m.conditions.map(summary) })),
+      milestones: rule.milestones.map((m, i) => ({
+        position: i + 1,
+        name: m.name,
+        amount: amountToNumeric(m.amount),
+        mode: m.mode,
+        conditions: m.conditions.map(summary),
+      })),
       splits: rule.splits.map((s, i) => ({
-        position: i + 1, accountId: s.accountId, percentage: s.percentage !== null ? percentageToString(s.percentage) : null,
-        fixedAmount: s.fixedAmount !== null ? amountToNumeric(s.fixedAmount) : null, holdConditions: s.holdConditions.map(summary),
+        position: i + 1,
+        accountId: s.accountId,
+        percentage: s.percentage !== null ? percentageToString(s.percentage) : null,
+        fixedAmount: s.fixedAmount !== null ? amountToNumeric(s.fixedAmount) : null,
+        holdConditions: s.holdConditions.map(summary),
       })),
     },
   });
@@ -413,7 +516,10 @@ async function maySee(db: Db, p: Principal | null, t: Transaction): Promise<bool
       if (rel?.status !== 'ACTIVE') return false;
       if (await db.releaseCondition.findFirst({ where: { transactionId: t.id, accountHolderId: p.accountHolderId }, select: { id: true } })) return true;
       const participants = await db.transactionParticipant.findMany({ where: { transactionId: t.id }, select: { accountId: true } });
-      return !!(await db.account.findFirst({ where: { id: { in: participants.map((x) => x.accountId) }, accountHolderId: p.accountHolderId }, select: { id: true } }));
+      return !!(await db.account.findFirst({
+        where: { id: { in: participants.map((x) => x.accountId) }, accountHolderId: p.accountHolderId },
+        select: { id: true },
+      }));
     }
     default:
       return false;
@@ -469,22 +575,43 @@ export async function releaseRuleOf(db: Db, clock: MoneyDeps['clock'], t: Transa
     nowFor(db, clock, t.organizationId, t.environmentType),
   ]);
   const condition = (c: ReleaseCondition): ConditionView => ({
-    id: c.id, kind: c.kind, party: c.party, memberId: c.memberId, accountHolderId: c.accountHolderId, releaseAfter: c.releaseAfter, durationSeconds: c.durationSeconds,
-    dueAt: conditionDueAt(c, t), met: conditionMet(c, t, now), approvedAt: c.approvedAt, approvedByType: c.approvedByType, approvedById: c.approvedById,
+    id: c.id,
+    kind: c.kind,
+    party: c.party,
+    memberId: c.memberId,
+    accountHolderId: c.accountHolderId,
+    releaseAfter: c.releaseAfter,
+    durationSeconds: c.durationSeconds,
+    dueAt: conditionDueAt(c, t),
+    met: conditionMet(c, t, now),
+    approvedAt: c.approvedAt,
+    approvedByType: c.approvedByType,
+    approvedById: c.approvedById,
   });
   return {
     transactionId: t.id,
     setAt: t.releaseRuleSetAt,
     templateId: t.releaseRuleTemplateId,
     milestones: milestones.map((m) => ({
-      id: m.id, position: m.position, name: m.name, amount: amountToString(numericToAmount(m.amount)), mode: m.mode, status: m.status,
-      settlementId: m.settlementId, releasedAt: m.releasedAt, conditions: m.conditions.map(condition),
+      id: m.id,
+      position: m.position,
+      name: m.name,
+      amount: amountToString(numericToAmount(m.amount)),
+      mode: m.mode,
+      status: m.status,
+      settlementId: m.settlementId,
+      releasedAt: m.releasedAt,
+      conditions: m.conditions.map(condition),
     })),
     splits: splits.map((s) => ({
-      id: s.id, position: s.position, accountId: s.accountId, participantId: s.participantId,
+      id: s.id,
+      position: s.position,
+      accountId: s.accountId,
+      participantId: s.participantId,
       percentage: s.percentage !== null ? percentageToString(numericToPercentage(s.percentage)) : null,
       fixedAmount: s.fixedAmount !== null ? amountToString(numericToAmount(s.fixedAmount)) : null,
-      allocatedAmount: amountToString(numericToAmount(s.allocatedAmount)), holdConditions: s.holdConditions.map(condition),
+      allocatedAmount: amountToString(numericToAmount(s.allocatedAmount)),
+      holdConditions: s.holdConditions.map(condition),
     })),
   };
 }
@@ -504,7 +631,8 @@ const RULE_STATUSES: readonly Transaction['status'][] = ['AWAITING_FUNDS', 'RESE
  * settled or asked to be (no Settlement row). Call with the Transaction row locked.
  */
 async function assertRuleMayChange(tx: Db, t: Transaction): Promise<void> {
-  if (!RULE_STATUSES.includes(t.status)) throw invalidState(`A transaction in status ${t.status} cannot take a release rule (AWAITING_FUNDS or RESERVED only).`);
+  if (!RULE_STATUSES.includes(t.status))
+    throw invalidState(`A transaction in status ${t.status} cannot take a release rule (AWAITING_FUNDS or RESERVED only).`);
   if (await tx.settlement.findFirst({ where: { transactionId: t.id }, select: { id: true } }))
     throw invalidState('A settlement of the transaction was already requested: its release rule can no longer change.');
 }
@@ -551,7 +679,11 @@ export async function approveRelease(ctx: Context, transactionIdArg: unknown, co
       throw notFound('Release condition');
     const pending = await tx.releaseCondition.findMany({
       where: {
-        transactionId: t.id, kind: 'APPROVAL', approvedAt: null, ...who, ...(conditionId ? { id: conditionId } : {}),
+        transactionId: t.id,
+        kind: 'APPROVAL',
+        approvedAt: null,
+        ...who,
+        ...(conditionId ? { id: conditionId } : {}),
         OR: [{ milestone: { status: 'PENDING' } }, { splitRuleId: { not: null } }],
       },
       orderBy: { id: 'asc' },
@@ -563,10 +695,21 @@ export async function approveRelease(ctx: Context, transactionIdArg: unknown, co
           : 'No approval of this transaction is waiting for you.',
       );
     const now = await nowFor(tx, ctx.deps.clock, cur.organizationId, cur.environmentType);
-    await tx.releaseCondition.updateMany({ where: { id: { in: pending.map((c) => c.id) } }, data: { approvedAt: now, approvedByType: actorType, approvedById: actorId } });
+    await tx.releaseCondition.updateMany({
+      where: { id: { in: pending.map((c) => c.id) } },
+      data: { approvedAt: now, approvedByType: actorType, approvedById: actorId },
+    });
     await auditAs(tx, ctx.deps, actor, {
-      organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.release_approved',
-      after: { conditionIds: pending.map((c) => c.id), milestoneIds: [...new Set(pending.map((c) => c.milestoneId).filter(Boolean))], splitRuleIds: [...new Set(pending.map((c) => c.splitRuleId).filter(Boolean))], approvedAt: now.toISOString() },
+      organizationId: cur.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.release_approved',
+      after: {
+        conditionIds: pending.map((c) => c.id),
+        milestoneIds: [...new Set(pending.map((c) => c.milestoneId).filter(Boolean))],
+        splitRuleIds: [...new Set(pending.map((c) => c.splitRuleId).filter(Boolean))],
+        approvedAt: now.toISOString(),
+      },
     });
     await evaluateRelease(tx, ctx.deps, actor, t.id, now);
     if (pending.some((c) => c.splitRuleId !== null)) await sendRetainedRelease(tx, ctx.deps.boss, { transactionId: t.id });
@@ -616,15 +759,17 @@ export async function evaluateRelease(tx: Db, deps: MoneyDeps, actor: Actor, tra
   const t = await tx.transaction.findUnique({ where: { id: transactionId } });
   if (!t) return { released: [] };
   if (await releaseBlocker(tx, t)) return { released: [] };
-  const pending = await tx.releaseMilestone.findMany({ where: { transactionId, status: 'PENDING' }, orderBy: { position: 'asc' }, include: { conditions: true } });
+  const pending = await tx.releaseMilestone.findMany({
+    where: { transactionId, status: 'PENDING' },
+    orderBy: { position: 'asc' },
+    include: { conditions: true },
+  });
   if (!pending.length) return { released: [] };
   const now = nowArg ?? (await nowFor(tx, deps.clock, t.organizationId, t.environmentType));
 
   // What the escrow holds beyond what requested settlements (PENDING, or FAILED and retryable) already ask.
   const open = await tx.settlement.findMany({ where: { transactionId, status: { in: ['PENDING', 'FAILED'] } }, select: { requestedAmount: true } });
-  let available = open.some((s) => s.requestedAmount === null)
-    ? 0n
-    : escrowOf(t) - open.reduce((a, s) => a + numericToAmount(s.requestedAmount!), 0n);
+  let available = open.some((s) => s.requestedAmount === null) ? 0n : escrowOf(t) - open.reduce((a, s) => a + numericToAmount(s.requestedAmount!), 0n);
 
   let left = pending.length;
   let openCount = open.length;
@@ -651,14 +796,27 @@ export async function evaluateRelease(tx: Db, deps: MoneyDeps, actor: Actor, tra
     deps,
     actor,
     released.map((r) => ({
-      organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.milestone_released',
+      organizationId: t.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.milestone_released',
       before: { milestoneId: r.id, status: 'PENDING' },
-      after: { milestoneId: r.id, position: r.position, status: 'RELEASED', settlementId: r.settlementId, requestedAmount: r.amount === null ? null : amountToNumeric(r.amount) },
+      after: {
+        milestoneId: r.id,
+        position: r.position,
+        status: 'RELEASED',
+        settlementId: r.settlementId,
+        requestedAmount: r.amount === null ? null : amountToNumeric(r.amount),
+      },
     })),
   );
 
   const releasedIds = new Set(released.map((r) => r.id));
-  const due = nextDueAt(pending.filter((m) => !releasedIds.has(m.id)).flatMap((m) => m.conditions), t, now);
+  const due = nextDueAt(
+    pending.filter((m) => !releasedIds.has(m.id)).flatMap((m) => m.conditions),
+    t,
+    now,
+  );
   if (due) await scheduleEvaluation(tx, deps, t.id, due, now);
   return { released: released.map((r) => r.id) };
 }
@@ -693,4 +851,3 @@ export async function runReleaseSweep(deps: MoneyDeps, opts: { organizationId?: 
     after = rows[rows.length - 1]!.id;
   }
 }
-

@@ -36,7 +36,11 @@ export const sharePercentageText = z.string().refine((s) => {
     return false;
   }
 }, 'must be a percentage greater than 0 and at most 100, with up to 6 decimals ("12.5")');
-export const seconds = z.number().int('must be a whole number of seconds').min(1, 'must be at least 1 second').max(MAX_SECONDS, `must be at most ${MAX_SECONDS} seconds (366 days)`);
+export const seconds = z
+  .number()
+  .int('must be a whole number of seconds')
+  .min(1, 'must be at least 1 second')
+  .max(MAX_SECONDS, `must be at most ${MAX_SECONDS} seconds (366 days)`);
 export const nameText = z.string().trim().min(1, 'must not be empty').max(200);
 
 type Issue = { path: (string | number)[]; message: string };
@@ -64,8 +68,10 @@ export function conditionShapeIssues(
     if (c.party === 'MEMBER' && !present('memberId')) issues.push({ path: ['memberId'], message: 'is required when the party is MEMBER' });
     if (c.party !== 'MEMBER' && present('memberId')) issues.push({ path: ['memberId'], message: 'is only for the party MEMBER' });
     if ('accountHolderId' in c || time === 'releaseAfter') {
-      if (c.party === 'ACCOUNT_HOLDER' && !present('accountHolderId')) issues.push({ path: ['accountHolderId'], message: 'is required when the party is ACCOUNT_HOLDER' });
-      if (c.party !== 'ACCOUNT_HOLDER' && present('accountHolderId')) issues.push({ path: ['accountHolderId'], message: 'is only for the party ACCOUNT_HOLDER' });
+      if (c.party === 'ACCOUNT_HOLDER' && !present('accountHolderId'))
+        issues.push({ path: ['accountHolderId'], message: 'is required when the party is ACCOUNT_HOLDER' });
+      if (c.party !== 'ACCOUNT_HOLDER' && present('accountHolderId'))
+        issues.push({ path: ['accountHolderId'], message: 'is only for the party ACCOUNT_HOLDER' });
     }
     forbid(time, 'durationSeconds');
   } else if (kind === 'TIME_LOCK') {
@@ -112,7 +118,8 @@ const templateSplit = z
   })
   .superRefine((s, ctx) => {
     if ((s.accountId == null) === (s.role == null)) ctx.addIssue({ code: 'custom', path: ['accountId'], message: 'give accountId or role, exactly one' });
-    if ((s.percentage == null) === (s.fixedAmount == null)) ctx.addIssue({ code: 'custom', path: ['percentage'], message: 'give percentage or fixedAmount, exactly one' });
+    if ((s.percentage == null) === (s.fixedAmount == null))
+      ctx.addIssue({ code: 'custom', path: ['percentage'], message: 'give percentage or fixedAmount, exactly one' });
   });
 
 export const createTemplateInput = z
@@ -125,10 +132,20 @@ export const createTemplateInput = z
   .superRefine((t, ctx) => {
     const milestones = t.milestones ?? [];
     const splits = t.splits ?? [];
-    if (!milestones.length && !splits.length) ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'a template needs milestones, split rules, or both' });
-    if (milestones.length && milestones.every((m) => sharePercentageText.safeParse(m.percentage).success) && !sumsToHundred(milestones.map((m) => m.percentage)))
+    if (!milestones.length && !splits.length)
+      ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'a template needs milestones, split rules, or both' });
+    if (
+      milestones.length &&
+      milestones.every((m) => sharePercentageText.safeParse(m.percentage).success) &&
+      !sumsToHundred(milestones.map((m) => m.percentage))
+    )
       ctx.addIssue({ code: 'custom', path: ['milestones'], message: 'milestone percentages must add up to exactly 100' });
-    report(ctx, splitSetIssues(splits.map((s) => ({ key: s.accountId ?? `role:${s.role}`, percentage: s.percentage ?? null, keyField: s.accountId != null ? 'accountId' : 'role' }))));
+    report(
+      ctx,
+      splitSetIssues(
+        splits.map((s) => ({ key: s.accountId ?? `role:${s.role}`, percentage: s.percentage ?? null, keyField: s.accountId != null ? 'accountId' : 'role' })),
+      ),
+    );
   });
 export type CreateTemplateInput = z.infer<typeof createTemplateInput>;
 
@@ -137,7 +154,8 @@ export function splitSetIssues(splits: { key: string; percentage: string | null;
   if (!splits.length) return [];
   const issues: Issue[] = [];
   const percentages = splits.map((s) => s.percentage).filter((p): p is string => p !== null);
-  if (!percentages.length) issues.push({ path: ['splits'], message: 'at least one split rule must have a percentage (the percentages share what the fixed amounts leave)' });
+  if (!percentages.length)
+    issues.push({ path: ['splits'], message: 'at least one split rule must have a percentage (the percentages share what the fixed amounts leave)' });
   else if (percentages.every((p) => sharePercentageText.safeParse(p).success) && !sumsToHundred(percentages))
     issues.push({ path: ['splits'], message: 'split percentages must add up to exactly 100' });
   const seen = new Set<string>();
@@ -158,10 +176,22 @@ export interface TemplateCondition {
 }
 export interface TemplateDefinition {
   milestones: { name: string | null; percentage: string; mode: 'ALL' | 'ANY'; conditions: TemplateCondition[] }[];
-  splits: { accountId: string | null; role: 'BENEFICIARY' | null; percentage: string | null; fixedAmount: string | null; holdConditions: TemplateCondition[] }[];
+  splits: {
+    accountId: string | null;
+    role: 'BENEFICIARY' | null;
+    percentage: string | null;
+    fixedAmount: string | null;
+    holdConditions: TemplateCondition[];
+  }[];
 }
 
-type InCondition = { kind: TemplateCondition['kind']; party?: TemplateCondition['party'] | null; memberId?: string | null; delaySeconds?: number | null; durationSeconds?: number | null };
+type InCondition = {
+  kind: TemplateCondition['kind'];
+  party?: TemplateCondition['party'] | null;
+  memberId?: string | null;
+  delaySeconds?: number | null;
+  durationSeconds?: number | null;
+};
 const normCondition = (c: InCondition): TemplateCondition => ({
   kind: c.kind,
   party: c.party ?? null,
@@ -194,8 +224,12 @@ export const definitionOf = (t: Pick<ReleaseRuleTemplate, 'definition'>): Templa
 async function referenceErrors(db: Db, organizationId: string, d: TemplateDefinition): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   const memberRefs: { id: string; field: string }[] = [];
-  d.milestones.forEach((m, i) => m.conditions.forEach((c, j) => c.memberId && memberRefs.push({ id: c.memberId, field: `milestones.${i}.conditions.${j}.memberId` })));
-  d.splits.forEach((s, i) => s.holdConditions.forEach((c, j) => c.memberId && memberRefs.push({ id: c.memberId, field: `splits.${i}.holdConditions.${j}.memberId` })));
+  d.milestones.forEach((m, i) =>
+    m.conditions.forEach((c, j) => c.memberId && memberRefs.push({ id: c.memberId, field: `milestones.${i}.conditions.${j}.memberId` })),
+  );
+  d.splits.forEach((s, i) =>
+    s.holdConditions.forEach((c, j) => c.memberId && memberRefs.push({ id: c.memberId, field: `splits.${i}.holdConditions.${j}.memberId` })),
+  );
   const memberIds = memberRefs.map((r) => r.id).filter(isUuid);
   const members = new Set(
     (await db.member.findMany({ where: { id: { in: memberIds }, organizationId, removedAt: null }, select: { id: true } })).map((m) => m.id),
@@ -252,16 +286,25 @@ export async function createTemplate(ctx: Context, applicationIdArg: unknown, in
   const conflict = () => new DomainError('CONFLICT', `The application already has a release rule template named "${input.name}".`);
   try {
     return await ctx.deps.db.$transaction(async (tx) => {
-      if (await tx.releaseRuleTemplate.findUnique({ where: { applicationId_name: { applicationId: app.id, name: input.name } }, select: { id: true } })) throw conflict();
+      if (await tx.releaseRuleTemplate.findUnique({ where: { applicationId_name: { applicationId: app.id, name: input.name } }, select: { id: true } }))
+        throw conflict();
       const now = ctx.deps.clock.now();
       const t = await tx.releaseRuleTemplate.create({
         data: {
-          organizationId: app.organizationId, applicationId: app.id, name: input.name, description: input.description ?? null,
-          definition: definition as never, createdAt: now, updatedAt: now,
+          organizationId: app.organizationId,
+          applicationId: app.id,
+          name: input.name,
+          description: input.description ?? null,
+          definition: definition as never,
+          createdAt: now,
+          updatedAt: now,
         },
       });
       await audit(tx, ctx, {
-        organizationId: app.organizationId, entityType: 'ReleaseRuleTemplate', entityId: t.id, action: 'release_rule_template.created',
+        organizationId: app.organizationId,
+        entityType: 'ReleaseRuleTemplate',
+        entityId: t.id,
+        action: 'release_rule_template.created',
         after: { applicationId: app.id, name: t.name, definition: definition as never },
       });
       return t;
@@ -291,8 +334,12 @@ export async function archiveTemplate(ctx: Context, idArg: unknown): Promise<Rel
     const res = await tx.releaseRuleTemplate.updateMany({ where: { id: t.id, archivedAt: null }, data: { archivedAt: now, updatedAt: now } });
     if (res.count)
       await audit(tx, ctx, {
-        organizationId: t.organizationId, entityType: 'ReleaseRuleTemplate', entityId: t.id, action: 'release_rule_template.archived',
-        before: { archivedAt: null }, after: { archivedAt: now.toISOString() },
+        organizationId: t.organizationId,
+        entityType: 'ReleaseRuleTemplate',
+        entityId: t.id,
+        action: 'release_rule_template.archived',
+        before: { archivedAt: null },
+        after: { archivedAt: now.toISOString() },
       });
     return tx.releaseRuleTemplate.findUniqueOrThrow({ where: { id: t.id } });
   });

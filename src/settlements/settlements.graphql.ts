@@ -19,11 +19,13 @@ const maybeAmount = (v: Parameters<typeof numericToAmount>[0] | null) => (v === 
 export const settlementReadPolicy: Policy = { member: 'account-read', apiKey: true, operator: true };
 
 const SettlementStatus = builder.enumType('SettlementStatus', {
-  description: 'PENDING -> EXECUTED (one ledger transaction moved gross = fee + portions) or FAILED (a reason; nothing moved); FAILED -> PENDING by AdminRetrySettlement. docs/settlements.md.',
+  description:
+    'PENDING -> EXECUTED (one ledger transaction moved gross = fee + portions) or FAILED (a reason; nothing moved); FAILED -> PENDING by AdminRetrySettlement. docs/settlements.md.',
   values: ['PENDING', 'EXECUTED', 'FAILED'] as const,
 });
 const SettlementAllocationStatus = builder.enumType('SettlementAllocationStatus', {
-  description: "RELEASED: credited to its account's balance. RETAINED: held in its own RETAINED ledger account until the cause (retainReason) clears, then RELEASED.",
+  description:
+    "RELEASED: credited to its account's balance. RETAINED: held in its own RETAINED ledger account until the cause (retainReason) clears, then RELEASED.",
   values: ['RELEASED', 'RETAINED'] as const,
 });
 const SettlementRetainReason = builder.enumType('SettlementRetainReason', {
@@ -61,20 +63,39 @@ export const Settlement = builder.objectRef<SettlementRow>('Settlement').impleme
     transactionId: t.exposeID('transactionId'),
     assetNetworkId: t.exposeID('assetNetworkId'),
     milestoneId: t.exposeID('milestoneId', { nullable: true, description: 'The release milestone that requested it; null for a direct request.' }),
-    requestedAmount: t.string({ nullable: true, description: 'What was asked (gross); null: everything left in escrow when it executes.', resolve: (s) => maybeAmount(s.requestedAmount) }),
+    requestedAmount: t.string({
+      nullable: true,
+      description: 'What was asked (gross); null: everything left in escrow when it executes.',
+      resolve: (s) => maybeAmount(s.requestedAmount),
+    }),
     status: t.field({ type: SettlementStatus, resolve: (s) => s.status }),
-    grossAmount: t.string({ nullable: true, description: 'Executed: what left the escrow = feeAmount + distributableAmount.', resolve: (s) => maybeAmount(s.grossAmount) }),
-    feeAmount: t.string({ nullable: true, description: 'Executed: the platform fee (credited to platform revenue).', resolve: (s) => maybeAmount(s.feeAmount) }),
-    distributableAmount: t.string({ nullable: true, description: 'Executed: gross - fee = the sum of the allocations.', resolve: (s) => maybeAmount(s.distributableAmount) }),
+    grossAmount: t.string({
+      nullable: true,
+      description: 'Executed: what left the escrow = feeAmount + distributableAmount.',
+      resolve: (s) => maybeAmount(s.grossAmount),
+    }),
+    feeAmount: t.string({
+      nullable: true,
+      description: 'Executed: the platform fee (credited to platform revenue).',
+      resolve: (s) => maybeAmount(s.feeAmount),
+    }),
+    distributableAmount: t.string({
+      nullable: true,
+      description: 'Executed: gross - fee = the sum of the allocations.',
+      resolve: (s) => maybeAmount(s.distributableAmount),
+    }),
     pricingPolicyId: t.exposeID('pricingPolicyId', { nullable: true, description: 'The pricing policy version applied; null: none in force (no fee).' }),
     feePercentage: t.string({
       nullable: true,
-      description: "The policy's percentage applied (\"1.5\" for 1.5%).",
+      description: 'The policy\'s percentage applied ("1.5" for 1.5%).',
       resolve: (s) => (s.feePercentage === null ? null : percentageToString(numericToPercentage(s.feePercentage))),
     }),
     isTotal: t.exposeBoolean('isTotal', { nullable: true, description: 'Executed: whether it emptied the escrow (the transaction is SETTLED).' }),
     attempts: t.exposeInt('attempts'),
-    failureReason: t.exposeString('failureReason', { nullable: true, description: 'The last failed attempt: a code, then details. Kept while PENDING again after a retry.' }),
+    failureReason: t.exposeString('failureReason', {
+      nullable: true,
+      description: 'The last failed attempt: a code, then details. Kept while PENDING again after a retry.',
+    }),
     failedAt: t.expose('failedAt', { type: 'DateTime', nullable: true }),
     executedAt: t.expose('executedAt', { type: 'DateTime', nullable: true }),
     ledgerTransactionId: t.exposeID('ledgerTransactionId', { nullable: true }),
@@ -116,7 +137,11 @@ const RegisterRevenueDestinationInput = builder.inputType('RegisterRevenueDestin
     address: t.string({ required: true, description: "Validated by the network's adapter." }),
     label: t.string(),
   }),
-  validate: z.object({ assetNetworkId: z.union([z.string(), z.number()]), address: revenue.revenueDestinationInput.shape.address, label: revenue.revenueDestinationInput.shape.label }),
+  validate: z.object({
+    assetNetworkId: z.union([z.string(), z.number()]),
+    address: revenue.revenueDestinationInput.shape.address,
+    label: revenue.revenueDestinationInput.shape.label,
+  }),
 });
 
 const GlobalRevenueBalance = builder.objectRef<revenue.RevenueOverview>('GlobalRevenueBalance').implement({
@@ -138,7 +163,12 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => settlements.loadSettlement(ctx, String(args.id)),
   }),
-  pricingPolicies: policyListField(t, 'pricing', PricingPolicy, 'Pricing policy versions (operators), oldest first, optionally of one scope, organization, application or asset-network.'),
+  pricingPolicies: policyListField(
+    t,
+    'pricing',
+    PricingPolicy,
+    'Pricing policy versions (operators), oldest first, optionally of one scope, organization, application or asset-network.',
+  ),
   globalRevenueAccount: t.field({
     type: [GlobalRevenueBalance],
     description: 'The platform revenue per asset-network of the catalog (operators): balance and payout destination in force.',
@@ -169,18 +199,19 @@ builder.mutationFields((t) => ({
   }),
   adminConfigurePricingPolicy: t.field({
     type: PricingPolicy,
-    description: 'Operators: the next version of the platform fee of a scope (platform, organization or application, optionally one asset-network), effective from now or a future time.',
+    description:
+      'Operators: the next version of the platform fee of a scope (platform, organization or application, optionally one asset-network), effective from now or a future time.',
     authScopes: { policy: policies.operator },
     args: { input: t.arg({ type: ConfigurePricingPolicyInput, required: true }) },
     resolve: (_p, args, ctx) => configurePolicy(ctx, 'pricing', toPolicyInput(args.input)),
   }),
   adminRegisterGlobalRevenueAccountExecutionDestination: t.field({
     type: RevenueExecutionDestination,
-    description: "Operators: where an asset-network's platform revenue is paid out (a new version, in force at once). The address is validated by the network's adapter.",
+    description:
+      "Operators: where an asset-network's platform revenue is paid out (a new version, in force at once). The address is validated by the network's adapter.",
     authScopes: { policy: policies.operator },
     args: { input: t.arg({ type: RegisterRevenueDestinationInput, required: true }) },
     resolve: (_p, args, ctx) =>
       revenue.registerRevenueDestination(ctx, { assetNetworkId: String(args.input.assetNetworkId), address: args.input.address, label: args.input.label }),
   }),
 }));
-

@@ -40,10 +40,16 @@ export async function registerSettlementJobs(boss: PgBoss, deps: SettlementJobDe
   await startSettlementWorkers(boss, deps, opts.workers ?? SETTLEMENT_WORKERS);
   await boss.schedule(RETAINED_RELEASE_QUEUE, '* * * * *', {});
   // Batches with burstWhenBatchFull for the same reason as the execution workers (below).
-  await workEach<RetainedReleaseJob>(boss, deps.log, RETAINED_RELEASE_QUEUE, { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: 2 }, async ({ data }) => {
-    const r = await settlementHandlers[RETAINED_RELEASE_QUEUE](moneyDeps, data);
-    if (r.released) deps.log.info({ ...r, scope: data }, 'retained split portions released');
-  });
+  await workEach<RetainedReleaseJob>(
+    boss,
+    deps.log,
+    RETAINED_RELEASE_QUEUE,
+    { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: 2 },
+    async ({ data }) => {
+      const r = await settlementHandlers[RETAINED_RELEASE_QUEUE](moneyDeps, data);
+      if (r.released) deps.log.info({ ...r, scope: data }, 'retained split portions released');
+    },
+  );
 }
 
 /** Jobs a settlement worker fetches at once (run one after another). */
@@ -61,7 +67,9 @@ export const SETTLEMENT_BATCH = 4;
 export async function startSettlementWorkers(boss: PgBoss, deps: SettlementJobDeps, workers: number): Promise<void> {
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
   await workEach<SettlementExecuteJob>(
-    boss, deps.log, SETTLEMENT_EXECUTE_QUEUE,
+    boss,
+    deps.log,
+    SETTLEMENT_EXECUTE_QUEUE,
     { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: workers },
     async (job) => {
       const { settlementId } = dataOf(job);

@@ -7,7 +7,8 @@ export async function sandboxCaller(ctx: Context, environmentIdArg?: string | nu
   const p = ctx.principal;
   if (p?.type === 'apiKey') {
     if (p.mode !== 'SANDBOX') throw notFound('Sandbox');
-    if (environmentIdArg != null && environmentIdArg.toLowerCase() !== p.environmentId) throw fieldError('environmentId', "must be omitted or the API key's own environment");
+    if (environmentIdArg != null && environmentIdArg.toLowerCase() !== p.environmentId)
+      throw fieldError('environmentId', "must be omitted or the API key's own environment");
     return { organizationId: p.organizationId, actor: `apiKey:${p.environmentId}` };
   }
   if (p?.type === 'member') {

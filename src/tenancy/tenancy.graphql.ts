@@ -81,8 +81,7 @@ const ApiKeyMetadata = builder.prismaObject('ApiKey', {
     status: t.field({
       type: ApiKeyStatus,
       select: { status: true, expiresAt: true },
-      resolve: (k, _a, ctx) =>
-        k.status === 'REVOKED' ? 'REVOKED' : !k.expiresAt ? 'ACTIVE' : k.expiresAt > ctx.deps.clock.now() ? 'EXPIRING' : 'EXPIRED',
+      resolve: (k, _a, ctx) => (k.status === 'REVOKED' ? 'REVOKED' : !k.expiresAt ? 'ACTIVE' : k.expiresAt > ctx.deps.clock.now() ? 'EXPIRING' : 'EXPIRED'),
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true }),
@@ -127,20 +126,18 @@ const GenerateApiKeyResult = builder.objectRef<SecretKey>('GenerateApiKeyResult'
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
-const RotateApiKeyResult = builder
-  .objectRef<SecretKey & { previousApiKeyId: string; previousKeyExpiresAt: Date }>('RotateApiKeyResult')
-  .implement({
-    description: 'The replacement key (apiKey shown this once) and when the previous key stops working.',
-    fields: (t) => ({
-      id: t.exposeID('id'),
-      apiKey: t.exposeString('apiKey'),
-      displayPrefix: t.exposeString('displayPrefix'),
-      environmentId: t.exposeID('environmentId'),
-      createdAt: t.expose('createdAt', { type: 'DateTime' }),
-      previousApiKeyId: t.exposeID('previousApiKeyId'),
-      previousKeyExpiresAt: t.expose('previousKeyExpiresAt', { type: 'DateTime' }),
-    }),
-  });
+const RotateApiKeyResult = builder.objectRef<SecretKey & { previousApiKeyId: string; previousKeyExpiresAt: Date }>('RotateApiKeyResult').implement({
+  description: 'The replacement key (apiKey shown this once) and when the previous key stops working.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    apiKey: t.exposeString('apiKey'),
+    displayPrefix: t.exposeString('displayPrefix'),
+    environmentId: t.exposeID('environmentId'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    previousApiKeyId: t.exposeID('previousApiKeyId'),
+    previousKeyExpiresAt: t.expose('previousKeyExpiresAt', { type: 'DateTime' }),
+  }),
+});
 
 export const CreatedResourceResponse = builder.objectRef<{ id: string }>('CreatedResourceResponse').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
@@ -268,7 +265,7 @@ builder.queryFields((t) => ({
   }),
   environments: t.prismaField({
     type: ['Environment'],
-    description: "Every environment of the application, oldest first (environmentPage pages them).",
+    description: 'Every environment of the application, oldest first (environmentPage pages them).',
     authScopes: { policy: policies.member('application-manage') },
     args: { applicationId: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -278,7 +275,7 @@ builder.queryFields((t) => ({
   }),
   apiKeys: t.prismaField({
     type: ['ApiKey'],
-    description: "Every API key of the environment, oldest first (apiKeyPage pages them).",
+    description: 'Every API key of the environment, oldest first (apiKeyPage pages them).',
     authScopes: { policy: policies.member('api-key-manage') },
     args: { environmentId: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -290,7 +287,8 @@ builder.queryFields((t) => ({
     type: ApiKeyMetadataPage,
     description: "A page of the environment's API keys, oldest first (REST ListApiKeys).",
     authScopes: { policy: policies.member('api-key-manage') },
-    args: { environmentId: t.arg.id({ required: true }), 
+    args: {
+      environmentId: t.arg.id({ required: true }),
       limit: t.arg.int({ description: '1 to 500; default 100.' }),
       after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
     },
@@ -305,7 +303,8 @@ builder.queryFields((t) => ({
     type: EnvironmentPage,
     description: "A page of the application's environments, oldest first (REST ListEnvironments).",
     authScopes: { policy: policies.member('application-manage') },
-    args: { applicationId: t.arg.id({ required: true }), 
+    args: {
+      applicationId: t.arg.id({ required: true }),
       limit: t.arg.int({ description: '1 to 500; default 100.' }),
       after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
     },
@@ -373,7 +372,7 @@ builder.mutationFields((t) => ({
   removeMember: t.prismaField({
     type: 'Member',
     description:
-      "Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an OWNER removes an OWNER; the last OWNER cannot be removed (409).",
+      'Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an OWNER removes an OWNER; the last OWNER cannot be removed (409).',
     authScopes: { policy: policies.member('member-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -384,7 +383,7 @@ builder.mutationFields((t) => ({
   changeMemberRole: t.prismaField({
     type: 'Member',
     description:
-      "Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the last OWNER cannot be demoted (409).",
+      'Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the last OWNER cannot be demoted (409).',
     authScopes: { policy: policies.member('member-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }), input: t.arg({ type: ChangeMemberRoleInput, required: true }) },
     resolve: async (query, _p, args, ctx) => {

@@ -19,13 +19,15 @@ const ParticipantRole = builder.enumType('ParticipantRole', {
   description: 'SPLIT_RECIPIENT: an account named only by the split rule.',
 });
 
-const TransactionParticipant = builder.objectRef<{ id: string; accountId: string; role: 'BENEFICIARY' | 'PAYER' | 'SPLIT_RECIPIENT' }>('TransactionParticipant').implement({
-  fields: (t) => ({
-    id: t.exposeID('id', { description: 'The ParticipantId of settlement.split_portion_retained.' }),
-    accountId: t.exposeID('accountId'),
-    role: t.field({ type: ParticipantRole, resolve: (p) => p.role }),
-  }),
-});
+const TransactionParticipant = builder
+  .objectRef<{ id: string; accountId: string; role: 'BENEFICIARY' | 'PAYER' | 'SPLIT_RECIPIENT' }>('TransactionParticipant')
+  .implement({
+    fields: (t) => ({
+      id: t.exposeID('id', { description: 'The ParticipantId of settlement.split_portion_retained.' }),
+      accountId: t.exposeID('accountId'),
+      role: t.field({ type: ParticipantRole, resolve: (p) => p.role }),
+    }),
+  });
 
 export const Transaction = builder.objectRef<TransactionRow>('Transaction').implement({
   description: 'Money collected by a payment intent, held in escrow once funded for conditional release. Amounts: base units, decimal strings.',
@@ -42,18 +44,33 @@ export const Transaction = builder.objectRef<TransactionRow>('Transaction').impl
       description: 'Confirmed deposits credited to its escrow (may exceed amount: an overpayment is held too). 0 once expired or cancelled.',
       resolve: (x) => amountToString(numericToAmount(x.fundedAmount)),
     }),
-    settledAmount: t.string({ description: 'Gross of its executed settlements (fees included).', resolve: (x) => amountToString(numericToAmount(x.settledAmount)) }),
-    refundedAmount: t.string({ description: 'Its executed refunds (fees and reversals included).', resolve: (x) => amountToString(numericToAmount(x.refundedAmount)) }),
-    reversedAmount: t.string({ description: 'The part of refundedAmount taken back from beneficiaries after settlement.', resolve: (x) => amountToString(numericToAmount(x.reversedAmount)) }),
+    settledAmount: t.string({
+      description: 'Gross of its executed settlements (fees included).',
+      resolve: (x) => amountToString(numericToAmount(x.settledAmount)),
+    }),
+    refundedAmount: t.string({
+      description: 'Its executed refunds (fees and reversals included).',
+      resolve: (x) => amountToString(numericToAmount(x.refundedAmount)),
+    }),
+    reversedAmount: t.string({
+      description: 'The part of refundedAmount taken back from beneficiaries after settlement.',
+      resolve: (x) => amountToString(numericToAmount(x.reversedAmount)),
+    }),
     escrowAmount: t.string({
       description: 'What its escrow holds now: funded - settled - (refunded - reversed).',
-      resolve: (x) => amountToString(numericToAmount(x.fundedAmount) - numericToAmount(x.settledAmount) - numericToAmount(x.refundedAmount) + numericToAmount(x.reversedAmount)),
+      resolve: (x) =>
+        amountToString(
+          numericToAmount(x.fundedAmount) - numericToAmount(x.settledAmount) - numericToAmount(x.refundedAmount) + numericToAmount(x.reversedAmount),
+        ),
     }),
     status: t.field({ type: TransactionStatus, resolve: (x) => x.status }),
     frozen: t.exposeBoolean('frozen', { description: 'A flag, not a state: a frozen transaction moves no funds.' }),
     frozenReason: t.exposeString('frozenReason', { nullable: true }),
     frozenByMemberId: t.exposeID('frozenByMemberId', { nullable: true, description: 'The member whose freeze holds it.' }),
-    frozenByDepositId: t.exposeID('frozenByDepositId', { nullable: true, description: 'A deposit in doubt after a chain reorganization holds it (resolved by an operator).' }),
+    frozenByDepositId: t.exposeID('frozenByDepositId', {
+      nullable: true,
+      description: 'A deposit in doubt after a chain reorganization holds it (resolved by an operator).',
+    }),
     cancelReason: t.exposeString('cancelReason', { nullable: true }),
     fundedAt: t.expose('fundedAt', { type: 'DateTime', nullable: true }),
     reservedAt: t.expose('reservedAt', { type: 'DateTime', nullable: true }),

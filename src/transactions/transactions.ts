@@ -82,8 +82,12 @@ export async function freezeTransaction(ctx: Context, idArg: unknown, reason: st
     await tx.transaction.update({ where: { id: t.id }, data: { frozen: true, frozenByMemberId: p.memberId, frozenReason: reason } });
     await emit(tx, ctx.deps, cur.organizationId, 'transaction.frozen', { TransactionId: t.id, Reason: reason, ActorMemberId: p.memberId });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.frozen',
-      before: { frozen: cur.frozen }, after: { frozen: true, reason, frozenByDepositId: cur.frozenByDepositId },
+      organizationId: cur.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.frozen',
+      before: { frozen: cur.frozen },
+      after: { frozen: true, reason, frozenByDepositId: cur.frozenByDepositId },
     });
   }, TX_OPTIONS);
   return loadTransaction(ctx, t.id);
@@ -102,7 +106,9 @@ export async function unfreezeTransaction(ctx: Context, idArg: unknown) {
     await lockTransactionRow(tx, t.id);
     const cur = await tx.transaction.findUniqueOrThrow({ where: { id: t.id } });
     if (!cur.frozenByMemberId)
-      throw invalidState(cur.frozen ? 'The transaction is held by a deposit in doubt (a chain reorganization); an operator resolves it.' : 'The transaction is not frozen.');
+      throw invalidState(
+        cur.frozen ? 'The transaction is held by a deposit in doubt (a chain reorganization); an operator resolves it.' : 'The transaction is not frozen.',
+      );
     const stillHeld = cur.frozenByDepositId !== null;
     await tx.transaction.update({
       where: { id: t.id },
@@ -119,8 +125,12 @@ export async function unfreezeTransaction(ctx: Context, idArg: unknown) {
       await sendRetainedRelease(tx, ctx.deps.boss, { transactionId: t.id });
     }
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.unfrozen',
-      before: { frozen: true, reason: cur.frozenReason }, after: { frozen: stillHeld, frozenByDepositId: cur.frozenByDepositId },
+      organizationId: cur.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.unfrozen',
+      before: { frozen: true, reason: cur.frozenReason },
+      after: { frozen: stillHeld, frozenByDepositId: cur.frozenByDepositId },
     });
   }, TX_OPTIONS);
   return loadTransaction(ctx, t.id);

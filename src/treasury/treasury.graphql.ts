@@ -27,7 +27,10 @@ const ControlledAddress = builder.objectRef<treasury.ControlledAddressView>('Con
     control: t.expose('control', { type: ControlledAddressControlEnum }),
     label: t.exposeString('label'),
     address: t.exposeString('address', { description: 'Normalized for its network (lower-case hex for SANDBOX).' }),
-    publicKey: t.exposeString('publicKey', { nullable: true, description: 'GENERATED: the public key the address commits to (compressed hex); WATCH_ONLY: null.' }),
+    publicKey: t.exposeString('publicKey', {
+      nullable: true,
+      description: 'GENERATED: the public key the address commits to (compressed hex); WATCH_ONLY: null.',
+    }),
     active: t.exposeBoolean('active'),
     deactivatedAt: t.field({ type: 'DateTime', nullable: true, resolve: (a) => a.deactivatedAt }),
     createdByOperatorId: t.exposeID('createdByOperatorId'),
@@ -35,7 +38,8 @@ const ControlledAddress = builder.objectRef<treasury.ControlledAddressView>('Con
     updatedAt: t.field({ type: 'DateTime', resolve: (a) => a.updatedAt }),
     balance: t.exposeString('balance', {
       nullable: true,
-      description: 'In a listing by asset-network: its mined balance of that asset-network (base units; null elsewhere, or when the network has no balance read).',
+      description:
+        'In a listing by asset-network: its mined balance of that asset-network (base units; null elsewhere, or when the network has no balance read).',
     }),
   }),
 });
@@ -73,7 +77,10 @@ const AssetNetworkTreasuryOverview = builder.objectRef<treasury.AssetNetworkOver
     depositAddressHoldings: t.exposeString('depositAddressHoldings', { nullable: true }),
     assetsHeld: t.exposeString('assetsHeld', { nullable: true, description: "Controlled and deposit addresses' mined balances." }),
     difference: t.exposeString('difference', { nullable: true, description: 'assetsHeld - customerLiabilities.' }),
-    clearingDifference: t.exposeString('clearingDifference', { nullable: true, description: 'assetsHeld - chainClearing (0 when the chain and the ledger agree).' }),
+    clearingDifference: t.exposeString('clearingDifference', {
+      nullable: true,
+      description: 'assetsHeld - chainClearing (0 when the chain and the ledger agree).',
+    }),
   }),
 });
 
@@ -158,7 +165,10 @@ const TreasurySweep = builder.objectRef<sweeps.SweepView>('TreasurySweep').imple
     amount: t.exposeString('amount'),
     networkCost: t.exposeString('networkCost', { description: "The adapter's estimate, in base units of the network's native asset (not charged)." }),
     txHash: t.exposeString('txHash'),
-    chainStatus: t.exposeString('chainStatus', { nullable: true, description: 'PENDING, MINED, ORPHANED, DROPPED, REPLACED or REVERTED, as the chain shows it now.' }),
+    chainStatus: t.exposeString('chainStatus', {
+      nullable: true,
+      description: 'PENDING, MINED, ORPHANED, DROPPED, REPLACED or REVERTED, as the chain shows it now.',
+    }),
     confirmations: t.exposeInt('confirmations'),
     operatorId: t.exposeID('operatorId'),
     createdAt: t.field({ type: 'DateTime', resolve: (s) => s.createdAt }),
@@ -246,7 +256,8 @@ builder.queryFields((t) => ({
     description: 'SearchTreasurySweeps: newest first. Platform operators only.',
     authScopes: { policy: operator },
     args: { assetNetworkId: t.arg.id(), skip: t.arg.int({ description: skipDescription }), take: t.arg.int({ description: takeDescription }) },
-    resolve: (_p, a, ctx) => sweeps.searchSweeps(ctx, { assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId), skip: a.skip, take: a.take }),
+    resolve: (_p, a, ctx) =>
+      sweeps.searchSweeps(ctx, { assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId), skip: a.skip, take: a.take }),
   }),
   treasurySweep: t.field({
     type: TreasurySweep,

@@ -85,7 +85,11 @@ export async function emitEvent(
     SELECT ev."id" AS "eventId", d."id", d."endpointId", d."sequenceNumber"
     FROM ev LEFT JOIN deliveries d ON true`;
   const deliveries = rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, endpointId: r.endpointId!, sequenceNumber: r.sequenceNumber! }));
-  await sendDeliverJobs(tx, deps.boss, deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)));
+  await sendDeliverJobs(
+    tx,
+    deps.boss,
+    deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
+  );
   return { eventId: rows[0]!.eventId, deliveries };
 }
 

@@ -38,7 +38,10 @@ type Health = Awaited<ReturnType<typeof deliveries.endpointHealth>>;
 const WebhookEndpointHealth = builder.objectRef<Health>('WebhookEndpointHealth').implement({
   fields: (t) => ({
     attemptsLast24h: t.exposeInt('attemptsLast24h'),
-    successRateLast24h: t.exposeFloat('successRateLast24h', { nullable: true, description: 'Successful attempts / attempts over the last 24 hours (null: no attempt).' }),
+    successRateLast24h: t.exposeFloat('successRateLast24h', {
+      nullable: true,
+      description: 'Successful attempts / attempts over the last 24 hours (null: no attempt).',
+    }),
     deadLetterCount: t.exposeInt('deadLetterCount'),
     pendingCount: t.exposeInt('pendingCount', { description: 'Deliveries waiting for their first attempt or a retry.' }),
     nextRetryAt: t.expose('nextRetryAt', { type: 'DateTime', nullable: true }),
@@ -49,8 +52,15 @@ const WebhookEndpointHealth = builder.objectRef<Health>('WebhookEndpointHealth')
 });
 
 type EndpointFields = {
-  id: string; organizationId: string; url: string; status: 'ACTIVE' | 'DEACTIVATED'; secretVersion: number;
-  createdAt: Date; updatedAt: Date; secretRotatedAt: Date | null; deactivatedAt: Date | null;
+  id: string;
+  organizationId: string;
+  url: string;
+  status: 'ACTIVE' | 'DEACTIVATED';
+  secretVersion: number;
+  createdAt: Date;
+  updatedAt: Date;
+  secretRotatedAt: Date | null;
+  deactivatedAt: Date | null;
 };
 const WebhookEndpointFields = builder.interfaceRef<EndpointFields>('WebhookEndpointFields').implement({
   description: 'The fields of a webhook endpoint, with or without its secret.',
@@ -120,7 +130,11 @@ const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
     cancelledAt: t.expose('cancelledAt', { type: 'DateTime', nullable: true }),
     originalDeliveryId: t.exposeID('originalDeliveryId', { nullable: true, description: 'Set on a redelivery: the dead-lettered delivery it repeats.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    payload: t.string({ description: 'The exact body delivered (the event, PascalCase, no envelope).', select: { event: { select: { body: true } } }, resolve: (d) => d.event.body }),
+    payload: t.string({
+      description: 'The exact body delivered (the event, PascalCase, no envelope).',
+      select: { event: { select: { body: true } } },
+      resolve: (d) => d.event.body,
+    }),
     attempts: t.relation('attempts', { query: { orderBy: { attemptNumber: 'asc' } } }),
   }),
 });
@@ -209,7 +223,8 @@ builder.queryFields((t) => ({
   }),
   webhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
-    description: "A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of the organization for the events of its mode (sandbox or production).",
+    description:
+      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of the organization for the events of its mode (sandbox or production).',
     authScopes: { policy: readDelivery },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -230,7 +245,11 @@ builder.queryFields((t) => ({
       after: t.arg.id({ description: 'nextCursor of the previous page.' }),
     },
     resolve: (_p, args, ctx) =>
-      deliveries.listDeliveries(ctx, String(args.endpointId), { eventType: args.eventType, limit: args.limit, after: args.after == null ? null : String(args.after) }),
+      deliveries.listDeliveries(ctx, String(args.endpointId), {
+        eventType: args.eventType,
+        limit: args.limit,
+        after: args.after == null ? null : String(args.after),
+      }),
   }),
   webhookRedeliveryJob: t.field({
     type: WebhookRedeliveryJob,
@@ -274,9 +293,15 @@ builder.mutationFields((t) => ({
   sandboxFastForwardWebhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
     description:
-      "Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.",
+      'Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.',
     authScopes: { policy: readDelivery },
-    args: { id: t.arg.id({ required: true }), input: t.arg({ type: SandboxFastForwardInput }), idempotencyKey: t.arg.string({ description: 'The Idempotency-Key header: same key and input, the first answer again; same key with another input, 409.' }) },
+    args: {
+      id: t.arg.id({ required: true }),
+      input: t.arg({ type: SandboxFastForwardInput }),
+      idempotencyKey: t.arg.string({
+        description: 'The Idempotency-Key header: same key and input, the first answer again; same key with another input, 409.',
+      }),
+    },
     resolve: async (query, _p, args, ctx) => {
       const d = await sandboxWebhooks.fastForward(ctx, String(args.id), args.input, args.idempotencyKey);
       return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
@@ -288,7 +313,12 @@ builder.mutationFields((t) => ({
     authScopes: { policy: manage },
     args: { input: t.arg({ type: BulkRedeliverInput, required: true }) },
     resolve: (_p, args, ctx) =>
-      deliveries.startBulkRedelivery(ctx, { endpointId: String(args.input.endpointId), since: args.input.since, until: args.input.until, eventType: args.input.eventType }),
+      deliveries.startBulkRedelivery(ctx, {
+        endpointId: String(args.input.endpointId),
+        since: args.input.since,
+        until: args.input.until,
+        eventType: args.input.eventType,
+      }),
   }),
 }));
 

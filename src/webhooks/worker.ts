@@ -43,8 +43,15 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
 
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
-      const t = setTimeout(() => { wake = null; r(); }, ms);
-      wake = () => { clearTimeout(t); wake = null; r(); };
+      const t = setTimeout(() => {
+        wake = null;
+        r();
+      }, ms);
+      wake = () => {
+        clearTimeout(t);
+        wake = null;
+        r();
+      };
     });
 
   async function flush(): Promise<void> {
@@ -55,7 +62,11 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
     const done = toComplete.splice(0, toComplete.length);
     const ids = [...batch.map((b) => b.jobId), ...done];
     try {
-      await recordAttempts(deps, batch.map((b) => b.outcome), (tx) => boss.complete(DELIVER_QUEUE, ids, null, { db: fromPrisma(tx as never) }));
+      await recordAttempts(
+        deps,
+        batch.map((b) => b.outcome),
+        (tx) => boss.complete(DELIVER_QUEUE, ids, null, { db: fromPrisma(tx as never) }),
+      );
     } catch (err) {
       // Not recorded, jobs not completed: they expire and are attempted again.
       deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: ids }, 'recording delivery attempts failed (their jobs expire and are attempted again)');
@@ -102,7 +113,10 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
       }
       let prepared: Awaited<ReturnType<typeof prepareAttempts>>;
       try {
-        prepared = await prepareAttempts(deps, jobs.map((j) => j.data));
+        prepared = await prepareAttempts(
+          deps,
+          jobs.map((j) => j.data),
+        );
       } catch (err) {
         deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: jobs.map((j) => j.id) }, 'reading deliveries failed (their jobs expire and are attempted again)');
         await sleep(1000);
@@ -117,7 +131,12 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
         inFlight++;
         attemptDelivery(deps, item)
           .then((outcome) => waiting.push({ outcome, jobId }))
-          .catch((err: unknown) => deps.log.error({ err, queue: DELIVER_QUEUE, jobId, deliveryId: item.job.deliveryId }, 'delivery attempt failed before sending (its job expires and is attempted again)'))
+          .catch((err: unknown) =>
+            deps.log.error(
+              { err, queue: DELIVER_QUEUE, jobId, deliveryId: item.job.deliveryId },
+              'delivery attempt failed before sending (its job expires and is attempted again)',
+            ),
+          )
           .finally(() => {
             inFlight--;
             scheduleFlush();

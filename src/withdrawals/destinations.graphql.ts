@@ -42,8 +42,8 @@ const WithdrawalDestinationPage = builder.objectRef<{ items: DestinationRow[]; n
 
 const RegisterWithdrawalDestinationInput = builder.inputType('RegisterWithdrawalDestinationInput', {
   fields: (t) => ({
-    networkId: t.id({ required: true, description: "A network of the catalog (an API key: of its environment type)." }),
-    address: t.string({ required: true, description: "Well formed for the network (SANDBOX: 0x and 40 hex digits)." }),
+    networkId: t.id({ required: true, description: 'A network of the catalog (an API key: of its environment type).' }),
+    address: t.string({ required: true, description: 'Well formed for the network (SANDBOX: 0x and 40 hex digits).' }),
     label: t.string({ description: 'Free text, up to 200 characters.' }),
   }),
 });

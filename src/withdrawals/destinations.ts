@@ -35,7 +35,6 @@ export type RegisterDestinationInput = z.infer<typeof registerDestinationInput>;
 
 export const blockDestinationInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) }).strict();
 
-
 /** What the caller may see: its organization (API keys: only destinations of their environment type); operators all. */
 function visibleWhere(ctx: Context): { organizationId?: string; environmentType?: 'SANDBOX' | 'PRODUCTION' } | null {
   const p = ctx.principal;
@@ -86,8 +85,7 @@ export async function registerDestination(
   const p = ctx.principal;
   const network = await ctx.deps.db.network.findUnique({ where: { id: data.networkId.toLowerCase() } });
   if (!network) throw fieldError('networkId', 'is not a network of the catalog');
-  if (p?.type === 'apiKey' && network.environmentType !== p.mode)
-    throw fieldError('networkId', `must be a ${p.mode} network (the API key's environment type)`);
+  if (p?.type === 'apiKey' && network.environmentType !== p.mode) throw fieldError('networkId', `must be a ${p.mode} network (the API key's environment type)`);
   if (!hasAdapter(network.kind)) throw fieldError('networkId', `${network.kind} networks have no adapter in this version: their addresses cannot be validated`);
   const address = normalizeAddress(network.kind, data.address);
   if (!adapterFor(network.kind).validateAddress(address))
@@ -99,17 +97,34 @@ export async function registerDestination(
       idempotent(tx, ctx, { scope: `registerWithdrawalDestination:${organizationId}:${who}`, key: idempotencyKey, request }, async () => {
         // Two registrations of one address wait for each other: the second answers the first's row.
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal-destination ${organizationId} ${network.id} ${address}`}, 0))`;
-        const existing = await tx.withdrawalDestination.findUnique({ where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } } });
+        const existing = await tx.withdrawalDestination.findUnique({
+          where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } },
+        });
         if (existing) return { id: existing.id };
         // Stamped on the clock its age is measured on (the payout policy's minimum age): the
         // organization's sandbox clock for a SANDBOX destination, the real one otherwise (issue 26).
         const now = await nowFor(tx, ctx.deps.clock, organizationId, network.environmentType);
         const row = await tx.withdrawalDestination.create({
-          data: { organizationId, networkId: network.id, environmentType: network.environmentType, address, label: data.label ?? null, createdAt: now, updatedAt: now },
+          data: {
+            organizationId,
+            networkId: network.id,
+            environmentType: network.environmentType,
+            address,
+            label: data.label ?? null,
+            createdAt: now,
+            updatedAt: now,
+          },
         });
-        await emit(tx, ctx.deps, organizationId, 'withdrawal_destination.registered', { WithdrawalDestinationId: row.id, OrganizationId: organizationId, Address: address });
+        await emit(tx, ctx.deps, organizationId, 'withdrawal_destination.registered', {
+          WithdrawalDestinationId: row.id,
+          OrganizationId: organizationId,
+          Address: address,
+        });
         await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId, entityType: 'WithdrawalDestination', entityId: row.id, action: 'withdrawal_destination.registered',
+          organizationId,
+          entityType: 'WithdrawalDestination',
+          entityId: row.id,
+          action: 'withdrawal_destination.registered',
           after: { status: 'ACTIVE', networkId: network.id, address, label: row.label },
         });
         return { id: row.id };
@@ -118,7 +133,6 @@ export async function registerDestination(
   );
   return loadDestination(ctx, result.id);
 }
-
 
 /**
  * For the withdrawal code: the destination, when `organizationId` may send to it now. Takes a

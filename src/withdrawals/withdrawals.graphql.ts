@@ -13,7 +13,18 @@ import * as resolution from './resolution';
 const WithdrawalStatus = builder.enumType('WithdrawalStatus', {
   description:
     'PENDING_APPROVAL -> APPROVED (custodial) or AWAITING_SIGNATURE (SelfCustody) -> BROADCAST -> CONFIRMED; REJECTED or CANCELLED before broadcast; BROADCAST_FAILED (retried) -> FAILED; BROADCAST -> FAILED (reverted) or REQUIRES_RECONCILIATION. docs/withdrawals.md.',
-  values: ['PENDING_APPROVAL', 'APPROVED', 'AWAITING_SIGNATURE', 'BROADCAST', 'BROADCAST_FAILED', 'CONFIRMED', 'REJECTED', 'CANCELLED', 'FAILED', 'REQUIRES_RECONCILIATION'] as const,
+  values: [
+    'PENDING_APPROVAL',
+    'APPROVED',
+    'AWAITING_SIGNATURE',
+    'BROADCAST',
+    'BROADCAST_FAILED',
+    'CONFIRMED',
+    'REJECTED',
+    'CANCELLED',
+    'FAILED',
+    'REQUIRES_RECONCILIATION',
+  ] as const,
 });
 const WithdrawalCustodyMode = builder.enumType('WithdrawalCustodyMode', {
   description: 'CUSTODIAL: the service signs from a custodial address; SELF_CUSTODY: the integrator signs a signing request.',
@@ -140,7 +151,8 @@ const RequestWithdrawalInput = builder.inputType('RequestWithdrawalInput', {
   }),
 });
 const WithdrawalReconciliationOutcome = builder.enumType('WithdrawalReconciliationOutcome', {
-  description: 'CONFIRMED: the value left (a mined transaction of the withdrawal or a replacement of it); FAILED: it did not and cannot (nothing mined or pending).',
+  description:
+    'CONFIRMED: the value left (a mined transaction of the withdrawal or a replacement of it); FAILED: it did not and cannot (nothing mined or pending).',
   values: ['CONFIRMED', 'FAILED'] as const,
 });
 const ResolveWithdrawalReconciliationInput = builder.inputType('ResolveWithdrawalReconciliationInput', {
@@ -150,7 +162,9 @@ const ResolveWithdrawalReconciliationInput = builder.inputType('ResolveWithdrawa
     txHash: t.string({ description: "CONFIRMED: the mined transaction (default: the withdrawal's own; for a replaced one, its replacement)." }),
   }),
 });
-const RejectWithdrawalInput = builder.inputType('RejectWithdrawalInput', { fields: (t) => ({ reason: t.string({ required: true, description: '1 to 1000 characters.' }) }) });
+const RejectWithdrawalInput = builder.inputType('RejectWithdrawalInput', {
+  fields: (t) => ({ reason: t.string({ required: true, description: '1 to 1000 characters.' }) }),
+});
 const ConfigureWithdrawalPolicyInput = builder.inputType('ConfigureWithdrawalPolicyInput', {
   fields: (t) => ({
     perWithdrawalLimit: t.string({ description: 'Base units; omitted: no limit.' }),
@@ -178,62 +192,92 @@ const custody = policies.memberOrApiKey('custody-manage');
 const clean = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
 
 builder.queryFields((t) => ({
-  withdrawal: t.field({ type: Withdrawal, authScopes: { policy: read }, args: { id: t.arg.id({ required: true }) }, resolve: (_p, a, ctx) => withdrawals.loadWithdrawal(ctx, String(a.id)) }),
+  withdrawal: t.field({
+    type: Withdrawal,
+    authScopes: { policy: read },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, a, ctx) => withdrawals.loadWithdrawal(ctx, String(a.id)),
+  }),
   signingRequest: t.field({
-    type: SigningRequest, authScopes: { policy: read }, args: { id: t.arg.id({ required: true }) }, resolve: (_p, a, ctx) => signing.loadSigningRequest(ctx, String(a.id)),
+    type: SigningRequest,
+    authScopes: { policy: read },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, a, ctx) => signing.loadSigningRequest(ctx, String(a.id)),
   }),
   withdrawalPolicies: t.field({
-    type: WithdrawalPolicies, description: "Every version of an organization's withdrawal and payout policies (operators).", authScopes: { policy: policies.operator },
-    args: { organizationId: t.arg.id({ required: true }) }, resolve: (_p, a, ctx) => policyFns.listPolicies(ctx, String(a.organizationId)),
+    type: WithdrawalPolicies,
+    description: "Every version of an organization's withdrawal and payout policies (operators).",
+    authScopes: { policy: policies.operator },
+    args: { organizationId: t.arg.id({ required: true }) },
+    resolve: (_p, a, ctx) => policyFns.listPolicies(ctx, String(a.organizationId)),
   }),
 }));
 
 builder.mutationFields((t) => ({
   requestWithdrawal: t.field({
     type: Withdrawal,
-    description: 'Requests a withdrawal: the amount is held at once; withdrawal.requested, then withdrawal.approved unless it waits for an operator. 409 over a policy limit or the available balance.',
+    description:
+      'Requests a withdrawal: the amount is held at once; withdrawal.requested, then withdrawal.approved unless it waits for an operator. 409 over a policy limit or the available balance.',
     authScopes: { policy: manage },
     args: { accountId: t.arg.id({ required: true }), input: t.arg({ type: RequestWithdrawalInput, required: true }), idempotencyKey: t.arg.string() },
     resolve: (_p, a, ctx) => withdrawals.requestWithdrawal(ctx, String(a.accountId), clean(a.input), a.idempotencyKey),
   }),
   cancelWithdrawal: t.field({
-    type: Withdrawal, description: 'Cancels a withdrawal until it is broadcast (the hold is released; withdrawal.cancelled); 409 after.', authScopes: { policy: manage },
-    args: { id: t.arg.id({ required: true }) }, resolve: (_p, a, ctx) => withdrawals.cancelWithdrawal(ctx, String(a.id)),
+    type: Withdrawal,
+    description: 'Cancels a withdrawal until it is broadcast (the hold is released; withdrawal.cancelled); 409 after.',
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, a, ctx) => withdrawals.cancelWithdrawal(ctx, String(a.id)),
   }),
   adminApproveWithdrawal: t.field({
-    type: Withdrawal, description: 'AdminApproveWithdrawal (operators): PENDING_APPROVAL -> APPROVED / AWAITING_SIGNATURE; withdrawal.approved {ActorMemberId: the operator id}.',
-    authScopes: { policy: policies.operator }, args: { id: t.arg.id({ required: true }) }, resolve: (_p, a, ctx) => withdrawals.approveWithdrawal(ctx, String(a.id)),
+    type: Withdrawal,
+    description: 'AdminApproveWithdrawal (operators): PENDING_APPROVAL -> APPROVED / AWAITING_SIGNATURE; withdrawal.approved {ActorMemberId: the operator id}.',
+    authScopes: { policy: policies.operator },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, a, ctx) => withdrawals.approveWithdrawal(ctx, String(a.id)),
   }),
   adminRejectWithdrawal: t.field({
-    type: Withdrawal, description: 'AdminRejectWithdrawal (operators): before broadcast -> REJECTED with the reason; the hold is released.',
-    authScopes: { policy: policies.operator }, args: { id: t.arg.id({ required: true }), input: t.arg({ type: RejectWithdrawalInput, required: true }) },
+    type: Withdrawal,
+    description: 'AdminRejectWithdrawal (operators): before broadcast -> REJECTED with the reason; the hold is released.',
+    authScopes: { policy: policies.operator },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: RejectWithdrawalInput, required: true }) },
     resolve: (_p, a, ctx) => withdrawals.rejectWithdrawal(ctx, String(a.id), a.input),
   }),
   adminResolveWithdrawalReconciliation: t.field({
     type: Withdrawal,
-    description: 'AdminResolveWithdrawalReconciliation (operators, extension): REQUIRES_RECONCILIATION -> CONFIRMED (hold posted) or FAILED (hold released), each checked against the chain first (409 when the chain disagrees).',
+    description:
+      'AdminResolveWithdrawalReconciliation (operators, extension): REQUIRES_RECONCILIATION -> CONFIRMED (hold posted) or FAILED (hold released), each checked against the chain first (409 when the chain disagrees).',
     authScopes: { policy: policies.operator },
     args: { withdrawalId: t.arg.id({ required: true }), input: t.arg({ type: ResolveWithdrawalReconciliationInput, required: true }) },
     resolve: (_p, a, ctx) => resolution.resolveWithdrawalReconciliation(ctx, String(a.withdrawalId), clean(a.input)),
   }),
   adminConfigureWithdrawalPolicy: t.field({
-    type: WithdrawalPolicy, description: "AdminConfigureWithdrawalPolicy (operators): the next version of the organization's withdrawal policy.",
-    authScopes: { policy: policies.operator }, args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: ConfigureWithdrawalPolicyInput, required: true }) },
+    type: WithdrawalPolicy,
+    description: "AdminConfigureWithdrawalPolicy (operators): the next version of the organization's withdrawal policy.",
+    authScopes: { policy: policies.operator },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: ConfigureWithdrawalPolicyInput, required: true }) },
     resolve: (_p, a, ctx) => policyFns.configureWithdrawalPolicy(ctx, String(a.organizationId), clean(a.input)),
   }),
   adminConfigurePayoutPolicy: t.field({
-    type: PayoutPolicy, description: "AdminConfigurePayoutPolicy (operators): the next version of the organization's payout policy.",
-    authScopes: { policy: policies.operator }, args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: ConfigurePayoutPolicyInput, required: true }) },
+    type: PayoutPolicy,
+    description: "AdminConfigurePayoutPolicy (operators): the next version of the organization's payout policy.",
+    authScopes: { policy: policies.operator },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: ConfigurePayoutPolicyInput, required: true }) },
     resolve: (_p, a, ctx) => policyFns.configurePayoutPolicy(ctx, String(a.organizationId), clean(a.input)),
   }),
   createSigningRequest: t.field({
-    type: SigningRequest, description: 'CreateSigningRequest: the exact payload a SelfCustody withdrawal needs signed (one per withdrawal; again: the same request).',
-    authScopes: { policy: custody }, args: { environmentId: t.arg.id({ required: true }), input: t.arg({ type: CreateSigningRequestInput, required: true }) },
+    type: SigningRequest,
+    description: 'CreateSigningRequest: the exact payload a SelfCustody withdrawal needs signed (one per withdrawal; again: the same request).',
+    authScopes: { policy: custody },
+    args: { environmentId: t.arg.id({ required: true }), input: t.arg({ type: CreateSigningRequestInput, required: true }) },
     resolve: (_p, a, ctx) => signing.createSigningRequest(ctx, String(a.environmentId), a.input),
   }),
   submitSigningRequestSignature: t.field({
-    type: SigningRequest, description: 'Submits the signature: verified with the wallet’s public material, then broadcast (withdrawal.broadcast); a wrong one: 400, nothing broadcast.',
-    authScopes: { policy: custody }, args: { id: t.arg.id({ required: true }), input: t.arg({ type: SubmitSignatureInput, required: true }) },
+    type: SigningRequest,
+    description:
+      'Submits the signature: verified with the wallet’s public material, then broadcast (withdrawal.broadcast); a wrong one: 400, nothing broadcast.',
+    authScopes: { policy: custody },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: SubmitSignatureInput, required: true }) },
     resolve: (_p, a, ctx) => signing.submitSignature(ctx, String(a.id), a.input),
   }),
 }));

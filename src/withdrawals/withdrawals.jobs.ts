@@ -33,16 +33,29 @@ export const withdrawalHandlers = {
 };
 
 export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDeps, work: boolean): Promise<void> {
-  await ensureQueue(boss, WITHDRAWAL_BROADCAST_QUEUE, { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
+  await ensureQueue(boss, WITHDRAWAL_BROADCAST_QUEUE, {
+    retryLimit: 10,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    deleteAfterSeconds: 3600,
+    notify: true,
+  });
   await ensureQueue(boss, WITHDRAWAL_SWEEP_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
   await boss.schedule(WITHDRAWAL_SWEEP_QUEUE, '* * * * *');
-  await workEach<WithdrawalBroadcastJob>(boss, deps.log, WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 4, burstWhenBatchFull: true, localConcurrency: 4 }, async (job) => {
-    const { withdrawalId } = dataOf(job);
-    const r = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](moneyDeps, { withdrawalId });
-    if (r !== 'BROADCAST' && r !== 'SKIPPED') deps.log.info({ withdrawalId, outcome: r }, 'withdrawal not broadcast');
-  });
+  await workEach<WithdrawalBroadcastJob>(
+    boss,
+    deps.log,
+    WITHDRAWAL_BROADCAST_QUEUE,
+    { batchSize: 4, burstWhenBatchFull: true, localConcurrency: 4 },
+    async (job) => {
+      const { withdrawalId } = dataOf(job);
+      const r = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](moneyDeps, { withdrawalId });
+      if (r !== 'BROADCAST' && r !== 'SKIPPED') deps.log.info({ withdrawalId, outcome: r }, 'withdrawal not broadcast');
+    },
+  );
   await workEach<WithdrawalSweepJob>(boss, deps.log, WITHDRAWAL_SWEEP_QUEUE, {}, async ({ data }) => {
     const counts = await withdrawalHandlers[WITHDRAWAL_SWEEP_QUEUE](moneyDeps, data);
     const moved = Object.entries(counts).filter(([k, n]) => n && k !== 'WAITING' && k !== 'SKIPPED');

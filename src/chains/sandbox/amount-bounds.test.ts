@@ -49,11 +49,18 @@ describe('amount bounds', () => {
     expect((await app.rest('POST', `/v1/sandbox/networks/${f.catalog.networkId}/mine`, { headers: h, body: { blocks: 1 } })).status).toBe(200);
     const after = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount: '1', assetNetworkId: an } });
     expect(after.status).toBe(409);
-    const b = await app.gql<{ sandboxBalance: { balance: string } }>('query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }', { a: an, x: to }, h);
+    const b = await app.gql<{ sandboxBalance: { balance: string } }>(
+      'query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }',
+      { a: an, x: to },
+      h,
+    );
     expect(b.data!.sandboxBalance.balance).toBe(MAX.toString());
     // Two of the issue's deposits to one payment intent: both refused at the door now.
     const intent = await createIntent(app, f);
-    const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intent.address, amount: SEVENTY_EIGHT_DIGITS, assetNetworkId: an } });
+    const r = await app.rest('POST', '/v1/sandbox/deposits', {
+      headers: h,
+      body: { address: intent.address, amount: SEVENTY_EIGHT_DIGITS, assetNetworkId: an },
+    });
     expect(r.status).toBe(400);
   });
 
@@ -64,7 +71,8 @@ describe('amount bounds', () => {
       app.rest('POST', '/v1/admin/ledger-corrections', {
         headers: op,
         body: {
-          reason: 'bounds', lines: [
+          reason: 'bounds',
+          lines: [
             { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount },
             { account: { kind: 'FEES', assetNetworkId: an }, direction: 'CREDIT', amount },
           ],
@@ -89,16 +97,25 @@ async function syncBatch(): Promise<ChainSyncRun> {
   const boss = app.deps.boss!;
   const jobs = await boss.fetch<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 500, ignoreStartAfter: true });
   try {
-    return await runChainSyncJobs(moneyDeps(app), jobs.map((j) => j.data));
+    return await runChainSyncJobs(
+      moneyDeps(app),
+      jobs.map((j) => j.data),
+    );
   } finally {
-    if (jobs.length) await boss.complete(CHAIN_SYNC_QUEUE, jobs.map((j) => j.id));
+    if (jobs.length)
+      await boss.complete(
+        CHAIN_SYNC_QUEUE,
+        jobs.map((j) => j.id),
+      );
   }
 }
 
 /** The address's queued chain.sync.address job, run once as the job runner runs it: completed, or failed into retry. */
 async function runAddressJob(depositAddressId: string): Promise<Error | null> {
   const boss = app.deps.boss!;
-  const [job] = (await boss.fetch<ChainSyncAddressJob>(CHAIN_SYNC_ADDRESS_QUEUE, { batchSize: 100, ignoreStartAfter: true })).filter((j) => j.data.depositAddressId === depositAddressId);
+  const [job] = (await boss.fetch<ChainSyncAddressJob>(CHAIN_SYNC_ADDRESS_QUEUE, { batchSize: 100, ignoreStartAfter: true })).filter(
+    (j) => j.data.depositAddressId === depositAddressId,
+  );
   if (!job) throw new Error(`no runnable chain.sync.address job for ${depositAddressId}`);
   try {
     await syncAddress(moneyDeps(app), job.data);
@@ -110,24 +127,52 @@ async function runAddressJob(depositAddressId: string): Promise<Error | null> {
   }
 }
 
-type Stuck = { kind: string; id: string; organizationId: string; status: string; jobState: string | null; lastError: string | null; networkId: string | null; address: string | null };
+type Stuck = {
+  kind: string;
+  id: string;
+  organizationId: string;
+  status: string;
+  jobState: string | null;
+  lastError: string | null;
+  networkId: string | null;
+  address: string | null;
+};
 const stuckChainSyncs = async () => {
   const r = await app.rest('GET', '/v1/admin/stuck-operations?olderThanSeconds=0&limit=500', { headers: op });
   expect(r.status, r.text).toBe(200);
   return (r.body as Stuck[]).filter((s) => s.kind === 'CHAIN_SYNC');
 };
 
-const intentOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
+const intentOf = async (f: MoneyFixture, id: string) =>
+  (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
 
 /** A transfer written straight into the sandbox chain's tables (an operator's mistake: no bound checked). */
 /** `faucetOf`: sent from that organization's faucet (mined whatever its balance), else from an unknown address. */
-async function plant(networkId: string, assetNetworkId: string, toAddress: string, amount: bigint, block: { hash: string; height: number } | null, faucetOf?: string) {
+async function plant(
+  networkId: string,
+  assetNetworkId: string,
+  toAddress: string,
+  amount: bigint,
+  block: { hash: string; height: number } | null,
+  faucetOf?: string,
+) {
   const now = app.clock.now();
   await app.deps.db.sandboxTransaction.create({
     data: {
-      networkId, assetNetworkId, txHash: '0x' + randomBytes(32).toString('hex'), fromAddress: faucetOf ? payerAddress(faucetOf) : '0x' + 'f'.repeat(40), toAddress, amount: amount.toString(),
+      networkId,
+      assetNetworkId,
+      txHash: '0x' + randomBytes(32).toString('hex'),
+      fromAddress: faucetOf ? payerAddress(faucetOf) : '0x' + 'f'.repeat(40),
+      toAddress,
+      amount: amount.toString(),
       senderOrganizationId: faucetOf ?? null,
-      status: block ? 'MINED' : 'PENDING', replaceable: false, willRevert: false, blockHash: block?.hash ?? null, blockHeight: block?.height ?? null, createdAt: now, updatedAt: now,
+      status: block ? 'MINED' : 'PENDING',
+      replaceable: false,
+      willRevert: false,
+      blockHash: block?.hash ?? null,
+      blockHeight: block?.height ?? null,
+      createdAt: now,
+      updatedAt: now,
     },
   });
 }
@@ -148,7 +193,9 @@ describe('failure isolation', () => {
     await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
     const t = await tip(app.deps.db, a.catalog.networkId);
     const block = { hash: '0x' + randomBytes(32).toString('hex'), height: t.height + 1 };
-    await app.deps.db.sandboxBlock.create({ data: { networkId: a.catalog.networkId, height: block.height, hash: block.hash, parentHash: t.hash, canonical: true, minedAt: app.clock.now() } });
+    await app.deps.db.sandboxBlock.create({
+      data: { networkId: a.catalog.networkId, height: block.height, hash: block.hash, parentHash: t.hash, canonical: true, minedAt: app.clock.now() },
+    });
     await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
     await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
     // ...and two pending transfers whose sum overflows their recipient's balance: A can mine no block.
@@ -180,7 +227,12 @@ describe('failure isolation', () => {
     const run = await syncBatch();
     const brokenAddressRow = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: brokenA.address } });
     expect(run.isolated).toEqual([
-      { networkId: a.catalog.networkId, depositAddressId: brokenAddressRow.id, address: brokenA.address, error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) },
+      {
+        networkId: a.catalog.networkId,
+        depositAddressId: brokenAddressRow.id,
+        address: brokenA.address,
+        error: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
+      },
     ]);
     expect(await intentOf(b, intentB.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
     expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
@@ -192,7 +244,14 @@ describe('failure isolation', () => {
     // Listed as stuck (kind CHAIN_SYNC), with its network, address and organization.
     const listed = (await stuckChainSyncs()).filter((s) => s.id === brokenAddressRow.id);
     expect(listed).toEqual([
-      expect.objectContaining({ kind: 'CHAIN_SYNC', status: 'FAILING', organizationId: a.organizationId, networkId: a.catalog.networkId, address: brokenA.address, jobState: 'created' }),
+      expect.objectContaining({
+        kind: 'CHAIN_SYNC',
+        status: 'FAILING',
+        organizationId: a.organizationId,
+        networkId: a.catalog.networkId,
+        address: brokenA.address,
+        jobState: 'created',
+      }),
     ]);
     // The next syncs leave it to its job: no second job, nothing isolated again, nothing thrown.
     await app.rest('POST', `/v1/sandbox/networks/${b.catalog.networkId}/mine`, { headers: b.apiKeyHeaders, body: { blocks: 1 } });
@@ -202,7 +261,10 @@ describe('failure isolation', () => {
 
     // Its job retried alone: it fails (retry, with the error listed)...
     expect((await runAddressJob(brokenAddressRow.id))?.message).toMatch(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/);
-    expect((await stuckChainSyncs()).find((s) => s.id === brokenAddressRow.id)).toMatchObject({ jobState: 'retry', lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenAddressRow.id)).toMatchObject({
+      jobState: 'retry',
+      lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
+    });
     // ...until the operator removes the impossible transfers: it reconciles, completes, and leaves the list.
     await app.deps.db.sandboxTransaction.deleteMany({ where: { networkId: a.catalog.networkId, toAddress: brokenA.address, blockHash: block.hash } });
     expect(await runAddressJob(brokenAddressRow.id)).toBeNull();
@@ -219,17 +281,25 @@ describe('failure isolation', () => {
     await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
     await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
     expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
-    const spend = () => app.deps.db.$executeRaw`UPDATE pgboss.job SET retry_limit = 0 WHERE name = ${CHAIN_SYNC_ADDRESS_QUEUE} AND data->>'depositAddressId' = ${brokenId} AND state IN ('created', 'retry')`;
+    const spend = () =>
+      app.deps.db
+        .$executeRaw`UPDATE pgboss.job SET retry_limit = 0 WHERE name = ${CHAIN_SYNC_ADDRESS_QUEUE} AND data->>'depositAddressId' = ${brokenId} AND state IN ('created', 'retry')`;
     await spend();
     expect(await runAddressJob(brokenId)).not.toBeNull();
-    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'failed', lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/) });
+    expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({
+      jobState: 'failed',
+      lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
+    });
 
     // Its retries spent, the next sync tries it again (with a healthy deposit of the same chunk): isolated again, a new job.
     await sandboxSend(app, a.apiKeyHeaders, { address: healthyA.address, amount: 1_000_000n, assetNetworkId: a.catalog.assetNetworkId });
     await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId);
     expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
     expect(await intentOf(a, healthyA.id)).toMatchObject({ status: 'SUCCEEDED' });
-    expect((await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: brokenId } })).map((j) => j.state).sort()).toEqual(['created', 'failed']);
+    expect((await app.deps.boss!.findJobs(CHAIN_SYNC_ADDRESS_QUEUE, { data: { depositAddressId: brokenId } })).map((j) => j.state).sort()).toEqual([
+      'created',
+      'failed',
+    ]);
     expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({ jobState: 'created' });
 
     // Spent again; then the operator removes the impossible transfers: the next sync reconciles it and sends one more job, which completes.

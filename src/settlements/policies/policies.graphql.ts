@@ -72,7 +72,10 @@ const scopeFields = (t: Parameters<Parameters<typeof builder.inputType>[1]['fiel
   effectiveFrom: t.field({ type: 'DateTime', description: 'Default now; may be in the future; never in the past (a few seconds of drift are taken as now).' }),
 });
 
-const pricingInput = policyInput.refine((v) => v.allowReversalAfterSettlement == null, { path: ['allowReversalAfterSettlement'], message: 'is a term of refund fee policies only' });
+const pricingInput = policyInput.refine((v) => v.allowReversalAfterSettlement == null, {
+  path: ['allowReversalAfterSettlement'],
+  message: 'is a term of refund fee policies only',
+});
 
 /** The AdminConfigurePricingPolicyCommand. */
 export const ConfigurePricingPolicyInput = builder.inputType('ConfigurePricingPolicyInput', {

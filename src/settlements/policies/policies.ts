@@ -7,7 +7,21 @@ import { fieldError } from '../../errors';
 import { isUuid } from '../../ids';
 import { audit } from '../../audit/audit';
 import { denial, policies } from '../../auth/policy';
-import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf, type Amount, type Percentage, amountText, percentageText } from '../../money';
+import {
+  amountToNumeric,
+  amountToString,
+  numericToAmount,
+  numericToPercentage,
+  parseAmount,
+  parsePercentage,
+  percentageToNumeric,
+  percentageToString,
+  percentOf,
+  type Amount,
+  type Percentage,
+  amountText,
+  percentageText,
+} from '../../money';
 
 /**
  * The policy core shared by settlements (platform fee: PricingPolicy) and refunds (refund fee:
@@ -38,7 +52,6 @@ export type PolicyKind = 'pricing' | 'refundFee';
 /** A time in the past by at most this much is taken as "now" (client clocks drift); more is refused. */
 export const EFFECTIVE_FROM_TOLERANCE_MS = 5_000;
 
-
 /** The command of AdminConfigurePricingPolicy and AdminConfigureRefundFeePolicy (the latter also takes allowReversalAfterSettlement). */
 export const policyInput = z
   .object({
@@ -66,8 +79,13 @@ export const policyInput = z
       for (const f of ['fixedAmount', 'minimumAmount', 'maximumAmount'] as const)
         if (v[f] != null && (f === 'maximumAmount' || v[f] !== '0'))
           issue(f, 'is in base units of one asset-network: name the assetNetworkId (a policy for every asset-network is a percentage only)');
-    if (v.minimumAmount != null && v.maximumAmount != null && /^\d+$/.test(v.minimumAmount) && /^\d+$/.test(v.maximumAmount)
-      && BigInt(v.maximumAmount) < BigInt(v.minimumAmount))
+    if (
+      v.minimumAmount != null &&
+      v.maximumAmount != null &&
+      /^\d+$/.test(v.minimumAmount) &&
+      /^\d+$/.test(v.maximumAmount) &&
+      BigInt(v.maximumAmount) < BigInt(v.minimumAmount)
+    )
       issue('maximumAmount', 'must be at least minimumAmount');
   });
 
@@ -147,9 +165,15 @@ export async function refundFeePolicyInForce(tx: Db, q: PolicyQuery): Promise<Re
 /** The wire form of a policy's terms (audit entries, API answers). */
 export function policyTerms(p: PricingPolicy | RefundFeePolicy) {
   return {
-    scope: p.scope, organizationId: p.organizationId, applicationId: p.applicationId, assetNetworkId: p.assetNetworkId, version: p.version,
-    percentage: percentageToString(numericToPercentage(p.percentage)), fixedAmount: amountToString(numericToAmount(p.fixedAmount)),
-    minimumAmount: amountToString(numericToAmount(p.minimumAmount)), maximumAmount: p.maximumAmount === null ? null : amountToString(numericToAmount(p.maximumAmount)),
+    scope: p.scope,
+    organizationId: p.organizationId,
+    applicationId: p.applicationId,
+    assetNetworkId: p.assetNetworkId,
+    version: p.version,
+    percentage: percentageToString(numericToPercentage(p.percentage)),
+    fixedAmount: amountToString(numericToAmount(p.fixedAmount)),
+    minimumAmount: amountToString(numericToAmount(p.minimumAmount)),
+    maximumAmount: p.maximumAmount === null ? null : amountToString(numericToAmount(p.maximumAmount)),
     effectiveFrom: p.effectiveFrom.toISOString(),
     ...('allowReversalAfterSettlement' in p ? { allowReversalAfterSettlement: p.allowReversalAfterSettlement } : {}),
   };
@@ -180,20 +204,26 @@ export async function configurePolicy(ctx: Context, kind: PolicyKind, rawInput: 
   let organizationId: string | null = null;
   let applicationId: string | null = null;
   if (input.scope === 'APPLICATION') {
-    const app = isUuid(input.applicationId) ? await db.application.findUnique({ where: { id: input.applicationId.toLowerCase() }, select: { id: true, organizationId: true } }) : null;
+    const app = isUuid(input.applicationId)
+      ? await db.application.findUnique({ where: { id: input.applicationId.toLowerCase() }, select: { id: true, organizationId: true } })
+      : null;
     if (!app) throw fieldError('applicationId', 'must be the id of an application');
     if (input.organizationId && input.organizationId.toLowerCase() !== app.organizationId)
       throw fieldError('organizationId', 'must be the organization of the application (or be left out)');
     organizationId = app.organizationId;
     applicationId = app.id;
   } else if (input.scope === 'ORGANIZATION') {
-    const org = isUuid(input.organizationId) ? await db.organization.findUnique({ where: { id: input.organizationId.toLowerCase() }, select: { id: true } }) : null;
+    const org = isUuid(input.organizationId)
+      ? await db.organization.findUnique({ where: { id: input.organizationId.toLowerCase() }, select: { id: true } })
+      : null;
     if (!org) throw fieldError('organizationId', 'must be the id of an organization');
     organizationId = org.id;
   }
   let assetNetworkId: string | null = null;
   if (input.assetNetworkId) {
-    const an = isUuid(input.assetNetworkId) ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, select: { id: true } }) : null;
+    const an = isUuid(input.assetNetworkId)
+      ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, select: { id: true } })
+      : null;
     if (!an) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
     assetNetworkId = an.id;
   }
@@ -216,8 +246,13 @@ export async function configurePolicy(ctx: Context, kind: PolicyKind, rawInput: 
     const key = { scope: input.scope, organizationId, applicationId, assetNetworkId };
     const data = {
       ...key,
-      percentage: percentageToNumeric(pct), fixedAmount: amountToNumeric(fixed), minimumAmount: amountToNumeric(min),
-      maximumAmount: max === null ? null : amountToNumeric(max), effectiveFrom, createdByOperatorId: operatorId, createdAt: now,
+      percentage: percentageToNumeric(pct),
+      fixedAmount: amountToNumeric(fixed),
+      minimumAmount: amountToNumeric(min),
+      maximumAmount: max === null ? null : amountToNumeric(max),
+      effectiveFrom,
+      createdByOperatorId: operatorId,
+      createdAt: now,
     };
     let row: PricingPolicy | RefundFeePolicy;
     if (kind === 'pricing') {
@@ -259,7 +294,5 @@ export async function listPolicies(db: Db, kind: PolicyKind, filter: PolicyFilte
     if (!isUuid(String(v))) throw fieldError(k, 'must be a uuid');
     where[k] = String(v).toLowerCase();
   }
-  return kind === 'pricing'
-    ? db.pricingPolicy.findMany({ where, orderBy: { id: 'asc' } })
-    : db.refundFeePolicy.findMany({ where, orderBy: { id: 'asc' } });
+  return kind === 'pricing' ? db.pricingPolicy.findMany({ where, orderBy: { id: 'asc' } }) : db.refundFeePolicy.findMany({ where, orderBy: { id: 'asc' } });
 }

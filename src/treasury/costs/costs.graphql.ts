@@ -17,20 +17,25 @@ const NetworkExecutionOperation = builder.enumType('NetworkExecutionOperation', 
 });
 
 const ReplenishmentSource = builder.enumType('ReplenishmentSource', {
-  description: 'Where reserve top-ups come from: SANDBOX_FAUCET (sandbox networks: the job credits the reserve itself) or EXTERNAL_TOP_UP (operators top up and record it with a seed).',
+  description:
+    'Where reserve top-ups come from: SANDBOX_FAUCET (sandbox networks: the job credits the reserve itself) or EXTERNAL_TOP_UP (operators top up and record it with a seed).',
   values: ['SANDBOX_FAUCET', 'EXTERNAL_TOP_UP'] as const,
 });
 
 export const NetworkExecutionQuote = builder.prismaObject('NetworkExecutionQuote', {
   description:
-    'What an operation costs on its network, in base units of the NETWORK\'S NATIVE asset (decimal strings): networkCost = Σ resource quantity × unit price of the cost table in force (or the adapter\'s own fee without a table), margin = percentage of networkCost (half up) + fixed amount, total = networkCost + margin. Valid until expiresAt (60 s).',
+    "What an operation costs on its network, in base units of the NETWORK'S NATIVE asset (decimal strings): networkCost = Σ resource quantity × unit price of the cost table in force (or the adapter's own fee without a table), margin = percentage of networkCost (half up) + fixed amount, total = networkCost + margin. Valid until expiresAt (60 s).",
   fields: (t) => ({
     quoteId: t.exposeID('id'),
     assetNetworkId: t.exposeID('assetNetworkId'),
     networkId: t.exposeID('networkId'),
     operation: t.expose('operation', { type: NetworkExecutionOperation }),
     amount: t.string({ resolve: (q) => amount(q.amount) }),
-    resources: t.field({ type: 'JSON', description: 'Resource name → quantity (decimal strings), e.g. {"energy":"65000","bandwidth":"345"}.', resolve: (q) => q.resources }),
+    resources: t.field({
+      type: 'JSON',
+      description: 'Resource name → quantity (decimal strings), e.g. {"energy":"65000","bandwidth":"345"}.',
+      resolve: (q) => q.resources,
+    }),
     networkCost: t.string({ resolve: (q) => amount(q.networkCost) }),
     margin: t.string({ resolve: (q) => amount(q.margin) }),
     total: t.string({ resolve: (q) => amount(q.total) }),
@@ -196,7 +201,10 @@ builder.mutationFields((t) => ({
     authScopes: { policy: operator },
     args: { input: t.arg({ type: ConfigureNetworkExecutionMarginPolicyInput, required: true }) },
     resolve: (_q, _p, args, ctx) =>
-      costs.configureMarginPolicy(ctx, { ...args.input, assetNetworkId: args.input.assetNetworkId == null ? args.input.assetNetworkId : id(args.input.assetNetworkId) }),
+      costs.configureMarginPolicy(ctx, {
+        ...args.input,
+        assetNetworkId: args.input.assetNetworkId == null ? args.input.assetNetworkId : id(args.input.assetNetworkId),
+      }),
   }),
   adminSeedNetworkResourceReserve: t.field({
     type: NetworkResourceReserveBalance,

@@ -10,7 +10,22 @@ import { requireOperator as requireOperatorOf } from '../../auth/policy';
 import { loadEnvironment } from '../../tenancy/access';
 import { adapterFor, hasAdapter, networkRef } from '../../chains/adapter';
 import { nowFor } from '../../chains/sandbox/clock';
-import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, parseAmount, parsePercentage, percentageToNumeric, percentageToString, percentOf, type Amount, type Percentage, positiveAmountText, amountText, percentageText } from '../../money';
+import {
+  amountToNumeric,
+  amountToString,
+  numericToAmount,
+  numericToPercentage,
+  parseAmount,
+  parsePercentage,
+  percentageToNumeric,
+  percentageToString,
+  percentOf,
+  type Amount,
+  type Percentage,
+  positiveAmountText,
+  amountText,
+  percentageText,
+} from '../../money';
 
 /**
  * Network execution costs (docs/network-costs.md): what a withdrawal or a sweep costs on its
@@ -72,7 +87,10 @@ export async function marginPolicyInForce(tx: Db, assetNetworkId: string, at: Da
 }
 
 /** Σ quantity x unit price; a resource the table does not price is refused (409). */
-export function priceResources(resources: Record<string, bigint>, table: { version: number; prices: { resource: string; unitPrice: Parameters<typeof numericToAmount>[0] }[] }): Amount {
+export function priceResources(
+  resources: Record<string, bigint>,
+  table: { version: number; prices: { resource: string; unitPrice: Parameters<typeof numericToAmount>[0] }[] },
+): Amount {
   const prices = new Map(table.prices.map((p) => [p.resource, numericToAmount(p.unitPrice)]));
   let cost = 0n;
   for (const [name, qty] of Object.entries(resources)) {
@@ -85,7 +103,10 @@ export function priceResources(resources: Record<string, bigint>, table: { versi
 }
 
 /** The margin on a network cost: percentOf(cost, percentage, 'halfUp') + fixed. */
-export function marginOf(cost: Amount, policy: { percentage: Parameters<typeof numericToPercentage>[0]; fixedAmount: Parameters<typeof numericToAmount>[0] } | null): { margin: Amount; percentage: Percentage; fixed: Amount } {
+export function marginOf(
+  cost: Amount,
+  policy: { percentage: Parameters<typeof numericToPercentage>[0]; fixedAmount: Parameters<typeof numericToAmount>[0] } | null,
+): { margin: Amount; percentage: Percentage; fixed: Amount } {
   if (!policy) return { margin: 0n, percentage: 0n, fixed: 0n };
   const percentage = numericToPercentage(policy.percentage);
   const fixed = numericToAmount(policy.fixedAmount);
@@ -93,7 +114,10 @@ export function marginOf(cost: Amount, policy: { percentage: Parameters<typeof n
 }
 
 /** What an operation costs the network, before any margin (the part the resource reserve pays). */
-export type NetworkCost = Pick<NetworkExecutionQuoteResult, 'assetNetworkId' | 'networkId' | 'operation' | 'amount' | 'resources' | 'costSource' | 'networkCost' | 'costTableVersion'>;
+export type NetworkCost = Pick<
+  NetworkExecutionQuoteResult,
+  'assetNetworkId' | 'networkId' | 'operation' | 'amount' | 'resources' | 'costSource' | 'networkCost' | 'costTableVersion'
+>;
 
 /**
  * The network cost of an operation, without the margin: the resources (the adapter's estimate, else
@@ -101,20 +125,17 @@ export type NetworkCost = Pick<NetworkExecutionQuoteResult, 'assetNetworkId' | '
  * effects: withdrawals and sweeps call it in the transaction that broadcasts (what the reserve pays).
  * Throws 404 for an unknown asset-network and 409 when the network can be neither estimated nor priced.
  */
-export async function networkCostOf(
-  tx: Db,
-  q: { assetNetworkId: string; operation: NetworkOperation; amount: bigint; at: Date },
-): Promise<NetworkCost> {
-  const an = isUuid(q.assetNetworkId)
-    ? await tx.assetNetwork.findUnique({ where: { id: q.assetNetworkId.toLowerCase() }, include: { network: true } })
-    : null;
+export async function networkCostOf(tx: Db, q: { assetNetworkId: string; operation: NetworkOperation; amount: bigint; at: Date }): Promise<NetworkCost> {
+  const an = isUuid(q.assetNetworkId) ? await tx.assetNetwork.findUnique({ where: { id: q.assetNetworkId.toLowerCase() }, include: { network: true } }) : null;
   if (!an) throw notFound('Asset-network');
   const network = an.network;
   let resources: Record<string, bigint>;
   let adapterFee: bigint | null = null;
   if (hasAdapter(network.kind)) {
     const est = await adapterFor(network.kind, tx).estimateFee(networkRef(network), {
-      kind: q.operation === 'SWEEP' ? 'sweep' : 'transfer', assetNetworkId: an.id, amount: q.amount,
+      kind: q.operation === 'SWEEP' ? 'sweep' : 'transfer',
+      assetNetworkId: an.id,
+      amount: q.amount,
     });
     resources = { ...est.resources };
     adapterFee = est.fee;
@@ -129,8 +150,14 @@ export async function networkCostOf(
   else if (adapterFee !== null) networkCost = adapterFee;
   else throw invalidState(`no resource cost table is configured for the network ${network.name}`);
   return {
-    assetNetworkId: an.id, networkId: network.id, operation: q.operation, amount: q.amount, resources,
-    costSource: table ? 'COST_TABLE' : 'ADAPTER', networkCost, costTableVersion: table?.version ?? null,
+    assetNetworkId: an.id,
+    networkId: network.id,
+    operation: q.operation,
+    amount: q.amount,
+    resources,
+    costSource: table ? 'COST_TABLE' : 'ADAPTER',
+    networkCost,
+    costTableVersion: table?.version ?? null,
   };
 }
 
@@ -143,14 +170,17 @@ export async function quoteNetworkExecution(
   const policy = await marginPolicyInForce(tx, cost.assetNetworkId, q.at);
   const { margin, percentage, fixed } = marginOf(cost.networkCost, policy);
   return {
-    ...cost, margin, total: cost.networkCost + margin,
-    marginPolicyVersion: policy?.version ?? null, marginPercentage: percentage, marginFixedAmount: fixed,
+    ...cost,
+    margin,
+    total: cost.networkCost + margin,
+    marginPolicyVersion: policy?.version ?? null,
+    marginPercentage: percentage,
+    marginFixedAmount: fixed,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Commands
-
 
 export const quoteInput = z.object({
   assetNetworkId: z.string(),
@@ -170,7 +200,7 @@ export const marginPolicyInput = z
   .object({ assetNetworkId: z.string().nullish(), percentage: percentageText.nullish(), fixedAmount: amountText.nullish() })
   .refine((v) => v.assetNetworkId || v.fixedAmount == null || v.fixedAmount === '0', {
     path: ['fixedAmount'],
-    message: "is in native base units of one network: name the assetNetworkId (the global margin is a percentage only)",
+    message: 'is in native base units of one network: name the assetNetworkId (the global margin is a percentage only)',
   });
 
 const parse = parseInput;
@@ -191,18 +221,30 @@ export async function createQuote(ctx: Context, environmentId: string, rawInput:
   if (ctx.principal?.type === 'apiKey' && ctx.principal.environmentId !== env.id) throw notFound('Environment');
   const input = parse(quoteInput, rawInput);
   const db = ctx.deps.db;
-  const an = isUuid(input.assetNetworkId) ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, include: { network: true } }) : null;
+  const an = isUuid(input.assetNetworkId)
+    ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, include: { network: true } })
+    : null;
   if (!an) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
-  if (an.network.environmentType !== env.type)
-    throw fieldError('assetNetworkId', `must be an asset-network of a ${env.type} network (the environment's type)`);
+  if (an.network.environmentType !== env.type) throw fieldError('assetNetworkId', `must be an asset-network of a ${env.type} network (the environment's type)`);
   const at = await nowFor(db, ctx.deps.clock, env.organizationId, env.type);
   const q = await quoteNetworkExecution(db, { assetNetworkId: an.id, operation: input.operation, amount: parseAmount(input.amount), at });
   return db.networkExecutionQuote.create({
     data: {
-      organizationId: env.organizationId, environmentId: env.id, assetNetworkId: an.id, networkId: an.networkId, operation: q.operation,
-      amount: amountToNumeric(q.amount), resources: resourcesToWire(q.resources), networkCost: amountToNumeric(q.networkCost),
-      margin: amountToNumeric(q.margin), total: amountToNumeric(q.total), costSource: q.costSource, costTableVersion: q.costTableVersion,
-      marginPolicyVersion: q.marginPolicyVersion, expiresAt: new Date(at.getTime() + QUOTE_TTL_SECONDS * 1000), createdAt: ctx.deps.clock.now(),
+      organizationId: env.organizationId,
+      environmentId: env.id,
+      assetNetworkId: an.id,
+      networkId: an.networkId,
+      operation: q.operation,
+      amount: amountToNumeric(q.amount),
+      resources: resourcesToWire(q.resources),
+      networkCost: amountToNumeric(q.networkCost),
+      margin: amountToNumeric(q.margin),
+      total: amountToNumeric(q.total),
+      costSource: q.costSource,
+      costTableVersion: q.costTableVersion,
+      marginPolicyVersion: q.marginPolicyVersion,
+      expiresAt: new Date(at.getTime() + QUOTE_TTL_SECONDS * 1000),
+      createdAt: ctx.deps.clock.now(),
     },
   });
 }
@@ -218,20 +260,27 @@ export async function configureCostTable(
   const db = ctx.deps.db;
   const network = isUuid(networkIdArg) ? await db.network.findUnique({ where: { id: networkIdArg.toLowerCase() } }) : null;
   if (!network) throw fieldError('networkId', 'must be the id of a network of the catalog');
-  if (opts.tronOnly && network.kind !== 'TRON') throw fieldError('networkId', `must be a TRON network (this one is ${network.kind}); other networks: adminConfigureNetworkResourceCostTable`);
+  if (opts.tronOnly && network.kind !== 'TRON')
+    throw fieldError('networkId', `must be a TRON network (this one is ${network.kind}); other networks: adminConfigureNetworkResourceCostTable`);
   const now = ctx.deps.clock.now();
   return db.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'cost-table:' + network.id}, 0))`;
     const last = await tx.networkResourceCostTable.findFirst({ where: { networkId: network.id }, orderBy: { version: 'desc' }, select: { version: true } });
     const row = await tx.networkResourceCostTable.create({
       data: {
-        networkId: network.id, version: (last?.version ?? 0) + 1, createdByOperatorId: operatorId, createdAt: now,
+        networkId: network.id,
+        version: (last?.version ?? 0) + 1,
+        createdByOperatorId: operatorId,
+        createdAt: now,
         prices: { create: prices.map((p) => ({ resource: p.resource, unitPrice: amountToNumeric(parseAmount(p.unitPrice)) })) },
       },
       include: { prices: true },
     });
     await audit(tx, ctx, {
-      organizationId: null, entityType: 'NetworkResourceCostTable', entityId: row.id, action: 'network_cost_table.configured',
+      organizationId: null,
+      entityType: 'NetworkResourceCostTable',
+      entityId: row.id,
+      action: 'network_cost_table.configured',
       after: { networkId: network.id, version: row.version, prices: Object.fromEntries(prices.map((p) => [p.resource, p.unitPrice])) },
     });
     return row;
@@ -241,10 +290,15 @@ export async function configureCostTable(
 export function configureTronCostTable(ctx: Context, rawInput: unknown) {
   requireOperator(ctx);
   const input = parse(tronCostTableInput, rawInput);
-  return configureCostTable(ctx, input.networkId, [
-    { resource: 'energy', unitPrice: input.energyPrice },
-    { resource: 'bandwidth', unitPrice: input.bandwidthPrice },
-  ], { tronOnly: true });
+  return configureCostTable(
+    ctx,
+    input.networkId,
+    [
+      { resource: 'energy', unitPrice: input.energyPrice },
+      { resource: 'bandwidth', unitPrice: input.bandwidthPrice },
+    ],
+    { tronOnly: true },
+  );
 }
 
 export function configureGenericCostTable(ctx: Context, rawInput: unknown) {
@@ -260,7 +314,9 @@ export async function configureMarginPolicy(ctx: Context, rawInput: unknown): Pr
   const db = ctx.deps.db;
   let assetNetworkId: string | null = null;
   if (input.assetNetworkId) {
-    const an = isUuid(input.assetNetworkId) ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, select: { id: true } }) : null;
+    const an = isUuid(input.assetNetworkId)
+      ? await db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, select: { id: true } })
+      : null;
     if (!an) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
     assetNetworkId = an.id;
   }
@@ -272,12 +328,19 @@ export async function configureMarginPolicy(ctx: Context, rawInput: unknown): Pr
     const last = await tx.networkExecutionMarginPolicy.findFirst({ where: { assetNetworkId }, orderBy: { version: 'desc' }, select: { version: true } });
     const row = await tx.networkExecutionMarginPolicy.create({
       data: {
-        assetNetworkId, version: (last?.version ?? 0) + 1, percentage: percentageToNumeric(pct), fixedAmount: amountToNumeric(fixed),
-        createdByOperatorId: operatorId, createdAt: now,
+        assetNetworkId,
+        version: (last?.version ?? 0) + 1,
+        percentage: percentageToNumeric(pct),
+        fixedAmount: amountToNumeric(fixed),
+        createdByOperatorId: operatorId,
+        createdAt: now,
       },
     });
     await audit(tx, ctx, {
-      organizationId: null, entityType: 'NetworkExecutionMarginPolicy', entityId: row.id, action: 'network_margin_policy.configured',
+      organizationId: null,
+      entityType: 'NetworkExecutionMarginPolicy',
+      entityId: row.id,
+      action: 'network_margin_policy.configured',
       after: { assetNetworkId, version: row.version, percentage: percentageToString(pct), fixedAmount: amountToString(fixed) },
     });
     return row;

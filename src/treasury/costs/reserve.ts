@@ -33,7 +33,9 @@ import { RESERVE_REPLENISH_QUEUE } from '../../kernel/queues';
  *   only flagged (belowThreshold) for an operator, who records the top-up with a seed.
  */
 
-export interface ReserveReplenishJob { networkId?: string }
+export interface ReserveReplenishJob {
+  networkId?: string;
+}
 
 export interface ReserveDeps {
   clock: Clock;
@@ -43,8 +45,7 @@ export interface ReserveDeps {
 export type ReserveRef = { networkId: string; assetNetworkId?: undefined } | { assetNetworkId: string; networkId?: undefined };
 
 export type ConsumeResult =
-  | { ok: true; managed: boolean; replayed: boolean; balance: Amount | null }
-  | { ok: false; reason: 'RESERVE_EXHAUSTED'; balance: Amount };
+  { ok: true; managed: boolean; replayed: boolean; balance: Amount | null } | { ok: false; reason: 'RESERVE_EXHAUSTED'; balance: Amount };
 
 export async function sendReserveReplenish(tx: Db, boss: PgBoss | null, networkId?: string): Promise<void> {
   if (!boss) return;
@@ -56,7 +57,9 @@ async function networkIdOf(tx: Db, ref: ReserveRef): Promise<string> {
     if (!isUuid(ref.networkId)) throw notFound('Network');
     return ref.networkId.toLowerCase();
   }
-  const an = isUuid(ref.assetNetworkId) ? await tx.assetNetwork.findUnique({ where: { id: ref.assetNetworkId.toLowerCase() }, select: { networkId: true } }) : null;
+  const an = isUuid(ref.assetNetworkId)
+    ? await tx.assetNetwork.findUnique({ where: { id: ref.assetNetworkId.toLowerCase() }, select: { networkId: true } })
+    : null;
   if (!an) throw notFound('Asset-network');
   return an.networkId;
 }
@@ -100,7 +103,15 @@ export async function consumeReserveInTx(
   const after = balance - a.amount;
   const now = deps.clock.now();
   await tx.networkResourceReserveMovement.create({
-    data: { reserveId: reserve.id, kind: 'CONSUME', amount: amountToNumeric(a.amount), balanceAfter: amountToNumeric(after), referenceType: a.referenceType, referenceId: a.referenceId, createdAt: now },
+    data: {
+      reserveId: reserve.id,
+      kind: 'CONSUME',
+      amount: amountToNumeric(a.amount),
+      balanceAfter: amountToNumeric(after),
+      referenceType: a.referenceType,
+      referenceId: a.referenceId,
+      createdAt: now,
+    },
   });
   await tx.networkResourceReserve.update({ where: { id: reserve.id }, data: { balance: amountToNumeric(after), updatedAt: now } });
   if (below(reserve, after)) await sendReserveReplenish(tx, deps.boss, networkId);
@@ -156,10 +167,18 @@ const opt = (v: Parameters<typeof numericToAmount>[0] | null) => (v === null ? n
 export function reserveView(network: { id: string; name: string }, r: NetworkResourceReserve | null, assetNetworkId: string | null): ReserveView {
   const balance = r ? numericToAmount(r.balance) : 0n;
   return {
-    networkId: network.id, networkName: network.name, assetNetworkId, configured: r !== null, balance: amountToString(balance),
-    lowThreshold: r ? opt(r.lowThreshold) : null, targetBalance: r ? opt(r.targetBalance) : null, belowThreshold: r ? below(r, balance) : false,
-    replenishmentSource: r?.replenishmentSource ?? null, replenishmentAddress: r?.replenishmentAddress ?? null,
-    maxTopUpAmount: r ? opt(r.maxTopUpAmount) : null, updatedAt: r?.updatedAt ?? null,
+    networkId: network.id,
+    networkName: network.name,
+    assetNetworkId,
+    configured: r !== null,
+    balance: amountToString(balance),
+    lowThreshold: r ? opt(r.lowThreshold) : null,
+    targetBalance: r ? opt(r.targetBalance) : null,
+    belowThreshold: r ? below(r, balance) : false,
+    replenishmentSource: r?.replenishmentSource ?? null,
+    replenishmentAddress: r?.replenishmentAddress ?? null,
+    maxTopUpAmount: r ? opt(r.maxTopUpAmount) : null,
+    updatedAt: r?.updatedAt ?? null,
   };
 }
 
@@ -167,8 +186,12 @@ export function reserveView(network: { id: string; name: string }, r: NetworkRes
 export async function reserveLevels(db: Db): Promise<ReserveView[]> {
   const rows = await db.networkResourceReserve.findMany({ orderBy: { networkId: 'asc' } });
   if (!rows.length) return [];
-  const networks = new Map((await db.network.findMany({ where: { id: { in: rows.map((r) => r.networkId) } }, select: { id: true, name: true } })).map((n) => [n.id, n]));
-  return rows.map((r) => reserveView(networks.get(r.networkId) ?? { id: r.networkId, name: '' }, r, null)).sort((a, b) => a.networkName.localeCompare(b.networkName));
+  const networks = new Map(
+    (await db.network.findMany({ where: { id: { in: rows.map((r) => r.networkId) } }, select: { id: true, name: true } })).map((n) => [n.id, n]),
+  );
+  return rows
+    .map((r) => reserveView(networks.get(r.networkId) ?? { id: r.networkId, name: '' }, r, null))
+    .sort((a, b) => a.networkName.localeCompare(b.networkName));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -178,7 +201,8 @@ export const seedInput = z.object({ assetNetworkId: z.string(), amount: positive
 export const policyInput = z
   .object({ assetNetworkId: z.string(), lowThreshold: amountText, targetBalance: positiveAmountText })
   .refine((v) => !/^\d+$/.test(v.lowThreshold) || !/^\d+$/.test(v.targetBalance) || BigInt(v.targetBalance) >= BigInt(v.lowThreshold), {
-    path: ['targetBalance'], message: 'must be at least lowThreshold',
+    path: ['targetBalance'],
+    message: 'must be at least lowThreshold',
   });
 export const routeInput = z.object({
   assetNetworkId: z.string(),
@@ -198,8 +222,12 @@ async function assetNetworkOf(db: Db, id: unknown, field: string | null) {
 }
 
 const terms = (r: NetworkResourceReserve) => ({
-  balance: amountToString(numericToAmount(r.balance)), lowThreshold: opt(r.lowThreshold), targetBalance: opt(r.targetBalance),
-  replenishmentSource: r.replenishmentSource, replenishmentAddress: r.replenishmentAddress, maxTopUpAmount: opt(r.maxTopUpAmount),
+  balance: amountToString(numericToAmount(r.balance)),
+  lowThreshold: opt(r.lowThreshold),
+  targetBalance: opt(r.targetBalance),
+  replenishmentSource: r.replenishmentSource,
+  replenishmentAddress: r.replenishmentAddress,
+  maxTopUpAmount: opt(r.maxTopUpAmount),
 });
 
 /** AdminGetNetworkResourceReserveBalance (operators). */
@@ -221,12 +249,23 @@ export async function seedReserve(ctx: Context, rawInput: unknown): Promise<Rese
     const r = await ensureReserve(tx, an.networkId, now);
     const after = numericToAmount(r.balance) + amount;
     const movement = await tx.networkResourceReserveMovement.create({
-      data: { reserveId: r.id, kind: 'SEED', amount: amountToNumeric(amount), balanceAfter: amountToNumeric(after), createdByOperatorId: operatorId, createdAt: now },
+      data: {
+        reserveId: r.id,
+        kind: 'SEED',
+        amount: amountToNumeric(amount),
+        balanceAfter: amountToNumeric(after),
+        createdByOperatorId: operatorId,
+        createdAt: now,
+      },
     });
     const updated = await tx.networkResourceReserve.update({ where: { id: r.id }, data: { balance: amountToNumeric(after), updatedAt: now } });
     await audit(tx, ctx, {
-      organizationId: null, entityType: 'NetworkResourceReserve', entityId: r.id, action: 'network_reserve.seeded',
-      before: terms(r), after: { ...terms(updated), movementId: movement.id, amount: input.amount },
+      organizationId: null,
+      entityType: 'NetworkResourceReserve',
+      entityId: r.id,
+      action: 'network_reserve.seeded',
+      before: terms(r),
+      after: { ...terms(updated), movementId: movement.id, amount: input.amount },
     });
     return reserveView(an.network, updated, an.id);
   });
@@ -242,9 +281,20 @@ export async function configureReservePolicy(ctx: Context, rawInput: unknown): P
     const r = await ensureReserve(tx, an.networkId, now);
     const updated = await tx.networkResourceReserve.update({
       where: { id: r.id },
-      data: { lowThreshold: amountToNumeric(parseAmount(input.lowThreshold)), targetBalance: amountToNumeric(parseAmount(input.targetBalance)), updatedAt: now },
+      data: {
+        lowThreshold: amountToNumeric(parseAmount(input.lowThreshold)),
+        targetBalance: amountToNumeric(parseAmount(input.targetBalance)),
+        updatedAt: now,
+      },
     });
-    await audit(tx, ctx, { organizationId: null, entityType: 'NetworkResourceReserve', entityId: r.id, action: 'network_reserve.policy_configured', before: terms(r), after: terms(updated) });
+    await audit(tx, ctx, {
+      organizationId: null,
+      entityType: 'NetworkResourceReserve',
+      entityId: r.id,
+      action: 'network_reserve.policy_configured',
+      before: terms(r),
+      after: terms(updated),
+    });
     if (below(updated, numericToAmount(updated.balance))) await sendReserveReplenish(tx, ctx.deps.boss, an.networkId);
     return reserveView(an.network, updated, an.id);
   });
@@ -257,7 +307,8 @@ export async function configureReplenishmentRoute(ctx: Context, rawInput: unknow
   const an = await assetNetworkOf(ctx.deps.db, input.assetNetworkId, 'assetNetworkId');
   let address: string | null = input.address ?? null;
   if (input.source === 'SANDBOX_FAUCET') {
-    if (an.network.kind !== 'SANDBOX') throw fieldError('source', `SANDBOX_FAUCET tops up sandbox networks only (this one is ${an.network.kind}): use EXTERNAL_TOP_UP`);
+    if (an.network.kind !== 'SANDBOX')
+      throw fieldError('source', `SANDBOX_FAUCET tops up sandbox networks only (this one is ${an.network.kind}): use EXTERNAL_TOP_UP`);
     if (address) throw fieldError('address', 'the sandbox faucet takes no address');
   } else if (address && hasAdapter(an.network.kind)) {
     if (!adapterFor(an.network.kind).validateAddress(address)) throw fieldError('address', `is not an address of the network ${an.network.name}`);
@@ -269,11 +320,20 @@ export async function configureReplenishmentRoute(ctx: Context, rawInput: unknow
     const updated = await tx.networkResourceReserve.update({
       where: { id: r.id },
       data: {
-        replenishmentSource: input.source, replenishmentAddress: address,
-        maxTopUpAmount: input.maxTopUpAmount ? amountToNumeric(parseAmount(input.maxTopUpAmount)) : null, updatedAt: now,
+        replenishmentSource: input.source,
+        replenishmentAddress: address,
+        maxTopUpAmount: input.maxTopUpAmount ? amountToNumeric(parseAmount(input.maxTopUpAmount)) : null,
+        updatedAt: now,
       },
     });
-    await audit(tx, ctx, { organizationId: null, entityType: 'NetworkResourceReserve', entityId: r.id, action: 'network_reserve.route_configured', before: terms(r), after: terms(updated) });
+    await audit(tx, ctx, {
+      organizationId: null,
+      entityType: 'NetworkResourceReserve',
+      entityId: r.id,
+      action: 'network_reserve.route_configured',
+      before: terms(r),
+      after: terms(updated),
+    });
     if (below(updated, numericToAmount(updated.balance))) await sendReserveReplenish(tx, ctx.deps.boss, an.networkId);
     return reserveView(an.network, updated, an.id);
   });
@@ -306,13 +366,29 @@ export async function replenishReserves(deps: { db: PrismaClient; clock: Clock }
       const after = balance + topUp;
       const now = deps.clock.now();
       const movement = await tx.networkResourceReserveMovement.create({
-        data: { reserveId: r.id, kind: 'REPLENISH', amount: amountToNumeric(topUp), balanceAfter: amountToNumeric(after), referenceType: 'SANDBOX_FAUCET', createdAt: now },
+        data: {
+          reserveId: r.id,
+          kind: 'REPLENISH',
+          amount: amountToNumeric(topUp),
+          balanceAfter: amountToNumeric(after),
+          referenceType: 'SANDBOX_FAUCET',
+          createdAt: now,
+        },
       });
       const updated = await tx.networkResourceReserve.update({ where: { id: r.id }, data: { balance: amountToNumeric(after), updatedAt: now } });
-      await auditAs(tx, deps, { principal: null, requestId: null }, {
-        organizationId: null, entityType: 'NetworkResourceReserve', entityId: r.id, action: 'network_reserve.replenished',
-        before: terms(r), after: { ...terms(updated), movementId: movement.id, amount: amountToString(topUp) },
-      });
+      await auditAs(
+        tx,
+        deps,
+        { principal: null, requestId: null },
+        {
+          organizationId: null,
+          entityType: 'NetworkResourceReserve',
+          entityId: r.id,
+          action: 'network_reserve.replenished',
+          before: terms(r),
+          after: { ...terms(updated), movementId: movement.id, amount: amountToString(topUp) },
+        },
+      );
       return true;
     });
     if (done) n++;
@@ -326,7 +402,11 @@ export const reserveHandlers = {
 } as const;
 
 /** Creates the queue; with `work`, schedules the sweep every minute and works it. */
-export async function registerReserveJobs(boss: PgBoss, deps: { db: PrismaClient; clock: Clock; log: Pick<Logger, 'info' | 'error'> }, work: boolean): Promise<void> {
+export async function registerReserveJobs(
+  boss: PgBoss,
+  deps: { db: PrismaClient; clock: Clock; log: Pick<Logger, 'info' | 'error'> },
+  work: boolean,
+): Promise<void> {
   await ensureQueue(boss, RESERVE_REPLENISH_QUEUE, { retryLimit: 5, retryDelay: 10, retryBackoff: true, deleteAfterSeconds: 3600 });
   if (!work) return;
   await boss.schedule(RESERVE_REPLENISH_QUEUE, '* * * * *');

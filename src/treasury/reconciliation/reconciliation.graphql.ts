@@ -20,7 +20,9 @@ const ReconciliationAssetNetworkSummary = builder.objectRef<AssetNetworkSummary>
     ledger: t.exposeString('ledger', { description: 'The CHAIN_CLEARING balance: what the ledger says the platform holds on the chain.' }),
     chain: t.exposeString('chain', { description: "Sum of the mined balances of the platform's addresses (deposit and controlled addresses)." }),
     inFlightOut: t.exposeString('inFlightOut', { description: 'Refunds broadcast from those addresses (CHAIN_CLEARING credited already), not mined yet.' }),
-    outMinedNotPosted: t.exposeString('outMinedNotPosted', { description: 'Withdrawals mined from those addresses whose CHAIN_CLEARING hold is not posted yet (posted when CONFIRMED).' }),
+    outMinedNotPosted: t.exposeString('outMinedNotPosted', {
+      description: 'Withdrawals mined from those addresses whose CHAIN_CLEARING hold is not posted yet (posted when CONFIRMED).',
+    }),
     pendingIn: t.exposeString('pendingIn', { description: 'Mined transfers whose deposit is not credited yet (pending, or below the required depth).' }),
     rejectedIn: t.exposeString('rejectedIn', { description: 'Mined transfers of REJECTED deposits (never credited).' }),
     observed: t.exposeString('observed', { description: 'The chain side compared with ledger.' }),
@@ -65,15 +67,17 @@ export const Reconciliation = builder.prismaObject('Reconciliation', {
   }),
 });
 
-const ReconciliationPage = builder.objectRef<{ items: import('../../generated/prisma/client').Reconciliation[]; skip: number; take: number; total: number }>('ReconciliationPage').implement({
-  description: 'A page of reconciliations, newest first (startedAt, then id, descending).',
-  fields: (t) => ({
-    items: t.field({ type: [Reconciliation], resolve: (p) => p.items }),
-    skip: t.exposeInt('skip'),
-    take: t.exposeInt('take'),
-    total: t.exposeInt('total'),
-  }),
-});
+const ReconciliationPage = builder
+  .objectRef<{ items: import('../../generated/prisma/client').Reconciliation[]; skip: number; take: number; total: number }>('ReconciliationPage')
+  .implement({
+    description: 'A page of reconciliations, newest first (startedAt, then id, descending).',
+    fields: (t) => ({
+      items: t.field({ type: [Reconciliation], resolve: (p) => p.items }),
+      skip: t.exposeInt('skip'),
+      take: t.exposeInt('take'),
+      total: t.exposeInt('total'),
+    }),
+  });
 
 const ReconciliationCorrectionAccountInput = builder.inputType('ReconciliationCorrectionAccountInput', {
   fields: (t) => ({
@@ -131,7 +135,8 @@ builder.mutationFields((t) => ({
   }),
   adminResolveReconciliationDivergence: t.field({
     type: ReconciliationDivergence,
-    description: 'AdminResolveReconciliationDivergence (operators): resolves an OPEN divergence by a ledger correction or by accepting the chain, with a reason.',
+    description:
+      'AdminResolveReconciliationDivergence (operators): resolves an OPEN divergence by a ledger correction or by accepting the chain, with a reason.',
     authScopes: { policy: operator },
     args: {
       reconciliationId: t.arg.id({ required: true }),

@@ -18,13 +18,39 @@ afterAll(() => app.close());
 afterEach(() => checkLedgerInvariants(app.deps.db));
 
 interface Divergence {
-  id: string; reconciliationId: string; assetNetworkId: string; kind: string; expected: string; observed: string; difference: string;
-  details: Record<string, unknown>; status: string; resolution: string | null; resolutionReason: string | null; resolvedByOperatorId: string | null;
-  ledgerCorrectionId: string | null; resolvedAt: string | null;
+  id: string;
+  reconciliationId: string;
+  assetNetworkId: string;
+  kind: string;
+  expected: string;
+  observed: string;
+  difference: string;
+  details: Record<string, unknown>;
+  status: string;
+  resolution: string | null;
+  resolutionReason: string | null;
+  resolvedByOperatorId: string | null;
+  ledgerCorrectionId: string | null;
+  resolvedAt: string | null;
 }
 interface Run {
-  id: string; trigger: string; operatorId: string | null; status: string; divergenceCount: number;
-  summaries: { assetNetworkId: string; skipped: boolean; ledger: string; chain: string; inFlightOut: string; pendingIn: string; rejectedIn: string; observed: string; addresses: number; divergences: number }[];
+  id: string;
+  trigger: string;
+  operatorId: string | null;
+  status: string;
+  divergenceCount: number;
+  summaries: {
+    assetNetworkId: string;
+    skipped: boolean;
+    ledger: string;
+    chain: string;
+    inFlightOut: string;
+    pendingIn: string;
+    rejectedIn: string;
+    observed: string;
+    addresses: number;
+    divergences: number;
+  }[];
   divergences: Divergence[];
 }
 
@@ -47,7 +73,15 @@ describe('AdminExecuteReconciliation', () => {
     expect(run).toMatchObject({ trigger: 'OPERATOR', status: 'COMPLETED' });
     expect(run.operatorId).toBeTruthy();
     expect(summaryOf(run, f.catalog.assetNetworkId)).toMatchObject({
-      skipped: false, ledger: '1000000', chain: '1000000', inFlightOut: '0', pendingIn: '0', rejectedIn: '0', observed: '1000000', addresses: 1, divergences: 0,
+      skipped: false,
+      ledger: '1000000',
+      chain: '1000000',
+      inFlightOut: '0',
+      pendingIn: '0',
+      rejectedIn: '0',
+      observed: '1000000',
+      addresses: 1,
+      divergences: 0,
     });
     expect(divergencesOf(run, f.catalog.assetNetworkId)).toEqual([]);
 
@@ -96,11 +130,17 @@ describe('AdminExecuteReconciliation', () => {
   test('a sweep to a treasury controlled address moves value between platform addresses: never a divergence', async () => {
     const { f, intent } = await fundedTransaction(app, 1_000_000n);
     const an = f.catalog.assetNetworkId;
-    const hot = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: op, body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' } });
+    const hot = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: op,
+      body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' },
+    });
     expect(hot.status, hot.text).toBe(201);
     const hotId = hot.headers.get('location')!.split('/').pop()!;
     const da = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: intent.address } });
-    const sweep = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: op, body: { assetNetworkId: an, fromDepositAddressId: da.id, toControlledAddressId: hotId } });
+    const sweep = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+      headers: op,
+      body: { assetNetworkId: an, fromDepositAddressId: da.id, toControlledAddressId: hotId },
+    });
     expect(sweep.status, sweep.text).toBe(201);
 
     const pending = await execute();
@@ -120,8 +160,12 @@ describe('AdminExecuteReconciliation', () => {
     const planted = await app.rest('POST', '/v1/admin/ledger-corrections', {
       headers: op,
       body: {
-        reason: 'planted', organizationId: f.organizationId,
-        lines: [{ account: clearing(an), direction: 'DEBIT', amount: '250' }, { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' }],
+        reason: 'planted',
+        organizationId: f.organizationId,
+        lines: [
+          { account: clearing(an), direction: 'DEBIT', amount: '250' },
+          { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' },
+        ],
       },
     });
     expect(planted.status, planted.text).toBe(201);
@@ -129,26 +173,54 @@ describe('AdminExecuteReconciliation', () => {
     const run = await execute();
     const found = divergencesOf(run, an);
     expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({ kind: 'BALANCE_MISMATCH', expected: '1000250', observed: '1000000', difference: '-250', status: 'OPEN', resolution: null });
+    expect(found[0]).toMatchObject({
+      kind: 'BALANCE_MISMATCH',
+      expected: '1000250',
+      observed: '1000000',
+      difference: '-250',
+      status: 'OPEN',
+      resolution: null,
+    });
     expect(found[0]!.details).toMatchObject({ chain: '1000000', inFlightOut: '0', uncreditedTransfers: '0', creditedNotOnChain: '0' });
     expect(summaryOf(run, an)).toMatchObject({ ledger: '1000250', observed: '1000000', divergences: 1 });
 
     // The dashboard shows the latest run's open divergences.
     const dash = await app.rest('GET', '/v1/admin/dashboard', { headers: op });
-    expect(dash.body.openDivergences).toContainEqual({ reconciliationId: run.id, id: found[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' });
+    expect(dash.body.openDivergences).toContainEqual({
+      reconciliationId: run.id,
+      id: found[0]!.id,
+      assetNetworkId: an,
+      kind: 'BALANCE_MISMATCH',
+      difference: '-250',
+    });
 
     // Validation: nothing changes.
-    const lines = [{ account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'DEBIT', amount: '250' }, { account: clearing(an), direction: 'CREDIT', amount: '250' }];
+    const lines = [
+      { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'DEBIT', amount: '250' },
+      { account: clearing(an), direction: 'CREDIT', amount: '250' },
+    ];
     const bad = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'CORRECTION', reason: 'x' });
     expect(bad.status, bad.text).toBe(400);
     expect(bad.body.errors).toEqual([{ field: 'lines', message: 'are required for a CORRECTION', code: expect.any(String) }]);
     expect((await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'x', lines })).status).toBe(400);
     expect((await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'MAYBE', reason: 'x' })).status).toBe(400);
-    const unbalanced = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'CORRECTION', reason: 'x', organizationId: f.organizationId, lines: [lines[0], { ...lines[1], amount: '249' }] });
+    const unbalanced = await resolve(run.id, {
+      divergenceId: found[0]!.id,
+      resolution: 'CORRECTION',
+      reason: 'x',
+      organizationId: f.organizationId,
+      lines: [lines[0], { ...lines[1], amount: '249' }],
+    });
     expect(unbalanced.status, unbalanced.text).toBe(400);
     const ledgerBefore = await app.deps.db.ledgerTransaction.count();
 
-    const ok = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'CORRECTION', reason: 'undo the planted correction', organizationId: f.organizationId, lines });
+    const ok = await resolve(run.id, {
+      divergenceId: found[0]!.id,
+      resolution: 'CORRECTION',
+      reason: 'undo the planted correction',
+      organizationId: f.organizationId,
+      lines,
+    });
     expect(ok.status, ok.text).toBe(204);
     expect(await app.deps.db.ledgerTransaction.count()).toBe(ledgerBefore + 1);
     const after = (await app.rest('GET', `/v1/admin/reconciliations/${run.id}`, { headers: op })).body as Run;
@@ -158,11 +230,15 @@ describe('AdminExecuteReconciliation', () => {
     const correction = await app.rest('GET', `/v1/admin/ledger-corrections/${resolved.ledgerCorrectionId}`, { headers: op });
     expect(correction.status, correction.text).toBe(200);
     expect(correction.body).toMatchObject({
-      organizationId: f.organizationId, idempotencyKey: `reconciliation-divergence:${resolved.id}`,
-      reason: `reconciliation divergence ${resolved.id}: undo the planted correction`, operatorId: resolved.resolvedByOperatorId,
+      organizationId: f.organizationId,
+      idempotencyKey: `reconciliation-divergence:${resolved.id}`,
+      reason: `reconciliation divergence ${resolved.id}: undo the planted correction`,
+      operatorId: resolved.resolvedByOperatorId,
     });
     const audit = await app.rest('GET', `/v1/admin/audit-log?entityType=ReconciliationDivergence&entityId=${resolved.id}`, { headers: op });
-    expect(audit.body.items).toMatchObject([{ action: 'reconciliation.divergence.resolved', after: { resolution: 'CORRECTION', ledgerCorrectionId: resolved.ledgerCorrectionId } }]);
+    expect(audit.body.items).toMatchObject([
+      { action: 'reconciliation.divergence.resolved', after: { resolution: 'CORRECTION', ledgerCorrectionId: resolved.ledgerCorrectionId } },
+    ]);
 
     // 409 when already resolved (either way), nothing posted.
     const again = await resolve(run.id, { divergenceId: found[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'again' });
@@ -200,7 +276,12 @@ describe('AdminExecuteReconciliation', () => {
     expect(ok.status, ok.text).toBe(204);
     expect(await app.deps.db.ledgerTransaction.count()).toBe(ledgerBefore);
     const g = await app.gql(`query($id: ID!) { reconciliation(id: $id) { divergences { id status resolution ledgerCorrectionId } } }`, { id: run.id }, op);
-    expect((g.data as { reconciliation: { divergences: unknown[] } }).reconciliation.divergences).toContainEqual({ id: found[0]!.id, status: 'RESOLVED', resolution: 'ACCEPT_CHAIN', ledgerCorrectionId: null });
+    expect((g.data as { reconciliation: { divergences: unknown[] } }).reconciliation.divergences).toContainEqual({
+      id: found[0]!.id,
+      status: 'RESOLVED',
+      resolution: 'ACCEPT_CHAIN',
+      ledgerCorrectionId: null,
+    });
 
     await drainMoneyWork(app); // the deposit is credited
     const next = await execute();
@@ -245,7 +326,11 @@ describe('AdminExecuteReconciliation', () => {
       () => ['GET', `/v1/admin/reconciliations/${run.id}`, undefined],
     ] as const;
     const before = await app.deps.db.reconciliation.count();
-    for (const [who, headers, status] of [['member', m.headers, 403], ['API key', key.headers, 403], ['nobody', {}, 401]] as const) {
+    for (const [who, headers, status] of [
+      ['member', m.headers, 403],
+      ['API key', key.headers, 403],
+      ['nobody', {}, 401],
+    ] as const) {
       for (const c of calls) {
         const [method, path, body] = c() as unknown as readonly [string, string, unknown];
         const r = await app.rest(method as 'GET', path, { headers, ...(body ? { body } : {}) });

@@ -86,10 +86,9 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
       const divergences: NewDivergence[] = [];
       const assetNetworks = await tx.assetNetwork.findMany({ include: { network: true }, orderBy: { id: 'asc' } });
       const clearing = new Map(
-        (await tx.ledgerAccount.findMany({ where: { kind: 'CHAIN_CLEARING' }, select: { assetNetworkId: true, debitsPosted: true, creditsPosted: true } })).map((a) => [
-          a.assetNetworkId,
-          numericToAmount(a.debitsPosted) - numericToAmount(a.creditsPosted),
-        ]),
+        (await tx.ledgerAccount.findMany({ where: { kind: 'CHAIN_CLEARING' }, select: { assetNetworkId: true, debitsPosted: true, creditsPosted: true } })).map(
+          (a) => [a.assetNetworkId, numericToAmount(a.debitsPosted) - numericToAmount(a.creditsPosted)],
+        ),
       );
       const byNetwork = new Map<string, typeof assetNetworks>();
       for (const an of assetNetworks) byNetwork.set(an.networkId, [...(byNetwork.get(an.networkId) ?? []), an]);
@@ -99,10 +98,20 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
         if (!hasAdapter(network.kind)) {
           for (const an of ans)
             summaries.push({
-              assetNetworkId: an.id, networkId, networkKind: network.kind, skipped: true,
+              assetNetworkId: an.id,
+              networkId,
+              networkKind: network.kind,
+              skipped: true,
               note: `no network adapter for ${network.kind} networks in this version: not compared`,
-              ledger: amountToString(clearing.get(an.id) ?? 0n), chain: zero(), inFlightOut: zero(), outMinedNotPosted: zero(), pendingIn: zero(), rejectedIn: zero(), observed: zero(),
-              addresses: 0, divergences: 0,
+              ledger: amountToString(clearing.get(an.id) ?? 0n),
+              chain: zero(),
+              inFlightOut: zero(),
+              outMinedNotPosted: zero(),
+              pendingIn: zero(),
+              rejectedIn: zero(),
+              observed: zero(),
+              addresses: 0,
+              divergences: 0,
             });
           continue;
         }
@@ -116,12 +125,18 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
         // Outgoing broadcasts of the platform: refunds and withdrawals with a transaction hash.
         const anIds = ans.map((a) => a.id);
         const outgoing = [
-          ...(await tx.refund.findMany({ where: { assetNetworkId: { in: anIds }, status: 'EXECUTED', txHash: { not: null } }, select: { id: true, txHash: true, netAmount: true } })).map(
-            (r) => ({ kind: 'refund', id: r.id, txHash: r.txHash!, amount: r.netAmount ? numericToAmount(r.netAmount) : null }),
-          ),
-          ...(await tx.withdrawal.findMany({ where: { networkId, status: { in: ['BROADCAST', 'REQUIRES_RECONCILIATION'] }, txHash: { not: null } }, select: { id: true, txHash: true, amount: true } })).map(
-            (w) => ({ kind: 'withdrawal', id: w.id, txHash: w.txHash!, amount: numericToAmount(w.amount) }),
-          ),
+          ...(
+            await tx.refund.findMany({
+              where: { assetNetworkId: { in: anIds }, status: 'EXECUTED', txHash: { not: null } },
+              select: { id: true, txHash: true, netAmount: true },
+            })
+          ).map((r) => ({ kind: 'refund', id: r.id, txHash: r.txHash!, amount: r.netAmount ? numericToAmount(r.netAmount) : null })),
+          ...(
+            await tx.withdrawal.findMany({
+              where: { networkId, status: { in: ['BROADCAST', 'REQUIRES_RECONCILIATION'] }, txHash: { not: null } },
+              select: { id: true, txHash: true, amount: true },
+            })
+          ).map((w) => ({ kind: 'withdrawal', id: w.id, txHash: w.txHash!, amount: numericToAmount(w.amount) })),
         ];
         // Refunds credit CHAIN_CLEARING when broadcast: in flight while not mined. Withdrawals hold it
         // (pending, not in the posted balance) and post it when CONFIRMED: mined but not posted yet.
@@ -167,10 +182,17 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
             else {
               uncredited += t.amount;
               found.push({
-                assetNetworkId: an.id, kind: 'UNCREDITED_TRANSFER', expected: 0n, observed: t.amount,
+                assetNetworkId: an.id,
+                kind: 'UNCREDITED_TRANSFER',
+                expected: 0n,
+                observed: t.amount,
                 details: {
-                  txHash: t.txHash, fromAddress: t.fromAddress, toAddress: t.toAddress, confirmations: t.confirmations,
-                  depositId: d?.id ?? null, depositStatus: d?.status ?? null,
+                  txHash: t.txHash,
+                  fromAddress: t.fromAddress,
+                  toAddress: t.toAddress,
+                  confirmations: t.confirmations,
+                  depositId: d?.id ?? null,
+                  depositStatus: d?.status ?? null,
                 },
               });
             }
@@ -182,27 +204,54 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
             const amount = numericToAmount(d.amount);
             notOnChain += amount;
             found.push({
-              assetNetworkId: an.id, kind: 'DEPOSIT_NOT_ON_CHAIN', expected: amount, observed: 0n,
+              assetNetworkId: an.id,
+              kind: 'DEPOSIT_NOT_ON_CHAIN',
+              expected: amount,
+              observed: 0n,
               details: {
-                depositId: d.id, organizationId: d.organizationId, txHash: d.txHash, depositStatus: d.status,
-                chainStatus: t?.status ?? null, replacedByTxHash: t?.replacedByTxHash ?? null,
+                depositId: d.id,
+                organizationId: d.organizationId,
+                txHash: d.txHash,
+                depositStatus: d.status,
+                chainStatus: t?.status ?? null,
+                replacedByTxHash: t?.replacedByTxHash ?? null,
               },
             });
           }
           const observed = chain - inFlightOut + outMinedNotPosted - pendingIn - rejectedIn - uncredited + notOnChain;
           if (observed !== ledger)
             found.unshift({
-              assetNetworkId: an.id, kind: 'BALANCE_MISMATCH', expected: ledger, observed,
+              assetNetworkId: an.id,
+              kind: 'BALANCE_MISMATCH',
+              expected: ledger,
+              observed,
               details: {
-                chain: amountToString(chain), inFlightOut: amountToString(inFlightOut), outMinedNotPosted: amountToString(outMinedNotPosted), pendingIn: amountToString(pendingIn), rejectedIn: amountToString(rejectedIn),
-                uncreditedTransfers: amountToString(uncredited), creditedNotOnChain: amountToString(notOnChain), inFlight,
+                chain: amountToString(chain),
+                inFlightOut: amountToString(inFlightOut),
+                outMinedNotPosted: amountToString(outMinedNotPosted),
+                pendingIn: amountToString(pendingIn),
+                rejectedIn: amountToString(rejectedIn),
+                uncreditedTransfers: amountToString(uncredited),
+                creditedNotOnChain: amountToString(notOnChain),
+                inFlight,
               },
             });
           divergences.push(...found);
           summaries.push({
-            assetNetworkId: an.id, networkId, networkKind: network.kind, skipped: false, note: null,
-            ledger: amountToString(ledger), chain: amountToString(chain), inFlightOut: amountToString(inFlightOut), outMinedNotPosted: amountToString(outMinedNotPosted), pendingIn: amountToString(pendingIn),
-            rejectedIn: amountToString(rejectedIn), observed: amountToString(observed), addresses: addresses.size, divergences: found.length,
+            assetNetworkId: an.id,
+            networkId,
+            networkKind: network.kind,
+            skipped: false,
+            note: null,
+            ledger: amountToString(ledger),
+            chain: amountToString(chain),
+            inFlightOut: amountToString(inFlightOut),
+            outMinedNotPosted: amountToString(outMinedNotPosted),
+            pendingIn: amountToString(pendingIn),
+            rejectedIn: amountToString(rejectedIn),
+            observed: amountToString(observed),
+            addresses: addresses.size,
+            divergences: found.length,
           });
         }
       }
@@ -210,8 +259,13 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
       const completedAt = deps.clock.now();
       const run = await tx.reconciliation.create({
         data: {
-          trigger: by.operatorId ? 'OPERATOR' : 'SCHEDULE', operatorId: by.operatorId, status: 'COMPLETED', summaries: summaries as never,
-          divergenceCount: divergences.length, startedAt, completedAt,
+          trigger: by.operatorId ? 'OPERATOR' : 'SCHEDULE',
+          operatorId: by.operatorId,
+          status: 'COMPLETED',
+          summaries: summaries as never,
+          divergenceCount: divergences.length,
+          startedAt,
+          completedAt,
         },
       });
       if (divergences.length)
@@ -223,19 +277,38 @@ export async function runReconciliation(deps: MoneyDeps, by: { operatorId: strin
             const exact = [d.expected, d.observed, difference].some((v) => v > MAX_STORED_SUM || -v > MAX_STORED_SUM);
             const fit = (v: bigint) => amountToNumeric(v > MAX_STORED_SUM ? MAX_STORED_SUM : -v > MAX_STORED_SUM ? -MAX_STORED_SUM : v);
             const details = exact
-              ? { ...d.details, exact: { expected: amountToString(d.expected), observed: amountToString(d.observed), difference: amountToString(difference), note: 'AMOUNT_OUT_OF_RANGE: the columns hold the values bounded to 10^78 - 1' } }
+              ? {
+                  ...d.details,
+                  exact: {
+                    expected: amountToString(d.expected),
+                    observed: amountToString(d.observed),
+                    difference: amountToString(difference),
+                    note: 'AMOUNT_OUT_OF_RANGE: the columns hold the values bounded to 10^78 - 1',
+                  },
+                }
               : d.details;
             return {
-              reconciliationId: run.id, assetNetworkId: d.assetNetworkId, kind: d.kind, expected: fit(d.expected), observed: fit(d.observed),
-              difference: fit(difference), details: details as never, createdAt: completedAt,
+              reconciliationId: run.id,
+              assetNetworkId: d.assetNetworkId,
+              kind: d.kind,
+              expected: fit(d.expected),
+              observed: fit(d.observed),
+              difference: fit(difference),
+              details: details as never,
+              createdAt: completedAt,
             };
           }),
         });
       await auditAs(tx, deps, by.actor, {
-        organizationId: null, entityType: 'Reconciliation', entityId: run.id, action: 'reconciliation.executed',
+        organizationId: null,
+        entityType: 'Reconciliation',
+        entityId: run.id,
+        action: 'reconciliation.executed',
         after: {
-          trigger: run.trigger, divergenceCount: divergences.length,
-          assetNetworks: summaries.length, skipped: summaries.filter((s) => s.skipped).length,
+          trigger: run.trigger,
+          divergenceCount: divergences.length,
+          assetNetworks: summaries.length,
+          skipped: summaries.filter((s) => s.skipped).length,
         },
       });
       return run;
@@ -286,7 +359,11 @@ export async function searchReconciliations(ctx: Context, args: { skip?: number 
   return { items, skip, take, total };
 }
 
-const uuid = (what: string) => z.string().refine(isUuid, `must be ${what} (uuid)`).transform((s) => s.toLowerCase());
+const uuid = (what: string) =>
+  z
+    .string()
+    .refine(isUuid, `must be ${what} (uuid)`)
+    .transform((s) => s.toLowerCase());
 const correctionShape = recordCorrectionInput.shape;
 
 export const resolveInput = z
@@ -341,8 +418,11 @@ export async function resolveDivergence(ctx: Context, reconciliationIdArg: unkno
       const correction = await recordCorrection(
         { ...ctx, deps: { ...ctx.deps, db: inTx } },
         {
-          reason: `reconciliation divergence ${d.id}: ${data.reason}`, organizationId: data.organizationId ?? null,
-          correctsLedgerTransactionId: data.correctsLedgerTransactionId ?? null, lines: data.lines, idempotencyKey: `reconciliation-divergence:${d.id}`,
+          reason: `reconciliation divergence ${d.id}: ${data.reason}`,
+          organizationId: data.organizationId ?? null,
+          correctsLedgerTransactionId: data.correctsLedgerTransactionId ?? null,
+          lines: data.lines,
+          idempotencyKey: `reconciliation-divergence:${d.id}`,
         },
         null,
       );
@@ -350,12 +430,30 @@ export async function resolveDivergence(ctx: Context, reconciliationIdArg: unkno
     }
     await tx.reconciliationDivergence.update({
       where: { id: d.id },
-      data: { status: 'RESOLVED', resolution: data.resolution, resolutionReason: data.reason, resolvedByOperatorId: operatorId, ledgerCorrectionId, resolvedAt: now },
+      data: {
+        status: 'RESOLVED',
+        resolution: data.resolution,
+        resolutionReason: data.reason,
+        resolvedByOperatorId: operatorId,
+        ledgerCorrectionId,
+        resolvedAt: now,
+      },
     });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: null, entityType: 'ReconciliationDivergence', entityId: d.id, action: 'reconciliation.divergence.resolved',
+      organizationId: null,
+      entityType: 'ReconciliationDivergence',
+      entityId: d.id,
+      action: 'reconciliation.divergence.resolved',
       before: { status: 'OPEN' },
-      after: { status: 'RESOLVED', reconciliationId, resolution: data.resolution, reason: data.reason, ledgerCorrectionId, kind: d.kind, assetNetworkId: d.assetNetworkId },
+      after: {
+        status: 'RESOLVED',
+        reconciliationId,
+        resolution: data.resolution,
+        reason: data.reason,
+        ledgerCorrectionId,
+        kind: d.kind,
+        assetNetworkId: d.assetNetworkId,
+      },
     });
   }, TX_OPTIONS);
   return db.reconciliationDivergence.findUniqueOrThrow({ where: { id: found.id } });
@@ -368,15 +466,28 @@ export async function resolveDivergence(ctx: Context, reconciliationIdArg: unkno
 export async function openDivergences(db: Db): Promise<{ reconciliationId: string; id: string; assetNetworkId: string; kind: string; difference: string }[]> {
   const latest = await db.reconciliation.findFirst({ orderBy: [{ startedAt: 'desc' }, { id: 'desc' }], select: { id: true } });
   if (!latest) return [];
-  const rows = await db.reconciliationDivergence.findMany({ where: { reconciliationId: latest.id, status: 'OPEN' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
-  return rows.map((r) => ({ reconciliationId: r.reconciliationId, id: r.id, assetNetworkId: r.assetNetworkId, kind: r.kind, difference: amountToString(numericToAmount(r.difference)) }));
+  const rows = await db.reconciliationDivergence.findMany({
+    where: { reconciliationId: latest.id, status: 'OPEN' },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+  });
+  return rows.map((r) => ({
+    reconciliationId: r.reconciliationId,
+    id: r.id,
+    assetNetworkId: r.assetNetworkId,
+    kind: r.kind,
+    difference: amountToString(numericToAmount(r.difference)),
+  }));
 }
 
 /**
  * The scheduled reconciliation (jobs/index.ts): queue treasury.reconcile, hourly; a singleton queue,
  * so two runs never overlap. Processes that only send jobs create the queue and nothing else.
  */
-export async function registerReconciliationJobs(boss: PgBoss, deps: { db: MoneyDeps['db']; clock: MoneyDeps['clock']; log: Pick<Logger, 'error' | 'info'> }, work: boolean): Promise<void> {
+export async function registerReconciliationJobs(
+  boss: PgBoss,
+  deps: { db: MoneyDeps['db']; clock: MoneyDeps['clock']; log: Pick<Logger, 'error' | 'info'> },
+  work: boolean,
+): Promise<void> {
   // A whole reconciliation may take minutes: its attempt is bounded at 15 minutes (its heartbeat still finds a dead worker in seconds).
   await ensureQueue(boss, RECONCILE_QUEUE, { policy: 'singleton', retryLimit: 2, retryDelay: 60, expireInSeconds: 900 });
   if (!work) return;
