@@ -541,16 +541,20 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
       title: 'Financial transaction infrastructure API',
       version: 'v1',
       description: [
-        'Programmable financial transaction infrastructure. The REST API is generated from the GraphQL API (POST /graphql): every route runs one GraphQL operation.',
+        'Programmable financial transaction infrastructure. The REST API is generated from the GraphQL API (POST ' +
+          '/graphql): every route runs one GraphQL operation.',
         '',
         'Exactly one principal authenticates a request, or none (public routes):',
         ...kinds.map((k) => `- ${principalDescription[k]}`),
         '',
         oneCredentialRule,
         '',
-        'A 201 answers the new resource in `Location` and, except where the specification fixes no body (CreateAccount, CreatePaymentIntent, RegisterWallet, CreateSigningRequest: read the id as the last segment of `Location`), as `{ "id": … }` (CreatedResourceResponse) too.',
+        'A 201 answers the new resource in `Location` and, except where the specification fixes no body ' +
+          '(CreateAccount, CreatePaymentIntent, RegisterWallet, CreateSigningRequest: read the id as the last segment of ' +
+          '`Location`), as `{ "id": … }` (CreatedResourceResponse) too.',
         '',
-        'Each operation lists the principals it accepts in `security` and `x-principals`. Errors are RFC 9457 problem details (application/problem+json). Operations marked `x-extension` are ours, beyond the specification.',
+        'Each operation lists the principals it accepts in `security` and `x-principals`. Errors are RFC 9457 problem ' +
+          'details (application/problem+json). Operations marked `x-extension` are ours, beyond the specification.',
       ].join('\n'),
     },
     servers: [{ url: '/' }],

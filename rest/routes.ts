@@ -1495,7 +1495,8 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/v1/admin/refund-fee-policy',
     summary:
-      'Configure the next version of the refund fee of a scope (platform, organization or application; optionally one asset-network) and whether refunds may reverse settlements',
+      'Configure the next version of the refund fee of a scope (platform, organization or application; optionally ' +
+      'one asset-network) and whether refunds may reverse settlements',
     tag: 'Administration',
     policy: policies.operator,
     body: 'required',
@@ -1551,7 +1552,9 @@ export const routes: Route[] = [
     path: '/v1/admin/stuck-operations',
     extension: true,
     summary:
-      "Settlements, refunds, withdrawals and deposits idle past their expected time, and deposit addresses whose chain sync keeps failing (CHAIN_SYNC), oldest first, with their age and their job's last error (olderThanSeconds 0-2592000, default 300; limit 1-500, default 100)",
+      'Settlements, refunds, withdrawals and deposits idle past their expected time, and deposit addresses whose ' +
+      "chain sync keeps failing (CHAIN_SYNC), oldest first, with their age and their job's last error " +
+      '(olderThanSeconds 0-2592000, default 300; limit 1-500, default 100)',
     tag: 'Administration',
     policy: policies.operator,
     variables: { olderThanSeconds: 'query.olderThanSeconds', limit: 'query.limit' },
@@ -1615,7 +1618,8 @@ export const routes: Route[] = [
     path: '/v1/admin/withdrawals/{withdrawalId}/resolve-reconciliation',
     extension: true,
     summary:
-      'Resolve a withdrawal that requires reconciliation: CONFIRMED (a mined transaction of it; the hold is posted) or FAILED (nothing mined or pending; the hold is released), checked against the chain',
+      'Resolve a withdrawal that requires reconciliation: CONFIRMED (a mined transaction of it; the hold is posted) ' +
+      'or FAILED (nothing mined or pending; the hold is released), checked against the chain',
     tag: 'Administration',
     policy: policies.operator,
     body: 'required',

@@ -183,7 +183,8 @@ export function missingSharedDatabaseKeys(c: Config): string[] {
     );
   if (!c.WEBHOOK_SECRET_KEY)
     missing.push(
-      'WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every process, or what one seals another cannot open)',
+      'WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every ' +
+        'process, or what one seals another cannot open)',
     );
   return missing;
 }

@@ -58,7 +58,10 @@ test('the live triggers and functions of a migrated database are exactly prisma/
   expect(names.filter((n) => n.startsWith('function ') && !n.includes('uuidv7'))).toHaveLength(11);
   expect(
     live[
-      'function ledger_post(timestamp with time zone,"LedgerAccountKind"[],uuid[],uuid[],uuid[],boolean[],text[],text[],text[],text[],uuid[],text[],uuid[],jsonb[],timestamp with time zone[],integer[],integer[],uuid[],numeric[],timestamp with time zone[],boolean[],integer[],integer[],boolean[],numeric[])'
+      'function ledger_post(timestamp with time ' +
+        'zone,"LedgerAccountKind"[],uuid[],uuid[],uuid[],boolean[],text[],text[],text[],text[],uuid[],text[],uuid[],jsonb[],timestamp ' +
+        'with time zone[],integer[],integer[],uuid[],numeric[],timestamp with time ' +
+        'zone[],boolean[],integer[],integer[],boolean[],numeric[])'
     ],
   ).toMatch(/SET enable_seqscan TO 'off'/);
   // Drop them all and run the files (rolled back): the same definitions, none missing, none extra.

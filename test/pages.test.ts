@@ -224,21 +224,24 @@ describe('docs/webhooks.md: connectionParams of each credential on graphql-ws', 
     return { acknowledged, errors, closeCode };
   }
 
-  test('a member (authorization, any letter case), an operator (x-operator-key); an API key authenticates but may not follow; two credentials: 4401', async () => {
-    const member = await signUpMember(dev);
-    const key = await createApiKey(dev, member);
-    const operator = await createOperator(dev);
-    const organizationId = member.organizationId;
+  test(
+    'a member (authorization, any letter case), an operator (x-operator-key); an API key authenticates but may not ' + 'follow; two credentials: 4401',
+    async () => {
+      const member = await signUpMember(dev);
+      const key = await createApiKey(dev, member);
+      const operator = await createOperator(dev);
+      const organizationId = member.organizationId;
 
-    for (const params of [{ authorization: member.headers.authorization! }, { Authorization: member.headers.authorization! }] as Record<string, string>[]) {
-      expect(await follow(params, { organizationId })).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
-    }
-    expect(await follow({ 'x-operator-key': operator.key }, {})).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
-    const asKey = await follow({ 'x-api-key': key.key }, { organizationId });
-    expect(asKey.acknowledged).toBe(true);
-    expect(asKey.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
-    const both = await follow({ authorization: member.headers.authorization!, 'x-api-key': key.key }, { organizationId });
-    expect(both.acknowledged).toBe(false);
-    expect(both.closeCode).toBe(4401);
-  });
+      for (const params of [{ authorization: member.headers.authorization! }, { Authorization: member.headers.authorization! }] as Record<string, string>[]) {
+        expect(await follow(params, { organizationId })).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+      }
+      expect(await follow({ 'x-operator-key': operator.key }, {})).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+      const asKey = await follow({ 'x-api-key': key.key }, { organizationId });
+      expect(asKey.acknowledged).toBe(true);
+      expect(asKey.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
+      const both = await follow({ authorization: member.headers.authorization!, 'x-api-key': key.key }, { organizationId });
+      expect(both.acknowledged).toBe(false);
+      expect(both.closeCode).toBe(4401);
+    },
+  );
 });

@@ -359,66 +359,72 @@ describe('GetPlatformDashboard', () => {
     expect(g.data!.platformDashboard).toEqual(rest);
   });
 
-  test('typed reserve levels and open divergences: a seeded reserve with its thresholds; a planted divergence until resolved; REST equals GraphQL', async () => {
-    const { f } = await fundedTransaction(app, 1_000_000n);
-    const an = f.catalog.assetNetworkId;
-    const post = async (path: string, body: unknown, status: number) => {
-      const r = await app.rest('POST', path, { headers: op, body });
-      expect(r.status, `${path} ${r.text}`).toBe(status);
-      return r;
-    };
-    await post('/v1/admin/network-resource-reserve/seed', { assetNetworkId: an, amount: '40000' }, 200);
-    await post('/v1/admin/network-resource-reserve/policy', { assetNetworkId: an, lowThreshold: '50000', targetBalance: '200000' }, 204);
-    await post('/v1/admin/network-resource-reserve/replenishment-route', { assetNetworkId: an, source: 'SANDBOX_FAUCET', maxTopUpAmount: '150000' }, 204);
-    // A ledger correction that moves CHAIN_CLEARING without the chain: the next run finds a BALANCE_MISMATCH.
-    await post(
-      '/v1/admin/ledger-corrections',
-      {
-        reason: 'planted',
-        organizationId: f.organizationId,
-        lines: [
-          { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount: '250' },
-          { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' },
-        ],
-      },
-      201,
-    );
-    const run = (await post('/v1/admin/reconciliations/execute', undefined, 201)).body as { id: string; divergences: { id: string; assetNetworkId: string }[] };
-    const planted = run.divergences.filter((d) => d.assetNetworkId === an);
-    expect(planted).toHaveLength(1);
+  test(
+    'typed reserve levels and open divergences: a seeded reserve with its thresholds; a planted divergence until ' + 'resolved; REST equals GraphQL',
+    async () => {
+      const { f } = await fundedTransaction(app, 1_000_000n);
+      const an = f.catalog.assetNetworkId;
+      const post = async (path: string, body: unknown, status: number) => {
+        const r = await app.rest('POST', path, { headers: op, body });
+        expect(r.status, `${path} ${r.text}`).toBe(status);
+        return r;
+      };
+      await post('/v1/admin/network-resource-reserve/seed', { assetNetworkId: an, amount: '40000' }, 200);
+      await post('/v1/admin/network-resource-reserve/policy', { assetNetworkId: an, lowThreshold: '50000', targetBalance: '200000' }, 204);
+      await post('/v1/admin/network-resource-reserve/replenishment-route', { assetNetworkId: an, source: 'SANDBOX_FAUCET', maxTopUpAmount: '150000' }, 204);
+      // A ledger correction that moves CHAIN_CLEARING without the chain: the next run finds a BALANCE_MISMATCH.
+      await post(
+        '/v1/admin/ledger-corrections',
+        {
+          reason: 'planted',
+          organizationId: f.organizationId,
+          lines: [
+            { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount: '250' },
+            { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' },
+          ],
+        },
+        201,
+      );
+      const run = (await post('/v1/admin/reconciliations/execute', undefined, 201)).body as {
+        id: string;
+        divergences: { id: string; assetNetworkId: string }[];
+      };
+      const planted = run.divergences.filter((d) => d.assetNetworkId === an);
+      expect(planted).toHaveLength(1);
 
-    const d = await dashboard();
-    const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
-    const reserve = await app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
-    expect(d.reserveLevels).toEqual([
-      {
-        networkId: network.id,
-        networkName: network.name,
-        assetNetworkId: null,
-        configured: true,
-        balance: '40000',
-        lowThreshold: '50000',
-        targetBalance: '200000',
-        belowThreshold: true,
-        replenishmentSource: 'SANDBOX_FAUCET',
-        replenishmentAddress: null,
-        maxTopUpAmount: '150000',
-        updatedAt: reserve.updatedAt.toISOString(),
-      },
-    ]);
-    expect(d.openDivergences).toEqual([{ reconciliationId: run.id, id: planted[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' }]);
-    const g = await app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, op);
-    expect(g.errors).toBeUndefined();
-    expect(g.data!.platformDashboard).toEqual(d);
+      const d = await dashboard();
+      const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
+      const reserve = await app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
+      expect(d.reserveLevels).toEqual([
+        {
+          networkId: network.id,
+          networkName: network.name,
+          assetNetworkId: null,
+          configured: true,
+          balance: '40000',
+          lowThreshold: '50000',
+          targetBalance: '200000',
+          belowThreshold: true,
+          replenishmentSource: 'SANDBOX_FAUCET',
+          replenishmentAddress: null,
+          maxTopUpAmount: '150000',
+          updatedAt: reserve.updatedAt.toISOString(),
+        },
+      ]);
+      expect(d.openDivergences).toEqual([{ reconciliationId: run.id, id: planted[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' }]);
+      const g = await app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, op);
+      expect(g.errors).toBeUndefined();
+      expect(g.data!.platformDashboard).toEqual(d);
 
-    // Resolved: no longer open, though it stays in the latest run.
-    await post(
-      `/v1/admin/reconciliations/${run.id}/resolve-divergence`,
-      { divergenceId: planted[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'planted by the test' },
-      204,
-    );
-    expect((await dashboard()).openDivergences).toEqual([]);
-  });
+      // Resolved: no longer open, though it stays in the latest run.
+      await post(
+        `/v1/admin/reconciliations/${run.id}/resolve-divergence`,
+        { divergenceId: planted[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'planted by the test' },
+        204,
+      );
+      expect((await dashboard()).openDivergences).toEqual([]);
+    },
+  );
 });
 
 describe('operator routes refuse every other principal', () => {

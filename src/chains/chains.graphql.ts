@@ -149,7 +149,9 @@ builder.mutationFields((t) => ({
   sandboxReorg: t.field({
     type: SandboxChainTip,
     description:
-      "Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks. Only the caller's organization's transactions are orphaned; other organizations' are carried into the replacement blocks at their heights. 409 when the chain is shorter than `depth`.",
+      "Orphans the last `depth` canonical blocks and mines depth + 1 replacement blocks. Only the caller's " +
+      "organization's transactions are orphaned; other organizations' are carried into the replacement blocks at " +
+      'their heights. 409 when the chain is shorter than `depth`.',
     authScopes: { policy: manage },
     args: {
       networkId: t.arg.id({ required: true }),
@@ -169,7 +171,8 @@ builder.mutationFields((t) => ({
   sandboxReplaceTransaction: t.field({
     type: SandboxTransaction,
     description:
-      "A PENDING replaceable transaction becomes REPLACED by a new PENDING one (the answer); anything else 409, as is an amount the sender cannot spend. Only a transaction the caller's organization sent (NOT_FOUND otherwise).",
+      'A PENDING replaceable transaction becomes REPLACED by a new PENDING one (the answer); anything else 409, as ' +
+      "is an amount the sender cannot spend. Only a transaction the caller's organization sent (NOT_FOUND otherwise).",
     authScopes: { policy: manage },
     args: { input: t.arg({ type: SandboxReplaceInput, required: true }), idempotencyKey: t.arg.string(idempotencyKeyArg) },
     resolve: (_p, args, ctx) => sandbox.replace(ctx, { ...args.input, environmentId: idOrNull(args.input.environmentId) }, args.idempotencyKey),

@@ -31,7 +31,8 @@ type Material = ReturnType<typeof wallets.publicMaterial>;
 const WalletPublicMaterial = builder.objectRef<Material>('WalletPublicMaterial').implement({
   description:
     "What derives and verifies a wallet's deposit addresses: BIP32 non-hardened public derivation (CKDpub) at m/{index} from the root public key, " +
-    'with chainCode = SHA-256("ftis/v1/chain-code" || root public key); address = "0x" + the last 20 bytes of keccak-256 of the uncompressed child key (docs/catalog-custody.md).',
+    'with chainCode = SHA-256("ftis/v1/chain-code" || root public key); address = "0x" + the last 20 bytes of ' +
+    'keccak-256 of the uncompressed child key (docs/catalog-custody.md).',
   fields: (t) => ({
     walletId: t.exposeID('walletId'),
     networkId: t.exposeID('networkId'),

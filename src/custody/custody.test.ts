@@ -375,7 +375,8 @@ describe('AllocateDepositAddress', () => {
   test('GraphQL, and allocateAddressInTx for domain code (same transaction as the caller)', async () => {
     const pi = await paymentIntent(integ, catalog.assetNetworkId);
     const g = await app.gql<{ allocateDepositAddress: { address: string; derivationIndex: number; paymentIntentId: string } }>(
-      'mutation($a: ID!, $i: AllocateDepositAddressInput!) { allocateDepositAddress(applicationId: $a, input: $i) { address derivationIndex paymentIntentId } }',
+      'mutation($a: ID!, $i: AllocateDepositAddressInput!) { allocateDepositAddress(applicationId: $a, input: $i) { ' +
+        'address derivationIndex paymentIntentId } }',
       { a: integ.applicationId, i: { walletId: integ.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi } },
       integ.apiKeyHeaders,
     );

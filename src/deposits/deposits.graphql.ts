@@ -14,12 +14,16 @@ const amount = (v: { toFixed(dp: number): string }) => amountToString(numericToA
 
 const PaymentIntentStatus = builder.enumType('PaymentIntentStatus', {
   description:
-    'AWAITING_PAYMENT -> PROCESSING (a deposit detected) -> SUCCEEDED (confirmed deposits cover the amount); AWAITING_PAYMENT or PROCESSING -> EXPIRED (ExpiresAt passed, nothing undecided); AWAITING_PAYMENT -> CANCELLED. Exceptions are flags: overpaid, paidLate. docs/money-in.md.',
+    'AWAITING_PAYMENT -> PROCESSING (a deposit detected) -> SUCCEEDED (confirmed deposits cover the amount); ' +
+    'AWAITING_PAYMENT or PROCESSING -> EXPIRED (ExpiresAt passed, nothing undecided); AWAITING_PAYMENT -> ' +
+    'CANCELLED. Exceptions are flags: overpaid, paidLate. docs/money-in.md.',
   values: ['AWAITING_PAYMENT', 'PROCESSING', 'SUCCEEDED', 'EXPIRED', 'CANCELLED'] as const,
 });
 const DepositStatus = builder.enumType('DepositStatus', {
   description:
-    'DETECTED -> CONFIRMING -> CONFIRMED (credited); -> REJECTED (dropped, replaced, reverted, wrong asset, below the minimum, review rejected); UNDER_REVIEW (screening; an operator accepts or rejects); CONFIRMED -> REORG_FROZEN (a reorganization; an operator resolves: CONFIRMED again or REVERSED). docs/money-in.md.',
+    'DETECTED -> CONFIRMING -> CONFIRMED (credited); -> REJECTED (dropped, replaced, reverted, wrong asset, below ' +
+    'the minimum, review rejected); UNDER_REVIEW (screening; an operator accepts or rejects); CONFIRMED -> ' +
+    'REORG_FROZEN (a reorganization; an operator resolves: CONFIRMED again or REVERSED). docs/money-in.md.',
   values: ['DETECTED', 'CONFIRMING', 'CONFIRMED', 'REJECTED', 'UNDER_REVIEW', 'REORG_FROZEN', 'REVERSED'] as const,
 });
 const DepositCreditedTo = builder.enumType('DepositCreditedTo', {

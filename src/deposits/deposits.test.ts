@@ -247,35 +247,38 @@ describe('amounts', () => {
 });
 
 describe('expiry and late deposits', () => {
-  test('a deposit after expiry is late: credited to SUSPENSE with payment_intent.late_deposit_received; the intent stays EXPIRED, flagged paidLate', async () => {
-    const f = await moneyFixture(app, { requiredConfirmations: 1 });
-    const pi = await createIntent(app, f, { expiresInSeconds: 600 });
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 601);
-    expect(await sweepExpiries(app, f.organizationId)).toBe(1);
-    const expired = await intentOf(f, pi.id);
-    expect(expired).toMatchObject({ status: 'EXPIRED' });
-    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED' });
-    const from = await eventCount(f);
-    await send(f, pi.address, 1_000_000n);
-    await sync();
-    await mine(f);
-    await sync();
-    const [depositId] = (await intentOf(f, pi.id)).depositIds;
-    expect(await depositOf(f, depositId)).toMatchObject({ status: 'CONFIRMED', late: true, creditedTo: 'SUSPENSE' });
-    expect(await intentOf(f, pi.id)).toMatchObject({ status: 'EXPIRED', paidLate: true, confirmedAmount: '0' });
-    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED', fundedAmount: '0' });
-    expect(await balances(f, pi.transactionId)).toEqual({ escrow: 0n, suspense: 1_000_000n, clearing: 1_000_000n });
-    expect(await eventsSince(f, from)).toEqual(['deposit.detected', 'deposit.confirmed', 'payment_intent.late_deposit_received']);
-    const late = (await eventsOf(app, f.organizationId)).at(-1)!.body;
-    expect(late).toMatchObject({
-      PaymentIntentId: pi.id,
-      TransactionId: pi.transactionId,
-      DepositId: depositId,
-      Amount: '1000000',
-      ExpiredAt: expired.expiredAt,
-    });
-    expect(new Date(late.ReceivedAt as string).getTime()).toBeGreaterThanOrEqual(new Date(expired.expiredAt).getTime());
-  });
+  test(
+    'a deposit after expiry is late: credited to SUSPENSE with payment_intent.late_deposit_received; the intent ' + 'stays EXPIRED, flagged paidLate',
+    async () => {
+      const f = await moneyFixture(app, { requiredConfirmations: 1 });
+      const pi = await createIntent(app, f, { expiresInSeconds: 600 });
+      await sandboxAdvanceClock(app, f.apiKeyHeaders, 601);
+      expect(await sweepExpiries(app, f.organizationId)).toBe(1);
+      const expired = await intentOf(f, pi.id);
+      expect(expired).toMatchObject({ status: 'EXPIRED' });
+      expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED' });
+      const from = await eventCount(f);
+      await send(f, pi.address, 1_000_000n);
+      await sync();
+      await mine(f);
+      await sync();
+      const [depositId] = (await intentOf(f, pi.id)).depositIds;
+      expect(await depositOf(f, depositId)).toMatchObject({ status: 'CONFIRMED', late: true, creditedTo: 'SUSPENSE' });
+      expect(await intentOf(f, pi.id)).toMatchObject({ status: 'EXPIRED', paidLate: true, confirmedAmount: '0' });
+      expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED', fundedAmount: '0' });
+      expect(await balances(f, pi.transactionId)).toEqual({ escrow: 0n, suspense: 1_000_000n, clearing: 1_000_000n });
+      expect(await eventsSince(f, from)).toEqual(['deposit.detected', 'deposit.confirmed', 'payment_intent.late_deposit_received']);
+      const late = (await eventsOf(app, f.organizationId)).at(-1)!.body;
+      expect(late).toMatchObject({
+        PaymentIntentId: pi.id,
+        TransactionId: pi.transactionId,
+        DepositId: depositId,
+        Amount: '1000000',
+        ExpiredAt: expired.expiredAt,
+      });
+      expect(new Date(late.ReceivedAt as string).getTime()).toBeGreaterThanOrEqual(new Date(expired.expiredAt).getTime());
+    },
+  );
 
   test('a deposit after ExpiresAt but before the sweep: the intent expires first, the deposit is late', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1 });

@@ -6,7 +6,9 @@ import { stuckOperations, type StuckOperation } from './recovery';
 /** GetStuckOperations (docs/admin.md, docs/deployment.md): platform operators only. */
 const StuckOperationRef = builder.objectRef<StuckOperation>('StuckOperation').implement({
   description:
-    'A settlement, refund, withdrawal or deposit that has not moved for longer than expected (non-terminal, unchanged since `since`), or a deposit address whose chain sync keeps failing (CHAIN_SYNC: retried alone since `since`) (docs/deployment.md, "Stuck operations").',
+    'A settlement, refund, withdrawal or deposit that has not moved for longer than expected (non-terminal, ' +
+    'unchanged since `since`), or a deposit address whose chain sync keeps failing (CHAIN_SYNC: retried alone ' +
+    'since `since`) (docs/deployment.md, "Stuck operations").',
   fields: (t) => ({
     kind: t.exposeString('kind', { description: 'SETTLEMENT, REFUND, WITHDRAWAL, DEPOSIT or CHAIN_SYNC (a deposit address failing its sync).' }),
     id: t.exposeID('id', { description: 'The operation; for CHAIN_SYNC, the deposit address.' }),
@@ -23,7 +25,8 @@ const StuckOperationRef = builder.objectRef<StuckOperation>('StuckOperation').im
     jobState: t.exposeString('jobState', {
       nullable: true,
       description:
-        "The state of its newest job (created, retry, active, completed, failed, cancelled); null when none is kept (a deposit's job is its network's chain.sync; a CHAIN_SYNC entry's, its address's chain.sync.address).",
+        'The state of its newest job (created, retry, active, completed, failed, cancelled); null when none is kept (a ' +
+        "deposit's job is its network's chain.sync; a CHAIN_SYNC entry's, its address's chain.sync.address).",
     }),
     lastError: t.exposeString('lastError', {
       nullable: true,

@@ -95,7 +95,8 @@ builder.mutationFields((t) => ({
   requestRefund: t.field({
     type: Refund,
     description:
-      'Requests a refund of a funded transaction to the payer’s origin (PENDING; the refund.execute job executes or rejects it: refund.executed / refund.rejected). 409 when never funded or the origin is unknown.',
+      'Requests a refund of a funded transaction to the payer’s origin (PENDING; the refund.execute job executes or ' +
+      'rejects it: refund.executed / refund.rejected). 409 when never funded or the origin is unknown.',
     authScopes: { policy: manage },
     args: {
       transactionId: t.arg.id({ required: true }),

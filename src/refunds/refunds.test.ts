@@ -366,20 +366,23 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     await expectRejected(f, transactionId, await ask(f, transactionId), 'SELF_CUSTODY_SIGNING_REQUIRED');
   });
 
-  test('CONTROLLED_BALANCE_INSUFFICIENT when no controlled address can spend it (the deposit is not mined yet): the ledger posting is rolled back', async () => {
-    const f = await fixture(0);
-    const an = f.catalog.assetNetworkId;
-    const { pi, transactionId } = await fund(f, 1_000_000n, { mine: false });
-    const clearing = await system('CHAIN_CLEARING', an);
-    const id = await ask(f, transactionId, { amount: '400000' });
-    const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
-    expect(r.rejectionReason).toContain('insufficient funds');
-    expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
-    expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
-    // Once the deposit is mined the same refund goes through.
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
-  });
+  test(
+    'CONTROLLED_BALANCE_INSUFFICIENT when no controlled address can spend it (the deposit is not mined yet): the ' + 'ledger posting is rolled back',
+    async () => {
+      const f = await fixture(0);
+      const an = f.catalog.assetNetworkId;
+      const { pi, transactionId } = await fund(f, 1_000_000n, { mine: false });
+      const clearing = await system('CHAIN_CLEARING', an);
+      const id = await ask(f, transactionId, { amount: '400000' });
+      const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
+      expect(r.rejectionReason).toContain('insufficient funds');
+      expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
+      expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
+      // Once the deposit is mined the same refund goes through.
+      await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+      expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
+    },
+  );
 
   test("the intent's deposit address emptied by another customer's withdrawal: another deposit address of the organization pays the refund", async () => {
     // Issue 15: the coins at the intent's address paid a withdrawal of another account of the same

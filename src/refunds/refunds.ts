@@ -71,7 +71,8 @@ export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
   ASSET_NETWORK_UNAVAILABLE: 'The asset-network is not ENABLED (paused or disabled by the platform): nothing is sent on it.',
   BROADCAST_REFUSED: 'The network refused the refund transfer.',
   CONTROLLED_BALANCE_INSUFFICIENT:
-    "No address the platform controls for the organization on this asset-network can send the amount (the transaction's deposit address, the organization's other deposit addresses, the HOT treasury).",
+    'No address the platform controls for the organization on this asset-network can send the amount (the ' +
+    "transaction's deposit address, the organization's other deposit addresses, the HOT treasury).",
 };
 
 // ------------------------------------------------------------------------------------------------

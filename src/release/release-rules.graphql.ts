@@ -13,7 +13,8 @@ import type { TemplateCondition, TemplateDefinition } from './templates';
 
 const ReleaseConditionKind = builder.enumType('ReleaseConditionKind', {
   description:
-    'APPROVAL: a named party approves. TIME_LOCK: not before releaseAfter. INSPECTION_PERIOD: durationSeconds after the transaction was reserved, or after the rule was set if later.',
+    'APPROVAL: a named party approves. TIME_LOCK: not before releaseAfter. INSPECTION_PERIOD: durationSeconds ' +
+    'after the transaction was reserved, or after the rule was set if later.',
   values: ['APPROVAL', 'TIME_LOCK', 'INSPECTION_PERIOD'] as const,
 });
 const ReleaseConditionMode = builder.enumType('ReleaseConditionMode', {
@@ -22,7 +23,8 @@ const ReleaseConditionMode = builder.enumType('ReleaseConditionMode', {
 });
 const ReleaseApprovalParty = builder.enumType('ReleaseApprovalParty', {
   description:
-    "Who approves: MEMBER (memberId), ACCOUNT_HOLDER (accountHolderId, the holder of a participant account), INTEGRATOR (an API key of the transaction's application and environment).",
+    'Who approves: MEMBER (memberId), ACCOUNT_HOLDER (accountHolderId, the holder of a participant account), ' +
+    "INTEGRATOR (an API key of the transaction's application and environment).",
   values: ['MEMBER', 'ACCOUNT_HOLDER', 'INTEGRATOR'] as const,
 });
 const ReleaseApprovalPartyInput = builder.enumType('ReleaseApprovalPartyInput', {
@@ -81,7 +83,8 @@ const ReleaseMilestone = builder.objectRef<MilestoneView>('ReleaseMilestone').im
 
 const SplitRule = builder.objectRef<SplitView>('SplitRule').implement({
   description:
-    'A beneficiary of each settlement: fixed amounts are paid first (once over the transaction), percentages share the rest. Its hold conditions retain its portions until met.',
+    'A beneficiary of each settlement: fixed amounts are paid first (once over the transaction), percentages share ' +
+    'the rest. Its hold conditions retain its portions until met.',
   fields: (t) => ({
     id: t.exposeID('id'),
     position: t.exposeInt('position'),
@@ -96,7 +99,9 @@ const SplitRule = builder.objectRef<SplitView>('SplitRule').implement({
 
 export const ReleaseRule = builder.objectRef<ReleaseRuleView>('ReleaseRule').implement({
   description:
-    'A transaction’s conditional release rule: milestones (tranches released as their conditions are met) and split rules (who receives each settlement). No milestones: the transaction settles only on request. No split rules: everything to the beneficiary.',
+    'A transaction’s conditional release rule: milestones (tranches released as their conditions are met) and ' +
+    'split rules (who receives each settlement). No milestones: the transaction settles only on request. No split ' +
+    'rules: everything to the beneficiary.',
   fields: (t) => ({
     transactionId: t.exposeID('transactionId'),
     setAt: t.expose('setAt', { type: 'DateTime', nullable: true, description: 'When the rule was last set (null: never).' }),
@@ -265,7 +270,8 @@ builder.mutationFields((t) => ({
   setTransactionReleaseRule: t.field({
     type: ReleaseRule,
     description:
-      'Sets (replaces) the release rule of an AWAITING_FUNDS or RESERVED transaction with no settlement yet (409 otherwise); a RESERVED one is evaluated at once.',
+      'Sets (replaces) the release rule of an AWAITING_FUNDS or RESERVED transaction with no settlement yet (409 ' +
+      'otherwise); a RESERVED one is evaluated at once.',
     authScopes: { policy: manage },
     args: {
       transactionId: t.arg.id({ required: true }),
@@ -276,7 +282,9 @@ builder.mutationFields((t) => ({
   approveRelease: t.field({
     type: ReleaseRule,
     description:
-      'Approves the pending APPROVAL conditions that name the caller (a member; an API key: INTEGRATOR; an account holder), or only conditionId; 409 when none waits. Milestones whose conditions are now met release at once (not while frozen).',
+      'Approves the pending APPROVAL conditions that name the caller (a member; an API key: INTEGRATOR; an account ' +
+      'holder), or only conditionId; 409 when none waits. Milestones whose conditions are now met release at once ' +
+      '(not while frozen).',
     authScopes: { policy: approve },
     args: { transactionId: t.arg.id({ required: true }), input: t.arg({ type: ApproveReleaseInput }) },
     resolve: (_p, args, ctx) => rules.approveRelease(ctx, String(args.transactionId), args.input?.conditionId ?? null),

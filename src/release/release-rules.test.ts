@@ -327,44 +327,47 @@ describe('setting and reading a rule', () => {
     expect(rule.setAt).toBeTruthy();
   });
 
-  test('409: not AWAITING_FUNDS or RESERVED, or a settlement exists; 404 across organizations and for account holders not named; 403 for a viewer', async () => {
-    const f = await fixture();
-    const cancelled = await createIntent(app, f);
-    await ok(app.rest('POST', `/v1/transactions/${cancelled.transactionId}/cancel`, { headers: f.apiKeyHeaders }), 204);
-    const r1 = await putRule(cancelled.transactionId, { milestones: [] }, f.apiKeyHeaders);
-    expect([r1.status, r1.body.code]).toEqual([409, 'INVALID_STATE']);
-    const r1a = await approve(cancelled.transactionId, f.apiKeyHeaders);
-    expect([r1a.status, r1a.body.detail]).toEqual([409, 'The transaction is CANCELLED: there is nothing to release.']);
+  test(
+    '409: not AWAITING_FUNDS or RESERVED, or a settlement exists; 404 across organizations and for account holders ' + 'not named; 403 for a viewer',
+    async () => {
+      const f = await fixture();
+      const cancelled = await createIntent(app, f);
+      await ok(app.rest('POST', `/v1/transactions/${cancelled.transactionId}/cancel`, { headers: f.apiKeyHeaders }), 204);
+      const r1 = await putRule(cancelled.transactionId, { milestones: [] }, f.apiKeyHeaders);
+      expect([r1.status, r1.body.code]).toEqual([409, 'INVALID_STATE']);
+      const r1a = await approve(cancelled.transactionId, f.apiKeyHeaders);
+      expect([r1a.status, r1a.body.detail]).toEqual([409, 'The transaction is CANCELLED: there is nothing to release.']);
 
-    const pi = await createIntent(app, f, {
-      amount: AMOUNT.toString(),
-      releaseRule: { milestones: [{ percentage: '50' }, { percentage: '50', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
-    });
-    await fund(f, pi);
-    // The first milestone had no condition: released on funding, so a settlement exists.
-    expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'PENDING']);
-    const r2 = await putRule(pi.transactionId, { milestones: [{ amount: AMOUNT.toString() }] }, f.apiKeyHeaders);
-    expect([r2.status, r2.body.code]).toEqual([409, 'INVALID_STATE']);
-    expect(r2.body.detail).toMatch(/settlement/);
+      const pi = await createIntent(app, f, {
+        amount: AMOUNT.toString(),
+        releaseRule: { milestones: [{ percentage: '50' }, { percentage: '50', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
+      });
+      await fund(f, pi);
+      // The first milestone had no condition: released on funding, so a settlement exists.
+      expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'PENDING']);
+      const r2 = await putRule(pi.transactionId, { milestones: [{ amount: AMOUNT.toString() }] }, f.apiKeyHeaders);
+      expect([r2.status, r2.body.code]).toEqual([409, 'INVALID_STATE']);
+      expect(r2.body.detail).toMatch(/settlement/);
 
-    const other = await signUpMember(app);
-    const otherKey = await createApiKey(app, other);
-    for (const headers of [other.headers, otherKey.headers]) {
-      expect((await getRule(pi.transactionId, headers)).status).toBe(404);
-      expect((await putRule(pi.transactionId, { milestones: [] }, headers)).status).toBe(404);
-      expect((await approve(pi.transactionId, headers)).status).toBe(404);
-    }
-    const holder = await holderWithAccount(f);
-    expect((await getRule(pi.transactionId, holder.headers)).status).toBe(404);
-    expect((await approve(pi.transactionId, holder.headers)).status).toBe(404);
-    const viewer = await memberOf(f, 'VIEWER');
-    expect((await putRule(pi.transactionId, { milestones: [] }, viewer.headers)).status).toBe(403);
-    expect((await getRule(pi.transactionId, viewer.headers)).status).toBe(200);
-    // Another environment of the same organization's application: 404 as well.
-    const prodKey = await createApiKey(app, f.member, 'PRODUCTION');
-    expect((await getRule(pi.transactionId, prodKey.headers)).status).toBe(404);
-    expect((await getRule(crypto.randomUUID(), f.apiKeyHeaders)).status).toBe(404);
-  });
+      const other = await signUpMember(app);
+      const otherKey = await createApiKey(app, other);
+      for (const headers of [other.headers, otherKey.headers]) {
+        expect((await getRule(pi.transactionId, headers)).status).toBe(404);
+        expect((await putRule(pi.transactionId, { milestones: [] }, headers)).status).toBe(404);
+        expect((await approve(pi.transactionId, headers)).status).toBe(404);
+      }
+      const holder = await holderWithAccount(f);
+      expect((await getRule(pi.transactionId, holder.headers)).status).toBe(404);
+      expect((await approve(pi.transactionId, holder.headers)).status).toBe(404);
+      const viewer = await memberOf(f, 'VIEWER');
+      expect((await putRule(pi.transactionId, { milestones: [] }, viewer.headers)).status).toBe(403);
+      expect((await getRule(pi.transactionId, viewer.headers)).status).toBe(200);
+      // Another environment of the same organization's application: 404 as well.
+      const prodKey = await createApiKey(app, f.member, 'PRODUCTION');
+      expect((await getRule(pi.transactionId, prodKey.headers)).status).toBe(404);
+      expect((await getRule(crypto.randomUUID(), f.apiKeyHeaders)).status).toBe(404);
+    },
+  );
 });
 
 describe('approvals', () => {

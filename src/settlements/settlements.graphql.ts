@@ -20,7 +20,8 @@ export const settlementReadPolicy: Policy = { member: 'account-read', apiKey: tr
 
 const SettlementStatus = builder.enumType('SettlementStatus', {
   description:
-    'PENDING -> EXECUTED (one ledger transaction moved gross = fee + portions) or FAILED (a reason; nothing moved); FAILED -> PENDING by AdminRetrySettlement. docs/settlements.md.',
+    'PENDING -> EXECUTED (one ledger transaction moved gross = fee + portions) or FAILED (a reason; nothing ' +
+    'moved); FAILED -> PENDING by AdminRetrySettlement. docs/settlements.md.',
   values: ['PENDING', 'EXECUTED', 'FAILED'] as const,
 });
 const SettlementAllocationStatus = builder.enumType('SettlementAllocationStatus', {
@@ -30,7 +31,9 @@ const SettlementAllocationStatus = builder.enumType('SettlementAllocationStatus'
 });
 const SettlementRetainReason = builder.enumType('SettlementRetainReason', {
   description:
-    "Why a portion is retained: the account is CLOSED (never clears), FROZEN (until unfrozen), not authorized for the transaction's application (until authorized), or a hold condition of its split rule is not met (until approved / its time passes).",
+    'Why a portion is retained: the account is CLOSED (never clears), FROZEN (until unfrozen), not authorized for ' +
+    "the transaction's application (until authorized), or a hold condition of its split rule is not met (until " +
+    'approved / its time passes).',
   values: ['ACCOUNT_CLOSED', 'ACCOUNT_FROZEN', 'ACCOUNT_NOT_AUTHORIZED', 'HOLD_CONDITION_NOT_MET'] as const satisfies readonly RetainReason[],
 });
 
@@ -181,7 +184,9 @@ builder.mutationFields((t) => ({
   requestSettlement: t.field({
     type: Settlement,
     description:
-      'Asks to settle a RESERVED transaction without release milestones (PENDING; the settlement job executes it). 409 when a milestone rule governs it, it may not release now, or the amount exceeds its escrow beyond pending settlements.',
+      'Asks to settle a RESERVED transaction without release milestones (PENDING; the settlement job executes it). ' +
+      '409 when a milestone rule governs it, it may not release now, or the amount exceeds its escrow beyond pending ' +
+      'settlements.',
     authScopes: { policy: manage },
     args: {
       transactionId: t.arg.id({ required: true }),
@@ -200,7 +205,8 @@ builder.mutationFields((t) => ({
   adminConfigurePricingPolicy: t.field({
     type: PricingPolicy,
     description:
-      'Operators: the next version of the platform fee of a scope (platform, organization or application, optionally one asset-network), effective from now or a future time.',
+      'Operators: the next version of the platform fee of a scope (platform, organization or application, optionally ' +
+      'one asset-network), effective from now or a future time.',
     authScopes: { policy: policies.operator },
     args: { input: t.arg({ type: ConfigurePricingPolicyInput, required: true }) },
     resolve: (_p, args, ctx) => configurePolicy(ctx, 'pricing', toPolicyInput(args.input)),

@@ -372,7 +372,8 @@ builder.mutationFields((t) => ({
   removeMember: t.prismaField({
     type: 'Member',
     description:
-      'Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an OWNER removes an OWNER; the last OWNER cannot be removed (409).',
+      'Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an ' +
+      'OWNER removes an OWNER; the last OWNER cannot be removed (409).',
     authScopes: { policy: policies.member('member-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -383,7 +384,9 @@ builder.mutationFields((t) => ({
   changeMemberRole: t.prismaField({
     type: 'Member',
     description:
-      'Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the last OWNER cannot be demoted (409).',
+      'Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again ' +
+      'with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the ' +
+      'last OWNER cannot be demoted (409).',
     authScopes: { policy: policies.member('member-manage') },
     args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }), input: t.arg({ type: ChangeMemberRoleInput, required: true }) },
     resolve: async (query, _p, args, ctx) => {

@@ -11,7 +11,10 @@ import { ReleaseRule } from '../release/release-rules.graphql';
 
 export const TransactionStatus = builder.enumType('TransactionStatus', {
   description:
-    'AWAITING_FUNDS -> RESERVED (funded: FUNDED and RESERVED in one step, the funds held in its escrow) -> back to AWAITING_FUNDS only when a reorganization reverses a credit; RESERVED -> SETTLED or REFUNDED once settlements and refunds empty the escrow; AWAITING_FUNDS -> CANCELLED or EXPIRED (terminal). docs/money-in.md, docs/settlements.md.',
+    'AWAITING_FUNDS -> RESERVED (funded: FUNDED and RESERVED in one step, the funds held in its escrow) -> back to ' +
+    'AWAITING_FUNDS only when a reorganization reverses a credit; RESERVED -> SETTLED or REFUNDED once settlements ' +
+    'and refunds empty the escrow; AWAITING_FUNDS -> CANCELLED or EXPIRED (terminal). docs/money-in.md, ' +
+    'docs/settlements.md.',
   values: ['AWAITING_FUNDS', 'FUNDED', 'RESERVED', 'SETTLED', 'REFUNDED', 'CANCELLED', 'EXPIRED'] as const,
 });
 const ParticipantRole = builder.enumType('ParticipantRole', {

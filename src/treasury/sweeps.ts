@@ -128,7 +128,8 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         if (from.assetNetworkId !== an.id) throw fieldError('fromDepositAddressId', 'must be a deposit address of the asset-network');
         if (from.wallet.custodyMode !== 'CUSTODIAL')
           throw invalidState(
-            "The deposit address belongs to a SELF_CUSTODY wallet: the service holds no key for it, and a sweep cannot be made without the integrator's signature.",
+            'The deposit address belongs to a SELF_CUSTODY wallet: the service holds no key for it, and a sweep cannot be ' +
+              "made without the integrator's signature.",
           );
         const to = await tx.controlledAddress.findUnique({ where: { id: data.toControlledAddressId } });
         if (!to) throw notFound('ControlledAddress');

@@ -22,7 +22,8 @@ const WebhookEndpointStatus = builder.enumType('WebhookEndpointStatus', {
 });
 const WebhookDeliveryStatus = builder.enumType('WebhookDeliveryStatus', {
   description:
-    "The spec's delivery states: ATTEMPT_PENDING (attempt pending), AWAITING_RETRY, DELIVERED, DEAD_LETTER; and CANCELLED: the endpoint was deactivated before the delivery finished.",
+    "The spec's delivery states: ATTEMPT_PENDING (attempt pending), AWAITING_RETRY, DELIVERED, DEAD_LETTER; and " +
+    'CANCELLED: the endpoint was deactivated before the delivery finished.',
   values: ['ATTEMPT_PENDING', 'AWAITING_RETRY', 'DELIVERED', 'DEAD_LETTER', 'CANCELLED'] as const,
 });
 const WebhookAttemptOutcome = builder.enumType('WebhookAttemptOutcome', {
@@ -224,7 +225,8 @@ builder.queryFields((t) => ({
   webhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
     description:
-      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of the organization for the events of its mode (sandbox or production).',
+      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of ' +
+      'the organization for the events of its mode (sandbox or production).',
     authScopes: { policy: readDelivery },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -293,7 +295,9 @@ builder.mutationFields((t) => ({
   sandboxFastForwardWebhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
     description:
-      'Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.',
+      'Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its ' +
+      'whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and ' +
+      'production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.',
     authScopes: { policy: readDelivery },
     args: {
       id: t.arg.id({ required: true }),
@@ -326,7 +330,8 @@ builder.subscriptionField('webhookDeliveryStatus', (t) =>
   t.field({
     type: WebhookDeliveryStatusChange,
     description:
-      'Delivery status changes as they commit, from every process: one endpoint (endpointId), one organization (organizationId), or the whole platform (neither; operators only).',
+      'Delivery status changes as they commit, from every process: one endpoint (endpointId), one organization ' +
+      '(organizationId), or the whole platform (neither; operators only).',
     authScopes: { policy: manageOrOperator },
     args: { endpointId: t.arg.id(), organizationId: t.arg.id() },
     subscribe: async (_root, args, ctx) => {

@@ -82,7 +82,8 @@ builder.mutationFields((t) => ({
   registerWithdrawalDestination: t.field({
     type: WithdrawalDestination,
     description:
-      'Registers a withdrawal destination (ACTIVE; withdrawal_destination.registered). The same organization, network and address again: the existing destination, unchanged.',
+      'Registers a withdrawal destination (ACTIVE; withdrawal_destination.registered). The same organization, ' +
+      'network and address again: the existing destination, unchanged.',
     authScopes: { policy: destinationManage },
     args: {
       organizationId: t.arg.id({ required: true }),

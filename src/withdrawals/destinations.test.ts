@@ -59,46 +59,49 @@ describe('withdrawal destinations', () => {
     expect(audit.map((a) => [a.action, a.actorType])).toEqual([['withdrawal_destination.registered', 'MEMBER']]);
   });
 
-  test('an API key registers one over GraphQL; registering the same address again answers the existing one (no second event); an Idempotency-Key replays', async () => {
-    const raw = address();
-    const mutation = `mutation($o: ID!, $i: RegisterWithdrawalDestinationInput!, $k: String) {
+  test(
+    'an API key registers one over GraphQL; registering the same address again answers the existing one (no second ' + 'event); an Idempotency-Key replays',
+    async () => {
+      const raw = address();
+      const mutation = `mutation($o: ID!, $i: RegisterWithdrawalDestinationInput!, $k: String) {
       registerWithdrawalDestination(organizationId: $o, input: $i, idempotencyKey: $k) { id address status environmentType label } }`;
-    const g = await app.gql<{ registerWithdrawalDestination: { id: string; address: string; status: string } }>(
-      mutation,
-      { o: f.organizationId, i: { networkId: f.catalog.networkId, address: raw } },
-      f.apiKeyHeaders,
-    );
-    expect(g.errors).toBeUndefined();
-    const id = g.data!.registerWithdrawalDestination.id;
-    expect(g.data!.registerWithdrawalDestination).toMatchObject({ address: raw.toLowerCase(), status: 'ACTIVE' });
+      const g = await app.gql<{ registerWithdrawalDestination: { id: string; address: string; status: string } }>(
+        mutation,
+        { o: f.organizationId, i: { networkId: f.catalog.networkId, address: raw } },
+        f.apiKeyHeaders,
+      );
+      expect(g.errors).toBeUndefined();
+      const id = g.data!.registerWithdrawalDestination.id;
+      expect(g.data!.registerWithdrawalDestination).toMatchObject({ address: raw.toLowerCase(), status: 'ACTIVE' });
 
-    const again = await register({ networkId: f.catalog.networkId, address: raw.toLowerCase(), label: 'other label' });
-    expect(again.status).toBe(201);
-    expect(idOf(again.headers.get('location'))).toBe(id);
-    const events = (await eventsOf(app, f.organizationId)).filter(
-      (e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id,
-    );
-    expect(events).toHaveLength(1);
-    expect((await app.rest('GET', `/v1/withdrawal-destinations/${id}`, { headers: f.apiKeyHeaders })).body.label).toBeNull();
+      const again = await register({ networkId: f.catalog.networkId, address: raw.toLowerCase(), label: 'other label' });
+      expect(again.status).toBe(201);
+      expect(idOf(again.headers.get('location'))).toBe(id);
+      const events = (await eventsOf(app, f.organizationId)).filter(
+        (e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id,
+      );
+      expect(events).toHaveLength(1);
+      expect((await app.rest('GET', `/v1/withdrawal-destinations/${id}`, { headers: f.apiKeyHeaders })).body.label).toBeNull();
 
-    const key = 'wd-' + crypto.randomUUID();
-    const body = { networkId: f.catalog.networkId, address: address() };
-    const first = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
-      body,
-      headers: { ...f.member.headers, 'idempotency-key': key },
-    });
-    const replay = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
-      body,
-      headers: { ...f.member.headers, 'idempotency-key': key },
-    });
-    expect([first.status, replay.status]).toEqual([201, 201]);
-    expect(replay.headers.get('location')).toBe(first.headers.get('location'));
-    const other = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
-      body: { ...body, address: address() },
-      headers: { ...f.member.headers, 'idempotency-key': key },
-    });
-    expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
-  });
+      const key = 'wd-' + crypto.randomUUID();
+      const body = { networkId: f.catalog.networkId, address: address() };
+      const first = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body,
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      const replay = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body,
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      expect([first.status, replay.status]).toEqual([201, 201]);
+      expect(replay.headers.get('location')).toBe(first.headers.get('location'));
+      const other = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body: { ...body, address: address() },
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+    },
+  );
 
   test('malformed input answers 400 with the field, and writes nothing', async () => {
     const evm = await app.rest('POST', '/v1/platform/networks', {
@@ -214,60 +217,63 @@ describe('ledger corrections', () => {
   };
   const counts = async () => [await app.deps.db.ledgerCorrection.count(), await app.deps.db.ledgerTransaction.count(), await app.deps.db.auditLogEntry.count()];
 
-  test('an operator records a correction that moves a balance: 201 with Location, the ledger transaction, the record and the audit entry; GET reads it back', async () => {
-    const before = BigInt((await balance()).posted);
-    const r = await post(
-      correction([
-        { account: suspense(), direction: 'DEBIT', amount: '700' },
-        { account: customer(), direction: 'CREDIT', amount: '700' },
-      ]),
-    );
-    expect(r.status, r.text).toBe(201);
-    const id = idOf(r.headers.get('location'));
-    expect(r.headers.get('location')).toBe(`/v1/admin/ledger-corrections/${id}`);
-    expect(BigInt((await balance()).posted)).toBe(before + 700n);
+  test(
+    'an operator records a correction that moves a balance: 201 with Location, the ledger transaction, the record ' + 'and the audit entry; GET reads it back',
+    async () => {
+      const before = BigInt((await balance()).posted);
+      const r = await post(
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '700' },
+          { account: customer(), direction: 'CREDIT', amount: '700' },
+        ]),
+      );
+      expect(r.status, r.text).toBe(201);
+      const id = idOf(r.headers.get('location'));
+      expect(r.headers.get('location')).toBe(`/v1/admin/ledger-corrections/${id}`);
+      expect(BigInt((await balance()).posted)).toBe(before + 700n);
 
-    const got = await app.rest('GET', `/v1/admin/ledger-corrections/${id}`, { headers: operator });
-    expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({
-      id,
-      organizationId: f.organizationId,
-      reason: 'reconciliation difference',
-      correctsLedgerTransactionId: null,
-      lines: [
-        { account: { kind: 'SUSPENSE', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'DEBIT', amount: '700' },
-        { account: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, assetNetworkId: an() }, direction: 'CREDIT', amount: '700' },
-      ],
-    });
-    const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { id: got.body.ledgerTransactionId } });
-    expect(lt).toMatchObject({ nature: 'ledger.correction', referenceType: 'LedgerCorrection', referenceId: id, organizationId: f.organizationId });
-    expect(lt.metadata).toEqual({ reason: 'reconciliation difference', operatorId: got.body.operatorId, correctsLedgerTransactionId: null });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'LedgerCorrection', entityId: id } });
-    expect(audit.map((a) => [a.action, a.actorType, a.actorId])).toEqual([['ledger.correction.recorded', 'OPERATOR', got.body.operatorId]]);
+      const got = await app.rest('GET', `/v1/admin/ledger-corrections/${id}`, { headers: operator });
+      expect(got.status).toBe(200);
+      expect(got.body).toMatchObject({
+        id,
+        organizationId: f.organizationId,
+        reason: 'reconciliation difference',
+        correctsLedgerTransactionId: null,
+        lines: [
+          { account: { kind: 'SUSPENSE', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'DEBIT', amount: '700' },
+          { account: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, assetNetworkId: an() }, direction: 'CREDIT', amount: '700' },
+        ],
+      });
+      const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { id: got.body.ledgerTransactionId } });
+      expect(lt).toMatchObject({ nature: 'ledger.correction', referenceType: 'LedgerCorrection', referenceId: id, organizationId: f.organizationId });
+      expect(lt.metadata).toEqual({ reason: 'reconciliation difference', operatorId: got.body.operatorId, correctsLedgerTransactionId: null });
+      const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'LedgerCorrection', entityId: id } });
+      expect(audit.map((a) => [a.action, a.actorType, a.actorId])).toEqual([['ledger.correction.recorded', 'OPERATOR', got.body.operatorId]]);
 
-    // A correction of that correction over GraphQL, naming it; the record stays as it was.
-    const g = await app.gql<{ adminRecordLedgerCorrection: { id: string; correctsLedgerTransactionId: string } }>(
-      `mutation($i: RecordLedgerCorrectionInput!) { adminRecordLedgerCorrection(input: $i) { id correctsLedgerTransactionId } }`,
-      {
-        i: correction(
-          [
-            { account: customer(), direction: 'DEBIT', amount: '200' },
-            { account: suspense(), direction: 'CREDIT', amount: '200' },
-          ],
-          { reason: 'partly wrong', correctsLedgerTransactionId: lt.id },
-        ),
-      },
-      operator,
-    );
-    expect(g.errors).toBeUndefined();
-    expect(g.data!.adminRecordLedgerCorrection.correctsLedgerTransactionId).toBe(lt.id);
-    expect(BigInt((await balance()).posted)).toBe(before + 500n);
-    // The service's role may not update it; the trigger refuses even the owner.
-    await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(
-      /permission denied/,
-    );
-    await expect(app.ownerDb.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
-  });
+      // A correction of that correction over GraphQL, naming it; the record stays as it was.
+      const g = await app.gql<{ adminRecordLedgerCorrection: { id: string; correctsLedgerTransactionId: string } }>(
+        `mutation($i: RecordLedgerCorrectionInput!) { adminRecordLedgerCorrection(input: $i) { id correctsLedgerTransactionId } }`,
+        {
+          i: correction(
+            [
+              { account: customer(), direction: 'DEBIT', amount: '200' },
+              { account: suspense(), direction: 'CREDIT', amount: '200' },
+            ],
+            { reason: 'partly wrong', correctsLedgerTransactionId: lt.id },
+          ),
+        },
+        operator,
+      );
+      expect(g.errors).toBeUndefined();
+      expect(g.data!.adminRecordLedgerCorrection.correctsLedgerTransactionId).toBe(lt.id);
+      expect(BigInt((await balance()).posted)).toBe(before + 500n);
+      // The service's role may not update it; the trigger refuses even the owner.
+      await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(
+        /permission denied/,
+      );
+      await expect(app.ownerDb.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
+    },
+  );
 
   test('unbalanced or malformed: 400 and nothing written', async () => {
     const stranger = await signUpMember(app);

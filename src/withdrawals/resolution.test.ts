@@ -43,7 +43,8 @@ const resolve = (id: string, body: Record<string, unknown>, headers: Record<stri
   app.rest('POST', `/v1/admin/withdrawals/${id}/resolve-reconciliation`, { headers, body });
 const resolveGql = (id: string, input: Record<string, unknown>, headers: Record<string, string> = op.headers) =>
   app.gql<any>(
-    'mutation($id: ID!, $i: ResolveWithdrawalReconciliationInput!) { adminResolveWithdrawalReconciliation(withdrawalId: $id, input: $i) { id status txHash failureReason } }',
+    'mutation($id: ID!, $i: ResolveWithdrawalReconciliationInput!) { ' +
+      'adminResolveWithdrawalReconciliation(withdrawalId: $id, input: $i) { id status txHash failureReason } }',
     { id, i: input },
     headers,
   );
@@ -218,31 +219,34 @@ describe('resolve CONFIRMED', () => {
     expect(await balance(s)).toEqual({ posted: 600_000n, available: 600_000n });
   });
 
-  test("the chain must match the withdrawal: a replacement of another amount, or another withdrawal's transaction, is refused (409) and nothing changes", async () => {
-    const s = await setup();
-    const other = await broadcast(s, 100_000n);
-    const { id, txHash } = await broadcast(s, 100_000n);
-    const smaller = await sandboxReplace(app, s.f.apiKeyHeaders, txHash, 99_000n);
-    await mine(s);
-    const counts = await sweep(s);
-    expect([counts.REQUIRES_RECONCILIATION, counts.CONFIRMED]).toEqual([1, 1]);
-    expect((await get(s, other.id)).status).toBe('CONFIRMED');
+  test(
+    "the chain must match the withdrawal: a replacement of another amount, or another withdrawal's transaction, is " + 'refused (409) and nothing changes',
+    async () => {
+      const s = await setup();
+      const other = await broadcast(s, 100_000n);
+      const { id, txHash } = await broadcast(s, 100_000n);
+      const smaller = await sandboxReplace(app, s.f.apiKeyHeaders, txHash, 99_000n);
+      await mine(s);
+      const counts = await sweep(s);
+      expect([counts.REQUIRES_RECONCILIATION, counts.CONFIRMED]).toEqual([1, 1]);
+      expect((await get(s, other.id)).status).toBe('CONFIRMED');
 
-    const short = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: smaller.txHash });
-    expect([short.status, short.body.detail]).toEqual([
-      409,
-      expect.stringMatching(/moves 99000 of asset-network .* the withdrawal is 100000 .* does not settle this withdrawal/),
-    ]);
-    // Another withdrawal's mined transaction (same figures): not this withdrawal's chain.
-    const foreign = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: other.txHash });
-    expect([foreign.status, foreign.body.detail]).toEqual([409, expect.stringContaining("neither the withdrawal's transaction")]);
-    // Value left (99,000): FAILED refused too; it stays for a ledger correction.
-    expect((await resolve(id, { outcome: 'FAILED', reason: 'x' })).status).toBe(409);
-    expect(await get(s, id)).toMatchObject({ status: 'REQUIRES_RECONCILIATION', txHash });
-    expect(await balance(s)).toEqual({ posted: 900_000n, available: 800_000n });
-    expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation']);
-    expect(await resolutionAudits(id)).toEqual([]);
-  });
+      const short = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: smaller.txHash });
+      expect([short.status, short.body.detail]).toEqual([
+        409,
+        expect.stringMatching(/moves 99000 of asset-network .* the withdrawal is 100000 .* does not settle this withdrawal/),
+      ]);
+      // Another withdrawal's mined transaction (same figures): not this withdrawal's chain.
+      const foreign = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: other.txHash });
+      expect([foreign.status, foreign.body.detail]).toEqual([409, expect.stringContaining("neither the withdrawal's transaction")]);
+      // Value left (99,000): FAILED refused too; it stays for a ledger correction.
+      expect((await resolve(id, { outcome: 'FAILED', reason: 'x' })).status).toBe(409);
+      expect(await get(s, id)).toMatchObject({ status: 'REQUIRES_RECONCILIATION', txHash });
+      expect(await balance(s)).toEqual({ posted: 900_000n, available: 800_000n });
+      expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation']);
+      expect(await resolutionAudits(id)).toEqual([]);
+    },
+  );
 });
 
 describe('refusals', () => {

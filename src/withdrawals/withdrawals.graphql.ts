@@ -12,7 +12,9 @@ import * as resolution from './resolution';
 
 const WithdrawalStatus = builder.enumType('WithdrawalStatus', {
   description:
-    'PENDING_APPROVAL -> APPROVED (custodial) or AWAITING_SIGNATURE (SelfCustody) -> BROADCAST -> CONFIRMED; REJECTED or CANCELLED before broadcast; BROADCAST_FAILED (retried) -> FAILED; BROADCAST -> FAILED (reverted) or REQUIRES_RECONCILIATION. docs/withdrawals.md.',
+    'PENDING_APPROVAL -> APPROVED (custodial) or AWAITING_SIGNATURE (SelfCustody) -> BROADCAST -> CONFIRMED; ' +
+    'REJECTED or CANCELLED before broadcast; BROADCAST_FAILED (retried) -> FAILED; BROADCAST -> FAILED (reverted) ' +
+    'or REQUIRES_RECONCILIATION. docs/withdrawals.md.',
   values: [
     'PENDING_APPROVAL',
     'APPROVED',
@@ -217,7 +219,8 @@ builder.mutationFields((t) => ({
   requestWithdrawal: t.field({
     type: Withdrawal,
     description:
-      'Requests a withdrawal: the amount is held at once; withdrawal.requested, then withdrawal.approved unless it waits for an operator. 409 over a policy limit or the available balance.',
+      'Requests a withdrawal: the amount is held at once; withdrawal.requested, then withdrawal.approved unless it ' +
+      'waits for an operator. 409 over a policy limit or the available balance.',
     authScopes: { policy: manage },
     args: { accountId: t.arg.id({ required: true }), input: t.arg({ type: RequestWithdrawalInput, required: true }), idempotencyKey: t.arg.string() },
     resolve: (_p, a, ctx) => withdrawals.requestWithdrawal(ctx, String(a.accountId), clean(a.input), a.idempotencyKey),
@@ -246,7 +249,8 @@ builder.mutationFields((t) => ({
   adminResolveWithdrawalReconciliation: t.field({
     type: Withdrawal,
     description:
-      'AdminResolveWithdrawalReconciliation (operators, extension): REQUIRES_RECONCILIATION -> CONFIRMED (hold posted) or FAILED (hold released), each checked against the chain first (409 when the chain disagrees).',
+      'AdminResolveWithdrawalReconciliation (operators, extension): REQUIRES_RECONCILIATION -> CONFIRMED (hold ' +
+      'posted) or FAILED (hold released), each checked against the chain first (409 when the chain disagrees).',
     authScopes: { policy: policies.operator },
     args: { withdrawalId: t.arg.id({ required: true }), input: t.arg({ type: ResolveWithdrawalReconciliationInput, required: true }) },
     resolve: (_p, a, ctx) => resolution.resolveWithdrawalReconciliation(ctx, String(a.withdrawalId), clean(a.input)),

@@ -168,40 +168,43 @@ describe('policies', () => {
     await drainMoneyWork(app);
   });
 
-  test('approval threshold: waits for an operator; approve (operator id in the event) or reject (reason, hold released); other principals refused', async () => {
-    const s = await setup();
-    await configure(s, 'withdrawal', { approvalThreshold: '100000' });
-    const small = await withdraw(s, 100_000n);
-    expect((await get(s, small)).status).toBe('APPROVED');
-    const big = await withdraw(s, 200_000n);
-    expect(await get(s, big)).toMatchObject({ status: 'PENDING_APPROVAL', approvalReason: expect.stringContaining('approval threshold') });
-    for (const headers of [s.f.member.headers, s.f.apiKeyHeaders])
-      expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers })).status).toBe(403);
-    const a = await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers });
-    expect([a.status, a.text]).toEqual([204, '']);
-    expect(await get(s, big)).toMatchObject({ status: 'APPROVED', approvedByOperatorId: op.operatorId });
-    expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers })).status).toBe(409);
-    const approvedEvent = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.approved' && e.body.WithdrawalId === big);
-    expect(approvedEvent!.body).toEqual({ WithdrawalId: big, ActorMemberId: op.operatorId });
+  test(
+    'approval threshold: waits for an operator; approve (operator id in the event) or reject (reason, hold ' + 'released); other principals refused',
+    async () => {
+      const s = await setup();
+      await configure(s, 'withdrawal', { approvalThreshold: '100000' });
+      const small = await withdraw(s, 100_000n);
+      expect((await get(s, small)).status).toBe('APPROVED');
+      const big = await withdraw(s, 200_000n);
+      expect(await get(s, big)).toMatchObject({ status: 'PENDING_APPROVAL', approvalReason: expect.stringContaining('approval threshold') });
+      for (const headers of [s.f.member.headers, s.f.apiKeyHeaders])
+        expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers })).status).toBe(403);
+      const a = await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers });
+      expect([a.status, a.text]).toEqual([204, '']);
+      expect(await get(s, big)).toMatchObject({ status: 'APPROVED', approvedByOperatorId: op.operatorId });
+      expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers })).status).toBe(409);
+      const approvedEvent = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.approved' && e.body.WithdrawalId === big);
+      expect(approvedEvent!.body).toEqual({ WithdrawalId: big, ActorMemberId: op.operatorId });
 
-    const third = await withdraw(s, 300_000n);
-    expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 400_000n });
-    const noReason = await app.rest('POST', `/v1/admin/withdrawals/${third}/reject`, { headers: op.headers, body: { reason: ' ' } });
-    expect(noReason.status).toBe(400);
-    const r = await app.gql<any>(
-      'mutation($id: ID!) { adminRejectWithdrawal(id: $id, input: { reason: "KYC review failed" }) { status rejectionReason } }',
-      { id: third },
-      op.headers,
-    );
-    expect(r.data!.adminRejectWithdrawal).toEqual({ status: 'REJECTED', rejectionReason: 'KYC review failed' });
-    expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 700_000n });
-    expect(await withdrawalEvents(s, third)).toEqual(['requested', 'rejected']);
-    const rejected = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.rejected');
-    expect(rejected!.body).toEqual({ WithdrawalId: third, Reason: 'KYC review failed' });
-    expect((await app.rest('POST', `/v1/admin/withdrawals/${crypto.randomUUID()}/approve`, { headers: op.headers })).status).toBe(404);
-    await drainMoneyWork(app);
-    expect((await get(s, big)).status).toBe('BROADCAST');
-  });
+      const third = await withdraw(s, 300_000n);
+      expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 400_000n });
+      const noReason = await app.rest('POST', `/v1/admin/withdrawals/${third}/reject`, { headers: op.headers, body: { reason: ' ' } });
+      expect(noReason.status).toBe(400);
+      const r = await app.gql<any>(
+        'mutation($id: ID!) { adminRejectWithdrawal(id: $id, input: { reason: "KYC review failed" }) { status rejectionReason } }',
+        { id: third },
+        op.headers,
+      );
+      expect(r.data!.adminRejectWithdrawal).toEqual({ status: 'REJECTED', rejectionReason: 'KYC review failed' });
+      expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 700_000n });
+      expect(await withdrawalEvents(s, third)).toEqual(['requested', 'rejected']);
+      const rejected = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.rejected');
+      expect(rejected!.body).toEqual({ WithdrawalId: third, Reason: 'KYC review failed' });
+      expect((await app.rest('POST', `/v1/admin/withdrawals/${crypto.randomUUID()}/approve`, { headers: op.headers })).status).toBe(404);
+      await drainMoneyWork(app);
+      expect((await get(s, big)).status).toBe('BROADCAST');
+    },
+  );
 
   test('payout policy: destination age and new destinations', async () => {
     const s = await setup();

@@ -50,7 +50,8 @@ async function adapterChain() {
 
 async function tx(txHash: string) {
   const r = await app.gql<{ sandboxTransaction: Record<string, unknown> }>(
-    'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight confirmations replacedByTxHash fromAddress toAddress willRevert } }',
+    'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight ' +
+      'confirmations replacedByTxHash fromAddress toAddress willRevert } }',
     { h: txHash },
     h,
   );
@@ -262,42 +263,45 @@ describe('drop and replace', () => {
     expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: again.txHash } })).status).toBe(409);
   });
 
-  test('replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer it re-sends (409, nothing changes)', async () => {
-    const { c, network, adapter, sender, from, to } = await adapterChain();
-    await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
-    await sandboxMine(app, h, c.networkId);
-    const signed = keys.signTransfer(
-      {
-        networkId: c.networkId,
-        assetNetworkId: c.assetNetworkId,
-        fromAddress: from,
-        fromPublicKey: sender.publicKey,
-        toAddress: to,
-        amount: '500000',
-        nonce: '1',
-      },
-      sender.privateKey,
-    );
-    const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
-    const count = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
-    const replace = (amount: string) => app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash, amount } });
-    // 5,000,000 from an address that holds 1,000,000: refused, nothing written.
-    const more = await replace('5000000');
-    expect([more.status, more.body.code, more.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('insufficient funds')]);
-    const gql = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, h);
-    expect(gql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
-    // Within the balance but more than the transfer it re-sends: refused too.
-    const larger = await replace('900000');
-    expect([larger.status, larger.body.detail]).toEqual([409, expect.stringContaining('at most 500000')]);
-    expect(await tx(txHash)).toMatchObject({ status: 'PENDING', amount: '500000', replacedByTxHash: null });
-    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(count);
-    // A smaller replacement goes through; mined, only it moves value.
-    const smaller = await replace('400000');
-    expect(smaller.status).toBe(200);
-    await sandboxMine(app, h, c.networkId);
-    expect(await tx(smaller.body.txHash)).toMatchObject({ status: 'MINED', amount: '400000' });
-    expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600_000n, 400_000n]);
-  });
+  test(
+    'replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer ' + 'it re-sends (409, nothing changes)',
+    async () => {
+      const { c, network, adapter, sender, from, to } = await adapterChain();
+      await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
+      await sandboxMine(app, h, c.networkId);
+      const signed = keys.signTransfer(
+        {
+          networkId: c.networkId,
+          assetNetworkId: c.assetNetworkId,
+          fromAddress: from,
+          fromPublicKey: sender.publicKey,
+          toAddress: to,
+          amount: '500000',
+          nonce: '1',
+        },
+        sender.privateKey,
+      );
+      const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
+      const count = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+      const replace = (amount: string) => app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash, amount } });
+      // 5,000,000 from an address that holds 1,000,000: refused, nothing written.
+      const more = await replace('5000000');
+      expect([more.status, more.body.code, more.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('insufficient funds')]);
+      const gql = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, h);
+      expect(gql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
+      // Within the balance but more than the transfer it re-sends: refused too.
+      const larger = await replace('900000');
+      expect([larger.status, larger.body.detail]).toEqual([409, expect.stringContaining('at most 500000')]);
+      expect(await tx(txHash)).toMatchObject({ status: 'PENDING', amount: '500000', replacedByTxHash: null });
+      expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(count);
+      // A smaller replacement goes through; mined, only it moves value.
+      const smaller = await replace('400000');
+      expect(smaller.status).toBe(200);
+      await sandboxMine(app, h, c.networkId);
+      expect(await tx(smaller.body.txHash)).toMatchObject({ status: 'MINED', amount: '400000' });
+      expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600_000n, 400_000n]);
+    },
+  );
 
   test('mining a transfer its sender cannot pay reverts it: no value is created', async () => {
     const { c, network, adapter, sender, from, to } = await adapterChain();
@@ -527,46 +531,50 @@ describe('the network adapter over the sandbox chain', () => {
     await expect(adapterFor('SANDBOX').blockHeight(network)).rejects.toThrow(/database handle/);
   });
 
-  test('broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad signature, another network or an overspend writes nothing', async () => {
-    const { c, network, adapter, sender, from, to } = await adapterChain();
-    await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
-    await sandboxMine(app, h, c.networkId, 1);
-    const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
-      networkId,
-      assetNetworkId: c.assetNetworkId,
-      fromAddress: from,
-      fromPublicKey: sender.publicKey,
-      toAddress: to,
-      amount,
-      nonce,
-    });
-    const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
-    const syncBefore = await syncJobs(c.networkId);
-    // Tampered: the amount changed after signing.
-    const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
-    signed.payload.amount = '61';
-    await expect(adapter.broadcast(network, JSON.stringify(signed), integ.organizationId)).rejects.toThrow(/does not verify/);
-    // Signed by another key than the one that owns fromAddress.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(
-      /does not verify/,
-    );
-    await expect(
-      adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId),
-    ).rejects.toThrow(/another network/);
-    await expect(adapter.broadcast(network, 'not json', integ.organizationId)).rejects.toThrow(/JSON/);
-    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
-    const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey), integ.organizationId);
-    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
-    // 100 mined, 60 pending: 41 more is an overspend.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey), integ.organizationId)).rejects.toThrow(
-      /insufficient funds/,
-    );
-    expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
-    await sandboxMine(app, h, c.networkId, 1);
-    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
-    expect(await balance(c.assetNetworkId, from)).toBe(40n);
-    expect(await balance(c.assetNetworkId, to)).toBe(60n);
-  });
+  test(
+    'broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad ' +
+      'signature, another network or an overspend writes nothing',
+    async () => {
+      const { c, network, adapter, sender, from, to } = await adapterChain();
+      await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
+      await sandboxMine(app, h, c.networkId, 1);
+      const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
+        networkId,
+        assetNetworkId: c.assetNetworkId,
+        fromAddress: from,
+        fromPublicKey: sender.publicKey,
+        toAddress: to,
+        amount,
+        nonce,
+      });
+      const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+      const syncBefore = await syncJobs(c.networkId);
+      // Tampered: the amount changed after signing.
+      const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
+      signed.payload.amount = '61';
+      await expect(adapter.broadcast(network, JSON.stringify(signed), integ.organizationId)).rejects.toThrow(/does not verify/);
+      // Signed by another key than the one that owns fromAddress.
+      await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(
+        /does not verify/,
+      );
+      await expect(
+        adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId),
+      ).rejects.toThrow(/another network/);
+      await expect(adapter.broadcast(network, 'not json', integ.organizationId)).rejects.toThrow(/JSON/);
+      expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
+      const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey), integ.organizationId);
+      expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
+      // 100 mined, 60 pending: 41 more is an overspend.
+      await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey), integ.organizationId)).rejects.toThrow(
+        /insufficient funds/,
+      );
+      expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
+      await sandboxMine(app, h, c.networkId, 1);
+      expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
+      expect(await balance(c.assetNetworkId, from)).toBe(40n);
+      expect(await balance(c.assetNetworkId, to)).toBe(60n);
+    },
+  );
 });
 
 describe('the adapter balance read', () => {

@@ -136,47 +136,51 @@ describe('drop and replace: only the organization that sent the transaction', ()
 });
 
 describe("reorganizations: only the caller's transactions", () => {
-  test("B's reorganizations (REST and GraphQL) leave A's confirmed deposit CONFIRMED and its transaction unfrozen; B's own are orphaned; A's own reorganization still freezes A's deposit", async () => {
-    const { A, B } = await twoOrganizations(2);
-    const pi = await createIntent(app, A, { amount: '1000000' });
-    const a = await sandboxSend(app, A.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: A.catalog.assetNetworkId });
-    const bAddress = '0x' + 'b0'.repeat(20);
-    const b = await sandboxSend(app, B.apiKeyHeaders, { address: bAddress, amount: 40n, assetNetworkId: A.catalog.assetNetworkId });
-    await sandboxMine(app, A.apiKeyHeaders, A.catalog.networkId, 2);
-    await drainChainSync(app);
-    const [depositId] = (await get(A.apiKeyHeaders, `/v1/payment-intents/${pi.id}`)).depositIds;
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', confirmations: 2 });
-    const events = (await eventsOf(app, A.organizationId)).length;
+  test(
+    "B's reorganizations (REST and GraphQL) leave A's confirmed deposit CONFIRMED and its transaction unfrozen; " +
+      "B's own are orphaned; A's own reorganization still freezes A's deposit",
+    async () => {
+      const { A, B } = await twoOrganizations(2);
+      const pi = await createIntent(app, A, { amount: '1000000' });
+      const a = await sandboxSend(app, A.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: A.catalog.assetNetworkId });
+      const bAddress = '0x' + 'b0'.repeat(20);
+      const b = await sandboxSend(app, B.apiKeyHeaders, { address: bAddress, amount: 40n, assetNetworkId: A.catalog.assetNetworkId });
+      await sandboxMine(app, A.apiKeyHeaders, A.catalog.networkId, 2);
+      await drainChainSync(app);
+      const [depositId] = (await get(A.apiKeyHeaders, `/v1/payment-intents/${pi.id}`)).depositIds;
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', confirmations: 2 });
+      const events = (await eventsOf(app, A.organizationId)).length;
 
-    // B, REST: depth 2 without re-inclusion. A's transfer is carried into the replacement block at its height.
-    expect(await sandboxReorg(app, B.apiKeyHeaders, A.catalog.networkId, 2, false)).toEqual({ height: 3 });
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 3 });
-    expect(await chainTx(B.apiKeyHeaders, b.txHash)).toMatchObject({ status: 'ORPHANED', confirmations: 0 });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', creditedTo: 'ESCROW' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false, frozenByDepositId: null });
+      // B, REST: depth 2 without re-inclusion. A's transfer is carried into the replacement block at its height.
+      expect(await sandboxReorg(app, B.apiKeyHeaders, A.catalog.networkId, 2, false)).toEqual({ height: 3 });
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 3 });
+      expect(await chainTx(B.apiKeyHeaders, b.txHash)).toMatchObject({ status: 'ORPHANED', confirmations: 0 });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', creditedTo: 'ESCROW' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false, frozenByDepositId: null });
 
-    // B, GraphQL: the same.
-    const g = await app.gql<{ sandboxReorg: { height: number } }>(
-      'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 3, includeOrphanedTransactions: false }) { height } }',
-      { n: A.catalog.networkId },
-      B.apiKeyHeaders,
-    );
-    expect(g.errors, JSON.stringify(g.errors)).toBeUndefined();
-    expect(g.data!.sandboxReorg.height).toBe(4);
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 4 });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false });
-    expect((await eventsOf(app, A.organizationId)).slice(events).map((e) => e.type)).not.toContain('deposit.reorg_frozen');
+      // B, GraphQL: the same.
+      const g = await app.gql<{ sandboxReorg: { height: number } }>(
+        'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 3, includeOrphanedTransactions: false }) { height } }',
+        { n: A.catalog.networkId },
+        B.apiKeyHeaders,
+      );
+      expect(g.errors, JSON.stringify(g.errors)).toBeUndefined();
+      expect(g.data!.sandboxReorg.height).toBe(4);
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 4 });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false });
+      expect((await eventsOf(app, A.organizationId)).slice(events).map((e) => e.type)).not.toContain('deposit.reorg_frozen');
 
-    // A's own reorganization: its deposit is in doubt, as before.
-    await sandboxReorg(app, A.apiKeyHeaders, A.catalog.networkId, 4, false);
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'ORPHANED' });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'REORG_FROZEN' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: true, frozenByDepositId: depositId });
-  });
+      // A's own reorganization: its deposit is in doubt, as before.
+      await sandboxReorg(app, A.apiKeyHeaders, A.catalog.networkId, 4, false);
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'ORPHANED' });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'REORG_FROZEN' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: true, frozenByDepositId: depositId });
+    },
+  );
 
   test("a deposit from one organization to another's address is both organizations' money: neither's reorganization orphans it", async () => {
     const { A, B } = await twoOrganizations(1);

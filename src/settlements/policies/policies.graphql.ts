@@ -11,7 +11,8 @@ import { listPolicies, policyInput, type PolicyInput } from './policies';
 
 export const PolicyScope = builder.enumType('PolicyScope', {
   description:
-    'Who a policy applies to. The most specific in force wins: APPLICATION+asset-network > APPLICATION > ORGANIZATION+asset-network > ORGANIZATION > PLATFORM+asset-network > PLATFORM.',
+    'Who a policy applies to. The most specific in force wins: APPLICATION+asset-network > APPLICATION > ' +
+    'ORGANIZATION+asset-network > ORGANIZATION > PLATFORM+asset-network > PLATFORM.',
   values: ['PLATFORM', 'ORGANIZATION', 'APPLICATION'] as const,
 });
 
@@ -19,7 +20,9 @@ const amount = (v: Parameters<typeof numericToAmount>[0]) => amountToString(nume
 
 export const PricingPolicy = builder.prismaObject('PricingPolicy', {
   description:
-    'A version of the platform fee of settlements for a scope: fee = percentage of the gross (half up) + fixedAmount, at least minimumAmount, at most maximumAmount. Amounts: base units of the asset-network, decimal strings.',
+    'A version of the platform fee of settlements for a scope: fee = percentage of the gross (half up) + ' +
+    'fixedAmount, at least minimumAmount, at most maximumAmount. Amounts: base units of the asset-network, decimal ' +
+    'strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
     scope: t.expose('scope', { type: PolicyScope }),
@@ -39,7 +42,8 @@ export const PricingPolicy = builder.prismaObject('PricingPolicy', {
 
 export const RefundFeePolicy = builder.prismaObject('RefundFeePolicy', {
   description:
-    'A version of the refund fee for a scope (same scoping and arithmetic as PricingPolicy), and whether a refund may take back what was already settled from the beneficiaries. docs/refunds.md.',
+    'A version of the refund fee for a scope (same scoping and arithmetic as PricingPolicy), and whether a refund ' +
+    'may take back what was already settled from the beneficiaries. docs/refunds.md.',
   fields: (t) => ({
     id: t.exposeID('id'),
     scope: t.expose('scope', { type: PolicyScope }),

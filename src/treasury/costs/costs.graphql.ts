@@ -18,13 +18,17 @@ const NetworkExecutionOperation = builder.enumType('NetworkExecutionOperation', 
 
 const ReplenishmentSource = builder.enumType('ReplenishmentSource', {
   description:
-    'Where reserve top-ups come from: SANDBOX_FAUCET (sandbox networks: the job credits the reserve itself) or EXTERNAL_TOP_UP (operators top up and record it with a seed).',
+    'Where reserve top-ups come from: SANDBOX_FAUCET (sandbox networks: the job credits the reserve itself) or ' +
+    'EXTERNAL_TOP_UP (operators top up and record it with a seed).',
   values: ['SANDBOX_FAUCET', 'EXTERNAL_TOP_UP'] as const,
 });
 
 export const NetworkExecutionQuote = builder.prismaObject('NetworkExecutionQuote', {
   description:
-    "What an operation costs on its network, in base units of the NETWORK'S NATIVE asset (decimal strings): networkCost = Σ resource quantity × unit price of the cost table in force (or the adapter's own fee without a table), margin = percentage of networkCost (half up) + fixed amount, total = networkCost + margin. Valid until expiresAt (60 s).",
+    "What an operation costs on its network, in base units of the NETWORK'S NATIVE asset (decimal strings): " +
+    "networkCost = Σ resource quantity × unit price of the cost table in force (or the adapter's own fee without a " +
+    'table), margin = percentage of networkCost (half up) + fixed amount, total = networkCost + margin. Valid ' +
+    'until expiresAt (60 s).',
   fields: (t) => ({
     quoteId: t.exposeID('id'),
     assetNetworkId: t.exposeID('assetNetworkId'),
