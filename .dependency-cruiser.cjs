@@ -30,8 +30,10 @@ const LAYERS = [
   ['system', '^src/system/', '^src/pages/'],
 ];
 
-/** The composition root: the only `src/` modules that may import `rest/` and `jobs/` and every domain. */
-const COMPOSITION_ROOT = '^src/(main|app|server|shutdown|deps|schema|compose)\\.ts$';
+/** The composition root: the one `src/` module that imports `rest/` and `jobs/`. */
+const COMPOSITION_ROOT = '^src/compose\\.ts$';
+/** The process around it: what no domain may import. */
+const PROCESS = '^src/(main|app|server|shutdown|schema|compose)\\.ts$';
 
 const layerRules = LAYERS.slice(0, -1).map(([name, ...from], i) => ({
   name: `layer-${name}`,
@@ -44,7 +46,6 @@ const layerRules = LAYERS.slice(0, -1).map(([name, ...from], i) => ({
 }));
 
 module.exports = {
-
   forbidden: [
     {
       name: 'no-circular',
@@ -69,10 +70,10 @@ module.exports = {
     },
     {
       name: 'domains-not-composition-root',
-      comment: 'Domains never import the composition root.',
+      comment: 'Domains never import the process modules (the composition root, the app, the server, the schema).',
       severity: 'error',
       from: { path: '^src/[^/]+/', pathNot: '\\.test\\.ts$' },
-      to: { path: COMPOSITION_ROOT },
+      to: { path: PROCESS },
     },
     ...layerRules,
   ],

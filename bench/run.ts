@@ -8,7 +8,7 @@ import { applyMigrations } from '../src/db/migrate';
 import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
-import { createDeps } from '../src/deps';
+import { createDeps } from '../src/compose';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';

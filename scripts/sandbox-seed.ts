@@ -13,8 +13,9 @@
 import { parseArgs } from 'node:util';
 import { config, missingSharedDatabaseKeys } from '../src/config';
 import { withDatabase } from '../src/db/database';
-import { createApp, createLogger } from '../src/app';
-import { createDeps } from '../src/deps';
+import { createApp } from '../src/compose';
+import { createLogger } from '../src/app';
+import { createDeps } from '../src/compose';
 import { createOperatorWithKey } from '../src/admin/operators';
 import { stopJobs } from '../jobs/index';
 import { runScript } from './run-script';

@@ -6,7 +6,6 @@ import { inputGatePlugin, withoutValues } from './input';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
-import { restPlugin } from '../rest/adapter';
 import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 import { fromUnexpected } from './errors';
 import { graphiqlOptions, pagesPlugin, renderGraphiqlPage } from './pages/pages';
@@ -47,7 +46,10 @@ export function requestIdOf(request: Request): string {
   return given && requestIdPattern.test(given) ? given : crypto.randomUUID();
 }
 
-export type App = ReturnType<typeof createApp>;
+export type App = ReturnType<typeof createYogaApp>;
+
+/** The REST adapter's yoga plugin (rest/adapter.ts), handed in by the composition root (src/compose.ts). */
+export type RestPluginFactory = (deps: Deps, requestIdOf: (request: Request) => string) => Plugin<Record<string, unknown>, Context>;
 
 /** graphql-js's suggestions (" Did you mean "x", "y", or "z"?", " Did you mean the enum value "X"?"): always GraphQL names. */
 const suggestion = / Did you mean (?:[a-z ]+ )?"[_A-Za-z]\w*"(?:(?:, |,? or )"[_A-Za-z]\w*")*\?/g;
@@ -93,7 +95,7 @@ function corsOf(config: Config) {
   return config.NODE_ENV === 'production' ? false : { ...common, origin: '*' };
 }
 
-export function createApp(deps: Deps) {
+export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
   const requestIds = new WeakMap<Request, string>();
   const idOf = (request: Request) => {
     let id = requestIds.get(request);

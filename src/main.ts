@@ -1,7 +1,7 @@
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
 import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
 import { createLogger } from './app';
-import { createDeps } from './deps';
+import { createDeps } from './compose';
 import { assertPortFree, startServer, type RunningServer } from './server';
 import type { Deps } from './context';
 import { installShutdown, shutdown } from './shutdown';

@@ -3,7 +3,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { createApp } from './app';
+import { createApp } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';

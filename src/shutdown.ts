@@ -3,7 +3,7 @@ import type { Deps } from './context';
 import type { Database } from './db/database';
 import type { RunningServer } from './server';
 import { releaseShutdownSignals } from './db/embedded';
-import { handBackJobs, stopJobs } from '../jobs/index';
+import { handBackJobs, stopJobs } from './compose';
 import { handlersSettled } from './kernel/work';
 
 /**

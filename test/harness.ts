@@ -1,6 +1,7 @@
 import { inject } from 'vitest';
 import pg from 'pg';
-import { createApp, createLogger } from '../src/app';
+import { createApp } from '../src/compose';
+import { createLogger } from '../src/app';
 import { loadConfig } from '../src/config';
 import { ManualClock } from '../src/clock';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';

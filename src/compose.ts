@@ -8,7 +8,23 @@ import { loadSealingKey } from './auth/secrets';
 import { RateLimiter } from './auth/rate-limit';
 import { createMailer } from './mailer';
 import { DeliveryStatusHub } from './webhooks/status';
-import { startJobs } from '../jobs/index';
+import { handBackJobs, startJobs, stopJobs } from '../jobs/index';
+import { restPlugin } from '../rest/adapter';
+import { createYogaApp } from './app';
+
+/**
+ * The composition root: the one module of `src/` that imports `rest/` and `jobs/`
+ * (.dependency-cruiser.cjs). `src/main.ts` (the process), `server.ts` and `shutdown.ts` take the
+ * app, the dependencies and the job runner from here; tests, scripts and benchmarks do the same.
+ */
+
+/** The HTTP app: yoga with every plugin, the REST adapter of `rest/` among them. */
+export function createApp(deps: Deps) {
+  return createYogaApp(deps, restPlugin);
+}
+
+/** Stopping the job runner, for the shutdown (src/shutdown.ts). */
+export { handBackJobs, stopJobs };
 
 /**
  * The production wiring of a process: Prisma, the job runner (it always sends jobs; it works the
