@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
+import { ownAssets } from './static';
 
 const gzip = promisify(gzipCallback);
 
@@ -22,9 +22,8 @@ type GraphiqlBundle = Record<'js' | 'css' | 'editorWorkerService' | 'jsonWorker'
 let graphiql: Promise<GraphiqlBundle> | undefined;
 const graphiqlPart = (part: keyof GraphiqlBundle) => async () =>
   (await (graphiql ??= import('@graphql-yoga/render-graphiql/graphiql') as Promise<GraphiqlBundle>))[part];
-const file = (path: string) => () => readFile(path);
 const packageFile = (pkg: string, path: string) => () => readFile(require.resolve(`${pkg}/${path}`));
-const ownFile = (name: string) => file(fileURLToPath(new URL(`./static/${name}`, import.meta.url)));
+const ownFile = (name: string) => async () => ownAssets[name]!;
 
 const table: Record<string, { type: string; load: () => Promise<string | Buffer> }> = {
   'graphiql.js': { type: js, load: graphiqlPart('js') },

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { parse, type OperationDefinitionNode } from 'graphql';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
 import { postureOf, type Config } from '../config';
 import { assetResponse, assetsPrefix, assetUrl } from './assets';
+import { graphiqlExamplesDocument } from './graphiql-examples';
 
 /**
  * The browser pages (docs/decisions.md, "Browser pages: GraphiQL offline, the API reference, `GET /` (issue 16)"): `GET /` (links, HTML or JSON by
@@ -64,9 +64,9 @@ function variablesTemplate(operation: OperationDefinitionNode): string {
   return `{\n${lines.join('\n')}\n}\n`;
 }
 
-/** The example operations of src/pages/graphiql-examples.graphql: one GraphiQL tab each, with its comment. */
+/** The example operations of src/pages/graphiql-examples.ts: one GraphiQL tab each, with its comment. */
 export function graphiqlExamples(): { name: string; query: string; variables: string }[] {
-  const text = readFileSync(new URL('./graphiql-examples.graphql', import.meta.url), 'utf8');
+  const text = graphiqlExamplesDocument;
   // Blocks separated by a blank line; the first (the file's own comment) holds no operation.
   return text
     .split(/\n\s*\n/)

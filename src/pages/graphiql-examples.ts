@@ -1,4 +1,6 @@
-# Example operations opened in GraphiQL (development mode), one tab each: the comment above an
+// The example operations opened in GraphiQL, as one GraphQL document in a string so that the build
+// bundles it (no file is read at run time).
+export const graphiqlExamplesDocument = /* GraphQL */ `# Example operations opened in GraphiQL (development mode), one tab each: the comment above an
 # operation opens its tab. Lines of at most 60 characters (the editor's width). A test validates
 # every operation against the schema (test/pages.test.ts).
 
@@ -109,3 +111,4 @@ subscription WebhookDeliveryStatus($organizationId: ID) {
     nextAttemptAt
   }
 }
+`;
