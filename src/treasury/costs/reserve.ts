@@ -3,8 +3,6 @@ import { z } from 'zod';
 import type { Context } from '../../context';
 import type { Db, PrismaClient } from '../../db/prisma';
 import type { Clock } from '../../clock';
-import type { Logger } from 'pino';
-import { workEach, ensureQueue } from '../../kernel/work';
 import type { NetworkResourceReserve } from '../../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../../errors';
 import { isUuid, uuidv7 } from '../../ids';
@@ -394,24 +392,4 @@ export async function replenishReserves(deps: { db: PrismaClient; clock: Clock }
     if (done) n++;
   }
   return n;
-}
-
-/** The handlers by queue (jobs/ registers them; test/fixtures/settlements/testing.ts drains them in tests). */
-export const reserveHandlers = {
-  [RESERVE_REPLENISH_QUEUE]: (deps: { db: PrismaClient; clock: Clock }, data: ReserveReplenishJob | null | undefined) => replenishReserves(deps, data),
-} as const;
-
-/** Creates the queue; with `work`, schedules the sweep every minute and works it. */
-export async function registerReserveJobs(
-  boss: PgBoss,
-  deps: { db: PrismaClient; clock: Clock; log: Pick<Logger, 'info' | 'error'> },
-  work: boolean,
-): Promise<void> {
-  await ensureQueue(boss, RESERVE_REPLENISH_QUEUE, { retryLimit: 5, retryDelay: 10, retryBackoff: true, deleteAfterSeconds: 3600 });
-  if (!work) return;
-  await boss.schedule(RESERVE_REPLENISH_QUEUE, '* * * * *');
-  await workEach<ReserveReplenishJob>(boss, deps.log, RESERVE_REPLENISH_QUEUE, {}, async ({ data }) => {
-    const n = await reserveHandlers[RESERVE_REPLENISH_QUEUE](deps, data);
-    if (n) deps.log.info({ replenished: n }, 'network resource reserves replenished');
-  });
 }
