@@ -1,7 +1,7 @@
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
 import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
 import { createLogger } from './app';
-import { createDeps } from './deps';
+import { createDeps } from './compose';
 import { assertPortFree, startServer, type RunningServer } from './server';
 import type { Deps } from './context';
 import { installShutdown, shutdown } from './shutdown';
@@ -23,7 +23,10 @@ if (missing.length) {
 // With DATABASE_URL, several processes may share the database: none generates its own keys.
 const missingKeys = missingSharedDatabaseKeys(config);
 if (missingKeys.length) {
-  log.fatal({ missing: missingKeys.map((m) => m.slice(0, m.indexOf(' '))) }, `DATABASE_URL is set: every process of one database must share its keys; refusing to start without: ${missingKeys.join('; ')}`);
+  log.fatal(
+    { missing: missingKeys.map((m) => m.slice(0, m.indexOf(' '))) },
+    `DATABASE_URL is set: every process of one database must share its keys; refusing to start without: ${missingKeys.join('; ')}`,
+  );
   await new Promise<void>((flushed) => log.flush(() => flushed()));
   process.exit(1);
 }
