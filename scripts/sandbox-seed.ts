@@ -10,6 +10,7 @@
 // (which has no API, as `npm run operator:create`) is made through the REST API, in this process,
 // so each change has its audit entry. While `npm start` runs on the same DATA_DIR, its embedded
 // PostgreSQL is used. Refused in production.
+import '../src/boot'; // first: an invalid setting is one line, not a stack
 import { parseArgs } from 'node:util';
 import { config, missingSharedDatabaseKeys } from '../src/config';
 import { withDatabase } from '../src/db/database';

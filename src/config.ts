@@ -189,7 +189,9 @@ export function missingSharedDatabaseKeys(c: Config): string[] {
   return missing;
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const r = schema.safeParse(env);

@@ -1,3 +1,4 @@
+import { booted } from './boot'; // first: an invalid setting is one line, not a stack
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
 import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
 import { createLogger } from './app';
@@ -10,6 +11,7 @@ import { installShutdown, shutdown } from './shutdown';
  * npm start: database (embedded unless DATABASE_URL), migrations as the schema owner, job runner,
  * HTTP + websocket server connected as the least-privilege service role.
  */
+booted();
 const log = createLogger(config.LOG_LEVEL);
 // The first line says the mode and what it implies; production refuses to start without its settings.
 const posture = postureOf(config);

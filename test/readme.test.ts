@@ -142,4 +142,12 @@ describe('start-up failures name their cause (issue 16, item 1)', () => {
     expect(r.stderr).toContain(`operator:create: port ${pgPort} (EMBEDDED_PG_PORT) is taken by another process`);
     expect(r.stderr).not.toContain('triggerUncaughtException');
   }, 180_000);
+  test('an invalid setting ends npm start and a script with one line naming the variable, never its value, exit 1', async () => {
+    for (const args of [node('src/main.ts'), node('scripts/operator-create.ts', '--email', 'x@example.com')]) {
+      const r = await runCommand(process.execPath, args, { ...scriptEnv(), PORT: 'not-a-port-s3cr3t' });
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toBe('Invalid configuration: PORT: Invalid input: expected number, received NaN');
+      expect(r.stdout + r.stderr).not.toContain('s3cr3t');
+    }
+  }, 120_000);
 });
