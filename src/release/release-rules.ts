@@ -27,7 +27,6 @@ import { nowFor } from '../chains/sandbox/clock';
 import { escrowOf, releaseBlocker } from './escrow';
 import { conditionDueAt, conditionMet, conditionsMet, nextDueAt } from './conditions';
 import { RELEASE_EVALUATE_QUEUE, sendRetainedRelease, type ReleaseEvaluateJob } from '../kernel/queues';
-import type { requestSettlementInTx as RequestSettlementInTx } from '../settlements/settlements';
 import {
   conditionKinds,
   conditionModes,
@@ -51,11 +50,18 @@ import {
  * `requestSettlementInTx` in when it loads (every process that evaluates rules loads it: the GraphQL
  * schema and the job runner both import it).
  */
-let requestSettlement: typeof RequestSettlementInTx | null = null;
-export function setSettlementRequester(f: typeof RequestSettlementInTx): void {
+/** What settlements hand in (src/settlements/settlements.ts `requestSettlementInTx`): a settlement requested inside `tx`. */
+export type SettlementRequester = (
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  input: { transaction: Transaction; milestoneId?: string | null; amount?: bigint | null },
+) => Promise<{ id: string }>;
+let requestSettlement: SettlementRequester | null = null;
+export function setSettlementRequester(f: SettlementRequester): void {
   requestSettlement = f;
 }
-function settlementRequester(): typeof RequestSettlementInTx {
+function settlementRequester(): SettlementRequester {
   if (!requestSettlement) throw new Error('release rules need src/settlements/settlements.ts loaded (setSettlementRequester)');
   return requestSettlement;
 }
