@@ -2,7 +2,7 @@ import type { Deps } from '../src/context';
 import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/deposits/funding';
+import { ledgerAccounts } from '../src/ledger/ledger';
 
 /**
  * The deposits scenario of `npm run bench` (BENCH_SCENARIOS=deposits): payment intents paid on the
@@ -41,7 +41,6 @@ export interface DepositsRound {
   seconds: { create: number; send: number; confirm: number; total: number };
 }
 
-
 export type DepositsBench = ScenarioBench<DepositsRound>;
 
 export const depositsSettings = () => ({
@@ -53,13 +52,17 @@ export const depositsSettings = () => ({
 
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 
-
 export async function startDepositsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<DepositsBench> {
   const { deps, call, say } = opts;
   const s = depositsSettings();
   const expect = expectStatus('deposits');
-  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'deposits', { code: 'BD', requiredConfirmations: s.requiredConfirmations });
-  const walletId = idOf(expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'));
+  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'deposits', {
+    code: 'BD',
+    requiredConfirmations: s.requiredConfirmations,
+  });
+  const walletId = idOf(
+    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
+  );
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
   say(`deposits: organization ${org}, network ${networkId} (${s.requiredConfirmations} confirmations)`);
 
@@ -76,8 +79,14 @@ export async function startDepositsBench(opts: { deps: Deps; call: Call; say: (m
         // Distinct amounts ending in 0 (an amount ending in 666 would be held for review by the sandbox's screening).
         const amount = BigInt(1_000_000 + roundNo * 100_000) + BigInt(i) * 10n;
         const r = expect(
-          await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 }, apiKey),
-          201, 'payment intent',
+          await call(
+            'POST',
+            `/v1/organizations/${org}/payment-intents`,
+            { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
+            apiKey,
+          ),
+          201,
+          'payment intent',
         );
         const got = expect(await call('GET', r.headers.get('location')!, undefined, apiKey), 200, 'get payment intent');
         intents[i] = { id: got.body!.id, transactionId: got.body!.transactionId, address: got.body!.address, amount, sentAt: 0 };
@@ -147,8 +156,14 @@ export function depositsReport(runs: DepositsRound[], check: { ok: boolean; deta
   const rows = [
     ['deposits', 'intents/s', 'sends/s', 'confirmed/s', 'confirm sync/s', 'p50 ms', 'p99 ms', 'rounds: confirmed/s (sync/s)'],
     [
-      `${r.intents} intents, ${r.concurrency} in flight, ${r.requiredConfirmations} confirmations`, String(r.intentsPerSecond), String(r.sendsPerSecond), String(r.confirmedPerSecond),
-      String(r.confirmSyncPerSecond), String(r.latencyMs.p50), String(r.latencyMs.p99), runs.map((x) => `${x.confirmedPerSecond} (${x.confirmSyncPerSecond})`).join(', '),
+      `${r.intents} intents, ${r.concurrency} in flight, ${r.requiredConfirmations} confirmations`,
+      String(r.intentsPerSecond),
+      String(r.sendsPerSecond),
+      String(r.confirmedPerSecond),
+      String(r.confirmSyncPerSecond),
+      String(r.latencyMs.p50),
+      String(r.latencyMs.p99),
+      runs.map((x) => `${x.confirmedPerSecond} (${x.confirmSyncPerSecond})`).join(', '),
     ],
   ];
   return {
@@ -160,7 +175,11 @@ export function depositsReport(runs: DepositsRound[], check: { ok: boolean; deta
         met: null,
         measured: `${r.confirmedPerSecond}/s (confirming syncs alone ${r.confirmSyncPerSecond}/s; send to confirmed p50 ${r.latencyMs.p50} ms)`,
       },
-      { target: 'deposits: every intent SUCCEEDED, credited exactly once, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+      {
+        target: 'deposits: every intent SUCCEEDED, credited exactly once, ledger invariants hold',
+        met: check?.ok ?? null,
+        measured: check?.detail ?? 'not checked',
+      },
     ],
   };
 }

@@ -11,7 +11,7 @@ import { startEmbeddedPostgres } from '../src/db/embedded';
 import { applyMigrations } from '../src/db/migrate';
 import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
-import { createDeps } from '../src/deps';
+import { createDeps } from '../src/compose';
 import { stopJobs } from '../jobs/index';
 import { configureEvmNetworks, evmNetworksSchema } from '../src/chains/evm/config';
 import { cursorOf } from '../src/chains/evm/index-store';
@@ -33,15 +33,27 @@ try {
   await applyMigrations(pg.ownerUrl, { serviceRole: SERVICE_ROLE });
   const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'silent', JOBS: 'on', DATA_DIR, SANDBOX_BLOCK_INTERVAL_MS: '0' });
   const deps = await createDeps(config, pg.serviceUrl, createLogger('silent'));
-  cleanup.unshift(async () => stopJobs(deps.boss!, { graceful: true, timeout: 10_000 }), () => deps.db.$disconnect());
+  cleanup.unshift(
+    async () => stopJobs(deps.boss!, { graceful: true, timeout: 10_000 }),
+    () => deps.db.$disconnect(),
+  );
   const tag = Date.now().toString(36);
   const asset = await deps.db.asset.create({ data: { code: `B${tag}`.toUpperCase(), name: 'Bench USD', decimals: 6 } });
-  const network = await deps.db.network.create({ data: { name: `Bench ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations: 2 } });
-  const an = await deps.db.assetNetwork.create({ data: { assetId: asset.id, networkId: network.id, decimals: 6, contractReference: token, minimumDeposit: 0, status: 'ENABLED' } });
-  configureEvmNetworks(evmNetworksSchema.parse({ [network.id]: { rpcUrl: node.rpcUrl, chainId: node.chainId, pollIntervalMs: 250, blockRange: 20, tokens: { [an.id]: token } } }));
+  const network = await deps.db.network.create({
+    data: { name: `Bench ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations: 2 },
+  });
+  const an = await deps.db.assetNetwork.create({
+    data: { assetId: asset.id, networkId: network.id, decimals: 6, contractReference: token, minimumDeposit: 0, status: 'ENABLED' },
+  });
+  configureEvmNetworks(
+    evmNetworksSchema.parse({ [network.id]: { rpcUrl: node.rpcUrl, chainId: node.chainId, pollIntervalMs: 250, blockRange: 20, tokens: { [an.id]: token } } }),
+  );
   const watched = Array.from({ length: WATCHED }, (_, i) => `0x${(BigInt(i + 1) * 0x9e3779b97f4a7c15n).toString(16).padStart(40, '0').slice(-40)}`);
   for (let i = 0; i < watched.length; i += 1000)
-    await deps.db.evmWatchedAddress.createMany({ data: watched.slice(i, i + 1000).map((address) => ({ networkId: network.id, address })), skipDuplicates: true });
+    await deps.db.evmWatchedAddress.createMany({
+      data: watched.slice(i, i + 1000).map((address) => ({ networkId: network.id, address })),
+      skipDuplicates: true,
+    });
   say(`anvil at ${node.rpcUrl}, ${WATCHED} watched addresses, ${PER_BLOCK} transfers a block, ${BLOCKS} blocks`);
 
   const from = node.accounts[0]!;
@@ -65,7 +77,13 @@ try {
         Array.from({ length: PER_BLOCK }, () => {
           const to = watched[(sent++ * 7919) % WATCHED] as Hex;
           return from.signTransaction({
-            type: 'eip1559', chainId: node.chainId, nonce: nonce++, to: token, gas: 100_000n, maxFeePerGas: 50_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n,
+            type: 'eip1559',
+            chainId: node.chainId,
+            nonce: nonce++,
+            to: token,
+            gas: 100_000n,
+            maxFeePerGas: 50_000_000_000n,
+            maxPriorityFeePerGas: 1_000_000_000n,
             data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, 1n] }),
           });
         }),
@@ -95,10 +113,21 @@ try {
   const indexed = await deps.db.evmTransfer.count({ where: { networkId: network.id } });
   const mined = Number(await node.public.getTransactionCount({ address: from.address, blockTag: 'latest' })) - (nonce - sent);
   const result = {
-    blocks: lastBlock - start, transfersPerBlock: PER_BLOCK, watched: WATCHED, transfersSent: sent, transfersMined: mined, transfersIndexed: indexed,
-    lagMax: maxLag, lagMean: Number((lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length)).toFixed(2)), finalLag: head - cursor,
-    rssAfterWarmupMiB: Math.round(rssAfterWarmup / 2 ** 20), rssEndMiB: Math.round(rssEnd / 2 ** 20), rssRatio: Number((rssEnd / rssAfterWarmup).toFixed(3)),
-    heapAfterWarmupMiB: Math.round(heapAfterWarmup / 2 ** 20), heapEndMiB: Math.round(heapEnd / 2 ** 20), heapRatio: Number((heapEnd / heapAfterWarmup).toFixed(3)),
+    blocks: lastBlock - start,
+    transfersPerBlock: PER_BLOCK,
+    watched: WATCHED,
+    transfersSent: sent,
+    transfersMined: mined,
+    transfersIndexed: indexed,
+    lagMax: maxLag,
+    lagMean: Number((lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length)).toFixed(2)),
+    finalLag: head - cursor,
+    rssAfterWarmupMiB: Math.round(rssAfterWarmup / 2 ** 20),
+    rssEndMiB: Math.round(rssEnd / 2 ** 20),
+    rssRatio: Number((rssEnd / rssAfterWarmup).toFixed(3)),
+    heapAfterWarmupMiB: Math.round(heapAfterWarmup / 2 ** 20),
+    heapEndMiB: Math.round(heapEnd / 2 ** 20),
+    heapRatio: Number((heapEnd / heapAfterWarmup).toFixed(3)),
   };
   mkdirSync(DATA_DIR, { recursive: true });
   writeFileSync(`${DATA_DIR}/results.json`, JSON.stringify(result, null, 2));

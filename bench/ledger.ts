@@ -56,7 +56,12 @@ export interface LedgerBench {
   close(): Promise<void>;
 }
 
-type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body?: Record<string, any>; text: string; headers: Headers }>;
+type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; body?: Record<string, any>; text: string; headers: Headers }>;
 
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
@@ -98,19 +103,32 @@ export async function startLedgerBench(opts: {
   // One asset-network of its own.
   const tag = `${Date.now()}`;
   const asset = await db.asset.create({ data: { code: `BENCH${tag}`, name: `Bench ${tag}`, decimals: 6 } });
-  const network = await db.network.create({ data: { name: `bench-ledger-${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 } });
-  const assetNetworkId = (await db.assetNetwork.create({ data: { assetId: asset.id, networkId: network.id, decimals: 6, minimumDeposit: '0', status: 'ENABLED' } })).id;
+  const network = await db.network.create({
+    data: { name: `bench-ledger-${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 },
+  });
+  const assetNetworkId = (
+    await db.assetNetwork.create({ data: { assetId: asset.id, networkId: network.id, decimals: 6, minimumDeposit: '0', status: 'ENABLED' } })
+  ).id;
   const customers: LedgerAccountRef[] = accountIds.map((id) => ({ kind: 'CUSTOMER', ownerId: id, organizationId, assetNetworkId }));
   const clearing: LedgerAccountRef = { kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId };
   for (const c of customers)
     await postLedgerTransaction(db, {
-      idempotencyKey: `bench:fund:${c.ownerId}`, nature: 'bench.funding', organizationId, lines: [{ account: clearing, direction: 'DEBIT', amount: FUNDING }, { account: c, direction: 'CREDIT', amount: FUNDING }], postedAt: new Date(),
+      idempotencyKey: `bench:fund:${c.ownerId}`,
+      nature: 'bench.funding',
+      organizationId,
+      lines: [
+        { account: clearing, direction: 'DEBIT', amount: FUNDING },
+        { account: c, direction: 'CREDIT', amount: FUNDING },
+      ],
+      postedAt: new Date(),
     });
 
   // The baseline's tables: the same number of balance rows, entries with a primary key only.
   const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 80 });
   await pool.query(`CREATE TABLE IF NOT EXISTS bench_balance (id int PRIMARY KEY, balance numeric(78,0) NOT NULL)`);
-  await pool.query(`CREATE TABLE IF NOT EXISTS bench_entry (id bigserial PRIMARY KEY, tx uuid NOT NULL, account int NOT NULL, amount numeric(78,0) NOT NULL, created_at timestamptz NOT NULL)`);
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS bench_entry (id bigserial PRIMARY KEY, tx uuid NOT NULL, account int NOT NULL, amount numeric(78,0) NOT NULL, created_at timestamptz NOT NULL)`,
+  );
   await pool.query(`TRUNCATE bench_balance, bench_entry`);
   await pool.query(`INSERT INTO bench_balance SELECT g, $1::numeric FROM generate_series(1, $2::int) g`, [FUNDING.toString(), opts.accounts]);
   say(`ledger: organization ${organizationId}, ${opts.accounts} customer accounts funded with ${FUNDING} base units each, asset-network ${assetNetworkId}`);
@@ -163,7 +181,9 @@ export async function startLedgerBench(opts: {
     latencies.sort((x, y) => x - y);
     const pct = (micros: number) => Math.round((micros / 1000 / windowMs) * 100);
     return {
-      committed, errors, windowMs,
+      committed,
+      errors,
+      windowMs,
       latencyMs: { p50: +percentile(latencies, 50).toFixed(1), p99: +percentile(latencies, 99).toFixed(1), max: +(latencies.at(-1) ?? NaN).toFixed(1) },
       cpuPercent: { bench: pct(cpu.bench), postgres: pct(cpu.postgres), machine: pct(cpu.machine), machineCapacity: cpu0.cores * 100 },
     };
@@ -179,8 +199,13 @@ export async function startLedgerBench(opts: {
       const [a, b] = pair();
       const amount = BigInt(1 + Math.floor(Math.random() * 100));
       const input: PostInput = {
-        idempotencyKey: `bench:${runId}:${++seq}`, nature: 'bench.transfer', organizationId,
-        lines: [{ account: customers[a]!, direction: 'DEBIT', amount }, { account: customers[b]!, direction: 'CREDIT', amount }],
+        idempotencyKey: `bench:${runId}:${++seq}`,
+        nature: 'bench.transfer',
+        organizationId,
+        lines: [
+          { account: customers[a]!, direction: 'DEBIT', amount },
+          { account: customers[b]!, direction: 'CREDIT', amount },
+        ],
         postedAt: new Date(),
       };
       await batcher.post(input);
@@ -200,11 +225,25 @@ export async function startLedgerBench(opts: {
       try {
         await client.query('BEGIN');
         // Rows in a fixed order, as the ledger does, so callers never deadlock.
-        const [first, second] = a < b ? [[a, '-'], [b, '+']] : [[b, '+'], [a, '-']];
+        const [first, second] =
+          a < b
+            ? [
+                [a, '-'],
+                [b, '+'],
+              ]
+            : [
+                [b, '+'],
+                [a, '-'],
+              ];
         await client.query(`UPDATE bench_balance SET balance = balance ${first[1]} $1::numeric WHERE id = $2`, [amount, Number(first[0]) + 1]);
         await client.query(`UPDATE bench_balance SET balance = balance ${second[1]} $1::numeric WHERE id = $2`, [amount, Number(second[0]) + 1]);
         const tx = randomUUID();
-        await client.query(`INSERT INTO bench_entry (tx, account, amount, created_at) VALUES ($1, $2, -$4::numeric, now()), ($1, $3, $4::numeric, now())`, [tx, a + 1, b + 1, amount]);
+        await client.query(`INSERT INTO bench_entry (tx, account, amount, created_at) VALUES ($1, $2, -$4::numeric, now()), ($1, $3, $4::numeric, now())`, [
+          tx,
+          a + 1,
+          b + 1,
+          amount,
+        ]);
         await client.query('COMMIT');
         baselineCommitted++;
       } catch (e) {
@@ -216,14 +255,23 @@ export async function startLedgerBench(opts: {
     });
 
     const side = (s: Awaited<ReturnType<typeof drive>>): SideResult => ({
-      postingsPerSecond: Math.round(s.committed / (s.windowMs / 1000)), committed: s.committed, errors: s.errors, latencyMs: s.latencyMs, cpuPercent: s.cpuPercent,
+      postingsPerSecond: Math.round(s.committed / (s.windowMs / 1000)),
+      committed: s.committed,
+      errors: s.errors,
+      latencyMs: s.latencyMs,
+      cpuPercent: s.cpuPercent,
     });
     const ledger = side(ledgerSide);
     const baseline = side(baselineSide);
     return {
-      name: 'ledger', accounts: opts.accounts, callers: o.callers, durationSeconds: o.durationSeconds,
+      name: 'ledger',
+      accounts: opts.accounts,
+      callers: o.callers,
+      durationSeconds: o.durationSeconds,
       batcher: { ...opts.batcher, batches, meanBatch: batches ? +(items / batches).toFixed(1) : 0, retries: ledgerMetrics.retries - retries0 },
-      ledger, baseline, ratio: +(ledger.postingsPerSecond / baseline.postingsPerSecond).toFixed(2),
+      ledger,
+      baseline,
+      ratio: +(ledger.postingsPerSecond / baseline.postingsPerSecond).toFixed(2),
     };
   }
 
@@ -231,13 +279,23 @@ export async function startLedgerBench(opts: {
     await checkLedgerInvariants(db);
     for (const c of customers) {
       const b = await balanceOf(db, c);
-      if (b.posted !== expected.get(c.ownerId!)) throw new Error(`ledger: account ${c.ownerId} holds ${b.posted}, the callers were told ${expected.get(c.ownerId!)}`);
+      if (b.posted !== expected.get(c.ownerId!))
+        throw new Error(`ledger: account ${c.ownerId} holds ${b.posted}, the callers were told ${expected.get(c.ownerId!)}`);
     }
-    const committed = (await db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM "LedgerTransaction" WHERE "idempotencyKey" LIKE $1`, `bench:${runId}:%`))[0]!.n;
+    const committed = (
+      await db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM "LedgerTransaction" WHERE "idempotencyKey" LIKE $1`, `bench:${runId}:%`)
+    )[0]!.n;
     if (committed !== ledgerCommitted) throw new Error(`ledger: ${committed} transactions committed, ${ledgerCommitted} successes answered`);
-    const total = (await db.$queryRawUnsafe<{ t: string }[]>(`SELECT sum("creditsPosted" - "debitsPosted")::text AS t FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "assetNetworkId" = $1::uuid`, assetNetworkId))[0]!.t;
+    const total = (
+      await db.$queryRawUnsafe<{ t: string }[]>(
+        `SELECT sum("creditsPosted" - "debitsPosted")::text AS t FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "assetNetworkId" = $1::uuid`,
+        assetNetworkId,
+      )
+    )[0]!.t;
     if (BigInt(total) !== FUNDING * BigInt(opts.accounts)) throw new Error(`ledger: customer balances sum to ${total}`);
-    const base = (await pool.query<{ t: string; n: string }>(`SELECT (SELECT sum(balance) FROM bench_balance)::text AS t, (SELECT count(*) FROM bench_entry)::text AS n`)).rows[0]!;
+    const base = (
+      await pool.query<{ t: string; n: string }>(`SELECT (SELECT sum(balance) FROM bench_balance)::text AS t, (SELECT count(*) FROM bench_entry)::text AS n`)
+    ).rows[0]!;
     if (BigInt(base.t) !== FUNDING * BigInt(opts.accounts)) throw new Error(`baseline: balances sum to ${base.t}`);
     if (Number(base.n) !== 2 * baselineCommitted) throw new Error(`baseline: ${base.n} entries for ${baselineCommitted} transfers`);
     return `ledger invariants hold; ${opts.accounts} balances equal what ${ledgerCommitted} answered postings imply; committed = answered; baseline: ${baselineCommitted} transfers, ${base.n} entries, total unchanged`;

@@ -15,9 +15,7 @@ import type { AddressInfo } from 'node:net';
  */
 export type ReceiverRequest = { type: 'count' } | { type: 'collect' } | { type: 'close' };
 export type ReceiverMessage =
-  | { type: 'ready'; urls: string[] }
-  | { type: 'count'; received: number }
-  | { type: 'records'; ids: string[]; at: number[]; cpuMicros: number };
+  { type: 'ready'; urls: string[] } | { type: 'count'; received: number } | { type: 'records'; ids: string[]; at: number[]; cpuMicros: number };
 
 const n = Number(process.argv[2] ?? 4);
 if (!process.send) throw new Error('bench/receivers.ts runs as a child process with an IPC channel');

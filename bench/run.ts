@@ -8,7 +8,7 @@ import { applyMigrations } from '../src/db/migrate';
 import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
-import { createDeps } from '../src/deps';
+import { createDeps } from '../src/compose';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
@@ -150,7 +150,9 @@ try {
   }
   // The service's delivery settings (WEBHOOK_* of its config, but the secrets), as they were for this run.
   const webhookSettings = Object.fromEntries(
-    Object.entries(config).filter(([k, v]) => k.startsWith('WEBHOOK_') && k !== 'WEBHOOK_SECRET_KEY' && k !== 'WEBHOOK_DESTINATION_ALLOWLIST' && v !== undefined),
+    Object.entries(config).filter(
+      ([k, v]) => k.startsWith('WEBHOOK_') && k !== 'WEBHOOK_SECRET_KEY' && k !== 'WEBHOOK_DESTINATION_ALLOWLIST' && v !== undefined,
+    ),
   );
   let webhooks: WebhookBench | undefined;
   if (webhooksSelected) {
@@ -168,33 +170,64 @@ try {
   const settlementRuns: SettlementsRound[] = [];
   const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, say }) : undefined;
   const withdrawalRuns: WithdrawalsRound[] = [];
-  say(`seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`);
+  say(
+    `seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`,
+  );
 
   // Scenarios, in order; each with its warm-up.
-  type Scenario = Omit<LoadSpec, 'connections' | 'durationSeconds' | 'warmupSeconds'> & { label: string; skip?: string; role: 'baseline' | 'read' | 'write' | 'extra' };
+  type Scenario = Omit<LoadSpec, 'connections' | 'durationSeconds' | 'warmupSeconds'> & {
+    label: string;
+    skip?: string;
+    role: 'baseline' | 'read' | 'write' | 'extra';
+  };
   const scenarios: Scenario[] = [
     {
-      name: 'baseline', label: 'POST /graphql { __typename }', role: 'baseline', url: `${base}/graphql`, method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }),
+      name: 'baseline',
+      label: 'POST /graphql { __typename }',
+      role: 'baseline',
+      url: `${base}/graphql`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
     },
     {
-      name: 'rest-read', label: 'GET /v1/accounts/{id} (API key)', role: 'read', url: `${base}${accountPath ?? '/v1/accounts/-'}`, method: 'GET', headers: apiKey,
+      name: 'rest-read',
+      label: 'GET /v1/accounts/{id} (API key)',
+      role: 'read',
+      url: `${base}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
     },
     {
-      name: 'rest-write', label: 'POST /v1/organizations/{org}/accounts (API key)', role: 'write', url: `${base}/v1/organizations/${org}/accounts`, method: 'POST',
-      headers: { ...apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }),
+      name: 'rest-write',
+      label: 'POST /v1/organizations/{org}/accounts (API key)',
+      role: 'write',
+      url: `${base}/v1/organizations/${org}/accounts`,
+      method: 'POST',
+      headers: { ...apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
       ...(accountsBuilt ? {} : { skip: `CreateAccount not built yet (answered ${created.status})` }),
     },
     {
-      name: 'rest-read-tenancy', label: 'GET /v1/applications/{id} (member JWT)', role: 'extra', url: `${base}/v1/applications/${app.body!.id}`, method: 'GET', headers: member,
+      name: 'rest-read-tenancy',
+      label: 'GET /v1/applications/{id} (member JWT)',
+      role: 'extra',
+      url: `${base}/v1/applications/${app.body!.id}`,
+      method: 'GET',
+      headers: member,
     },
   ];
 
   // Rounds: every scenario once per round, in order, so slow drift of the shared machine hits all
   // scenarios alike; each scenario reports the round with its median requests/s, and the ratio to
   // the baseline is the median of the per-round ratios (same round, same conditions).
-  type Result = LoadResult & { label: string; role: string; ratioToBaseline?: number; rounds: { requestsPerSecond: number; p99: number; ratioToBaseline?: number }[] };
+  type Result = LoadResult & {
+    label: string;
+    role: string;
+    ratioToBaseline?: number;
+    rounds: { requestsPerSecond: number; p99: number; ratioToBaseline?: number }[];
+  };
   const perScenario = new Map<string, LoadResult[]>();
   const skipped: { name: string; label: string; reason: string }[] = [];
   const active = scenarios.filter((s) => {
@@ -220,9 +253,17 @@ try {
       say(
         `round ${round}/${rounds} webhooks: ${webhookRate} events/s x ${webhookReceivers} endpoints` +
           `${webhookOrganizations > 1 ? ` (events spread over ${webhookOrganizations} organizations)` : ''} — ${warmup}s warm-up + ${duration}s` +
-          ` (${Object.entries(webhookSettings).map(([k, v]) => `${k}=${v}`).join(' ')})`,
+          ` (${Object.entries(webhookSettings)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ')})`,
       );
-      const r = await webhooks.run({ rate: webhookRate, warmupSeconds: warmup, durationSeconds: duration, drainSeconds: webhookDrain, concurrency: webhookConcurrency });
+      const r = await webhooks.run({
+        rate: webhookRate,
+        warmupSeconds: warmup,
+        durationSeconds: duration,
+        drainSeconds: webhookDrain,
+        concurrency: webhookConcurrency,
+      });
       say(
         `  ${r.deliveriesPerSecond} deliveries/s (committed ${r.committedDeliveriesPerSecond}/s), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, ` +
           `backlog ${r.backlogAtEnd}, cpu service ${r.cpuPercent.service}% postgres ${r.cpuPercent.postgres}% receivers ${r.cpuPercent.receivers}% others ${r.cpuPercent.others}% (machine ${r.cpuPercent.machine}/${r.cpuPercent.machineCapacity}%), emit p50 ${r.emit.p50} ms, behind ${r.emit.behindAtEnd} events`,
@@ -230,7 +271,9 @@ try {
       webhookRuns.push(r);
     }
     if (ledger) {
-      say(`round ${round}/${rounds} ledger: ${ledgerCallers} callers, ${ledgerAccounts} accounts — batcher ${warmup}s warm-up + ${duration}s, then the pg baseline the same`);
+      say(
+        `round ${round}/${rounds} ledger: ${ledgerCallers} callers, ${ledgerAccounts} accounts — batcher ${warmup}s warm-up + ${duration}s, then the pg baseline the same`,
+      );
       const r = await ledger.run({ warmupSeconds: warmup, durationSeconds: duration, callers: ledgerCallers });
       say(
         `  ledger ${r.ledger.postingsPerSecond} postings/s (p50 ${r.ledger.latencyMs.p50} ms, p99 ${r.ledger.latencyMs.p99} ms, ${r.batcher.meanBatch} per batch, cpu bench ${r.ledger.cpuPercent.bench}% postgres ${r.ledger.cpuPercent.postgres}%), ` +
@@ -240,16 +283,24 @@ try {
     }
     if (deposits) {
       const d = depositsSettings();
-      say(`round ${round}/${rounds} deposits: ${d.intents} payment intents paid on the sandbox chain, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`);
+      say(
+        `round ${round}/${rounds} deposits: ${d.intents} payment intents paid on the sandbox chain, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`,
+      );
       const r = await deposits.run();
-      say(`  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`);
+      say(
+        `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
+      );
       depositRuns.push(r);
     }
     if (settlements) {
       const d = settlementsSettings();
-      say(`round ${round}/${rounds} settlements: ${d.transactions} funded transactions (3-way split, fee), ${d.concurrency} requests in flight, ${d.workers} settlement workers`);
+      say(
+        `round ${round}/${rounds} settlements: ${d.transactions} funded transactions (3-way split, fee), ${d.concurrency} requests in flight, ${d.workers} settlement workers`,
+      );
       const r = await settlements.run();
-      say(`  ${r.settlementsPerSecond} settlements/s executed by the job (${r.requestsPerSecond} requests/s through REST; intents ${r.intentsPerSecond}/s, funding ${r.fundedPerSecond}/s)`);
+      say(
+        `  ${r.settlementsPerSecond} settlements/s executed by the job (${r.requestsPerSecond} requests/s through REST; intents ${r.intentsPerSecond}/s, funding ${r.fundedPerSecond}/s)`,
+      );
       settlementRuns.push(r);
     }
     if (withdrawals) {
@@ -279,9 +330,15 @@ try {
   const rows: string[][] = [
     ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'vs baseline', 'rounds: req/s (vs baseline)'],
     ...results.map((r) => [
-      r.label, r.requestsPerSecond.toFixed(0), r.latencyMs.p50.toFixed(1), r.latencyMs.p99.toFixed(1), String(r.non2xx + r.errors),
+      r.label,
+      r.requestsPerSecond.toFixed(0),
+      r.latencyMs.p50.toFixed(1),
+      r.latencyMs.p99.toFixed(1),
+      String(r.non2xx + r.errors),
       r.ratioToBaseline === undefined ? '' : `${(r.ratioToBaseline * 100).toFixed(0)}%`,
-      r.rounds.map((x) => `${x.requestsPerSecond.toFixed(0)}${x.ratioToBaseline === undefined ? '' : ` (${(x.ratioToBaseline * 100).toFixed(0)}%)`}`).join(', '),
+      r.rounds
+        .map((x) => `${x.requestsPerSecond.toFixed(0)}${x.ratioToBaseline === undefined ? '' : ` (${(x.ratioToBaseline * 100).toFixed(0)}%)`}`)
+        .join(', '),
     ]),
     ...skipped.map((s) => [s.label, 'skipped', '', '', '', '', '']),
   ];
@@ -291,16 +348,43 @@ try {
   const webhookResult = webhookRuns.length
     ? (() => {
         const rate = median(webhookRuns.map((r) => r.deliveriesPerSecond));
-        return { ...webhookRuns.find((r) => r.deliveriesPerSecond === rate)!, rounds: webhookRuns.map((r) => ({ deliveriesPerSecond: r.deliveriesPerSecond, p50: r.latencyMs.p50, p99: r.latencyMs.p99, backlogAtEnd: r.backlogAtEnd })) };
+        return {
+          ...webhookRuns.find((r) => r.deliveriesPerSecond === rate)!,
+          rounds: webhookRuns.map((r) => ({
+            deliveriesPerSecond: r.deliveriesPerSecond,
+            p50: r.latencyMs.p50,
+            p99: r.latencyMs.p99,
+            backlogAtEnd: r.backlogAtEnd,
+          })),
+        };
       })()
     : undefined;
   if (webhookResult) {
     const w = webhookResult;
     const wrows = [
-      ['webhooks', 'target/s', 'committed/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'max ms', 'backlog', 'undelivered', 'cpu svc/pg/recv/others %', 'rounds: deliveries/s (p50, p99 ms)'],
       [
-        `${w.targetEventsPerSecond} events/s x ${w.receivers} endpoints${w.organizations > 1 ? `, ${w.organizations} orgs` : ''}`, String(w.targetDeliveriesPerSecond), w.committedDeliveriesPerSecond.toFixed(0), w.deliveriesPerSecond.toFixed(0),
-        String(w.latencyMs.p50), String(w.latencyMs.p99), String(w.latencyMs.max), String(w.backlogAtEnd), String(w.undelivered),
+        'webhooks',
+        'target/s',
+        'committed/s',
+        'deliveries/s',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'backlog',
+        'undelivered',
+        'cpu svc/pg/recv/others %',
+        'rounds: deliveries/s (p50, p99 ms)',
+      ],
+      [
+        `${w.targetEventsPerSecond} events/s x ${w.receivers} endpoints${w.organizations > 1 ? `, ${w.organizations} orgs` : ''}`,
+        String(w.targetDeliveriesPerSecond),
+        w.committedDeliveriesPerSecond.toFixed(0),
+        w.deliveriesPerSecond.toFixed(0),
+        String(w.latencyMs.p50),
+        String(w.latencyMs.p99),
+        String(w.latencyMs.max),
+        String(w.backlogAtEnd),
+        String(w.undelivered),
         `${w.cpuPercent.service}/${w.cpuPercent.postgres}/${w.cpuPercent.receivers}/${w.cpuPercent.others}`,
         w.rounds.map((x) => `${x.deliveriesPerSecond.toFixed(0)} (${x.p50}, ${x.p99})`).join(', '),
       ],
@@ -312,7 +396,10 @@ try {
   const ledgerResult = ledgerRuns.length
     ? (() => {
         const ratio = median(ledgerRuns.map((r) => r.ratio));
-        return { ...ledgerRuns.find((r) => r.ratio === ratio)!, rounds: ledgerRuns.map((r) => ({ ledger: r.ledger.postingsPerSecond, baseline: r.baseline.postingsPerSecond, ratio: r.ratio })) };
+        return {
+          ...ledgerRuns.find((r) => r.ratio === ratio)!,
+          rounds: ledgerRuns.map((r) => ({ ledger: r.ledger.postingsPerSecond, baseline: r.baseline.postingsPerSecond, ratio: r.ratio })),
+        };
       })()
     : undefined;
   let ledgerCheck: { ok: boolean; detail: string } | undefined;
@@ -321,10 +408,26 @@ try {
     const l = ledgerResult;
     const lrows = [
       ['ledger', 'postings/s', 'p50 ms', 'p99 ms', 'errors', 'per batch', 'cpu bench/pg %', 'rounds: postings/s (ratio)'],
-      [`batcher, ${l.callers} callers, ${l.accounts} accounts`, String(l.ledger.postingsPerSecond), String(l.ledger.latencyMs.p50), String(l.ledger.latencyMs.p99), String(l.ledger.errors), String(l.batcher.meanBatch),
-        `${l.ledger.cpuPercent.bench}/${l.ledger.cpuPercent.postgres}`, l.rounds.map((x) => `${x.ledger} (${x.ratio}x)`).join(', ')],
-      [`baseline: 1 transfer per commit (pg)`, String(l.baseline.postingsPerSecond), String(l.baseline.latencyMs.p50), String(l.baseline.latencyMs.p99), String(l.baseline.errors), '1',
-        `${l.baseline.cpuPercent.bench}/${l.baseline.cpuPercent.postgres}`, l.rounds.map((x) => String(x.baseline)).join(', ')],
+      [
+        `batcher, ${l.callers} callers, ${l.accounts} accounts`,
+        String(l.ledger.postingsPerSecond),
+        String(l.ledger.latencyMs.p50),
+        String(l.ledger.latencyMs.p99),
+        String(l.ledger.errors),
+        String(l.batcher.meanBatch),
+        `${l.ledger.cpuPercent.bench}/${l.ledger.cpuPercent.postgres}`,
+        l.rounds.map((x) => `${x.ledger} (${x.ratio}x)`).join(', '),
+      ],
+      [
+        `baseline: 1 transfer per commit (pg)`,
+        String(l.baseline.postingsPerSecond),
+        String(l.baseline.latencyMs.p50),
+        String(l.baseline.latencyMs.p99),
+        String(l.baseline.errors),
+        '1',
+        `${l.baseline.cpuPercent.bench}/${l.baseline.cpuPercent.postgres}`,
+        l.rounds.map((x) => String(x.baseline)).join(', '),
+      ],
     ];
     console.log(textTable(lrows));
   }
@@ -343,17 +446,30 @@ try {
   const baseline = results.find((r) => r.role === 'baseline');
   const restReadSelected = !only || only.has('rest-read');
   const targets = [
-    ...(!restReadSelected ? [] : [{
-      target: `REST read >= ${TARGET_READ_RATIO * 100}% of baseline requests/s`,
-      met: read ? (read.ratioToBaseline ?? 0) >= TARGET_READ_RATIO : null,
-      measured: read ? `${((read.ratioToBaseline ?? 0) * 100).toFixed(0)}%` : 'not measured (GetAccount not built)',
-    }]),
+    ...(!restReadSelected
+      ? []
+      : [
+          {
+            target: `REST read >= ${TARGET_READ_RATIO * 100}% of baseline requests/s`,
+            met: read ? (read.ratioToBaseline ?? 0) >= TARGET_READ_RATIO : null,
+            measured: read ? `${((read.ratioToBaseline ?? 0) * 100).toFixed(0)}%` : 'not measured (GetAccount not built)',
+          },
+        ]),
     ...results
       .filter((r) => r.role === 'read')
-      .map((r) => ({ target: `p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${r.label}`, met: r.latencyMs.p99 < TARGET_P99_MS, measured: `${r.latencyMs.p99} ms` })),
+      .map((r) => ({
+        target: `p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${r.label}`,
+        met: r.latencyMs.p99 < TARGET_P99_MS,
+        measured: `${r.latencyMs.p99} ms`,
+      })),
   ];
   // The same bound for the baseline, which touches no database: the floor this machine allows.
-  if (baseline) targets.push({ target: `(reference) p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${baseline.label}`, met: baseline.latencyMs.p99 < TARGET_P99_MS, measured: `${baseline.latencyMs.p99} ms` });
+  if (baseline)
+    targets.push({
+      target: `(reference) p99 < ${TARGET_P99_MS} ms at ${connections} connections: ${baseline.label}`,
+      met: baseline.latencyMs.p99 < TARGET_P99_MS,
+      measured: `${baseline.latencyMs.p99} ms`,
+    });
   if (webhookResult)
     targets.push({
       target: `webhooks: >= ${TARGET_WEBHOOK_DELIVERIES} deliveries/s sustained, p50 < ${TARGET_WEBHOOK_P50_MS} ms`,
@@ -374,7 +490,8 @@ try {
   if (withdrawalsOut) targets.push(...withdrawalsOut.targets);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
-  for (const r of results) if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
+  for (const r of results)
+    if (r.non2xx || r.errors) console.log(`  note: ${r.label}: status codes ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
 
   mkdirSync(resolve(DATA_DIR), { recursive: true });
   const file = resolve(DATA_DIR, 'results.json');
@@ -383,13 +500,29 @@ try {
     JSON.stringify(
       {
         date: new Date().toISOString(),
-        machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: +(totalmem() / 2 ** 30).toFixed(1), node: process.version, platform: process.platform },
+        machine: {
+          cpus: cpus().length,
+          cpuModel: cpus()[0]?.model,
+          memoryGiB: +(totalmem() / 2 ** 30).toFixed(1),
+          node: process.version,
+          platform: process.platform,
+        },
         settings: {
-          durationSeconds: duration, warmupSeconds: warmup, rounds, connections, jobs: config.JOBS, dbPoolMax: config.DB_POOL_MAX, nodeEnv: config.NODE_ENV,
+          durationSeconds: duration,
+          warmupSeconds: warmup,
+          rounds,
+          connections,
+          jobs: config.JOBS,
+          dbPoolMax: config.DB_POOL_MAX,
+          nodeEnv: config.NODE_ENV,
           ...(webhookResult
             ? {
                 webhook: {
-                  receivers: webhookReceivers, organizations: webhookOrganizations, eventsPerSecond: webhookRate, concurrency: webhookConcurrency, drainSeconds: webhookDrain,
+                  receivers: webhookReceivers,
+                  organizations: webhookOrganizations,
+                  eventsPerSecond: webhookRate,
+                  concurrency: webhookConcurrency,
+                  drainSeconds: webhookDrain,
                   service: webhookSettings,
                 },
               }

@@ -2,10 +2,10 @@ import type { Deps } from '../src/context';
 import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/deposits/funding';
+import { ledgerAccounts } from '../src/ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../src/money';
-import { SETTLEMENT_EXECUTE_QUEUE } from '../src/settlements/queues';
-import { startSettlementWorkers } from '../src/settlements/jobs';
+import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
+import { startSettlementWorkers } from '../src/settlements/settlements.jobs';
 
 /**
  * The settlements scenario of `npm run bench` (BENCH_SCENARIOS=settlements): funded transactions
@@ -46,7 +46,6 @@ export interface SettlementsRound {
   seconds: { create: number; fund: number; request: number; execute: number };
 }
 
-
 export type SettlementsBench = ScenarioBench<SettlementsRound>;
 
 export const settlementsSettings = () => ({
@@ -56,8 +55,6 @@ export const settlementsSettings = () => ({
   timeoutSeconds: env('BENCH_SETTLEMENTS_TIMEOUT', 600),
 });
 
-
-
 export async function startSettlementsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<SettlementsBench> {
   const { deps, call, say } = opts;
   const s = settlementsSettings();
@@ -66,12 +63,25 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
   const expect = expectStatus('settlements');
   const { op, assetNetworkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'settlements', { code: 'BS', requiredConfirmations: 1 });
   const accounts: string[] = [];
-  for (const name of ['Seller', 'Marketplace partner', 'Logistics']) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name }, apiKey), 201, 'account')));
+  for (const name of ['Seller', 'Marketplace partner', 'Logistics'])
+    accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name }, apiKey), 201, 'account')));
   expect(
-    await call('POST', '/v1/admin/pricing-policy', { scope: 'APPLICATION', applicationId: app, assetNetworkId, percentage: '1.5', minimumAmount: '100', maximumAmount: '50000' }, op),
-    204, 'pricing policy',
+    await call(
+      'POST',
+      '/v1/admin/pricing-policy',
+      { scope: 'APPLICATION', applicationId: app, assetNetworkId, percentage: '1.5', minimumAmount: '100', maximumAmount: '50000' },
+      op,
+    ),
+    204,
+    'pricing policy',
   );
-  const releaseRule = { splits: [{ accountId: accounts[0], percentage: '33.333333' }, { accountId: accounts[1], percentage: '33.333333' }, { accountId: accounts[2], percentage: '33.333334' }] };
+  const releaseRule = {
+    splits: [
+      { accountId: accounts[0], percentage: '33.333333' },
+      { accountId: accounts[1], percentage: '33.333333' },
+      { accountId: accounts[2], percentage: '33.333334' },
+    ],
+  };
   say(`settlements: organization ${org}, asset-network ${assetNetworkId}, splits 33.333333/33.333333/33.333334 %, fee 1.5% (min 100, max 50,000)`);
 
   const all: { transactionId: string; settlementId: string; amount: bigint }[] = [];
@@ -87,8 +97,14 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
         // Awkward amounts (odd, not multiples of 3) so the rounding rule and the fee clamps are exercised.
         const amount = BigInt(1_000_001 + roundNo * 100_000 + i * 37);
         const r = expect(
-          await call('POST', `/v1/organizations/${org}/payment-intents`, { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: accounts[0], expiresInSeconds: 86_400, releaseRule }, apiKey),
-          201, 'payment intent',
+          await call(
+            'POST',
+            `/v1/organizations/${org}/payment-intents`,
+            { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: accounts[0], expiresInSeconds: 86_400, releaseRule },
+            apiKey,
+          ),
+          201,
+          'payment intent',
         );
         const intentId = idOf(r);
         const row = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, select: { transactionId: true } });
@@ -98,22 +114,35 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
       // Funding with the ledger shape of a confirmed deposit, 100 transactions per database transaction.
       for (let k = 0; k < n; k += 100) {
         const chunk = txs.slice(k, k + 100);
-        await deps.db.$transaction(async (tx) => {
-          const now = deps.clock.now();
-          for (const x of chunk) {
-            const t = { id: x.transactionId, organizationId: org, assetNetworkId };
-            await postLedgerTransaction(tx, {
-              idempotencyKey: `bench-funding:${x.transactionId}`, nature: 'bench.funding', organizationId: org, referenceType: 'Transaction', referenceId: x.transactionId,
-              lines: [
-                { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: x.amount },
-                { account: ledgerAccounts.escrow(t), direction: 'CREDIT', amount: x.amount },
-              ],
-              postedAt: now,
-            });
-            await tx.transaction.update({ where: { id: x.transactionId }, data: { status: 'RESERVED', fundedAmount: amountToNumeric(x.amount), fundedAt: now, reservedAt: now } });
-            await tx.paymentIntent.update({ where: { id: x.intentId }, data: { status: 'SUCCEEDED', confirmedAmount: amountToNumeric(x.amount), succeededAt: now } });
-          }
-        }, { timeout: 60_000 });
+        await deps.db.$transaction(
+          async (tx) => {
+            const now = deps.clock.now();
+            for (const x of chunk) {
+              const t = { id: x.transactionId, organizationId: org, assetNetworkId };
+              await postLedgerTransaction(tx, {
+                idempotencyKey: `bench-funding:${x.transactionId}`,
+                nature: 'bench.funding',
+                organizationId: org,
+                referenceType: 'Transaction',
+                referenceId: x.transactionId,
+                lines: [
+                  { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: x.amount },
+                  { account: ledgerAccounts.escrow(t), direction: 'CREDIT', amount: x.amount },
+                ],
+                postedAt: now,
+              });
+              await tx.transaction.update({
+                where: { id: x.transactionId },
+                data: { status: 'RESERVED', fundedAmount: amountToNumeric(x.amount), fundedAt: now, reservedAt: now },
+              });
+              await tx.paymentIntent.update({
+                where: { id: x.intentId },
+                data: { status: 'SUCCEEDED', confirmedAmount: amountToNumeric(x.amount), succeededAt: now },
+              });
+            }
+          },
+          { timeout: 60_000 },
+        );
       }
       const t2 = performance.now();
       // Requests with the workers stopped: the queue fills; then the workers drain it.
@@ -177,8 +206,13 @@ export function settlementsReport(runs: SettlementsRound[], check: { ok: boolean
   const rows = [
     ['settlements', 'intents/s', 'funded/s', 'requests/s', 'settlements/s', 'execute s', 'rounds: settlements/s'],
     [
-      `${r.transactions} transactions, 3-way split + fee, ${r.workers} workers, ${r.concurrency} requests in flight`, String(r.intentsPerSecond), String(r.fundedPerSecond),
-      String(r.requestsPerSecond), String(r.settlementsPerSecond), String(r.seconds.execute), runs.map((x) => String(x.settlementsPerSecond)).join(', '),
+      `${r.transactions} transactions, 3-way split + fee, ${r.workers} workers, ${r.concurrency} requests in flight`,
+      String(r.intentsPerSecond),
+      String(r.fundedPerSecond),
+      String(r.requestsPerSecond),
+      String(r.settlementsPerSecond),
+      String(r.seconds.execute),
+      runs.map((x) => String(x.settlementsPerSecond)).join(', '),
     ],
   ];
   return {
@@ -190,7 +224,11 @@ export function settlementsReport(runs: SettlementsRound[], check: { ok: boolean
         met: null,
         measured: `${r.settlementsPerSecond}/s with ${r.workers} workers (requests through REST ${r.requestsPerSecond}/s)`,
       },
-      { target: 'settlements: every settlement EXECUTED once, balances exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+      {
+        target: 'settlements: every settlement EXECUTED once, balances exact, ledger invariants hold',
+        met: check?.ok ?? null,
+        measured: check?.detail ?? 'not checked',
+      },
     ],
   };
 }

@@ -6,7 +6,12 @@ import { newOperatorKey } from '../src/auth/secrets';
  * pool, and the setup every one starts from (a platform operator, a sandbox catalog entry and an
  * integrator with a sandbox API key), all through the public REST surface as an integrator would.
  */
-export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
+export type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
 
 export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
@@ -14,16 +19,20 @@ export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 /** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight. */
 export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>) {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    while (next < n) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
 }
 
 /** A call's answer must have `status`; throws naming the scenario and the step otherwise. */
-export const expectStatus = (scenario: string) => <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
-  if (r.status !== status) throw new Error(`${scenario} bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
-  return r;
-};
+export const expectStatus =
+  (scenario: string) =>
+  <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
+    if (r.status !== status) throw new Error(`${scenario} bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
+    return r;
+  };
 export const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 
 /** A money scenario: one measured round per `run()`, and the checks after all rounds (a description, or throws). */
@@ -33,7 +42,10 @@ export interface ScenarioBench<Round> {
 }
 /** A scenario's checks as a target's outcome: ok with their description, or the error. */
 export const checkOf = (bench: { verify(): Promise<string> }): Promise<{ ok: boolean; detail: string }> =>
-  bench.verify().then((detail) => ({ ok: true, detail }), (e: unknown) => ({ ok: false, detail: String(e) }));
+  bench.verify().then(
+    (detail) => ({ ok: true, detail }),
+    (e: unknown) => ({ ok: false, detail: String(e) }),
+  );
 
 /** The middle value (the lower of the two middles for an even count): rounds are reported by their median. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
@@ -73,20 +85,45 @@ export async function setupBenchIntegrator(
   const tag = `${Date.now().toString(36)}`.toUpperCase();
   await deps.db.operator.create({ data: { email: `bench.${scenario}.${tag.toLowerCase()}@example.com`, name: 'Bench operator', keyHash } });
   const op = { 'x-operator-key': key };
-  const asset = idOf(expect(await call('POST', '/v1/platform/assets', { code: `${opts.code}${tag}`, name: `Bench ${scenario} dollar ${tag}`, decimals: 6 }, op), 201, 'asset'));
-  const networkId = idOf(expect(
-    await call('POST', '/v1/platform/networks', { name: `Bench ${scenario} ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: opts.requiredConfirmations }, op),
-    201, 'network',
-  ));
-  const assetNetworkId = idOf(expect(await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op), 201, 'asset-network'));
+  const asset = idOf(
+    expect(await call('POST', '/v1/platform/assets', { code: `${opts.code}${tag}`, name: `Bench ${scenario} dollar ${tag}`, decimals: 6 }, op), 201, 'asset'),
+  );
+  const networkId = idOf(
+    expect(
+      await call(
+        'POST',
+        '/v1/platform/networks',
+        {
+          name: `Bench ${scenario} ${tag}`,
+          kind: 'SANDBOX',
+          environmentType: 'SANDBOX',
+          blockTimeSeconds: 5,
+          requiredConfirmations: opts.requiredConfirmations,
+        },
+        op,
+      ),
+      201,
+      'network',
+    ),
+  );
+  const assetNetworkId = idOf(
+    expect(
+      await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op),
+      201,
+      'asset-network',
+    ),
+  );
   expect(await call('POST', `/v1/platform/asset-networks/${assetNetworkId}/enable`, undefined, op), 204, 'enable');
 
   const email = `bench.${scenario}.owner.${tag.toLowerCase()}@example.com`;
   const password = 'correct horse battery staple';
-  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `${scenario} ${tag}` }), 201, 'signup').body!.organizationId as string;
+  const org = expect(await call('POST', '/v1/auth/signup', { email, password, name: 'Bench', organizationName: `${scenario} ${tag}` }), 201, 'signup').body!
+    .organizationId as string;
   const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
   const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: `${scenario} bench` }, member), 201, 'application').body!.id as string;
   const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
-  const apiKey = { 'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string };
+  const apiKey = {
+    'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string,
+  };
   return { tag, op, assetNetworkId, networkId, org, member, app, environment, apiKey };
 }

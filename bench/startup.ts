@@ -45,7 +45,10 @@ async function startOnce(args: readonly string[], env: Record<string, string>): 
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`exited before ready: ${err}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) return { loaded, ready: performance.now() - t0 };
       await new Promise((r) => setTimeout(r, 10));
     }

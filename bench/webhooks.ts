@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Deps } from '../src/context';
-import { DELIVER_QUEUE, emitEvent } from '../src/webhooks/outbox';
+import { DELIVER_QUEUE } from '../src/kernel/queues';
+import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent } from '../src/webhooks/events';
 import type { ReceiverMessage, ReceiverRequest } from './receivers';
 
@@ -65,7 +66,12 @@ export interface WebhookResult {
   jobsAtStart: number;
 }
 
-type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body?: Record<string, any>; text: string }>;
+type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; body?: Record<string, any>; text: string }>;
 
 export interface WebhookBench {
   run(opts: WebhookRunOptions): Promise<WebhookResult>;
@@ -117,7 +123,12 @@ export async function startWebhookBench(opts: {
 
   // Delivery jobs not yet done, of this round or left by an earlier one.
   const openJobs = async () =>
-    (await deps.db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')`, DELIVER_QUEUE))[0]!.n;
+    (
+      await deps.db.$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')`,
+        DELIVER_QUEUE,
+      )
+    )[0]!.n;
 
   // Per organization: its member session and endpoints (one per receiver).
   const organizations: { id: string; member: Record<string, string>; endpointIds: string[] }[] = [];
@@ -271,17 +282,24 @@ export async function startWebhookBench(opts: {
       committedDeliveriesPerSecond: +(committedInWindow / seconds).toFixed(1),
       deliveriesPerSecond: +(receivedInWindow / seconds).toFixed(1),
       latencyMs: {
-        p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies.at(-1) ?? NaN,
-        mean: +(latencies.reduce((s, x) => s + x, 0) / (latencies.length || 1)).toFixed(1), count: latencies.length,
+        p50: percentile(latencies, 50),
+        p90: percentile(latencies, 90),
+        p99: percentile(latencies, 99),
+        max: latencies.at(-1) ?? NaN,
+        mean: +(latencies.reduce((s, x) => s + x, 0) / (latencies.length || 1)).toFixed(1),
+        count: latencies.length,
       },
       backlogAtEnd,
       undelivered,
       duplicates,
       emit: { p50: +percentile(emitMs, 50).toFixed(1), p99: +percentile(emitMs, 99).toFixed(1), errors, behindAtEnd },
       cpuPercent: {
-        service: pct(cpu.service), receivers: pct(cpu.receivers), postgres: pct(cpu.postgres),
+        service: pct(cpu.service),
+        receivers: pct(cpu.receivers),
+        postgres: pct(cpu.postgres),
         others: Math.max(0, pct(cpu.machine - cpu.service - cpu.receivers - cpu.postgres)),
-        machine: pct(cpu.machine), machineCapacity: cpu0.cores * 100,
+        machine: pct(cpu.machine),
+        machineCapacity: cpu0.cores * 100,
       },
       drainSeconds: +drainSeconds.toFixed(1),
       jobsAtStart,

@@ -2,7 +2,7 @@ import type { Deps } from '../src/context';
 import { env, expectStatus, idOf, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/deposits/funding';
+import { ledgerAccounts } from '../src/ledger/ledger';
 import { numericToAmount } from '../src/money';
 
 /**
@@ -36,7 +36,6 @@ export interface WithdrawalsRound {
   seconds: { request: number; total: number };
 }
 
-
 export type WithdrawalsBench = ScenarioBench<WithdrawalsRound>;
 
 export const withdrawalsSettings = () => ({
@@ -45,7 +44,6 @@ export const withdrawalsSettings = () => ({
   accounts: env('BENCH_WITHDRAWALS_ACCOUNTS', 16),
   timeoutSeconds: env('BENCH_WITHDRAWALS_TIMEOUT', 600),
 });
-
 
 const FUNDING = 10n ** 15n;
 /** Enough network resource reserve for every broadcast of the rounds (21,000 each on the sandbox). */
@@ -57,14 +55,28 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
   if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
   const expect = expectStatus('withdrawals');
   const { assetNetworkId, networkId, org, app, apiKey, op } = await setupBenchIntegrator(deps, call, 'withdrawals', { code: 'BW', requiredConfirmations: 1 });
-    const accounts: string[] = [];
-  for (let i = 0; i < s.accounts; i++) accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: `Payouts ${i}` }, apiKey), 201, 'account')));
-  const destinationId = idOf(expect(
-    await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey), 201, 'destination',
-  ));
+  const accounts: string[] = [];
+  for (let i = 0; i < s.accounts; i++)
+    accounts.push(idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: `Payouts ${i}` }, apiKey), 201, 'account')));
+  const destinationId = idOf(
+    expect(
+      await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey),
+      201,
+      'destination',
+    ),
+  );
   // On the chain: the treasury's HOT address (registered by the operator) holds the funding, and the
   // network resource reserve pays the network cost of every broadcast (docs/withdrawals.md).
-  const hot = expect(await call('POST', '/v1/admin/treasury/controlled-addresses', { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'Bench hot' }, op), 201, 'controlled address');
+  const hot = expect(
+    await call(
+      'POST',
+      '/v1/admin/treasury/controlled-addresses',
+      { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'Bench hot' },
+      op,
+    ),
+    201,
+    'controlled address',
+  );
   const address = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
   expect(await call('POST', '/v1/sandbox/deposits', { address, amount: FUNDING.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
   expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
@@ -73,14 +85,20 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
   const each = FUNDING / BigInt(accounts.length);
   for (const a of accounts)
     await postLedgerTransaction(deps.db, {
-      idempotencyKey: `bench-withdrawals-funding:${a}`, nature: 'bench.funding', organizationId: org, referenceType: 'Account', referenceId: a,
+      idempotencyKey: `bench-withdrawals-funding:${a}`,
+      nature: 'bench.funding',
+      organizationId: org,
+      referenceType: 'Account',
+      referenceId: a,
       lines: [
         { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: each },
         { account: { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: each },
       ],
       postedAt: deps.clock.now(),
     });
-  say(`withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`);
+  say(
+    `withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`,
+  );
 
   const all: { id: string; amount: bigint }[] = [];
   let roundNo = 0;
@@ -96,9 +114,18 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       const requests = pool(n, s.concurrency, async (i) => {
         const amount = BigInt(1_000 + roundNo * 10 + i);
         amounts[i] = amount;
-        ids[i] = idOf(expect(
-          await call('POST', `/v1/accounts/${accounts[i % accounts.length]}/withdrawals`, { amount: amount.toString(), assetNetworkId, withdrawalDestinationId: destinationId }, apiKey), 201, 'withdrawal',
-        ));
+        ids[i] = idOf(
+          expect(
+            await call(
+              'POST',
+              `/v1/accounts/${accounts[i % accounts.length]}/withdrawals`,
+              { amount: amount.toString(), assetNetworkId, withdrawalDestinationId: destinationId },
+              apiKey,
+            ),
+            201,
+            'withdrawal',
+          ),
+        );
       }).then(() => {
         requested = true;
         t1 = performance.now();
@@ -111,7 +138,9 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         if (requested) {
           const confirmed = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: 'CONFIRMED' } });
           if (confirmed >= n) break;
-          const bad = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: { in: ['FAILED', 'REJECTED', 'REQUIRES_RECONCILIATION', 'BROADCAST_FAILED'] } } });
+          const bad = await deps.db.withdrawal.count({
+            where: { id: { in: ids }, status: { in: ['FAILED', 'REJECTED', 'REQUIRES_RECONCILIATION', 'BROADCAST_FAILED'] } },
+          });
           if (bad) throw new Error(`withdrawals bench: ${bad} withdrawals failed or need reconciliation`);
         }
         if (performance.now() > deadline) throw new Error(`withdrawals bench: not all confirmed after ${s.timeoutSeconds} s`);
@@ -121,21 +150,28 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
-        withdrawals: n, concurrency: s.concurrency, accounts: accounts.length,
+        withdrawals: n,
+        concurrency: s.concurrency,
+        accounts: accounts.length,
         requestsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
         withdrawalsPerSecond: Math.round(n / ((t2 - t0) / 1000)),
         seconds: { request: sec(t1 - t0), total: sec(t2 - t0) },
       };
     },
     async verify() {
-      const rows = await deps.db.withdrawal.findMany({ where: { id: { in: all.map((x) => x.id) } }, select: { status: true, amount: true, holdId: true, fromAddress: true } });
+      const rows = await deps.db.withdrawal.findMany({
+        where: { id: { in: all.map((x) => x.id) } },
+        select: { status: true, amount: true, holdId: true, fromAddress: true },
+      });
       const confirmed = rows.filter((r) => r.status === 'CONFIRMED');
       if (confirmed.length !== all.length) throw new Error(`${confirmed.length} of ${all.length} withdrawals CONFIRMED`);
       const out = confirmed.reduce((sum, r) => sum + numericToAmount(r.amount), 0n);
       const elsewhere = confirmed.filter((r) => r.fromAddress !== address).length;
       if (elsewhere) throw new Error(`${elsewhere} withdrawals were not paid from the HOT treasury address`);
-      const reserve = expect(await call('GET', `/v1/admin/network-resource-reserve/${assetNetworkId}/balance`, undefined, op), 200, 'reserve balance').body!.balance as string;
-      if (BigInt(reserve) !== RESERVE - 21_000n * BigInt(all.length)) throw new Error(`the reserve holds ${reserve}; expected ${RESERVE - 21_000n * BigInt(all.length)} (21,000 per broadcast)`);
+      const reserve = expect(await call('GET', `/v1/admin/network-resource-reserve/${assetNetworkId}/balance`, undefined, op), 200, 'reserve balance').body!
+        .balance as string;
+      if (BigInt(reserve) !== RESERVE - 21_000n * BigInt(all.length))
+        throw new Error(`the reserve holds ${reserve}; expected ${RESERVE - 21_000n * BigInt(all.length)} (21,000 per broadcast)`);
       let posted = 0n;
       for (const a of accounts) {
         const b = await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId });
@@ -157,14 +193,28 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
     ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'rounds: withdrawals/s'],
-    [`${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`, String(r.requestsPerSecond), String(r.withdrawalsPerSecond), String(r.seconds.total), runs.map((x) => String(x.withdrawalsPerSecond)).join(', ')],
+    [
+      `${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`,
+      String(r.requestsPerSecond),
+      String(r.withdrawalsPerSecond),
+      String(r.seconds.total),
+      runs.map((x) => String(x.withdrawalsPerSecond)).join(', '),
+    ],
   ];
   return {
     result: { ...r, rounds: runs },
     table: textTable(rows),
     targets: [
-      { target: 'withdrawals: measured (no target set): request -> auto-approve -> broadcast -> mine -> confirmed, end to end (median of the rounds)', met: null, measured: `${r.withdrawalsPerSecond}/s (requests through REST ${r.requestsPerSecond}/s)` },
-      { target: 'withdrawals: every withdrawal CONFIRMED once from the HOT address, reserve consumed once each, balance exact, ledger invariants hold', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+      {
+        target: 'withdrawals: measured (no target set): request -> auto-approve -> broadcast -> mine -> confirmed, end to end (median of the rounds)',
+        met: null,
+        measured: `${r.withdrawalsPerSecond}/s (requests through REST ${r.requestsPerSecond}/s)`,
+      },
+      {
+        target: 'withdrawals: every withdrawal CONFIRMED once from the HOT address, reserve consumed once each, balance exact, ledger invariants hold',
+        met: check?.ok ?? null,
+        measured: check?.detail ?? 'not checked',
+      },
     ],
   };
 }

@@ -4,26 +4,28 @@ import type { PrismaClient } from '../src/db/prisma';
 import type { Clock } from '../src/clock';
 import type { Config } from '../src/config';
 import { JOB_SCHEMA } from '../src/db/roles';
-import { DELIVER_QUEUE } from '../src/webhooks/outbox';
+import { DELIVER_QUEUE } from '../src/kernel/queues';
 import { startDeliveryWorker } from '../src/webhooks/worker';
 import { deliveryDeps } from '../src/webhooks/delivery';
-import { BULK_QUEUE, failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
-import { registerLedgerJobs } from '../src/ledger/jobs';
-import { CHAIN_SYNC_QUEUE } from '../src/chains/sync-queue';
+import { BULK_QUEUE } from '../src/kernel/queues';
+import { failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
+import { registerLedgerJobs } from '../src/ledger/ledger.jobs';
+import { CHAIN_SYNC_QUEUE } from '../src/kernel/queues';
 import { startBlockProduction } from '../src/chains/sandbox/producer';
-import { registerMoneyInJobs } from '../src/deposits/jobs';
-import { createSettlementQueues } from '../src/settlements/queues';
-import { registerSettlementJobs } from '../src/settlements/jobs';
-import { registerRefundJobs } from '../src/refunds/jobs';
-import { registerReleaseJobs } from '../src/settlements/release-jobs';
-import { registerReconciliationJobs } from '../src/treasury/reconciliation';
-import { registerReserveJobs } from '../src/treasury/reserve';
-import { registerWithdrawalJobs } from '../src/withdrawals/jobs';
-import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from './work';
-import { EVM_WATCH_QUEUE, EVM_WATCH_QUEUE_OPTIONS, startEvmWatchTicker, watchNetwork, type EvmWatchJob } from '../src/chains/evm/watcher';
+import { registerMoneyInJobs } from '../src/deposits/deposits.jobs';
+import { createSettlementQueues } from '../src/kernel/queues';
+import { registerSettlementJobs } from '../src/settlements/settlements.jobs';
+import { registerRefundJobs } from '../src/refunds/refunds.jobs';
+import { registerReleaseJobs } from '../src/release/release-rules.jobs';
+import { registerReconciliationJobs } from '../src/treasury/reconciliation/reconciliation.jobs';
+import { registerReserveJobs } from '../src/treasury/costs/reserve.jobs';
+import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
+import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
+import { RECOVER_QUEUE } from '../src/kernel/queues';
+import { registerEvmJobs } from '../src/chains/evm/evm.jobs';
 import { configureEvmNetworks } from '../src/chains/evm/config';
 import { evmNetworksOf } from '../src/config';
-import { RECOVER_QUEUE, RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
+import { RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
 
 /**
  * The job runner: pg-boss in its own schema of the same database. Jobs are sent inside the
@@ -33,7 +35,7 @@ import { RECOVER_QUEUE, RECOVERY_INTERVAL_MS, recoverOperations } from '../src/o
  * Every process that changes data starts one (it sends jobs); only processes with JOBS=on work
  * the queues and run pg-boss maintenance.
  *
- * Every queue is worked through jobs/work.ts (workEach / workBatch), which logs each failed attempt
+ * Every queue is worked through src/kernel/work.ts (workEach / workBatch), which logs each failed attempt
  * at level error (queue, job id, retry count and limit, retries exhausted, error); a scheduled job
  * (boss.schedule without data) carries `data: null`, which the handlers' types make explicit. The
  * webhook delivery worker fetches and completes its jobs itself (src/webhooks/worker.ts) and logs
@@ -112,7 +114,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     migrate: false,
     max: opts.work ? 10 : 4,
     supervise: opts.work,
-    // A killed worker's job is found by its stale heartbeat at the next supervise pass (jobs/work.ts).
+    // A killed worker's job is found by its stale heartbeat at the next supervise pass (src/kernel/work.ts).
     superviseIntervalSeconds: JOB_SUPERVISE_SECONDS,
     monitorIntervalSeconds: JOB_SUPERVISE_SECONDS,
     schedule: opts.work,
@@ -133,11 +135,11 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   });
   await ensureQueue(boss, queues.webhookBulkRedeliver, { retryLimit: 5, retryDelay: 10, retryBackoff: true, notify: true });
   await registerLedgerJobs(boss, deps, opts.work);
-  // chain.sync: one job per chain change (src/chains/sync-queue.ts); its handler is idempotent.
+  // chain.sync: one job per chain change (src/kernel/queues.ts); its handler is idempotent.
   await ensureQueue(boss, queues.chainSync, { retryLimit: 20, retryDelay: 2, retryBackoff: true, retryDelayMax: 300, deleteAfterSeconds: 3600, notify: true });
   await ensureQueue(boss, RECOVER_QUEUE, { policy: 'singleton', retryLimit: 0, deleteAfterSeconds: 600 });
   await registerMoneyInJobs(boss, deps, opts.work);
-  // Release, settlement and refund queues (src/settlements/queues.ts); each domain works its own.
+  // Release, settlement and refund queues (src/kernel/queues.ts); each domain works its own.
   await createSettlementQueues(boss);
   await registerSettlementJobs(boss, deps, opts.work);
   await registerRefundJobs(boss, deps, opts.work);
@@ -145,13 +147,10 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerReconciliationJobs(boss, deps, opts.work);
   await registerReserveJobs(boss, deps, opts.work);
   await registerWithdrawalJobs(boss, deps, opts.work);
-  // EVM watchers (issue 18, src/chains/evm/watcher.ts): one live job per configured network.
+  // EVM watchers (issue 18, src/chains/evm/evm.jobs.ts): one live job per configured network.
   configureEvmNetworks(evmNetworksOf(deps.config));
-  await ensureQueue(boss, EVM_WATCH_QUEUE, EVM_WATCH_QUEUE_OPTIONS);
+  const evmWatch = await registerEvmJobs(boss, deps, opts.work);
   if (opts.work) {
-    await workEach<EvmWatchJob>(boss, deps.log, EVM_WATCH_QUEUE, { batchSize: 4 }, async (job) => {
-      await watchNetwork({ db: deps.db, boss, log: deps.log }, dataOf(job).networkId);
-    });
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await workEach(boss, deps.log, queues.purgeExpired, {}, async () => {
       await purgeExpired(deps);
@@ -166,8 +165,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     });
     const producer = startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
     const recovery = await startRecovery(boss, deps);
-    const evmWatch = startEvmWatchTicker(boss, deps.log);
-    runners.set(boss, [producer, recovery, worker, evmWatch]);
+    runners.set(boss, [producer, recovery, worker, ...(evmWatch ? [evmWatch] : [])]);
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
       const { jobId } = dataOf(job);
       try {
@@ -204,7 +202,11 @@ async function startRecovery(boss: PgBoss, deps: JobDeps): Promise<{ stop: () =>
 }
 
 /** Deletes idempotency records and refresh/reset tokens past their retention. Safe to run twice. */
-export async function purgeExpired({ db, clock, log }: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
+export async function purgeExpired({
+  db,
+  clock,
+  log,
+}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });

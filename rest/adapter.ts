@@ -1,8 +1,20 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  parse, validate, getOperationAST, typeFromAST, isInputType, isListType, isNonNullType, isScalarType, isInputObjectType, getNamedType,
-  type DocumentNode, type GraphQLError, type GraphQLInputType, type GraphQLSchema,
+  parse,
+  validate,
+  getOperationAST,
+  typeFromAST,
+  isInputType,
+  isListType,
+  isNonNullType,
+  isScalarType,
+  isInputObjectType,
+  getNamedType,
+  type DocumentNode,
+  type GraphQLError,
+  type GraphQLInputType,
+  type GraphQLSchema,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { routes, type Route } from './routes';
@@ -66,7 +78,11 @@ export function pick(data: unknown, path: string): unknown {
 
 /** Problem details (RFC 9457) for an error code. */
 export function problem(
-  code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}, mediaType = 'application/problem+json',
+  code: ErrorCode,
+  detail: string,
+  requestId: string,
+  extra: Record<string, unknown> = {},
+  mediaType = 'application/problem+json',
 ): Response {
   const { status, title } = errorCodes[code];
   const headers = new Headers({ 'content-type': mediaType, 'x-request-id': requestId });
@@ -75,8 +91,14 @@ export function problem(
 }
 
 const tokenResultFailure = {
-  succeeded: false, tokenType: 'Bearer', accessToken: null, accessTokenExpiresAt: null, refreshToken: null, refreshTokenExpiresAt: null,
-  memberId: null, organizationId: null,
+  succeeded: false,
+  tokenType: 'Bearer',
+  accessToken: null,
+  accessTokenExpiresAt: null,
+  refreshToken: null,
+  refreshTokenExpiresAt: null,
+  memberId: null,
+  organizationId: null,
 };
 
 function errorResponse(route: CompiledRoute | null, err: GraphQLError | DomainError, requestId: string): Response {
@@ -127,7 +149,9 @@ async function readBody(request: Request, route: CompiledRoute): Promise<unknown
   try {
     body = JSON.parse(text);
   } catch {
-    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.', { fieldErrors: [{ field: '(body)', message: 'Not valid JSON.', code: 'invalid_format' }] });
+    throw new DomainError('MALFORMED_REQUEST', 'The body is not valid JSON.', {
+      fieldErrors: [{ field: '(body)', message: 'Not valid JSON.', code: 'invalid_format' }],
+    });
   }
   // Every body is an object; an explicit null is refused, not read as "no body" (whose defaults
   // can mean "everything" or "now").
@@ -182,7 +206,13 @@ export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plu
 type GetEnveloped = (initial: Record<string, unknown>) => {
   schema: GraphQLSchema;
   contextFactory: () => Promise<unknown>;
-  execute: (args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string; variableValues: Record<string, unknown>; contextValue: unknown }) => Promise<unknown>;
+  execute: (args: {
+    schema: GraphQLSchema;
+    document: DocumentNode;
+    operationName?: string;
+    variableValues: Record<string, unknown>;
+    contextValue: unknown;
+  }) => Promise<unknown>;
 };
 
 async function readiness(deps: Deps, requestId: string): Promise<Response> {
@@ -198,8 +228,13 @@ async function readiness(deps: Deps, requestId: string): Promise<Response> {
   // Money operations idle past STUCK_AFTER_SECONDS (GET /v1/admin/stuck-operations lists them): reported, not a reason to be unready.
   const stuckOperations = checks.database === 'ok' ? await stuckCountForReadiness(deps).catch(() => null) : null;
   // EVM networks' nodes (issue 18): each says whether its node answers; one down is reported, not a reason to be unready (the others and the API go on).
-  const evm = configuredEvmNetworks().length ? { evmNetworks: Object.fromEntries(Object.entries(await evmNodesReadiness()).map(([id, why]) => [id, why === null ? 'ok' : `unreachable: ${why}`])) } : {};
-  return Response.json({ status: ok ? 'ready' : 'unavailable', checks, stuckOperations, ...evm }, { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } });
+  const evm = configuredEvmNetworks().length
+    ? { evmNetworks: Object.fromEntries(Object.entries(await evmNodesReadiness()).map(([id, why]) => [id, why === null ? 'ok' : `unreachable: ${why}`])) }
+    : {};
+  return Response.json(
+    { status: ok ? 'ready' : 'unavailable', checks, stuckOperations, ...evm },
+    { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } },
+  );
 }
 
 async function handle(
@@ -227,8 +262,7 @@ async function handle(
   // Authentication and authorization come before any look at the input.
   authorize(route.policy, context.principal, context.credentialError);
   if (!route.document) throw new DomainError('NOT_IMPLEMENTED', `${route.operationId} is specified but not built yet.`);
-  for (const [name, value] of Object.entries(params))
-    if (!isUuid(value)) throw new DomainError('NOT_FOUND', `No resource with ${name} ${value}.`);
+  for (const [name, value] of Object.entries(params)) if (!isUuid(value)) throw new DomainError('NOT_FOUND', `No resource with ${name} ${value}.`);
 
   const body = route.body ? await readBody(request, route) : undefined;
   const variables: Record<string, unknown> = {};
@@ -256,7 +290,11 @@ async function handle(
 
   const headers = new Headers({ 'x-request-id': requestId });
   const { success } = route;
-  if (success.location) headers.set('location', success.location.replace(/\{([\w.]+)\}/g, (_m, p: string) => String(pick(result.data, p))));
+  if (success.location)
+    headers.set(
+      'location',
+      success.location.replace(/\{([\w.]+)\}/g, (_m, p: string) => String(pick(result.data, p))),
+    );
   if (success.nextCursor) {
     const cursor = pick(result.data, success.nextCursor);
     if (typeof cursor === 'string') {

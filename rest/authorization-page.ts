@@ -36,7 +36,6 @@ export function authorizationPage(): string {
     );
   }
   lines.push('', '## Member roles', '', `| Role | ${permissions.map((x) => `\`${x}\``).join(' | ')} |`, `|---|${permissions.map(() => '---').join('|')}|`);
-  for (const [role, granted] of Object.entries(rolePermissions))
-    lines.push(`| ${role} | ${permissions.map((x) => cell(granted.includes(x))).join(' | ')} |`);
+  for (const [role, granted] of Object.entries(rolePermissions)) lines.push(`| ${role} | ${permissions.map((x) => cell(granted.includes(x))).join(' | ')} |`);
   return lines.join('\n') + '\n';
 }

@@ -1,9 +1,28 @@
 import {
-  getNamedType, getOperationAST, isEnumType, isInputObjectType, isInterfaceType, isListType, isNonNullType, isObjectType, isScalarType,
-  isUnionType, Kind,
-  type DocumentNode, type FieldNode, type GraphQLField, type FragmentDefinitionNode, type GraphQLEnumType, type GraphQLInputObjectType,
-  type GraphQLInputType, type GraphQLNamedType, type GraphQLOutputType, type GraphQLScalarType, type GraphQLSchema,
-  type OperationDefinitionNode, type SelectionSetNode,
+  getNamedType,
+  getOperationAST,
+  isEnumType,
+  isInputObjectType,
+  isInterfaceType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  isUnionType,
+  Kind,
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLField,
+  type FragmentDefinitionNode,
+  type GraphQLEnumType,
+  type GraphQLInputObjectType,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLOutputType,
+  type GraphQLScalarType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 import type { CompiledRoute } from './adapter';
 import { principalsOf } from '../src/auth/policy';
@@ -39,19 +58,29 @@ export const oneCredentialRule =
 
 const securitySchemes = {
   ApiKey: {
-    type: 'apiKey', in: 'header', name: 'X-Api-Key',
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Key',
     description: `An application's API key, scoped to one environment (SANDBOX or PRODUCTION). ${oneCredentialRule}`,
   },
   MemberBearer: {
-    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', 'x-audience': 'member',
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    'x-audience': 'member',
     description: `A member session: the accessToken of Login or RefreshToken (a JWT with audience "member"), as \`Authorization: Bearer <token>\`. ${oneCredentialRule}`,
   },
   AccountHolderBearer: {
-    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', 'x-audience': 'account-holder',
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    'x-audience': 'account-holder',
     description: `An account holder session: the accessToken of LoginAccountHolder (a JWT with audience "account-holder"), as \`Authorization: Bearer <token>\`. ${oneCredentialRule}`,
   },
   OperatorKey: {
-    type: 'apiKey', in: 'header', name: 'X-Operator-Key',
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Operator-Key',
     description: `A platform operator key (created with \`npm run operator:create\`). ${oneCredentialRule}`,
   },
 };
@@ -74,7 +103,7 @@ function tokenResultFailure(schema: GraphQLSchema): Schema {
   const fixed: Record<string, Schema> = { succeeded: { type: 'boolean', const: false }, tokenType: { type: 'string', const: 'Bearer' } };
   return {
     type: 'object',
-    description: 'A failed TokenResult (the spec\'s 401 of Login and RefreshToken, application/json): the body also carries the problem members.',
+    description: "A failed TokenResult (the spec's 401 of Login and RefreshToken, application/json): the body also carries the problem members.",
     properties: Object.fromEntries(names.map((n) => [n, fixed[n] ?? { type: 'null' }])),
     required: names,
   };
@@ -306,9 +335,7 @@ class Generator {
   selection(parent: GraphQLNamedType, selectionSet: SelectionSetNode, doc: DocumentNode, owner: string): Schema {
     const properties: Record<string, Schema> = {};
     const required: string[] = [];
-    const fragments = new Map(
-      doc.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]),
-    );
+    const fragments = new Map(doc.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
     const visit = (set: SelectionSetNode, conditional: boolean) => {
       for (const sel of set.selections) {
         if (sel.kind === Kind.FIELD) {
@@ -349,7 +376,8 @@ class Generator {
 
   /** The schema of `data` at a dot path of the operation's result. */
   atPath(op: OperationDefinitionNode, doc: DocumentNode, path: string, owner: string, name?: string): Schema | undefined {
-    const root = op.operation === 'query' ? this.schema.getQueryType() : op.operation === 'mutation' ? this.schema.getMutationType() : this.schema.getSubscriptionType();
+    const root =
+      op.operation === 'query' ? this.schema.getQueryType() : op.operation === 'mutation' ? this.schema.getMutationType() : this.schema.getSubscriptionType();
     if (!root) return undefined;
     let parent: GraphQLNamedType = root;
     let set: SelectionSetNode | undefined = op.selectionSet;
@@ -416,7 +444,10 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
 
     // Parameters.
     const parameters: Schema[] = route.params.map((name) => ({
-      name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' },
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'string', format: 'uuid' },
     }));
     let bodyVariable: string | undefined;
     for (const [variable, source] of Object.entries(route.variables ?? {})) {
@@ -430,11 +461,23 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
       const type = route.variableTypes.get(variable);
       const required = !!type && isNonNullType(type) && !defaults.get(variable);
       const s = type ? gen.bare(type) : { type: 'string' };
-      if (kind === 'query') parameters.push({ name: key, in: 'query', required, schema: s, ...(type && isListType(isNonNullType(type) ? type.ofType : type) ? { style: 'form', explode: true } : {}) });
+      if (kind === 'query')
+        parameters.push({
+          name: key,
+          in: 'query',
+          required,
+          schema: s,
+          ...(type && isListType(isNonNullType(type) ? type.ofType : type) ? { style: 'form', explode: true } : {}),
+        });
       else if (kind === 'header')
         parameters.push({
-          name: headerName(key), in: 'header', required, schema: s,
-          ...(key.toLowerCase() === 'idempotency-key' ? { description: 'Replays the first answer for the same key and body; the same key with a different body is refused (409).' } : {}),
+          name: headerName(key),
+          in: 'header',
+          required,
+          schema: s,
+          ...(key.toLowerCase() === 'idempotency-key'
+            ? { description: 'Replays the first answer for the same key and body; the same key with a different body is refused (409).' }
+            : {}),
         });
     }
 
@@ -453,7 +496,9 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
     if (success.location) {
       const example = success.location.replace(/\{[\w.]+\}/g, '{id}');
       headers.Location = {
-        description: `The created resource: ${example}. Its id is the last path segment.`, required: true, schema: { type: 'string', format: 'uri-reference' },
+        description: `The created resource: ${example}. Its id is the last path segment.`,
+        required: true,
+        schema: { type: 'string', format: 'uri-reference' },
       };
     }
     if (success.nextCursor) headers.Link = { description: 'The next page, when there is one: `<...?after=cursor>; rel="next"`.', schema: { type: 'string' } };
@@ -496,16 +541,20 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
       title: 'Financial transaction infrastructure API',
       version: 'v1',
       description: [
-        'Programmable financial transaction infrastructure. The REST API is generated from the GraphQL API (POST /graphql): every route runs one GraphQL operation.',
+        'Programmable financial transaction infrastructure. The REST API is generated from the GraphQL API (POST ' +
+          '/graphql): every route runs one GraphQL operation.',
         '',
         'Exactly one principal authenticates a request, or none (public routes):',
         ...kinds.map((k) => `- ${principalDescription[k]}`),
         '',
         oneCredentialRule,
         '',
-        'A 201 answers the new resource in `Location` and, except where the specification fixes no body (CreateAccount, CreatePaymentIntent, RegisterWallet, CreateSigningRequest: read the id as the last segment of `Location`), as `{ "id": … }` (CreatedResourceResponse) too.',
+        'A 201 answers the new resource in `Location` and, except where the specification fixes no body ' +
+          '(CreateAccount, CreatePaymentIntent, RegisterWallet, CreateSigningRequest: read the id as the last segment of ' +
+          '`Location`), as `{ "id": … }` (CreatedResourceResponse) too.',
         '',
-        'Each operation lists the principals it accepts in `security` and `x-principals`. Errors are RFC 9457 problem details (application/problem+json). Operations marked `x-extension` are ours, beyond the specification.',
+        'Each operation lists the principals it accepts in `security` and `x-principals`. Errors are RFC 9457 problem ' +
+          'details (application/problem+json). Operations marked `x-extension` are ours, beyond the specification.',
       ].join('\n'),
     },
     servers: [{ url: '/' }],
@@ -514,8 +563,12 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
     components: {
       schemas: Object.fromEntries(Object.entries(gen.components).sort(([a], [b]) => a.localeCompare(b))),
       headers: {
-        RequestId: { description: 'The request id: the caller\'s X-Request-Id when well-formed, else a new UUID.', required: true, schema: { type: 'string' } },
-        CacheControl: { description: 'Always `no-store`: answers carry credentials and tenant data.', required: true, schema: { type: 'string', const: 'no-store' } },
+        RequestId: { description: "The request id: the caller's X-Request-Id when well-formed, else a new UUID.", required: true, schema: { type: 'string' } },
+        CacheControl: {
+          description: 'Always `no-store`: answers carry credentials and tenant data.',
+          required: true,
+          schema: { type: 'string', const: 'no-store' },
+        },
       },
       securitySchemes,
     },

@@ -4,6 +4,7 @@
 // diffs it to the datamodel (prisma/schema/*.prisma), and each canonical trigger/function file
 // (prisma/sql/*.sql) whose definition differs is copied in whole. Review the SQL before committing
 // (backfills, CHECK constraints and foreign keys the datamodel cannot say are written by hand).
+import '../src/boot'; // first: an invalid setting is one line, not a stack
 import { createMigration } from '../src/db/migrate';
 import { withDatabase } from '../src/db/database';
 import { runScript } from './run-script';

@@ -1,6 +1,7 @@
 // npm run migrate — applies pending migrations as the schema owner (MIGRATION_DATABASE_URL, or
 // DATABASE_URL when its role owns the schema, or the embedded database's owner), installs the job
 // runner's schema and grants the service role (DATABASE_URL's) its privileges.
+import '../src/boot'; // first: an invalid setting is one line, not a stack
 import { withDatabase } from '../src/db/database';
 import { runScript } from './run-script';
 

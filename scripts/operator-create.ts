@@ -1,6 +1,7 @@
 // npm run operator:create -- --email ops@example.com [--name "Ops"] — creates a platform operator
 // and prints its key once. The key goes in the X-Operator-Key header of /v1/admin/* and /v1/platform/*.
 // While `npm start` runs on the same DATA_DIR, its embedded PostgreSQL is used.
+import '../src/boot'; // first: an invalid setting is one line, not a stack
 import { parseArgs } from 'node:util';
 import { withDatabase } from '../src/db/database';
 import { runScript } from './run-script';

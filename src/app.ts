@@ -1,13 +1,11 @@
 import { createYoga, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'graphql';
-import { evmNetworksOf, postureOf, type Config } from './config';
-import { configureEvmNetworks } from './chains/evm/config';
+import { postureOf, type Config } from './config';
 import { inputGatePlugin, withoutValues } from './input';
 import { schema } from './schema';
 import type { Context, Deps } from './context';
 import { authenticate } from './auth/authenticate';
-import { restPlugin } from '../rest/adapter';
 import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 import { fromUnexpected } from './errors';
 import { graphiqlOptions, pagesPlugin, renderGraphiqlPage } from './pages/pages';
@@ -17,20 +15,29 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({
-    level,
-    // Credentials never reach the logs, wherever they would appear.
-    redact: {
-      // (Belt and braces: no message is ever built from an input value, see src/input.ts.)
-      paths: [
-        'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-operator-key"]',
-        ...['password', 'newPassword', 'token', 'accessToken', 'refreshToken', 'apiKey', 'secret', 'signingSecret', 'variables'].flatMap((k) => [k, `*.${k}`, `*.*.${k}`]),
-      ],
-      censor: '[redacted]',
+  return pino(
+    {
+      level,
+      // Credentials never reach the logs, wherever they would appear.
+      redact: {
+        // (Belt and braces: no message is ever built from an input value, see src/input.ts.)
+        paths: [
+          'req.headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers["x-operator-key"]',
+          ...['password', 'newPassword', 'token', 'accessToken', 'refreshToken', 'apiKey', 'secret', 'signingSecret', 'variables'].flatMap((k) => [
+            k,
+            `*.${k}`,
+            `*.*.${k}`,
+          ]),
+        ],
+        censor: '[redacted]',
+      },
+      // Synchronous writes to stdout: a line is out when the call returns, so nothing is lost to a crash
+      // or an exit, and lines keep their order (async writes let a fatal line overtake the one before it).
     },
-  // Synchronous writes to stdout: a line is out when the call returns, so nothing is lost to a crash
-  // or an exit, and lines keep their order (async writes let a fatal line overtake the one before it).
-  }, destination ?? pino.destination({ dest: 1, sync: true }));
+    destination ?? pino.destination({ dest: 1, sync: true }),
+  );
 }
 
 /** The request id: the caller's X-Request-Id when well-formed, else a new UUID. */
@@ -39,7 +46,10 @@ export function requestIdOf(request: Request): string {
   return given && requestIdPattern.test(given) ? given : crypto.randomUUID();
 }
 
-export type App = ReturnType<typeof createApp>;
+export type App = ReturnType<typeof createYogaApp>;
+
+/** The REST adapter's yoga plugin (rest/adapter.ts), handed in by the composition root (src/compose.ts). */
+export type RestPluginFactory = (deps: Deps, requestIdOf: (request: Request) => string) => Plugin<Record<string, unknown>, Context>;
 
 /** graphql-js's suggestions (" Did you mean "x", "y", or "z"?", " Did you mean the enum value "X"?"): always GraphQL names. */
 const suggestion = / Did you mean (?:[a-z ]+ )?"[_A-Za-z]\w*"(?:(?:, |,? or )"[_A-Za-z]\w*")*\?/g;
@@ -85,9 +95,7 @@ function corsOf(config: Config) {
   return config.NODE_ENV === 'production' ? false : { ...common, origin: '*' };
 }
 
-export function createApp(deps: Deps) {
-  // The EVM networks' connection settings (issue 18): the adapter of each configured network reads them.
-  configureEvmNetworks(evmNetworksOf(deps.config));
+export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
   const requestIds = new WeakMap<Request, string>();
   const idOf = (request: Request) => {
     let id = requestIds.get(request);
@@ -118,12 +126,18 @@ export function createApp(deps: Deps) {
       maskError: (error) => {
         // yoga's body limit, with the code REST answers for the same 1 MiB.
         if (error instanceof GraphQLError && error.extensions.code === 'REQUEST_ENTITY_TOO_LARGE')
-          return new GraphQLError(`The body must be at most ${graphqlLimits.bodyBytes / (1 << 20)} MiB.`, { extensions: { code: 'PAYLOAD_TOO_LARGE', http: { status: 413 } } });
+          return new GraphQLError(`The body must be at most ${graphqlLimits.bodyBytes / (1 << 20)} MiB.`, {
+            extensions: { code: 'PAYLOAD_TOO_LARGE', http: { status: 413 } },
+          });
         if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) {
           const code = error.extensions.code ?? (error.originalError as GraphQLError | undefined)?.extensions.code;
           // GraphQL's own document errors (syntax, unknown field, a literal of the wrong type) are the
           // caller's input; their messages may quote a literal, so the quoted value is cut off.
-          if (!code) return new GraphQLError(withoutValues(stripSuggestions(error).message), { nodes: error.nodes, extensions: { ...error.extensions, code: 'VALIDATION_FAILED' } });
+          if (!code)
+            return new GraphQLError(withoutValues(stripSuggestions(error).message), {
+              nodes: error.nodes,
+              extensions: { ...error.extensions, code: 'VALIDATION_FAILED' },
+            });
           // A refusal (DomainError): the caller's business, not a fault of ours.
           deps.log.info({ code, path: error.path?.join('.') }, 'refused');
           return stripSuggestions(error);
@@ -166,4 +180,3 @@ export function createApp(deps: Deps) {
   });
   return yoga;
 }
-

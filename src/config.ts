@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseEvmNetworks, type EvmNetworks } from './chains/evm/config';
+import { parseEvmNetworks, type EvmNetworks } from './kernel/evm-settings';
 
 /** An exact browser origin: scheme, host and port only (https://app.example.com). */
 const origin = z.string().transform((s, ctx) => {
@@ -25,79 +25,106 @@ function isEd25519PrivateJwk(text: string): boolean {
 const DEFAULT_MAIL_FROM = 'ftis <no-reply@localhost>';
 
 /** Process configuration, read once from the environment. Nothing else reads process.env. */
-const schema = z.object({
-  /** The mode: development (the default of `npm start`), test (the test suite) or production. See postureOf. */
-  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().default('0.0.0.0'),
-  /** The service's connection: a least-privilege role (docs/deployment.md). Unset: the embedded PostgreSQL. */
-  DATABASE_URL: z.string().url().optional(),
-  /** The schema owner's connection, for migrations (`npm run migrate` and at start). Unset: DATABASE_URL if its role owns the schema, else no migration. */
-  MIGRATION_DATABASE_URL: z.string().url().optional(),
-  /** Folder for local state: the embedded database and generated local keys. Git-ignored. */
-  DATA_DIR: z.string().default('.data'),
-  EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
-  /** Ed25519 private JWK (JSON) that signs session tokens. Unset: a local key is created once under DATA_DIR. */
-  JWT_PRIVATE_JWK: z.string().refine(isEd25519PrivateJwk, 'must be an Ed25519 private JWK in JSON ({"kty":"OKP","crv":"Ed25519","d":…,"x":…})').optional(),
-  JWT_ISSUER: z.string().default('ftis'),
-  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(900),
-  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(3600).default(30 * 24 * 3600),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
-  /** Start the pg-boss job runner in this process. */
-  JOBS: z.enum(['on', 'off']).default('on'),
-  /** AES-256-GCM key (base64, 32 bytes) sealing webhook secrets at rest. Unset: a local key is created once under DATA_DIR. */
-  WEBHOOK_SECRET_KEY: z.string().refine((k) => Buffer.from(k, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)').optional(),
-  /** Budget of one delivery attempt: connect, response and body (ms). */
-  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
-  /** Non-public destinations allowed anyway (comma-separated CIDRs, e.g. 127.0.0.1/32). Refused in production. */
-  WEBHOOK_DESTINATION_ALLOWLIST: z.string().default(''),
-  /** Deliveries in flight at once per endpoint, across all workers (pg-boss group concurrency). */
-  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
-  /** Delivery jobs fetched at once, and outcomes recorded per transaction, at most. */
-  WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
-  /** Attempts in flight at once per worker process. */
-  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
-  /** Sign-ups (member, account holder) a source address may make at once; then each waits 60 s doubling (capped at 1 h), and one is forgotten every 6 minutes. */
-  SIGNUP_BURST_PER_SOURCE: z.coerce.number().int().min(1).max(1_000_000).default(10),
-  /** graphql-ws: an open socket's credential is authenticated again this often (ms); a revoked one closes it (4401). */
-  WS_REAUTH_INTERVAL_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
-  /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
-  SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
-  /** Introspection and "did you mean" suggestions in GraphQL errors: on, except in production. */
-  GRAPHQL_INTROSPECTION: z.enum(['on', 'off']).optional(),
-  /** Browser origins allowed by CORS (comma-separated exact origins). Unset: any origin in development and test, none in production. */
-  CORS_ORIGINS: z
-    .string()
-    .default('')
-    .transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean))
-    .pipe(z.array(origin)),
-  /** Outgoing mail through SMTP (nodemailer): smtp://user:pass@host:587 or smtps://…:465. Unset: mail goes to DATA_DIR/mailbox.jsonl. */
-  SMTP_URL: z
-    .string()
-    .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
-    .optional(),
-  /** The From address of outgoing mail (e.g. "Acme <no-reply@acme.example>"). */
-  MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
+const schema = z
+  .object({
+    /** The mode: development (the default of `npm start`), test (the test suite) or production. See postureOf. */
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().default('0.0.0.0'),
+    /** The service's connection: a least-privilege role (docs/deployment.md). Unset: the embedded PostgreSQL. */
+    DATABASE_URL: z.string().url().optional(),
+    /** The schema owner's connection, for migrations (`npm run migrate` and at start). Unset: DATABASE_URL if its role owns the schema, else no migration. */
+    MIGRATION_DATABASE_URL: z.string().url().optional(),
+    /** Folder for local state: the embedded database and generated local keys. Git-ignored. */
+    DATA_DIR: z.string().default('.data'),
+    EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
+    /** Ed25519 private JWK (JSON) that signs session tokens. Unset: a local key is created once under DATA_DIR. */
+    JWT_PRIVATE_JWK: z.string().refine(isEd25519PrivateJwk, 'must be an Ed25519 private JWK in JSON ({"kty":"OKP","crv":"Ed25519","d":…,"x":…})').optional(),
+    JWT_ISSUER: z.string().default('ftis'),
+    ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(900),
+    REFRESH_TOKEN_TTL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(3600)
+      .default(30 * 24 * 3600),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
+    /** Start the pg-boss job runner in this process. */
+    JOBS: z.enum(['on', 'off']).default('on'),
+    /** AES-256-GCM key (base64, 32 bytes) sealing webhook secrets at rest. Unset: a local key is created once under DATA_DIR. */
+    WEBHOOK_SECRET_KEY: z
+      .string()
+      .refine((k) => Buffer.from(k, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+      .optional(),
+    /** Budget of one delivery attempt: connect, response and body (ms). */
+    WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    /** Non-public destinations allowed anyway (comma-separated CIDRs, e.g. 127.0.0.1/32). Refused in production. */
+    WEBHOOK_DESTINATION_ALLOWLIST: z.string().default(''),
+    /** Deliveries in flight at once per endpoint, across all workers (pg-boss group concurrency). */
+    WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+    /** Delivery jobs fetched at once, and outcomes recorded per transaction, at most. */
+    WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(100),
+    /** Attempts in flight at once per worker process. */
+    WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(5000).default(1000),
+    /** Sign-ups (member, account holder) a source address may make at once; then each waits 60 s doubling (capped at 1 h), and one is forgotten every 6 minutes. */
+    SIGNUP_BURST_PER_SOURCE: z.coerce.number().int().min(1).max(1_000_000).default(10),
+    /** graphql-ws: an open socket's credential is authenticated again this often (ms); a revoked one closes it (4401). */
+    WS_REAUTH_INTERVAL_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+    /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
+    SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
+    /** Introspection and "did you mean" suggestions in GraphQL errors: on, except in production. */
+    GRAPHQL_INTROSPECTION: z.enum(['on', 'off']).optional(),
+    /** Browser origins allowed by CORS (comma-separated exact origins). Unset: any origin in development and test, none in production. */
+    CORS_ORIGINS: z
+      .string()
+      .default('')
+      .transform((s) =>
+        s
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(origin)),
+    /** Outgoing mail through SMTP (nodemailer): smtp://user:pass@host:587 or smtps://…:465. Unset: mail goes to DATA_DIR/mailbox.jsonl. */
+    SMTP_URL: z
+      .string()
+      .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+      .optional(),
+    /** The From address of outgoing mail (e.g. "Acme <no-reply@acme.example>"). */
+    MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
 
-  // --- Shutdown and crash recovery (issue 15; docs/deployment.md) ---
-  /** On SIGTERM/SIGINT: how long running requests and jobs may take to finish; the rest is handed back to the queue. */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
-  /** A settlement, refund, withdrawal or deposit idle (non-terminal, unchanged) longer than this is reported as stuck. */
-  STUCK_AFTER_SECONDS: z.coerce.number().int().min(10).max(30 * 86_400).default(300),
+    // --- Shutdown and crash recovery (issue 15; docs/deployment.md) ---
+    /** On SIGTERM/SIGINT: how long running requests and jobs may take to finish; the rest is handed back to the queue. */
+    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+    /** A settlement, refund, withdrawal or deposit idle (non-terminal, unchanged) longer than this is reported as stuck. */
+    STUCK_AFTER_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .max(30 * 86_400)
+      .default(300),
 
-  // --- EVM networks (issue 18; docs/chains.md) ---
-  /** JSON: per EVM network id, its connection settings ({rpcUrl, chainId, finalityDepth?, pollIntervalMs?, tokens?, …}). */
-  EVM_NETWORKS: z.string().optional(),
-  /** The same settings in a JSON file (instead of EVM_NETWORKS). */
-  EVM_NETWORKS_FILE: z.string().optional(),
-}).superRefine((c, ctx) => {
-  parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, ctx);
-  if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
-    ctx.addIssue({ code: 'custom', path: ['MIGRATION_DATABASE_URL'], message: 'needs DATABASE_URL (the service\'s connection): the embedded database makes its own roles' });
-  if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
-    ctx.addIssue({ code: 'custom', path: ['WEBHOOK_DESTINATION_ALLOWLIST'], message: 'must be empty in production: webhooks go to public https addresses only' });
-});
+    // --- EVM networks (issue 18; docs/chains.md) ---
+    /** JSON: per EVM network id, its connection settings ({rpcUrl, chainId, finalityDepth?, pollIntervalMs?, tokens?, …}). */
+    EVM_NETWORKS: z.string().optional(),
+    /** The same settings in a JSON file (instead of EVM_NETWORKS). */
+    EVM_NETWORKS_FILE: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, ctx);
+    if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MIGRATION_DATABASE_URL'],
+        message: "needs DATABASE_URL (the service's connection): the embedded database makes its own roles",
+      });
+    if (c.NODE_ENV === 'production' && c.WEBHOOK_DESTINATION_ALLOWLIST.trim())
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_DESTINATION_ALLOWLIST'],
+        message: 'must be empty in production: webhooks go to public https addresses only',
+      });
+  });
 
 export type Config = z.infer<typeof schema>;
 
@@ -107,7 +134,9 @@ export const settingNames = Object.keys(schema.shape);
 export function destinationPolicy(c: Config) {
   return {
     requireHttps: c.NODE_ENV === 'production',
-    allowlist: c.WEBHOOK_DESTINATION_ALLOWLIST.split(',').map((s) => s.trim()).filter(Boolean),
+    allowlist: c.WEBHOOK_DESTINATION_ALLOWLIST.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
   };
 }
 
@@ -139,7 +168,8 @@ export function missingProductionSettings(c: Config): string[] {
   if (c.NODE_ENV !== 'production') return [];
   const missing: string[] = [];
   if (!c.JWT_PRIVATE_JWK) missing.push('JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens; a generated local key would differ per host)');
-  if (!c.WEBHOOK_SECRET_KEY) missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys; a generated local key would differ per host)');
+  if (!c.WEBHOOK_SECRET_KEY)
+    missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys; a generated local key would differ per host)');
   if (!c.SMTP_URL) missing.push('SMTP_URL (smtp:// or smtps:// server for password reset and invitation mail; production does not write mail to a file)');
   if (c.MAIL_FROM === DEFAULT_MAIL_FROM) missing.push('MAIL_FROM (the From address of that mail)');
   return missing;
@@ -155,8 +185,15 @@ export function missingProductionSettings(c: Config): string[] {
 export function missingSharedDatabaseKeys(c: Config): string[] {
   if (!c.DATABASE_URL) return [];
   const missing: string[] = [];
-  if (!c.JWT_PRIVATE_JWK) missing.push('JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens: the same in every process, or a token issued by one is refused by another)');
-  if (!c.WEBHOOK_SECRET_KEY) missing.push('WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every process, or what one seals another cannot open)');
+  if (!c.JWT_PRIVATE_JWK)
+    missing.push(
+      'JWT_PRIVATE_JWK (the Ed25519 private JWK that signs session tokens: the same in every process, or a token issued by one is refused by another)',
+    );
+  if (!c.WEBHOOK_SECRET_KEY)
+    missing.push(
+      'WEBHOOK_SECRET_KEY (the AES-256 key, base64, sealing webhook secrets and custodial keys: the same in every ' +
+        'process, or what one seals another cannot open)',
+    );
   return missing;
 }
 
@@ -165,7 +202,9 @@ export function evmNetworksOf(c: Config): EvmNetworks {
   return parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, { addIssue: () => {} } as never);
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const r = schema.safeParse(env);

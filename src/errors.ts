@@ -53,8 +53,9 @@ export class DomainError extends GraphQLError {
   constructor(code: ErrorCode, detail?: string, extra: { fieldErrors?: FieldError[]; retryAfterSeconds?: number } = {}) {
     const message = detail ?? errorCodes[code].title;
     // Every 400 names its fields (the whole input when the rule is about several or the request).
-    const fieldErrors = extra.fieldErrors?.map((e) => ({ field: e.field, message: e.message, code: e.code ?? 'custom' }))
-      ?? (errorCodes[code].status === 400 ? [{ field: '(input)', message, code: 'custom' }] : undefined);
+    const fieldErrors =
+      extra.fieldErrors?.map((e) => ({ field: e.field, message: e.message, code: e.code ?? 'custom' })) ??
+      (errorCodes[code].status === 400 ? [{ field: '(input)', message, code: 'custom' }] : undefined);
     super(message, {
       extensions: {
         code,
@@ -69,7 +70,8 @@ export class DomainError extends GraphQLError {
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} not found`);
 export const invalidState = (detail: string) => new DomainError('INVALID_STATE', detail);
 /** A validation failure of one input field (400, with the field in `errors`). */
-export const fieldError = (field: string, message: string, code = 'custom') => new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message, code }] });
+export const fieldError = (field: string, message: string, code = 'custom') =>
+  new DomainError('VALIDATION_FAILED', `${field}: ${message}`, { fieldErrors: [{ field, message, code }] });
 /** A validation failure of several fields; the detail lists them. */
 export const validationFailed = (fieldErrors: FieldError[]) =>
   new DomainError('VALIDATION_FAILED', fieldErrors.map((e) => `${e.field}: ${e.message}`).join('; '), { fieldErrors });
@@ -84,7 +86,12 @@ export function problemType(code: ErrorCode): string {
 }
 
 /** Parses input with a zod schema; the first issue answers 400 VALIDATION_FAILED naming its field (nothing is changed). */
-export function parseInput<T>(schema: { safeParse(input: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string; code?: string }[] } } }, input: unknown): T {
+export function parseInput<T>(
+  schema: {
+    safeParse(input: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string; code?: string }[] } };
+  },
+  input: unknown,
+): T {
   const r = schema.safeParse(input ?? {});
   if (!r.success) {
     const i = r.error.issues[0]!;
@@ -121,6 +128,14 @@ export function sqlState(e: unknown): string | undefined {
  * before writing (docs/decisions.md, issue 26); this only keeps a missed one from answering 500.
  */
 export function fromUnexpected(e: unknown): DomainError | null {
-  if (sqlState(e) === '22003') return new DomainError('INVALID_STATE', 'AMOUNT_OUT_OF_RANGE: an amount or a sum would exceed what the service holds (10^78 - 1 base units); nothing was changed.');
+  if (sqlState(e) === '22003')
+    return new DomainError(
+      'INVALID_STATE',
+      'AMOUNT_OUT_OF_RANGE: an amount or a sum would exceed what the service holds (10^78 - 1 base units); nothing was changed.',
+    );
   return null;
 }
+
+/** A deadlock (40P01) or serialization failure (40001): the transaction may be run again from the start. */
+const RETRYABLE = new Set(['40P01', '40001']);
+export const isRetryable = (e: unknown) => RETRYABLE.has(sqlState(e) ?? '');

@@ -1,6 +1,16 @@
 import {
-  GraphQLError, Kind, getNamedType, getNullableType, isCompositeType, isListType, parse,
-  type ASTVisitor, type FragmentDefinitionNode, type GraphQLCompositeType, type SelectionSetNode, type ValidationContext,
+  GraphQLError,
+  Kind,
+  getNamedType,
+  getNullableType,
+  isCompositeType,
+  isListType,
+  parse,
+  type ASTVisitor,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type SelectionSetNode,
+  type ValidationContext,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
@@ -93,7 +103,10 @@ function costRule(context: ValidationContext): ASTVisitor {
       const root = context.getSchema().getRootType(operation.operation);
       if (!root) return;
       const cost = operationCost(context, operation.selectionSet, root);
-      if (cost > graphqlLimits.cost) throw limitError(`Query cost: the limit is ${graphqlLimits.cost}, this operation costs more (lists count ${graphqlLimits.listFactor} times what they select).`);
+      if (cost > graphqlLimits.cost)
+        throw limitError(
+          `Query cost: the limit is ${graphqlLimits.cost}, this operation costs more (lists count ${graphqlLimits.listFactor} times what they select).`,
+        );
     },
   };
 }

@@ -10,7 +10,10 @@ const RETENTION_MS = 24 * 3600_000;
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object')
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(value ?? null);
 }
 
@@ -36,8 +39,7 @@ export async function idempotent<T>(
   const now = ctx.deps.clock.now();
   const existing = await tx.idempotencyRecord.findUnique({ where: { scope_key: { scope: opts.scope, key: opts.key } } });
   if (existing && existing.expiresAt > now) {
-    if (existing.requestHash !== requestHash)
-      throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request.');
+    if (existing.requestHash !== requestHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request.');
     return existing.response as T;
   }
   const result = await fn();

@@ -1,7 +1,19 @@
 import {
-  GraphQLError, Kind, getOperationAST, isEnumType, isInputObjectType, isListType, isNonNullType, typeFromAST,
-  type ASTNode, type DocumentNode, type GraphQLInputType, type GraphQLSchema, type OperationDefinitionNode,
-  type SelectionSetNode, type ValueNode,
+  GraphQLError,
+  Kind,
+  getOperationAST,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  typeFromAST,
+  type ASTNode,
+  type DocumentNode,
+  type GraphQLInputType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context';
@@ -33,7 +45,8 @@ const MAX_JSON_DEPTH = 32;
 const INT_MAX = 2 ** 31 - 1;
 
 /** Characters no text input may hold (see above). */
-const forbiddenText = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const forbiddenText =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const FORBIDDEN_MESSAGE = 'Must not contain control characters, bidirectional formatting characters or unpaired surrogates.';
 
 export const hasForbiddenText = (s: string) => forbiddenText.test(s);
@@ -84,7 +97,8 @@ function checkValue(type: GraphQLInputType, value: unknown, path: Path, out: Iss
     const fields = type.getFields();
     const given = value as Record<string, unknown>;
     for (const key of Object.keys(given))
-      if (!Object.hasOwn(fields, key)) out.push({ path: [...path, key.length > 64 ? `${key.slice(0, 64)}…` : key], message: 'Unknown field.', code: 'unrecognized_keys' });
+      if (!Object.hasOwn(fields, key))
+        out.push({ path: [...path, key.length > 64 ? `${key.slice(0, 64)}…` : key], message: 'Unknown field.', code: 'unrecognized_keys' });
     for (const f of Object.values(fields)) {
       const v = given[f.name];
       if (v === undefined) {
@@ -97,7 +111,14 @@ function checkValue(type: GraphQLInputType, value: unknown, path: Path, out: Iss
   }
   if (isEnumType(type)) {
     if (typeof value !== 'string' || !type.getValue(value))
-      out.push({ path, message: `Expected one of: ${type.getValues().map((v) => v.name).join(', ')}.`, code: 'invalid_value' });
+      out.push({
+        path,
+        message: `Expected one of: ${type
+          .getValues()
+          .map((v) => v.name)
+          .join(', ')}.`,
+        code: 'invalid_value',
+      });
     return;
   }
   switch (type.name) {
@@ -108,7 +129,8 @@ function checkValue(type: GraphQLInputType, value: unknown, path: Path, out: Iss
       else if (forbiddenText.test(value)) out.push({ path, message: FORBIDDEN_MESSAGE, code: 'invalid_format' });
       return;
     case 'Int':
-      if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > INT_MAX) out.push({ path, message: 'Expected a 32-bit integer.', code: 'invalid_type' });
+      if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > INT_MAX)
+        out.push({ path, message: 'Expected a 32-bit integer.', code: 'invalid_type' });
       return;
     case 'Float':
       if (typeof value !== 'number' || !Number.isFinite(value)) out.push({ path, message: 'Expected a number.', code: 'invalid_type' });
@@ -210,7 +232,11 @@ function rootDenial(schema: GraphQLSchema, document: DocumentNode, op: Operation
 
 /** The refusal of an operation's input (authentication and authorization first), or null. */
 export function refuseInput(
-  schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined, ctx: Context,
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+  ctx: Context,
 ): DomainError | null {
   const op = getOperationAST(document, operationName);
   if (!op) return null; // execute reports the missing operation
@@ -248,18 +274,34 @@ function recode(error: GraphQLError, code: 'VALIDATION_FAILED' | 'MALFORMED_REQU
 
 /** The gate as a yoga plugin: before execution and before a subscription starts. */
 export function inputGatePlugin(): Plugin<Record<string, unknown>, Context> {
-  const gate = ({ args, setResultAndStopExecution }: { args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null; contextValue: unknown }; setResultAndStopExecution: (r: { data: null; errors: GraphQLError[] }) => void }) => {
+  const gate = ({
+    args,
+    setResultAndStopExecution,
+  }: {
+    args: {
+      schema: GraphQLSchema;
+      document: DocumentNode;
+      operationName?: string | null;
+      variableValues?: Record<string, unknown> | null;
+      contextValue: unknown;
+    };
+    setResultAndStopExecution: (r: { data: null; errors: GraphQLError[] }) => void;
+  }) => {
     const refusal = refuseInput(args.schema, args.document, args.operationName, args.variableValues, args.contextValue as Context);
     // `data: null`, as when the root field itself refuses: clients see the same shape as before.
     if (refusal) setResultAndStopExecution({ data: null, errors: [refusal] });
   };
   return {
-    onParse: () => ({ result }) => {
-      if (result instanceof GraphQLError) recode(result, 'MALFORMED_REQUEST');
-    },
-    onValidate: () => ({ result }) => {
-      for (const error of result) recode(error, 'VALIDATION_FAILED');
-    },
+    onParse:
+      () =>
+      ({ result }) => {
+        if (result instanceof GraphQLError) recode(result, 'MALFORMED_REQUEST');
+      },
+    onValidate:
+      () =>
+      ({ result }) => {
+        for (const error of result) recode(error, 'VALIDATION_FAILED');
+      },
     onExecute: gate as never,
     onSubscribe: gate as never,
   };

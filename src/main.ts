@@ -1,7 +1,8 @@
+import { booted } from './boot'; // first: an invalid setting is one line, not a stack
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
 import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
 import { createLogger } from './app';
-import { createDeps } from './deps';
+import { createDeps } from './compose';
 import { assertPortFree, startServer, type RunningServer } from './server';
 import type { Deps } from './context';
 import { installShutdown, shutdown } from './shutdown';
@@ -10,6 +11,7 @@ import { installShutdown, shutdown } from './shutdown';
  * npm start: database (embedded unless DATABASE_URL), migrations as the schema owner, job runner,
  * HTTP + websocket server connected as the least-privilege service role.
  */
+booted();
 const log = createLogger(config.LOG_LEVEL);
 // The first line says the mode and what it implies; production refuses to start without its settings.
 const posture = postureOf(config);
@@ -23,7 +25,10 @@ if (missing.length) {
 // With DATABASE_URL, several processes may share the database: none generates its own keys.
 const missingKeys = missingSharedDatabaseKeys(config);
 if (missingKeys.length) {
-  log.fatal({ missing: missingKeys.map((m) => m.slice(0, m.indexOf(' '))) }, `DATABASE_URL is set: every process of one database must share its keys; refusing to start without: ${missingKeys.join('; ')}`);
+  log.fatal(
+    { missing: missingKeys.map((m) => m.slice(0, m.indexOf(' '))) },
+    `DATABASE_URL is set: every process of one database must share its keys; refusing to start without: ${missingKeys.join('; ')}`,
+  );
   await new Promise<void>((flushed) => log.flush(() => flushed()));
   process.exit(1);
 }

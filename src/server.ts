@@ -3,7 +3,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { createApp } from './app';
+import { createApp } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
@@ -96,12 +96,24 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
         const session = sessions.get(ctx);
         if (!session) return [new GraphQLError('The connection is not authenticated.', { extensions: { code: 'UNAUTHENTICATED' } })];
         const { schema, execute, subscribe, parse, validate } = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
-        const contextValue: Context = { deps, requestId: crypto.randomUUID(), ...session.current(), clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown' };
+        const contextValue: Context = {
+          deps,
+          requestId: crypto.randomUUID(),
+          ...session.current(),
+          clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown',
+        };
         const document = refusals(() => parse(params.query) as DocumentNode);
         if (Array.isArray(document)) return document;
         const errors = refusals(() => validate(schema, document as DocumentNode));
         if (errors.length) return errors;
-        return { schema, operationName: params.operationName, document: document as DocumentNode, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+        return {
+          schema,
+          operationName: params.operationName,
+          document: document as DocumentNode,
+          variableValues: params.variables,
+          contextValue,
+          rootValue: { execute, subscribe },
+        };
       },
     },
     wss,

@@ -3,8 +3,8 @@ import type { Deps } from './context';
 import type { Database } from './db/database';
 import type { RunningServer } from './server';
 import { releaseShutdownSignals } from './db/embedded';
-import { handBackJobs, stopJobs } from '../jobs/index';
-import { handlersSettled } from '../jobs/work';
+import { handBackJobs, stopJobs } from './compose';
+import { handlersSettled } from './kernel/work';
 
 /**
  * The graceful shutdown of `npm start` (docs/deployment.md, "Shutdown"), on SIGTERM or SIGINT:

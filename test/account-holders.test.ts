@@ -143,7 +143,7 @@ describe('logout and password reset (extensions)', () => {
   const request = (email: string) => app.rest('POST', '/v1/account-holders/password-reset/request', { body: { email } });
   const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/account-holders/password-reset/confirm', { body: { token, newPassword } });
 
-  test('LogoutAccountHolder: 204; the session\'s tokens stop working at once, another session goes on; audited; 403 for a member', async () => {
+  test("LogoutAccountHolder: 204; the session's tokens stop working at once, another session goes on; audited; 403 for a member", async () => {
     const h = await signUpHolder();
     const other = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } });
     const r = await app.rest('POST', '/v1/account-holders/logout', { headers: h.headers });
@@ -160,37 +160,41 @@ describe('logout and password reset (extensions)', () => {
     expect((await me(other.body.accessToken)).status).toBe(401);
   });
 
-  test('password reset: 204 for known and unknown emails, mail to the known one; confirm sets the password, ends sessions and older tokens, voids other tokens', async () => {
-    const h = await signUpHolder();
-    const ghost = uniqueEmail('ghost');
-    const known = await request(h.email);
-    const unknown = await request(ghost);
-    expect(known.status, known.text).toBe(204);
-    expect(unknown.status).toBe(204);
-    expect(app.mailer.last(ghost)).toBeUndefined();
-    const first = app.mailer.last(h.email)!.data!.token!;
-    expect(first).toMatch(/^hpt_/);
-    expect(await app.deps.db.passwordResetToken.count({ where: { tokenHash: sha256(first), accountHolderId: h.accountHolderId } })).toBe(1);
-    await request(h.email);
-    const second = app.mailer.last(h.email)!.data!.token!;
-    // A holder's token is not a member's.
-    expect((await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token: first, newPassword: 'a member passphrase' } })).status).toBe(400);
-    // A short password: 400, the token stays usable.
-    expect((await confirm(first, 'short')).status).toBe(400);
-    app.clock.advance(1500);
-    expect((await confirm(first, 'a holder passphrase')).status).toBe(204);
-    expect((await me(h.tokens.accessToken)).status).toBe(401);
-    expect((await refresh(h.tokens.refreshToken)).status).toBe(401);
-    expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } })).status).toBe(401);
-    const fresh = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: 'a holder passphrase' } });
-    expect(fresh.status).toBe(200);
-    expect((await me(fresh.body.accessToken)).status).toBe(200);
-    expect((await confirm(first, 'again a passphrase')).status).toBe(400);
-    expect((await confirm(second, 'the voided passphrase')).body.code).toBe('INVALID_TOKEN');
-    expect((await audits(h.accountHolderId)).map((a) => a.action)).toEqual(
-      expect.arrayContaining(['account_holder.password_reset_requested', 'account_holder.password_reset']),
-    );
-  });
+  test(
+    'password reset: 204 for known and unknown emails, mail to the known one; confirm sets the password, ends ' +
+      'sessions and older tokens, voids other tokens',
+    async () => {
+      const h = await signUpHolder();
+      const ghost = uniqueEmail('ghost');
+      const known = await request(h.email);
+      const unknown = await request(ghost);
+      expect(known.status, known.text).toBe(204);
+      expect(unknown.status).toBe(204);
+      expect(app.mailer.last(ghost)).toBeUndefined();
+      const first = app.mailer.last(h.email)!.data!.token!;
+      expect(first).toMatch(/^hpt_/);
+      expect(await app.deps.db.passwordResetToken.count({ where: { tokenHash: sha256(first), accountHolderId: h.accountHolderId } })).toBe(1);
+      await request(h.email);
+      const second = app.mailer.last(h.email)!.data!.token!;
+      // A holder's token is not a member's.
+      expect((await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token: first, newPassword: 'a member passphrase' } })).status).toBe(400);
+      // A short password: 400, the token stays usable.
+      expect((await confirm(first, 'short')).status).toBe(400);
+      app.clock.advance(1500);
+      expect((await confirm(first, 'a holder passphrase')).status).toBe(204);
+      expect((await me(h.tokens.accessToken)).status).toBe(401);
+      expect((await refresh(h.tokens.refreshToken)).status).toBe(401);
+      expect((await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: PASSWORD } })).status).toBe(401);
+      const fresh = await app.rest('POST', '/v1/account-holders/login', { body: { email: h.email, password: 'a holder passphrase' } });
+      expect(fresh.status).toBe(200);
+      expect((await me(fresh.body.accessToken)).status).toBe(200);
+      expect((await confirm(first, 'again a passphrase')).status).toBe(400);
+      expect((await confirm(second, 'the voided passphrase')).body.code).toBe('INVALID_TOKEN');
+      expect((await audits(h.accountHolderId)).map((a) => a.action)).toEqual(
+        expect.arrayContaining(['account_holder.password_reset_requested', 'account_holder.password_reset']),
+      );
+    },
+  );
 
   test('password reset over GraphQL; tokens expire after 30 minutes', async () => {
     const h = await signUpHolder();
@@ -201,7 +205,9 @@ describe('logout and password reset (extensions)', () => {
     expect(r.data?.requestAccountHolderPasswordReset).toBe(true);
     const token = app.mailer.last(h.email)!.data!.token!;
     app.clock.advance(30 * 60_000 + 1000);
-    const c = await app.gql('mutation($i: ResetPasswordInput!) { confirmAccountHolderPasswordReset(input: $i) }', { i: { token, newPassword: 'too late passphrase' } });
+    const c = await app.gql('mutation($i: ResetPasswordInput!) { confirmAccountHolderPasswordReset(input: $i) }', {
+      i: { token, newPassword: 'too late passphrase' },
+    });
     expect(c.errors?.[0]?.extensions?.code).toBe('INVALID_TOKEN');
   });
 });
@@ -234,9 +240,18 @@ describe('invitations', () => {
     const m = await signUpMember(app);
     const email = uniqueEmail('invitee');
     const now = app.clock.now().getTime();
-    const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email: email.toUpperCase() }, headers: m.headers });
+    const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, {
+      body: { email: email.toUpperCase() },
+      headers: m.headers,
+    });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ invitationId: expect.any(String), organizationId: m.organizationId, email, token: expect.stringMatching(/^inv_/), expiresAt: expect.any(String) });
+    expect(r.body).toEqual({
+      invitationId: expect.any(String),
+      organizationId: m.organizationId,
+      email,
+      token: expect.stringMatching(/^inv_/),
+      expiresAt: expect.any(String),
+    });
     expect(new Date(r.body.expiresAt).getTime()).toBe(now + 7 * 24 * 3600_000);
     const row = await app.deps.db.accountHolderInvitation.findUniqueOrThrow({ where: { id: r.body.invitationId } });
     expect(row).toMatchObject({ tokenHash: sha256(r.body.token), createdByType: 'MEMBER', createdById: m.memberId, claimedAt: null });
@@ -249,9 +264,15 @@ describe('invitations', () => {
   test('CreateAccountHolderInvitation by an API key; 404 for another organization; 403 without the permission; 400 on bad input', async () => {
     const m = await signUpMember(app);
     const k = await createApiKey(app, m);
-    const byKey = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email: uniqueEmail(), expiresInSeconds: 3600 }, headers: k.headers });
+    const byKey = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, {
+      body: { email: uniqueEmail(), expiresInSeconds: 3600 },
+      headers: k.headers,
+    });
     expect(byKey.status).toBe(201);
-    expect(await app.deps.db.accountHolderInvitation.findUniqueOrThrow({ where: { id: byKey.body.invitationId } })).toMatchObject({ createdByType: 'API_KEY', createdById: k.apiKeyId });
+    expect(await app.deps.db.accountHolderInvitation.findUniqueOrThrow({ where: { id: byKey.body.invitationId } })).toMatchObject({
+      createdByType: 'API_KEY',
+      createdById: k.apiKeyId,
+    });
 
     const other = await signUpMember(app);
     const otherKey = await createApiKey(app, other);
@@ -262,15 +283,25 @@ describe('invitations', () => {
       expect(r.body.code).toBe('NOT_FOUND');
     }
     expect(await app.deps.db.accountHolderInvitation.count()).toBe(before);
-    expect((await app.rest('POST', '/v1/organizations/not-a-uuid/account-holder-invitations', { body: { email: uniqueEmail() }, headers: m.headers })).status).toBe(404);
+    expect(
+      (await app.rest('POST', '/v1/organizations/not-a-uuid/account-holder-invitations', { body: { email: uniqueEmail() }, headers: m.headers })).status,
+    ).toBe(404);
 
     const viewer = await memberWithRole(m.organizationId, 'VIEWER');
-    const denied = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email: uniqueEmail() }, headers: viewer.headers });
+    const denied = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, {
+      body: { email: uniqueEmail() },
+      headers: viewer.headers,
+    });
     expect(denied.status).toBe(403);
     expect(denied.body.code).toBe('PERMISSION_DENIED');
     expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email: uniqueEmail() } })).status).toBe(401);
 
-    for (const body of [{ email: 'nope' }, { email: uniqueEmail(), expiresInSeconds: 59 * 60 }, { email: uniqueEmail(), expiresInSeconds: 31 * 24 * 3600 }, {}]) {
+    for (const body of [
+      { email: 'nope' },
+      { email: uniqueEmail(), expiresInSeconds: 59 * 60 },
+      { email: uniqueEmail(), expiresInSeconds: 31 * 24 * 3600 },
+      {},
+    ]) {
       const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body, headers: m.headers });
       expect(r.status).toBe(400);
     }
@@ -342,12 +373,16 @@ describe('invitations', () => {
     const inv3 = await invite(t.member, h.email, 3600);
     app.clock.advance(3600_000 + 1);
     t = await fresh();
-    const expired = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv3.token, email: h.email, password: PASSWORD, name: 'X' } });
+    const expired = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv3.token, email: h.email, password: PASSWORD, name: 'X' },
+    });
     expect(expired.status).toBe(409); // the email is taken: checked first
     const inv4 = await invite(t.member, uniqueEmail('late'), 3600);
     app.clock.advance(3600_000);
     const email4 = (await app.deps.db.accountHolderInvitation.findUniqueOrThrow({ where: { id: inv4.invitationId } })).email;
-    const late4 = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv4.token, email: email4, password: PASSWORD, name: 'X' } });
+    const late4 = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv4.token, email: email4, password: PASSWORD, name: 'X' },
+    });
     expect(late4.status).toBe(400);
     expect(late4.body.code).toBe('INVALID_TOKEN');
     expect(await app.deps.db.accountHolder.findUnique({ where: { email: email4 } })).toBeNull();
@@ -357,7 +392,9 @@ describe('invitations', () => {
     const m = await signUpMember(app);
     const email = uniqueEmail('sac');
     const inv = await invite(m, email);
-    const r = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv.token, email, password: PASSWORD, name: 'Sam' } });
+    const r = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv.token, email, password: PASSWORD, name: 'Sam' },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ relationshipId: expect.any(String), organizationId: m.organizationId, accountHolderId: expect.any(String) });
     expect(r.body.tokens).toMatchObject({ succeeded: true, tokenType: 'Bearer', accountHolderId: r.body.accountHolderId });
@@ -368,7 +405,9 @@ describe('invitations', () => {
 
     // The same token again: spent. Nothing is created.
     const email2 = uniqueEmail('sac2');
-    const again = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv.token, email: email2, password: PASSWORD, name: 'S' } });
+    const again = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv.token, email: email2, password: PASSWORD, name: 'S' },
+    });
     expect(again.status).toBe(400);
     expect(again.body.code).toBe('INVALID_TOKEN');
     expect(await app.deps.db.accountHolder.findUnique({ where: { email: email2 } })).toBeNull();
@@ -376,7 +415,9 @@ describe('invitations', () => {
     // Another email than the invitation's: 409, and no holder is left behind.
     const inv3 = await invite(m, uniqueEmail('target'));
     const email3 = uniqueEmail('intruder');
-    const mismatch = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv3.token, email: email3, password: PASSWORD, name: 'I' } });
+    const mismatch = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv3.token, email: email3, password: PASSWORD, name: 'I' },
+    });
     expect(mismatch.status).toBe(409);
     expect(mismatch.body.code).toBe('CONFLICT');
     expect(await app.deps.db.accountHolder.findUnique({ where: { email: email3 } })).toBeNull();
@@ -384,12 +425,16 @@ describe('invitations', () => {
 
     // A taken email: 409 EMAIL_TAKEN; the invitation stays unclaimed.
     const inv4 = await invite(m, email);
-    const taken = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv4.token, email, password: PASSWORD, name: 'S' } });
+    const taken = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+      body: { token: inv4.token, email, password: PASSWORD, name: 'S' },
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.code).toBe('EMAIL_TAKEN');
     expect(await app.deps.db.accountHolderInvitation.findUniqueOrThrow({ where: { id: inv4.invitationId } })).toMatchObject({ claimedAt: null });
 
-    expect((await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv4.token, email, password: 'x', name: 'S' } })).status).toBe(400);
+    expect(
+      (await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv4.token, email, password: 'x', name: 'S' } })).status,
+    ).toBe(400);
   });
 });
 
@@ -405,7 +450,10 @@ describe('relationships', () => {
   test('RevokeRelationship: 204, the holder loses its accounts; 409 when already revoked; a new invitation reactivates', async () => {
     const m = await signUpMember(app);
     const h = await holderOf(m);
-    const created = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'Held', accountHolderId: h.accountHolderId }, headers: m.headers });
+    const created = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, {
+      body: { name: 'Held', accountHolderId: h.accountHolderId },
+      headers: m.headers,
+    });
     expect(created.status).toBe(201);
     const accountPath = created.headers.get('location')!;
     expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(200);
@@ -414,9 +462,18 @@ describe('relationships', () => {
     const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${h.relationshipId}/revoke`, { headers: m.headers });
     expect(r.status).toBe(204);
     expect(r.text).toBe('');
-    expect(await app.deps.db.relationship.findUniqueOrThrow({ where: { id: h.relationshipId } })).toMatchObject({ status: 'REVOKED', revokedAt: expect.any(Date) });
+    expect(await app.deps.db.relationship.findUniqueOrThrow({ where: { id: h.relationshipId } })).toMatchObject({
+      status: 'REVOKED',
+      revokedAt: expect.any(Date),
+    });
     const a = (await audits(h.relationshipId)).at(-1)!;
-    expect(a).toMatchObject({ action: 'relationship.revoked', actorType: 'MEMBER', actorId: m.memberId, before: { status: 'ACTIVE' }, after: { status: 'REVOKED', accountHolderId: h.accountHolderId } });
+    expect(a).toMatchObject({
+      action: 'relationship.revoked',
+      actorType: 'MEMBER',
+      actorId: m.memberId,
+      before: { status: 'ACTIVE' },
+      after: { status: 'REVOKED', accountHolderId: h.accountHolderId },
+    });
 
     expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(404);
     const me = await app.rest('GET', '/v1/account-holders/me', { headers: h.headers });
@@ -425,7 +482,10 @@ describe('relationships', () => {
     // The account stays with the organization.
     expect((await app.rest('GET', accountPath, { headers: m.headers })).status).toBe(200);
     // A revoked relationship is not good enough to create accounts for the holder.
-    const refused = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'X', accountHolderId: h.accountHolderId }, headers: m.headers });
+    const refused = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, {
+      body: { name: 'X', accountHolderId: h.accountHolderId },
+      headers: m.headers,
+    });
     expect(refused.status).toBe(400);
 
     const again = await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${h.relationshipId}/revoke`, { headers: m.headers });
@@ -454,8 +514,12 @@ describe('relationships', () => {
     const other = await signUpMember(app);
     expect((await app.rest('POST', path, { headers: other.headers })).status).toBe(404);
     // Its own organization in the path, but the relationship is another organization's.
-    expect((await app.rest('POST', `/v1/organizations/${other.organizationId}/relationships/${h.relationshipId}/revoke`, { headers: other.headers })).status).toBe(404);
-    expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${crypto.randomUUID()}/revoke`, { headers: m.headers })).status).toBe(404);
+    expect(
+      (await app.rest('POST', `/v1/organizations/${other.organizationId}/relationships/${h.relationshipId}/revoke`, { headers: other.headers })).status,
+    ).toBe(404);
+    expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${crypto.randomUUID()}/revoke`, { headers: m.headers })).status).toBe(
+      404,
+    );
     expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/nope/revoke`, { headers: m.headers })).status).toBe(404);
     const g = await app.gql('mutation { revokeRelationship(organizationId: "' + m.organizationId + '", id: "nope") { id } }', {}, m.headers);
     expect(g.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
@@ -467,139 +531,189 @@ describe('relationships', () => {
 
 // Issue 27 point 1: an organization withdraws invitations; a revoked holder cannot reinstate themself.
 describe('invitations withdrawn (issue 27)', () => {
-  const claim = (h: { headers: Record<string, string> }, token: string) => app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token }, headers: h.headers });
+  const claim = (h: { headers: Record<string, string> }, token: string) =>
+    app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token }, headers: h.headers });
   const list = (m: { organizationId: string; headers: Record<string, string> }, query = '') =>
     app.rest('GET', `/v1/organizations/${m.organizationId}/account-holder-invitations${query}`, { headers: m.headers });
   const revokeInvitation = (m: { organizationId: string; headers: Record<string, string> }, id: string) =>
     app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations/${id}/revoke`, { headers: m.headers });
 
-  test('revoking the relationship voids the older unclaimed invitation: claiming it is 400 INVALID_TOKEN and access stays ended; a new invitation reactivates', async () => {
-    const m = await signUpMember(app);
-    const h = await signUpHolder();
-    const first = await invite(m, h.email);
-    const second = await invite(m, h.email.toUpperCase());
-    const otherHolder = await invite(m, uniqueEmail('other'));
-    const otherOrg = await signUpMember(app);
-    const elsewhere = await invite(otherOrg, h.email);
-    const c = await claim(h, first.token);
-    expect(c.status).toBe(200);
-    const relationshipId = c.body.relationshipId as string;
-    const created = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'Held', accountHolderId: h.accountHolderId }, headers: m.headers });
-    const accountPath = created.headers.get('location')!;
-    expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(200);
+  test(
+    'revoking the relationship voids the older unclaimed invitation: claiming it is 400 INVALID_TOKEN and access ' +
+      'stays ended; a new invitation reactivates',
+    async () => {
+      const m = await signUpMember(app);
+      const h = await signUpHolder();
+      const first = await invite(m, h.email);
+      const second = await invite(m, h.email.toUpperCase());
+      const otherHolder = await invite(m, uniqueEmail('other'));
+      const otherOrg = await signUpMember(app);
+      const elsewhere = await invite(otherOrg, h.email);
+      const c = await claim(h, first.token);
+      expect(c.status).toBe(200);
+      const relationshipId = c.body.relationshipId as string;
+      const created = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, {
+        body: { name: 'Held', accountHolderId: h.accountHolderId },
+        headers: m.headers,
+      });
+      const accountPath = created.headers.get('location')!;
+      expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(200);
 
-    expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${relationshipId}/revoke`, { headers: m.headers })).status).toBe(204);
-    expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(404);
+      expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/relationships/${relationshipId}/revoke`, { headers: m.headers })).status).toBe(204);
+      expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(404);
 
-    // The older invitation, same session: refused like a used one; nothing reactivated.
-    const again = await claim(h, second.token);
-    expect(again.status, again.text).toBe(400);
-    expect(again.body.code).toBe('INVALID_TOKEN');
-    const g = await app.gql('mutation($i: ClaimAccountHolderInvitationInput!) { claimAccountHolderInvitation(input: $i) { relationshipId } }', { i: { token: second.token } }, h.headers);
-    expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_TOKEN');
-    expect(await app.deps.db.relationship.findUniqueOrThrow({ where: { id: relationshipId } })).toMatchObject({ status: 'REVOKED' });
-    expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(404);
+      // The older invitation, same session: refused like a used one; nothing reactivated.
+      const again = await claim(h, second.token);
+      expect(again.status, again.text).toBe(400);
+      expect(again.body.code).toBe('INVALID_TOKEN');
+      const g = await app.gql(
+        'mutation($i: ClaimAccountHolderInvitationInput!) { claimAccountHolderInvitation(input: $i) { relationshipId } }',
+        { i: { token: second.token } },
+        h.headers,
+      );
+      expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_TOKEN');
+      expect(await app.deps.db.relationship.findUniqueOrThrow({ where: { id: relationshipId } })).toMatchObject({ status: 'REVOKED' });
+      expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(404);
 
-    // What was voided: this organization's invitations to this holder, nothing else.
-    const statuses = Object.fromEntries(((await list(m)).body as { id: string; status: string }[]).map((i) => [i.id, i.status]));
-    expect(statuses).toEqual({ [first.invitationId]: 'CLAIMED', [second.invitationId]: 'REVOKED', [otherHolder.invitationId]: 'PENDING' });
-    expect((await list(otherOrg)).body).toEqual([expect.objectContaining({ id: elsewhere.invitationId, status: 'PENDING' })]);
-    expect((await audits(relationshipId)).at(-1)).toMatchObject({ action: 'relationship.revoked', after: { voidedInvitationIds: [second.invitationId] } });
-    expect((await audits(second.invitationId)).at(-1)).toMatchObject({ action: 'account_holder_invitation.revoked', actorType: 'MEMBER', actorId: m.memberId });
+      // What was voided: this organization's invitations to this holder, nothing else.
+      const statuses = Object.fromEntries(((await list(m)).body as { id: string; status: string }[]).map((i) => [i.id, i.status]));
+      expect(statuses).toEqual({ [first.invitationId]: 'CLAIMED', [second.invitationId]: 'REVOKED', [otherHolder.invitationId]: 'PENDING' });
+      expect((await list(otherOrg)).body).toEqual([expect.objectContaining({ id: elsewhere.invitationId, status: 'PENDING' })]);
+      expect((await audits(relationshipId)).at(-1)).toMatchObject({ action: 'relationship.revoked', after: { voidedInvitationIds: [second.invitationId] } });
+      expect((await audits(second.invitationId)).at(-1)).toMatchObject({
+        action: 'account_holder_invitation.revoked',
+        actorType: 'MEMBER',
+        actorId: m.memberId,
+      });
 
-    // Only an invitation issued after the revocation reactivates.
-    const fresh = await invite(m, h.email);
-    expect((await claim(h, fresh.token)).status).toBe(200);
-    expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(200);
-  });
+      // Only an invitation issued after the revocation reactivates.
+      const fresh = await invite(m, h.email);
+      expect((await claim(h, fresh.token)).status).toBe(200);
+      expect((await app.rest('GET', accountPath, { headers: h.headers })).status).toBe(200);
+    },
+  );
 
-  test('ListAccountHolderInvitations: paged by id with Link rel="next", every status, never a token; GraphQL; refused outside the permission and organization', async () => {
-    const m = await signUpMember(app);
-    const h = await signUpHolder();
-    const claimed = await invite(m, h.email);
-    expect((await claim(h, claimed.token)).status).toBe(200);
-    const expiring = await invite(m, uniqueEmail('late'), 3600);
-    const pending = await invite(m, uniqueEmail('p'));
-    const withdrawn = await invite(m, uniqueEmail('w'));
-    expect((await revokeInvitation(m, withdrawn.invitationId)).status).toBe(204);
-    app.clock.advance(3600_000 + 1000);
-    const relogin = await app.rest('POST', '/v1/auth/login', { body: { email: m.email, password: PASSWORD } }); // the access token expired too
-    m.headers = bearer(relogin.body.accessToken);
+  test(
+    'ListAccountHolderInvitations: paged by id with Link rel="next", every status, never a token; GraphQL; refused ' +
+      'outside the permission and organization',
+    async () => {
+      const m = await signUpMember(app);
+      const h = await signUpHolder();
+      const claimed = await invite(m, h.email);
+      expect((await claim(h, claimed.token)).status).toBe(200);
+      const expiring = await invite(m, uniqueEmail('late'), 3600);
+      const pending = await invite(m, uniqueEmail('p'));
+      const withdrawn = await invite(m, uniqueEmail('w'));
+      expect((await revokeInvitation(m, withdrawn.invitationId)).status).toBe(204);
+      app.clock.advance(3600_000 + 1000);
+      const relogin = await app.rest('POST', '/v1/auth/login', { body: { email: m.email, password: PASSWORD } }); // the access token expired too
+      m.headers = bearer(relogin.body.accessToken);
 
-    const all = await list(m);
-    expect(all.status, all.text).toBe(200);
-    expect(all.headers.get('link')).toBeNull();
-    expect(all.body.map((i: { id: string }) => i.id)).toEqual([claimed.invitationId, expiring.invitationId, pending.invitationId, withdrawn.invitationId]);
-    expect(all.body.map((i: { status: string }) => i.status)).toEqual(['CLAIMED', 'EXPIRED', 'PENDING', 'REVOKED']);
-    expect(all.body[0]).toEqual({
-      id: claimed.invitationId, organizationId: m.organizationId, email: h.email, status: 'CLAIMED', createdAt: expect.any(String), expiresAt: claimed.expiresAt,
-      claimedAt: expect.any(String), revokedAt: null, relationshipId: expect.any(String), createdByType: 'MEMBER', createdById: m.memberId,
-    });
-    for (const inv of [claimed, expiring, pending, withdrawn]) expect(all.text).not.toContain(inv.token);
-    expect(all.text).not.toMatch(/tokenHash|inv_/);
+      const all = await list(m);
+      expect(all.status, all.text).toBe(200);
+      expect(all.headers.get('link')).toBeNull();
+      expect(all.body.map((i: { id: string }) => i.id)).toEqual([claimed.invitationId, expiring.invitationId, pending.invitationId, withdrawn.invitationId]);
+      expect(all.body.map((i: { status: string }) => i.status)).toEqual(['CLAIMED', 'EXPIRED', 'PENDING', 'REVOKED']);
+      expect(all.body[0]).toEqual({
+        id: claimed.invitationId,
+        organizationId: m.organizationId,
+        email: h.email,
+        status: 'CLAIMED',
+        createdAt: expect.any(String),
+        expiresAt: claimed.expiresAt,
+        claimedAt: expect.any(String),
+        revokedAt: null,
+        relationshipId: expect.any(String),
+        createdByType: 'MEMBER',
+        createdById: m.memberId,
+      });
+      for (const inv of [claimed, expiring, pending, withdrawn]) expect(all.text).not.toContain(inv.token);
+      expect(all.text).not.toMatch(/tokenHash|inv_/);
 
-    const ids: string[] = [];
-    let path: string | null = `/v1/organizations/${m.organizationId}/account-holder-invitations?limit=3`;
-    while (path) {
-      const page = await app.rest('GET', path, { headers: m.headers });
-      expect(page.status).toBe(200);
-      ids.push(...page.body.map((i: { id: string }) => i.id));
-      const link = page.headers.get('link');
-      path = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1]! : null;
-    }
-    expect(ids).toEqual(all.body.map((i: { id: string }) => i.id));
+      const ids: string[] = [];
+      let path: string | null = `/v1/organizations/${m.organizationId}/account-holder-invitations?limit=3`;
+      while (path) {
+        const page = await app.rest('GET', path, { headers: m.headers });
+        expect(page.status).toBe(200);
+        ids.push(...page.body.map((i: { id: string }) => i.id));
+        const link = page.headers.get('link');
+        path = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1]! : null;
+      }
+      expect(ids).toEqual(all.body.map((i: { id: string }) => i.id));
 
-    const g = await app.gql<{ accountHolderInvitations: { items: { id: string; status: string }[]; nextCursor: string | null } }>(
-      'query($o: ID!) { accountHolderInvitations(organizationId: $o, limit: 2) { items { id status } nextCursor } }', { o: m.organizationId }, m.headers);
-    expect(g.data!.accountHolderInvitations).toEqual({ items: [{ id: claimed.invitationId, status: 'CLAIMED' }, { id: expiring.invitationId, status: 'EXPIRED' }], nextCursor: expiring.invitationId });
+      const g = await app.gql<{ accountHolderInvitations: { items: { id: string; status: string }[]; nextCursor: string | null } }>(
+        'query($o: ID!) { accountHolderInvitations(organizationId: $o, limit: 2) { items { id status } nextCursor } }',
+        { o: m.organizationId },
+        m.headers,
+      );
+      expect(g.data!.accountHolderInvitations).toEqual({
+        items: [
+          { id: claimed.invitationId, status: 'CLAIMED' },
+          { id: expiring.invitationId, status: 'EXPIRED' },
+        ],
+        nextCursor: expiring.invitationId,
+      });
 
-    expect((await list(m, '?limit=0')).status).toBe(400);
-    expect((await list(m, '?after=nope')).status).toBe(400);
-    const viewer = await memberWithRole(m.organizationId, 'VIEWER');
-    expect((await list(viewer)).body.code).toBe('PERMISSION_DENIED');
-    expect((await list(await memberWithRole(m.organizationId, 'OPERATIONS'))).status).toBe(200);
-    const k = await createApiKey(app, m);
-    expect((await list({ organizationId: m.organizationId, headers: k.headers })).body.code).toBe('PRINCIPAL_NOT_ALLOWED');
-    const other = await signUpMember(app);
-    expect((await list({ organizationId: m.organizationId, headers: other.headers })).status).toBe(404);
-  });
+      expect((await list(m, '?limit=0')).status).toBe(400);
+      expect((await list(m, '?after=nope')).status).toBe(400);
+      const viewer = await memberWithRole(m.organizationId, 'VIEWER');
+      expect((await list(viewer)).body.code).toBe('PERMISSION_DENIED');
+      expect((await list(await memberWithRole(m.organizationId, 'OPERATIONS'))).status).toBe(200);
+      const k = await createApiKey(app, m);
+      expect((await list({ organizationId: m.organizationId, headers: k.headers })).body.code).toBe('PRINCIPAL_NOT_ALLOWED');
+      const other = await signUpMember(app);
+      expect((await list({ organizationId: m.organizationId, headers: other.headers })).status).toBe(404);
+    },
+  );
 
-  test('RevokeAccountHolderInvitation: 204, audited; the token then answers 400 like a used one; 409 when claimed or revoked; 404 elsewhere; GraphQL', async () => {
-    const m = await signUpMember(app);
-    const h = await signUpHolder();
-    const inv = await invite(m, h.email);
-    const r = await revokeInvitation(m, inv.invitationId);
-    expect(r.status, r.text).toBe(204);
-    expect(r.text).toBe('');
-    expect((await audits(inv.invitationId)).at(-1)).toMatchObject({
-      action: 'account_holder_invitation.revoked', actorType: 'MEMBER', actorId: m.memberId, organizationId: m.organizationId, before: { status: 'PENDING' }, after: { status: 'REVOKED' },
-    });
-    const refused = await claim(h, inv.token);
-    expect(refused.status).toBe(400);
-    expect(refused.body.code).toBe('INVALID_TOKEN');
-    const signUpClaim = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv.token, email: uniqueEmail('n'), password: PASSWORD, name: 'N' } });
-    expect(signUpClaim.body.code).toBe('INVALID_TOKEN');
-    expect(await app.deps.db.relationship.count({ where: { organizationId: m.organizationId } })).toBe(0);
-    expect((await revokeInvitation(m, inv.invitationId)).body.code).toBe('INVALID_STATE');
+  test(
+    'RevokeAccountHolderInvitation: 204, audited; the token then answers 400 like a used one; 409 when claimed or ' + 'revoked; 404 elsewhere; GraphQL',
+    async () => {
+      const m = await signUpMember(app);
+      const h = await signUpHolder();
+      const inv = await invite(m, h.email);
+      const r = await revokeInvitation(m, inv.invitationId);
+      expect(r.status, r.text).toBe(204);
+      expect(r.text).toBe('');
+      expect((await audits(inv.invitationId)).at(-1)).toMatchObject({
+        action: 'account_holder_invitation.revoked',
+        actorType: 'MEMBER',
+        actorId: m.memberId,
+        organizationId: m.organizationId,
+        before: { status: 'PENDING' },
+        after: { status: 'REVOKED' },
+      });
+      const refused = await claim(h, inv.token);
+      expect(refused.status).toBe(400);
+      expect(refused.body.code).toBe('INVALID_TOKEN');
+      const signUpClaim = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+        body: { token: inv.token, email: uniqueEmail('n'), password: PASSWORD, name: 'N' },
+      });
+      expect(signUpClaim.body.code).toBe('INVALID_TOKEN');
+      expect(await app.deps.db.relationship.count({ where: { organizationId: m.organizationId } })).toBe(0);
+      expect((await revokeInvitation(m, inv.invitationId)).body.code).toBe('INVALID_STATE');
 
-    const used = await invite(m, h.email);
-    expect((await claim(h, used.token)).status).toBe(200);
-    expect((await revokeInvitation(m, used.invitationId)).status).toBe(409);
+      const used = await invite(m, h.email);
+      expect((await claim(h, used.token)).status).toBe(200);
+      expect((await revokeInvitation(m, used.invitationId)).status).toBe(409);
 
-    const other = await signUpMember(app);
-    const pending = await invite(m, uniqueEmail('p'));
-    expect((await revokeInvitation({ organizationId: m.organizationId, headers: other.headers }, pending.invitationId)).status).toBe(404);
-    expect((await revokeInvitation(other, pending.invitationId)).status).toBe(404);
-    expect((await revokeInvitation(m, crypto.randomUUID())).status).toBe(404);
-    expect((await revokeInvitation(m, 'nope')).status).toBe(404);
-    expect((await revokeInvitation(await memberWithRole(m.organizationId, 'DEVELOPER'), pending.invitationId)).body.code).toBe('PERMISSION_DENIED');
+      const other = await signUpMember(app);
+      const pending = await invite(m, uniqueEmail('p'));
+      expect((await revokeInvitation({ organizationId: m.organizationId, headers: other.headers }, pending.invitationId)).status).toBe(404);
+      expect((await revokeInvitation(other, pending.invitationId)).status).toBe(404);
+      expect((await revokeInvitation(m, crypto.randomUUID())).status).toBe(404);
+      expect((await revokeInvitation(m, 'nope')).status).toBe(404);
+      expect((await revokeInvitation(await memberWithRole(m.organizationId, 'DEVELOPER'), pending.invitationId)).body.code).toBe('PERMISSION_DENIED');
 
-    const g = await app.gql<{ revokeAccountHolderInvitation: { id: string; status: string; revokedAt: string } }>(
-      'mutation($o: ID!, $id: ID!) { revokeAccountHolderInvitation(organizationId: $o, id: $id) { id status revokedAt } }',
-      { o: m.organizationId, id: pending.invitationId }, m.headers);
-    expect(g.errors).toBeUndefined();
-    expect(g.data!.revokeAccountHolderInvitation).toMatchObject({ id: pending.invitationId, status: 'REVOKED', revokedAt: expect.any(String) });
-  });
+      const g = await app.gql<{ revokeAccountHolderInvitation: { id: string; status: string; revokedAt: string } }>(
+        'mutation($o: ID!, $id: ID!) { revokeAccountHolderInvitation(organizationId: $o, id: $id) { id status revokedAt } }',
+        { o: m.organizationId, id: pending.invitationId },
+        m.headers,
+      );
+      expect(g.errors).toBeUndefined();
+      expect(g.data!.revokeAccountHolderInvitation).toMatchObject({ id: pending.invitationId, status: 'REVOKED', revokedAt: expect.any(String) });
+    },
+  );
 
   test('a claim and a revocation of the same invitation at once: exactly one wins, and the state agrees', async () => {
     for (let i = 0; i < 5; i++) {

@@ -23,12 +23,27 @@ const audits = (entityId: string) => app.deps.db.auditLogEntry.findMany({ where:
 async function holderOf(m: Creds) {
   const email = uniqueEmail('holder');
   const inv = await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email }, headers: m.headers });
-  const r = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', { body: { token: inv.body.token, email, password: PASSWORD, name: 'H' } });
+  const r = await app.rest('POST', '/v1/account-holders/invitations/signup-and-claim', {
+    body: { token: inv.body.token, email, password: PASSWORD, name: 'H' },
+  });
   expect(r.status).toBe(200);
   return { accountHolderId: r.body.accountHolderId as string, relationshipId: r.body.relationshipId as string, headers: bearer(r.body.tokens.accessToken) };
 }
 
-const fields = ['id', 'organizationId', 'accountHolderId', 'name', 'reference', 'mode', 'status', 'frozenReason', 'createdAt', 'updatedAt', 'closedAt', 'authorizedApplicationIds'];
+const fields = [
+  'id',
+  'organizationId',
+  'accountHolderId',
+  'name',
+  'reference',
+  'mode',
+  'status',
+  'frozenReason',
+  'createdAt',
+  'updatedAt',
+  'closedAt',
+  'authorizedApplicationIds',
+];
 
 describe('CreateAccount and GetAccount', () => {
   test('a member creates an account: 201, no body, Location resolves; PRODUCTION by default; audited', async () => {
@@ -42,11 +57,28 @@ describe('CreateAccount and GetAccount', () => {
     const g = await app.rest('GET', location, { headers: m.headers });
     expect(g.status).toBe(200);
     expect(Object.keys(g.body).sort()).toEqual([...fields].sort());
-    expect(g.body).toMatchObject({ id, organizationId: m.organizationId, accountHolderId: null, name: 'Main', reference: 'ref-1', mode: 'PRODUCTION', status: 'ACTIVE', frozenReason: null, closedAt: null, authorizedApplicationIds: [] });
+    expect(g.body).toMatchObject({
+      id,
+      organizationId: m.organizationId,
+      accountHolderId: null,
+      name: 'Main',
+      reference: 'ref-1',
+      mode: 'PRODUCTION',
+      status: 'ACTIVE',
+      frozenReason: null,
+      closedAt: null,
+      authorizedApplicationIds: [],
+    });
     expect(await app.deps.db.account.findUniqueOrThrow({ where: { id } })).toMatchObject({ name: 'Main', mode: 'PRODUCTION' });
     const a = await audits(id);
     expect(a).toHaveLength(1);
-    expect(a[0]).toMatchObject({ action: 'account.created', organizationId: m.organizationId, actorType: 'MEMBER', actorId: m.memberId, after: { name: 'Main', reference: 'ref-1', mode: 'PRODUCTION' } });
+    expect(a[0]).toMatchObject({
+      action: 'account.created',
+      organizationId: m.organizationId,
+      actorType: 'MEMBER',
+      actorId: m.memberId,
+      after: { name: 'Main', reference: 'ref-1', mode: 'PRODUCTION' },
+    });
 
     const sandbox = await createId(m, { name: 'S', mode: 'SANDBOX' });
     expect((await app.rest('GET', `/v1/accounts/${sandbox}`, { headers: m.headers })).body.mode).toBe('SANDBOX');
@@ -118,7 +150,11 @@ describe('CreateAccount and GetAccount', () => {
     const m = await signUpMember(app);
     expect((await app.rest('GET', `/v1/accounts/${crypto.randomUUID()}`, { headers: m.headers })).status).toBe(404);
     expect((await app.rest('GET', '/v1/accounts/nope', { headers: m.headers })).status).toBe(404);
-    for (const q of ['{ account(id: "nope") { id } }', 'mutation { freezeAccount(id: "x", input: { reason: "r" }) { id } }', 'mutation { closeAccount(id: "x") { id } }']) {
+    for (const q of [
+      '{ account(id: "nope") { id } }',
+      'mutation { freezeAccount(id: "x", input: { reason: "r" }) { id } }',
+      'mutation { closeAccount(id: "x") { id } }',
+    ]) {
       const g = await app.gql(q, {}, m.headers);
       expect(g.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }
@@ -147,14 +183,29 @@ describe('visibility', () => {
     expect((await app.rest('DELETE', `/v1/accounts/${id}`, { headers: other.headers })).status).toBe(404);
     const otherApp = await app.rest('POST', `/v1/organizations/${other.organizationId}/applications`, { body: { name: 'O' }, headers: other.headers });
     expect(
-      (await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${id}/authorize-application`, { body: { applicationId: otherApp.body.id }, headers: other.headers })).status,
+      (
+        await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${id}/authorize-application`, {
+          body: { applicationId: otherApp.body.id },
+          headers: other.headers,
+        })
+      ).status,
     ).toBe(404);
     expect(
-      (await app.rest('POST', `/v1/organizations/${other.organizationId}/accounts/${id}/authorize-application`, { body: { applicationId: otherApp.body.id }, headers: other.headers })).status,
+      (
+        await app.rest('POST', `/v1/organizations/${other.organizationId}/accounts/${id}/authorize-application`, {
+          body: { applicationId: otherApp.body.id },
+          headers: other.headers,
+        })
+      ).status,
     ).toBe(404);
     // The owner cannot authorize another organization's application either.
     expect(
-      (await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${id}/authorize-application`, { body: { applicationId: otherApp.body.id }, headers: m.headers })).status,
+      (
+        await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${id}/authorize-application`, {
+          body: { applicationId: otherApp.body.id },
+          headers: m.headers,
+        })
+      ).status,
     ).toBe(404);
     expect(await app.deps.db.account.findUniqueOrThrow({ where: { id } })).toEqual(before);
     expect(await app.deps.db.account.count({ where: { organizationId: m.organizationId } })).toBe(1);
@@ -168,17 +219,25 @@ describe('visibility', () => {
     const m = await signUpMember(app);
     const sandboxKey = await createApiKey(app, m, 'SANDBOX');
     const prodKey = await createApiKey(app, m, 'PRODUCTION');
-    const bySandbox = (await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'S' }, headers: sandboxKey.headers })).headers.get('location')!;
+    const bySandbox = (
+      await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'S' }, headers: sandboxKey.headers })
+    ).headers.get('location')!;
     const prodAccount = await createId(m, { name: 'P', mode: 'PRODUCTION' });
     const sandboxByMember = await createId(m, { name: 'S2', mode: 'SANDBOX' });
 
     expect((await app.rest('GET', bySandbox, { headers: prodKey.headers })).status).toBe(404);
     expect((await app.rest('GET', `/v1/accounts/${prodAccount}`, { headers: prodKey.headers })).status).toBe(404);
-    const auth = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${prodAccount}/authorize-application`, { body: { applicationId: prodKey.applicationId }, headers: m.headers });
+    const auth = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${prodAccount}/authorize-application`, {
+      body: { applicationId: prodKey.applicationId },
+      headers: m.headers,
+    });
     expect(auth.status).toBe(204);
     expect((await app.rest('GET', `/v1/accounts/${prodAccount}`, { headers: prodKey.headers })).status).toBe(200);
     // Authorized for the sandbox key's application, but a PRODUCTION account: not visible to a sandbox key.
-    await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${prodAccount}/authorize-application`, { body: { applicationId: sandboxKey.applicationId }, headers: m.headers });
+    await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${prodAccount}/authorize-application`, {
+      body: { applicationId: sandboxKey.applicationId },
+      headers: m.headers,
+    });
     expect((await app.rest('GET', `/v1/accounts/${prodAccount}`, { headers: sandboxKey.headers })).status).toBe(404);
 
     const listProd = await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts`, { headers: prodKey.headers });
@@ -343,7 +402,14 @@ describe('lifecycle', () => {
     expect((await app.rest('POST', path, { body: { applicationId: crypto.randomUUID() }, headers: m.headers })).status).toBe(404);
     expect((await app.rest('POST', path, { body: { applicationId: 'nope' }, headers: m.headers })).status).toBe(404);
     expect((await app.rest('POST', path, { headers: m.headers })).status).toBe(400);
-    expect((await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${crypto.randomUUID()}/authorize-application`, { body: { applicationId }, headers: m.headers })).status).toBe(404);
+    expect(
+      (
+        await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts/${crypto.randomUUID()}/authorize-application`, {
+          body: { applicationId },
+          headers: m.headers,
+        })
+      ).status,
+    ).toBe(404);
 
     const second = await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: 'B' }, headers: m.headers });
     expect((await app.rest('POST', `/v1/applications/${second.body.id}/suspend`, { body: { reason: 'r' }, headers: m.headers })).status).toBe(204);

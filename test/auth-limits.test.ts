@@ -14,7 +14,8 @@ afterAll(() => app.close());
 let ips = 0;
 const newIp = () => `192.0.2.${++ips}`;
 
-const login = (email: string, password: string, clientIp: string, base = '/v1/auth') => app.rest('POST', `${base}/login`, { body: { email, password }, clientIp });
+const login = (email: string, password: string, clientIp: string, base = '/v1/auth') =>
+  app.rest('POST', `${base}/login`, { body: { email, password }, clientIp });
 const retryAfter = (r: RestResult) => Number(r.headers.get('retry-after'));
 
 function expectLimited(r: RestResult) {
@@ -115,7 +116,8 @@ describe('login', () => {
       const m = await signUpMember(app);
       const ip = newIp();
       for (let i = 0; i < 3; i++) expect((await login(m.email, `wrong password ${i}`, ip)).status).toBe(401);
-      for (let i = 0; i < 2; i++) expect((await second.rest('POST', '/v1/auth/login', { body: { email: m.email, password: 'wrong password' }, clientIp: ip })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await second.rest('POST', '/v1/auth/login', { body: { email: m.email, password: 'wrong password' }, clientIp: ip })).status).toBe(401);
       expectLimited(await login(m.email, PASSWORD, ip));
       expectLimited(await second.rest('POST', '/v1/auth/login', { body: { email: m.email, password: PASSWORD }, clientIp: newIp() }));
     } finally {
@@ -131,7 +133,8 @@ describe('sign-up', () => {
       const ip = newIp();
       const member = (email: string, clientIp = ip) =>
         limited.rest('POST', '/v1/auth/signup', { body: { email, password: PASSWORD, name: 'A', organizationName: 'Org ' + email }, clientIp });
-      const holder = (email: string, clientIp = ip) => limited.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'H' }, clientIp });
+      const holder = (email: string, clientIp = ip) =>
+        limited.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'H' }, clientIp });
       expect((await member(uniqueEmail('s'))).status).toBe(201);
       expect((await holder(uniqueEmail('s'))).status).toBe(200);
       expect((await member(uniqueEmail('s'))).status).toBe(201);
@@ -170,7 +173,9 @@ describe('password reset requests', () => {
     expect(mails()).toHaveLength(3);
     app.clock.advance(29 * 60_000);
     const token = mails()[0]!.data!.token!;
-    expect((await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword: 'owner passphrase!' }, clientIp: newIp() })).status).toBe(204);
+    expect((await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword: 'owner passphrase!' }, clientIp: newIp() })).status).toBe(
+      204,
+    );
     // The next window mails again.
     app.clock.advance(60_000);
     expect((await request(m.email, newIp())).status).toBe(204);
@@ -204,6 +209,8 @@ describe('refresh', () => {
     expect(ok.status, ok.text).toBe(200);
     // Account holders' refresh and reset confirmation count as bad tokens of the same source.
     expectLimited(await app.rest('POST', '/v1/account-holders/refresh', { body: { refreshToken: 'hrt_nope' }, clientIp: ip }));
-    expectLimited(await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token: 'prt_nope', newPassword: 'long enough passphrase' }, clientIp: ip }));
+    expectLimited(
+      await app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token: 'prt_nope', newPassword: 'long enough passphrase' }, clientIp: ip }),
+    );
   });
 });

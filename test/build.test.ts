@@ -21,7 +21,11 @@ test('the built server starts on an existing database, is ready and serves REST'
   // Our code is compiled in; packages stay imports from node_modules.
   expect(readdirSync(join(outdir, 'bundle')).filter((f) => f.endsWith('.ts'))).toEqual([]);
 
-  svc = await startService({ databaseUrl: await cloneTemplateDatabase('build'), env: await serviceEnv(), args: [relative(projectRoot, join(outdir, 'main.js'))] });
+  svc = await startService({
+    databaseUrl: await cloneTemplateDatabase('build'),
+    env: await serviceEnv(),
+    args: [relative(projectRoot, join(outdir, 'main.js'))],
+  });
   const ready = await svc.rest('GET', '/readyz');
   expect(ready.status).toBe(200);
   expect(ready.body).toMatchObject({ status: 'ready', checks: { database: 'ok', jobs: 'ok' } });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createTestApp, type TestApp } from './harness';
 import { sandboxMine, sandboxReorg, sandboxSend, setupIntegrator, setupSandboxCatalog } from './money-helpers';
-import { drainChainSync } from '../src/deposits/testing';
+import { drainChainSync } from './fixtures/deposits/testing';
 import { startEvmService, type EvmService } from './evm-service';
 import { chainScenarios } from './chain-suite';
 

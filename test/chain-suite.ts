@@ -36,11 +36,17 @@ export function chainScenarios(d: ChainDriver) {
   async function intent(amount: bigint) {
     const f = await d.integrator();
     const r = await d.app().rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: f.headers, body: { assetNetworkId: d.assetNetworkId(), amount: amount.toString(), beneficiaryAccountId: f.accountId, walletId: f.walletId, expiresInSeconds: 3600 },
+      headers: f.headers,
+      body: { assetNetworkId: d.assetNetworkId(), amount: amount.toString(), beneficiaryAccountId: f.accountId, walletId: f.walletId, expiresInSeconds: 3600 },
     });
     expect(r.status, r.text).toBe(201);
     const pi = await get(f.headers, `/v1/payment-intents/${id(r)}`);
-    return { f, pi, now: () => get(f.headers, `/v1/payment-intents/${pi.id}`), deposit: (n = 0) => get(f.headers, `/v1/payment-intents/${pi.id}`).then((x) => get(f.headers, `/v1/deposits/${x.depositIds[n]}`)) };
+    return {
+      f,
+      pi,
+      now: () => get(f.headers, `/v1/payment-intents/${pi.id}`),
+      deposit: (n = 0) => get(f.headers, `/v1/payment-intents/${pi.id}`).then((x) => get(f.headers, `/v1/deposits/${x.depositIds[n]}`)),
+    };
   }
 
   describe(`money in on ${d.name}`, () => {

@@ -23,14 +23,22 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
     const t = tag();
     const a = await app.rest('POST', '/v1/platform/assets', { headers, body: { code: `K${t}`, name: 'Contract coin', decimals: 6 } });
     const n = await app.rest('POST', '/v1/platform/networks', {
-      headers, body: { name: `Contract ${t}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 },
+      headers,
+      body: { name: `Contract ${t}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 1 },
     });
     const an = await app.rest('POST', '/v1/platform/asset-networks', { headers, body: { assetId: a.body.id, networkId: n.body.id, decimals: 6 } });
     return { headers, id: an.body.id as string };
   }
   async function paymentIntent(who: { organizationId: string; applicationId: string; environmentId: string }, assetNetworkId: string) {
     const db = getApp().deps.db;
-    const base = { organizationId: who.organizationId, applicationId: who.applicationId, environmentId: who.environmentId, environmentType: 'SANDBOX' as const, assetNetworkId, amount: '500' };
+    const base = {
+      organizationId: who.organizationId,
+      applicationId: who.applicationId,
+      environmentId: who.environmentId,
+      environmentType: 'SANDBOX' as const,
+      assetNetworkId,
+      amount: '500',
+    };
     const t = await db.transaction.create({ data: base });
     return (await db.paymentIntent.create({ data: { ...base, transactionId: t.id, expiresAt: new Date(getApp().clock.now().getTime() + 3600_000) } })).id;
   }
@@ -80,7 +88,10 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
         await getApp().rest('POST', '/v1/platform/assets', { headers, body: { code, name: 'Coin', decimals: 6 } });
         return { variables: { input: { code, name: 'Coin', decimals: 6 } }, headers };
       }),
-      failure('a member', 'PRINCIPAL_NOT_ALLOWED', async () => ({ variables: { input: { code: `C${tag()}`, name: 'Coin', decimals: 6 } }, headers: (await signUpMember(getApp())).headers })),
+      failure('a member', 'PRINCIPAL_NOT_ALLOWED', async () => ({
+        variables: { input: { code: `C${tag()}`, name: 'Coin', decimals: 6 } },
+        headers: (await signUpMember(getApp())).headers,
+      })),
     ],
     CreateNetwork: [
       success('an EVM production network', async () => ({
@@ -97,9 +108,13 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
         const headers = await operator();
         const a = await getApp().rest('POST', '/v1/platform/assets', { headers, body: { code: `C${tag()}`, name: 'Coin', decimals: 6 } });
         const n = await getApp().rest('POST', '/v1/platform/networks', {
-          headers, body: { name: `Chain ${tag()}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 2 },
+          headers,
+          body: { name: `Chain ${tag()}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 2 },
         });
-        return { variables: { input: { assetId: a.body.id, networkId: n.body.id, decimals: 6, minimumDeposit: '100', contractReference: '0xToken' } }, headers };
+        return {
+          variables: { input: { assetId: a.body.id, networkId: n.body.id, decimals: 6, minimumDeposit: '100', contractReference: '0xToken' } },
+          headers,
+        };
       }),
       failure('unknown asset', 'VALIDATION_FAILED', async () => {
         const c = await catalog();
@@ -143,12 +158,21 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
       }),
       success('self-custody, by a member', async () => {
         const { c, i } = await integrator();
-        const input = { networkId: c.networkId, custodyMode: 'SELF_CUSTODY', publicKey: generateKeyPair().publicKey, environmentId: i.environmentId, label: 'Cold' };
+        const input = {
+          networkId: c.networkId,
+          custodyMode: 'SELF_CUSTODY',
+          publicKey: generateKeyPair().publicKey,
+          environmentId: i.environmentId,
+          label: 'Cold',
+        };
         return { variables: { applicationId: i.applicationId, input }, headers: i.member.headers };
       }),
       failure('invalid public key', 'VALIDATION_FAILED', async () => {
         const { c, i } = await integrator();
-        return { variables: { applicationId: i.applicationId, input: { networkId: c.networkId, custodyMode: 'SELF_CUSTODY', publicKey: '02' + '00'.repeat(32) } }, headers: i.apiKeyHeaders };
+        return {
+          variables: { applicationId: i.applicationId, input: { networkId: c.networkId, custodyMode: 'SELF_CUSTODY', publicKey: '02' + '00'.repeat(32) } },
+          headers: i.apiKeyHeaders,
+        };
       }),
       failure('another organization', 'NOT_FOUND', async () => {
         const { c, i } = await integrator();
@@ -160,17 +184,26 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
       success('awaiting payment', async () => {
         const { c, i } = await integrator();
         const pi = await paymentIntent(i, c.assetNetworkId);
-        return { variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: pi } }, headers: i.apiKeyHeaders };
+        return {
+          variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: pi } },
+          headers: i.apiKeyHeaders,
+        };
       }),
       failure('unknown payment intent', 'NOT_FOUND', async () => {
         const { c, i } = await integrator();
-        return { variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: random() } }, headers: i.apiKeyHeaders };
+        return {
+          variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: random() } },
+          headers: i.apiKeyHeaders,
+        };
       }),
       failure('paused asset-network', 'INVALID_STATE', async () => {
         const { c, i } = await integrator();
         const pi = await paymentIntent(i, c.assetNetworkId);
         await getApp().rest('POST', `/v1/platform/asset-networks/${c.assetNetworkId}/pause`, { headers: c.operator.headers, body: { reason: 'contract' } });
-        return { variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: pi } }, headers: i.apiKeyHeaders };
+        return {
+          variables: { applicationId: i.applicationId, input: { walletId: i.walletId, assetNetworkId: c.assetNetworkId, paymentIntentId: pi } },
+          headers: i.apiKeyHeaders,
+        };
       }),
     ],
     GetWallet: [
@@ -199,7 +232,10 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
       }),
       success('with an idempotency key', async () => {
         const { c, i } = await integrator();
-        return { variables: { input: { address: address(), amount: '1', assetNetworkId: c.assetNetworkId, replaceable: true }, idempotencyKey: `k-${random()}` }, headers: i.apiKeyHeaders };
+        return {
+          variables: { input: { address: address(), amount: '1', assetNetworkId: c.assetNetworkId, replaceable: true }, idempotencyKey: `k-${random()}` },
+          headers: i.apiKeyHeaders,
+        };
       }),
       failure('zero amount', 'VALIDATION_FAILED', async () => {
         const { c, i } = await integrator();
@@ -220,7 +256,10 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
         const { c, i } = await integrator();
         return { variables: { networkId: c.networkId }, headers: i.member.headers };
       }),
-      failure('unknown network', 'NOT_FOUND', async () => ({ variables: { networkId: random(), input: { blocks: 1 } }, headers: (await integrator()).i.apiKeyHeaders })),
+      failure('unknown network', 'NOT_FOUND', async () => ({
+        variables: { networkId: random(), input: { blocks: 1 } },
+        headers: (await integrator()).i.apiKeyHeaders,
+      })),
     ],
     SandboxReorg: [
       success('depth 1', async () => {
@@ -249,7 +288,12 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
     SandboxReplaceTransaction: [
       success('pending and replaceable', async () => {
         const { c, i } = await integrator();
-        const { txHash } = await sandboxSend(getApp(), i.apiKeyHeaders, { address: address(), amount: 5n, assetNetworkId: c.assetNetworkId, replaceable: true });
+        const { txHash } = await sandboxSend(getApp(), i.apiKeyHeaders, {
+          address: address(),
+          amount: 5n,
+          assetNetworkId: c.assetNetworkId,
+          replaceable: true,
+        });
         return { variables: { input: { txHash, amount: '4' } }, headers: i.apiKeyHeaders };
       }),
       failure('not replaceable', 'INVALID_STATE', async () => {

@@ -8,18 +8,18 @@ import { statusOf } from '../src/errors';
 import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, webhookEnv } from './webhook-helpers';
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
 import { chainContractFixtures } from './contract-fixtures-chain';
-import { moneyInContractFixtures } from '../src/deposits/contract-fixtures';
-import { releaseContractFixtures } from '../src/settlements/release-contract-fixtures';
-import { settlementContractFixtures } from '../src/settlements/contract-fixtures';
-import { refundContractFixtures } from '../src/refunds/contract-fixtures';
-import { adminContractFixtures } from '../src/admin/contract-fixtures';
-import { reconciliationContractFixtures } from '../src/treasury/reconciliation-contract-fixtures';
-import { withdrawalContractFixtures } from '../src/withdrawals/contract-fixtures';
-import { withdrawalFlowContractFixtures } from '../src/withdrawals/withdrawal-contract-fixtures';
-import { withdrawalResolutionContractFixtures } from '../src/withdrawals/resolution-contract-fixtures';
-import { networkCostContractFixtures } from '../src/treasury/costs-contract-fixtures';
-import { treasuryContractFixtures } from '../src/treasury/treasury-contract-fixtures';
-import { webhookSandboxContractFixtures } from '../src/webhooks/contract-fixtures';
+import { moneyInContractFixtures } from './fixtures/deposits/contract-fixtures';
+import { releaseContractFixtures } from './fixtures/release/contract-fixtures';
+import { settlementContractFixtures } from './fixtures/settlements/contract-fixtures';
+import { refundContractFixtures } from './fixtures/refunds/contract-fixtures';
+import { adminContractFixtures } from './fixtures/admin/contract-fixtures';
+import { reconciliationContractFixtures } from './fixtures/treasury/reconciliation-contract-fixtures';
+import { withdrawalContractFixtures } from './fixtures/withdrawals/contract-fixtures';
+import { withdrawalFlowContractFixtures } from './fixtures/withdrawals/withdrawal-contract-fixtures';
+import { withdrawalResolutionContractFixtures } from './fixtures/withdrawals/resolution-contract-fixtures';
+import { networkCostContractFixtures } from './fixtures/treasury/costs-contract-fixtures';
+import { treasuryContractFixtures } from './fixtures/treasury/treasury-contract-fixtures';
+import { webhookSandboxContractFixtures } from './fixtures/webhooks/contract-fixtures';
 
 /**
  * The REST contract, generated from rest/routes.ts: for every route with an operation, the REST
@@ -54,8 +54,10 @@ async function ok(r: Promise<RestResult>, status: number, what: string): Promise
   return res;
 }
 const newApplication = async (m: Member) =>
-  (await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: 'Contract app' }, headers: m.headers }), 201, 'application')).body.id as string;
-const suspend = (m: Member, id: string) => ok(app.rest('POST', `/v1/applications/${id}/suspend`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'suspend');
+  (await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: 'Contract app' }, headers: m.headers }), 201, 'application'))
+    .body.id as string;
+const suspend = (m: Member, id: string) =>
+  ok(app.rest('POST', `/v1/applications/${id}/suspend`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'suspend');
 const archive = (m: Member, id: string) => ok(app.rest('POST', `/v1/applications/${id}/archive`, { headers: m.headers }), 204, 'archive');
 const revoke = (m: Member, id: string) => ok(app.rest('DELETE', `/v1/api-keys/${id}`, { headers: m.headers }), 204, 'revoke');
 
@@ -64,7 +66,11 @@ async function holder(email = uniqueEmail('holder')) {
   return { email, accountHolderId: r.body.accountHolderId as string, tokens: r.body, headers: bearer(r.body.accessToken) };
 }
 async function invitation(m: Member, email = uniqueEmail('invitee')) {
-  const r = await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email }, headers: m.headers }), 201, 'invitation');
+  const r = await ok(
+    app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { body: { email }, headers: m.headers }),
+    201,
+    'invitation',
+  );
   return { email, token: r.body.token as string, invitationId: r.body.invitationId as string };
 }
 async function relationship(m: Member) {
@@ -74,7 +80,11 @@ async function relationship(m: Member) {
   return { holder: h, relationshipId: c.body.relationshipId as string };
 }
 async function account(m: Member, input: Record<string, unknown> = {}) {
-  const r = await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'Contract account', mode: 'SANDBOX', ...input }, headers: m.headers }), 201, 'account');
+  const r = await ok(
+    app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name: 'Contract account', mode: 'SANDBOX', ...input }, headers: m.headers }),
+    201,
+    'account',
+  );
   return r.headers.get('location')!.split('/').pop()!;
 }
 /** A member added to m's organization with `role` (GraphQL addMember: members have no REST add route). */
@@ -87,7 +97,8 @@ async function addedMember(m: Member, role: string): Promise<string> {
   if (!r.data) throw new Error(`fixture addMember: ${JSON.stringify(r.errors)}`);
   return r.data.addMember.id;
 }
-const freeze = (m: Member, id: string) => ok(app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'freeze');
+const freeze = (m: Member, id: string) =>
+  ok(app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'contract' }, headers: m.headers }), 204, 'freeze');
 
 const random = () => crypto.randomUUID();
 const HOOK_URL = 'http://127.0.0.1:9/hooks';
@@ -115,7 +126,10 @@ const fixtures: Record<string, Case[]> = {
 
   // Member authentication
   SignUp: [
-    success('new organization', async () => ({ variables: { input: { email: uniqueEmail('su'), password: PASSWORD, name: 'N', organizationName: 'O' } }, headers: {} })),
+    success('new organization', async () => ({
+      variables: { input: { email: uniqueEmail('su'), password: PASSWORD, name: 'N', organizationName: 'O' } },
+      headers: {},
+    })),
     success('with an idempotency key', async () => ({
       variables: { input: { email: uniqueEmail('su'), password: PASSWORD, name: 'N', organizationName: 'O' }, idempotencyKey: 'k-' + random() },
       headers: {},
@@ -124,11 +138,17 @@ const fixtures: Record<string, Case[]> = {
       const m = await member();
       return { variables: { input: { email: m.email, password: PASSWORD, name: 'N', organizationName: 'O' } }, headers: {} };
     }),
-    failure('short password', 'VALIDATION_FAILED', async () => ({ variables: { input: { email: uniqueEmail(), password: 'short', name: 'N', organizationName: 'O' } }, headers: {} })),
+    failure('short password', 'VALIDATION_FAILED', async () => ({
+      variables: { input: { email: uniqueEmail(), password: 'short', name: 'N', organizationName: 'O' } },
+      headers: {},
+    })),
   ],
   Login: [
     success('right password', async () => ({ variables: { input: { email: (await member()).email, password: PASSWORD } }, headers: {} })),
-    failure('wrong password', 'INVALID_LOGIN', async () => ({ variables: { input: { email: (await member()).email, password: 'wrong wrong wrong' } }, headers: {} })),
+    failure('wrong password', 'INVALID_LOGIN', async () => ({
+      variables: { input: { email: (await member()).email, password: 'wrong wrong wrong' } },
+      headers: {},
+    })),
     failure('not an email', 'VALIDATION_FAILED', async () => ({ variables: { input: { email: 'nope', password: 'x' } }, headers: {} })),
   ],
   RefreshToken: [
@@ -150,7 +170,10 @@ const fixtures: Record<string, Case[]> = {
       await ok(app.rest('POST', '/v1/auth/password-reset/request', { body: { email: m.email } }), 204, 'reset request');
       return { variables: { input: { token: app.mailer.last(m.email)!.data!.token, newPassword: 'another long passphrase' } }, headers: {} };
     }),
-    failure('unknown token', 'INVALID_TOKEN', async () => ({ variables: { input: { token: 'prt_' + 'q'.repeat(43), newPassword: 'another long passphrase' } }, headers: {} })),
+    failure('unknown token', 'INVALID_TOKEN', async () => ({
+      variables: { input: { token: 'prt_' + 'q'.repeat(43), newPassword: 'another long passphrase' } },
+      headers: {},
+    })),
   ],
 
   // Applications, environments, API keys
@@ -361,7 +384,11 @@ const fixtures: Record<string, Case[]> = {
       const m = await member();
       await relationship(m);
       const revoked = await invitation(m);
-      await ok(app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations/${revoked.invitationId}/revoke`, { headers: m.headers }), 204, 'revoke invitation');
+      await ok(
+        app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations/${revoked.invitationId}/revoke`, { headers: m.headers }),
+        204,
+        'revoke invitation',
+      );
       await invitation(m);
       return { variables: { organizationId: m.organizationId }, headers: m.headers };
     }),
@@ -402,11 +429,17 @@ const fixtures: Record<string, Case[]> = {
   ],
   SignUpAccountHolder: [
     success('new holder', async () => ({ variables: { input: { email: uniqueEmail('h'), password: PASSWORD, name: 'H' } }, headers: {} })),
-    failure('email taken', 'EMAIL_TAKEN', async () => ({ variables: { input: { email: (await holder()).email, password: PASSWORD, name: 'H' } }, headers: {} })),
+    failure('email taken', 'EMAIL_TAKEN', async () => ({
+      variables: { input: { email: (await holder()).email, password: PASSWORD, name: 'H' } },
+      headers: {},
+    })),
   ],
   LoginAccountHolder: [
     success('right password', async () => ({ variables: { input: { email: (await holder()).email, password: PASSWORD } }, headers: {} })),
-    failure('wrong password', 'INVALID_LOGIN', async () => ({ variables: { input: { email: (await holder()).email, password: 'wrong wrong wrong' } }, headers: {} })),
+    failure('wrong password', 'INVALID_LOGIN', async () => ({
+      variables: { input: { email: (await holder()).email, password: 'wrong wrong wrong' } },
+      headers: {},
+    })),
   ],
   RefreshAccountHolderToken: [
     success('fresh token', async () => ({ variables: { input: { refreshToken: (await holder()).tokens.refreshToken } }, headers: {} })),
@@ -427,7 +460,10 @@ const fixtures: Record<string, Case[]> = {
       await ok(app.rest('POST', '/v1/account-holders/password-reset/request', { body: { email: h.email } }), 204, 'reset request');
       return { variables: { input: { token: app.mailer.last(h.email)!.data!.token, newPassword: 'another long passphrase' } }, headers: {} };
     }),
-    failure('unknown token', 'INVALID_TOKEN', async () => ({ variables: { input: { token: 'hpt_' + 'q'.repeat(43), newPassword: 'another long passphrase' } }, headers: {} })),
+    failure('unknown token', 'INVALID_TOKEN', async () => ({
+      variables: { input: { token: 'hpt_' + 'q'.repeat(43), newPassword: 'another long passphrase' } },
+      headers: {},
+    })),
   ],
   GetAccountHolderMe: [
     success('with a relationship', async () => {
@@ -452,7 +488,10 @@ const fixtures: Record<string, Case[]> = {
       const inv = await invitation(m);
       return { variables: { input: { token: inv.token, email: inv.email, password: PASSWORD, name: 'H' } }, headers: {} };
     }),
-    failure('unknown token', 'INVALID_TOKEN', async () => ({ variables: { input: { token: 'inv_' + 'w'.repeat(43), email: uniqueEmail(), password: PASSWORD, name: 'H' } }, headers: {} })),
+    failure('unknown token', 'INVALID_TOKEN', async () => ({
+      variables: { input: { token: 'inv_' + 'w'.repeat(43), email: uniqueEmail(), password: PASSWORD, name: 'H' } },
+      headers: {},
+    })),
   ],
 
   // Accounts
@@ -660,7 +699,11 @@ function normalize(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalize);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalize(v)]));
   if (typeof value !== 'string') return value;
-  if (value.startsWith('/')) return value.split('/').map((p) => normalize(p)).join('/');
+  if (value.startsWith('/'))
+    return value
+      .split('/')
+      .map((p) => normalize(p))
+      .join('/');
   for (const [re, f] of patterns) if (re.test(value)) return f(value);
   return value;
 }
@@ -694,8 +737,14 @@ describe.each(withOperation.map((r) => [`${r.operationId} ${r.method} ${r.path}`
   test('has contract fixtures with a success and an error case', () => {
     const cases = fixtures[route.operationId];
     expect(cases, `add fixtures for ${route.operationId} to test/contract.test.ts`).toBeDefined();
-    expect(cases!.some((c) => c.expect === 'success'), 'a success case').toBe(true);
-    expect(cases!.some((c) => c.expect !== 'success'), 'an error case').toBe(true);
+    expect(
+      cases!.some((c) => c.expect === 'success'),
+      'a success case',
+    ).toBe(true);
+    expect(
+      cases!.some((c) => c.expect !== 'success'),
+      'an error case',
+    ).toBe(true);
   });
 
   const cases = fixtures[route.operationId] ?? [];

@@ -63,7 +63,8 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
   const accountId = idOf(acc);
   const intent = async () => {
     const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: h, body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
+      headers: h,
+      body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
     });
     expect(pi.status, pi.text).toBe(201);
     return (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body as { id: string; transactionId: string; address: string };
@@ -75,11 +76,26 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
     const d = await svc.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: pi.address, amount: '1000000', assetNetworkId: an } });
     expect(d.status, d.text).toBe(201);
   }
-  await pollUntil('funded', async () => Promise.all(funded.map(async (pi) => (await svc.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)), (s) => s.every((x) => x === 'RESERVED'), 60_000, 300);
+  await pollUntil(
+    'funded',
+    async () => Promise.all(funded.map(async (pi) => (await svc.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)),
+    (s) => s.every((x) => x === 'RESERVED'),
+    60_000,
+    300,
+  );
   for (const pi of funded.slice(0, 2)) expect((await svc.rest('POST', `/v1/transactions/${pi.transactionId}/settlements`, { headers: h })).status).toBe(201);
-  const dest = await svc.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: h, body: { networkId: catalog.networkId, address: DEST } });
+  const dest = await svc.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+    headers: h,
+    body: { networkId: catalog.networkId, address: DEST },
+  });
   expect(dest.status, dest.text).toBe(201);
-  await pollUntil('seller funded', async () => (await svc.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body, (b) => b.some((r: { posted: string }) => r.posted === '2000000'), 30_000, 300);
+  await pollUntil(
+    'seller funded',
+    async () => (await svc.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body,
+    (b) => b.some((r: { posted: string }) => r.posted === '2000000'),
+    30_000,
+    300,
+  );
   // 6 intents to be paid during the batch.
   const unpaid: { id: string; transactionId: string; address: string }[] = [];
   for (let i = 0; i < 6; i++) unpaid.push(await intent());
@@ -91,8 +107,21 @@ async function prepare(svc: ServiceProcess, db: PrismaClient) {
     requests.push({ kind: 'refund', method: 'POST', path: `/v1/transactions/${pi.transactionId}/refunds`, body: { amount: '200000' }, key: key() });
   }
   for (let i = 0; i < 4; i++)
-    requests.push({ kind: 'withdrawal', method: 'POST', path: `/v1/accounts/${accountId}/withdrawals`, body: { amount: '250000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) }, key: key() });
-  for (const pi of unpaid) requests.push({ kind: 'deposit', method: 'POST', path: '/v1/sandbox/deposits', body: { address: pi.address, amount: '1000000', assetNetworkId: an }, key: key() });
+    requests.push({
+      kind: 'withdrawal',
+      method: 'POST',
+      path: `/v1/accounts/${accountId}/withdrawals`,
+      body: { amount: '250000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+      key: key(),
+    });
+  for (const pi of unpaid)
+    requests.push({
+      kind: 'deposit',
+      method: 'POST',
+      path: '/v1/sandbox/deposits',
+      body: { address: pi.address, amount: '1000000', assetNetworkId: an },
+      key: key(),
+    });
   // Shuffled: every kind is in flight at the crash.
   requests.sort(() => Math.random() - 0.5);
   return { f, accountId, funded, unpaid, requests, headers: h };
@@ -144,7 +173,11 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
   const terminal = await pollUntil(
     'every operation terminal',
     states,
-    (s) => s.settlements.every((x) => x === 'EXECUTED') && s.refunds.every((x) => x === 'EXECUTED') && s.withdrawals.every((x) => x === 'CONFIRMED') && s.intents.every((x) => x === 'SUCCEEDED'),
+    (s) =>
+      s.settlements.every((x) => x === 'EXECUTED') &&
+      s.refunds.every((x) => x === 'EXECUTED') &&
+      s.withdrawals.every((x) => x === 'CONFIRMED') &&
+      s.intents.every((x) => x === 'SUCCEEDED'),
     Math.max(1_000, restartedAt + RECOVERY_BOUND_MS - Date.now()),
     250,
   );
@@ -155,7 +188,10 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('settlement').map((id) => `settlement:${id}`) } } })).toBe(10);
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('refund').map((id) => `refund:${id}`) } } })).toBe(10);
   expect(await db.deposit.count({ where: { paymentIntentId: { in: p.unpaid.map((pi) => pi.id) } } })).toBe(6);
-  const balances = (await svc.rest('GET', `/v1/accounts/${p.accountId}/balances`, { headers: p.f.member.headers })).body as { posted: string; available: string }[];
+  const balances = (await svc.rest('GET', `/v1/accounts/${p.accountId}/balances`, { headers: p.f.member.headers })).body as {
+    posted: string;
+    available: string;
+  }[];
   expect(balances.map((b) => ({ posted: b.posted, available: b.available }))).toEqual([{ posted: '7000000', available: '7000000' }]);
   for (const pi of p.funded.slice(2)) {
     const t = await db.transaction.findUniqueOrThrow({ where: { id: pi.transactionId } });
@@ -166,7 +202,7 @@ async function retryAndVerify(svc: ServiceProcess, db: PrismaClient, p: Prepared
 }
 
 const errorsOf = (svc: ServiceProcess) => svc.logs().filter((l) => l.level >= ERROR_LEVEL);
-/** A lost attempt is logged at error on the restart after a kill (jobs/work.ts): expected; anything else at error is not. */
+/** A lost attempt is logged at error on the restart after a kill (src/kernel/work.ts): expected; anything else at error is not. */
 const unexpectedErrors = (svc: ServiceProcess) => errorsOf(svc).filter((l) => !String(l.msg).startsWith('job attempt lost'));
 
 describe('crash and restart on the shared test server (DATABASE_URL)', () => {
@@ -212,105 +248,130 @@ describe('crash and restart on the shared test server (DATABASE_URL)', () => {
 });
 
 describe('crash and restart with the embedded PostgreSQL (no DATABASE_URL)', () => {
-  test('kill -9 of the process group (PostgreSQL included) mid-batch; restart; then kill -9 of the Node process alone (PostgreSQL orphaned); restart: all terminal, nothing twice', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'ftis-crash-'));
-    chmodSync(dataDir, 0o755); // the postgres OS user (when run as root) traverses it
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const port = await freePort();
-    const env = await serviceEnv();
-    const start = () => startService({ env, embedded: { dataDir, port }, detached: true, startTimeoutMs: 180_000 });
-    const a = await start();
-    cleanups.push(() => a.stop());
-    const credentials = JSON.parse(readFileSync(join(dataDir, 'postgres-credentials.json'), 'utf8')) as { owner: string };
-    const ownerUrl = `postgresql://postgres:${encodeURIComponent(credentials.owner)}@127.0.0.1:${port}/ftis`;
-    let db = createPrisma(ownerUrl, 4);
-    const p = await prepare(a, db);
-    await db.$disconnect();
-    await fire(a, p, 12);
-    await a.killGroup('SIGKILL');
-    const restartedAt = Date.now();
-    const b = await start();
-    cleanups.push(() => b.stop());
-    db = createPrisma(ownerUrl, 4);
-    cleanups.push(() => db.$disconnect());
-    await retryAndVerify(b, db, p, restartedAt);
-    expect(unexpectedErrors(b)).toEqual([]);
+  test(
+    'kill -9 of the process group (PostgreSQL included) mid-batch; restart; then kill -9 of the Node process alone ' +
+      '(PostgreSQL orphaned); restart: all terminal, nothing twice',
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'ftis-crash-'));
+      chmodSync(dataDir, 0o755); // the postgres OS user (when run as root) traverses it
+      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      const port = await freePort();
+      const env = await serviceEnv();
+      const start = () => startService({ env, embedded: { dataDir, port }, detached: true, startTimeoutMs: 180_000 });
+      const a = await start();
+      cleanups.push(() => a.stop());
+      const credentials = JSON.parse(readFileSync(join(dataDir, 'postgres-credentials.json'), 'utf8')) as { owner: string };
+      const ownerUrl = `postgresql://postgres:${encodeURIComponent(credentials.owner)}@127.0.0.1:${port}/ftis`;
+      let db = createPrisma(ownerUrl, 4);
+      const p = await prepare(a, db);
+      await db.$disconnect();
+      await fire(a, p, 12);
+      await a.killGroup('SIGKILL');
+      const restartedAt = Date.now();
+      const b = await start();
+      cleanups.push(() => b.stop());
+      db = createPrisma(ownerUrl, 4);
+      cleanups.push(() => db.$disconnect());
+      await retryAndVerify(b, db, p, restartedAt);
+      expect(unexpectedErrors(b)).toEqual([]);
 
-    // The Node process alone: its PostgreSQL keeps running, orphaned; the next start stops it and starts its own.
-    await db.$disconnect();
-    process.kill(b.nodePid, 'SIGKILL');
-    await b.exited;
-    const c = await start();
-    cleanups.push(() => c.stop());
-    expect(c.rawOutput() + JSON.stringify(c.logs())).not.toMatch(/lock file|already exists/);
-    db = createPrisma(ownerUrl, 4);
-    cleanups.push(() => db.$disconnect());
-    await checkLedgerInvariants(db);
-    expect((await c.rest('GET', '/readyz')).status).toBe(200);
-    // SIGINT (Ctrl-C to the Node process) is a graceful stop too: exit 0, the database stopped last.
-    c.child.kill('SIGINT');
-    expect(await c.exited).toEqual({ code: 0, signal: null });
-    expect(c.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
-    expect(errorsOf(c)).toEqual([]);
-  }, 300_000);
+      // The Node process alone: its PostgreSQL keeps running, orphaned; the next start stops it and starts its own.
+      await db.$disconnect();
+      process.kill(b.nodePid, 'SIGKILL');
+      await b.exited;
+      const c = await start();
+      cleanups.push(() => c.stop());
+      expect(c.rawOutput() + JSON.stringify(c.logs())).not.toMatch(/lock file|already exists/);
+      db = createPrisma(ownerUrl, 4);
+      cleanups.push(() => db.$disconnect());
+      await checkLedgerInvariants(db);
+      expect((await c.rest('GET', '/readyz')).status).toBe(200);
+      // SIGINT (Ctrl-C to the Node process) is a graceful stop too: exit 0, the database stopped last.
+      c.child.kill('SIGINT');
+      expect(await c.exited).toEqual({ code: 0, signal: null });
+      expect(c.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+      expect(errorsOf(c)).toEqual([]);
+    },
+    300_000,
+  );
 });
 
 describe('several workers on one database', () => {
-  test("a live worker's job (blocked, heartbeat fresh) is not run twice by the other's sweep; once that worker is killed, the other runs it, once", async () => {
-    const databaseUrl = await cloneTemplateDatabase('multi');
-    const ownerUrl = ownerUrlOf(databaseUrl);
-    const db = createPrisma(ownerUrl, 4);
-    cleanups.push(() => db.$disconnect());
-    const env = await serviceEnv();
-    const a = await startService({ databaseUrl, env, detached: true });
-    cleanups.push(() => a.stop());
-    const app = { rest: a.rest, deps: { db } };
-    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
-    const f = await setupIntegrator(app, catalog);
-    const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
-    const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: f.apiKeyHeaders, body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
-    });
-    const intent = (await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { transactionId: string; address: string };
-    await a.rest('POST', '/v1/sandbox/deposits', { headers: f.apiKeyHeaders, body: { address: intent.address, amount: '1000000', assetNetworkId: catalog.assetNetworkId } });
-    await pollUntil('funded', async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'RESERVED', 30_000, 200);
+  test(
+    "a live worker's job (blocked, heartbeat fresh) is not run twice by the other's sweep; once that worker is " + 'killed, the other runs it, once',
+    async () => {
+      const databaseUrl = await cloneTemplateDatabase('multi');
+      const ownerUrl = ownerUrlOf(databaseUrl);
+      const db = createPrisma(ownerUrl, 4);
+      cleanups.push(() => db.$disconnect());
+      const env = await serviceEnv();
+      const a = await startService({ databaseUrl, env, detached: true });
+      cleanups.push(() => a.stop());
+      const app = { rest: a.rest, deps: { db } };
+      const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+      const f = await setupIntegrator(app, catalog);
+      const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
+      const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: f.apiKeyHeaders,
+        body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
+      });
+      const intent = (await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { transactionId: string; address: string };
+      await a.rest('POST', '/v1/sandbox/deposits', {
+        headers: f.apiKeyHeaders,
+        body: { address: intent.address, amount: '1000000', assetNetworkId: catalog.assetNetworkId },
+      });
+      await pollUntil(
+        'funded',
+        async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
+        (s) => s === 'RESERVED',
+        30_000,
+        200,
+      );
 
-    // Block the settlement's execution inside its handler: hold its escrow's ledger account row.
-    const blocker = new pg.Client({ connectionString: ownerUrl });
-    await blocker.connect();
-    cleanups.push(() => blocker.end());
-    await blocker.query('BEGIN');
-    const locked = await blocker.query(`SELECT id FROM "LedgerAccount" WHERE kind = 'ESCROW' AND "ownerId" = $1 FOR UPDATE`, [intent.transactionId]);
-    expect(locked.rowCount).toBe(1);
-    const st = await a.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '1000000' } });
-    expect(st.status, st.text).toBe(201);
-    const settlementId = idOf(st);
-    const jobs = () => db.$queryRaw<{ id: string; state: string; started_on: Date | null; heartbeat_on: Date | null }[]>`
+      // Block the settlement's execution inside its handler: hold its escrow's ledger account row.
+      const blocker = new pg.Client({ connectionString: ownerUrl });
+      await blocker.connect();
+      cleanups.push(() => blocker.end());
+      await blocker.query('BEGIN');
+      const locked = await blocker.query(`SELECT id FROM "LedgerAccount" WHERE kind = 'ESCROW' AND "ownerId" = $1 FOR UPDATE`, [intent.transactionId]);
+      expect(locked.rowCount).toBe(1);
+      const st = await a.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '1000000' } });
+      expect(st.status, st.text).toBe(201);
+      const settlementId = idOf(st);
+      const jobs = () => db.$queryRaw<{ id: string; state: string; started_on: Date | null; heartbeat_on: Date | null }[]>`
       SELECT id::text, state::text, started_on, heartbeat_on FROM pgboss.job WHERE name = 'settlement.execute' AND data->>'settlementId' = ${settlementId}`;
-    await pollUntil('job active', jobs, (j) => j.length === 1 && j[0]!.state === 'active', 20_000, 100);
+      await pollUntil('job active', jobs, (j) => j.length === 1 && j[0]!.state === 'active', 20_000, 100);
 
-    // A second worker on the same database, and a sweep well past the grace period, while A's heartbeat stays fresh.
-    const b = await startService({ databaseUrl, env, detached: true });
-    cleanups.push(() => b.stop());
-    await new Promise((r) => setTimeout(r, 13_000)); // > the heartbeat (10 s): A refreshes it meanwhile
-    const later = { now: () => new Date(Date.now() + 3_600_000) };
-    const quiet = { warn: () => {}, error: () => {}, info: () => {} } as never;
-    const swept = await recoverOperations({ db, boss: null as never, clock: later, log: quiet }, { stuckAfterSeconds: 3_600 });
-    expect(swept.requeued.SETTLEMENT).toBe(0);
-    const held = await jobs();
-    expect(held).toHaveLength(1);
-    expect(held[0]!.state).toBe('active');
-    expect(held[0]!.heartbeat_on!.getTime()).toBeGreaterThan(held[0]!.started_on!.getTime() + 4_000);
-    expect((await a.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status).toBe('PENDING');
+      // A second worker on the same database, and a sweep well past the grace period, while A's heartbeat stays fresh.
+      const b = await startService({ databaseUrl, env, detached: true });
+      cleanups.push(() => b.stop());
+      await new Promise((r) => setTimeout(r, 13_000)); // > the heartbeat (10 s): A refreshes it meanwhile
+      const later = { now: () => new Date(Date.now() + 3_600_000) };
+      const quiet = { warn: () => {}, error: () => {}, info: () => {} } as never;
+      const swept = await recoverOperations({ db, boss: null as never, clock: later, log: quiet }, { stuckAfterSeconds: 3_600 });
+      expect(swept.requeued.SETTLEMENT).toBe(0);
+      const held = await jobs();
+      expect(held).toHaveLength(1);
+      expect(held[0]!.state).toBe('active');
+      expect(held[0]!.heartbeat_on!.getTime()).toBeGreaterThan(held[0]!.started_on!.getTime() + 4_000);
+      expect((await a.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status).toBe('PENDING');
 
-    // A dies; its job's heartbeat goes stale; B runs it once the row is free.
-    await a.killGroup('SIGKILL');
-    const killedAt = Date.now();
-    await blocker.query('ROLLBACK');
-    await pollUntil('settlement executed by B', async () => (await b.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'EXECUTED', RECOVERY_BOUND_MS, 250);
-    expect(Date.now() - killedAt).toBeLessThan(RECOVERY_BOUND_MS);
-    expect(await db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${settlementId}` } })).toBe(1);
-    expect(b.logs().some((l) => l.level === ERROR_LEVEL && String(l.msg).startsWith('job attempt lost') && l.queue === 'settlement.execute')).toBe(true);
-    await checkLedgerInvariants(db);
-  }, 180_000);
+      // A dies; its job's heartbeat goes stale; B runs it once the row is free.
+      await a.killGroup('SIGKILL');
+      const killedAt = Date.now();
+      await blocker.query('ROLLBACK');
+      await pollUntil(
+        'settlement executed by B',
+        async () => (await b.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.apiKeyHeaders })).body.status,
+        (s) => s === 'EXECUTED',
+        RECOVERY_BOUND_MS,
+        250,
+      );
+      expect(Date.now() - killedAt).toBeLessThan(RECOVERY_BOUND_MS);
+      expect(await db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${settlementId}` } })).toBe(1);
+      expect(b.logs().some((l) => l.level === ERROR_LEVEL && String(l.msg).startsWith('job attempt lost') && l.queue === 'settlement.execute')).toBe(true);
+      await checkLedgerInvariants(db);
+    },
+    180_000,
+  );
 });

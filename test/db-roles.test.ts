@@ -52,8 +52,17 @@ describe('the service role', () => {
         has_parameter_privilege('session_replication_role', 'SET') AS set_replica
       FROM pg_roles r WHERE r.rolname = current_user`);
     expect(rows[0]).toEqual({
-      rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false, rolbypassrls: false, rolinherit: false,
-      memberships: 0, owned: 0, create_public: false, create_pgboss: false, set_replica: false,
+      rolsuper: false,
+      rolcreaterole: false,
+      rolcreatedb: false,
+      rolreplication: false,
+      rolbypassrls: false,
+      rolinherit: false,
+      memberships: 0,
+      owned: 0,
+      create_public: false,
+      create_pgboss: false,
+      set_replica: false,
     });
   });
 
@@ -88,7 +97,13 @@ describe('the service role', () => {
     await expect(app.deps.db.auditLogEntry.deleteMany({})).rejects.toThrow(/denied/);
     expect(await app.deps.db.auditLogEntry.findUniqueOrThrow({ where: { id: entry.id } })).toEqual(entry);
     // It still writes entries: the routes audit their changes.
-    expect((await service.query(`INSERT INTO "AuditLogEntry" ("id", "actorType", "entityType", "entityId", "action") VALUES (gen_random_uuid(), 'SYSTEM', 'Test', gen_random_uuid(), 'test.inserted')`)).rowCount).toBe(1);
+    expect(
+      (
+        await service.query(
+          `INSERT INTO "AuditLogEntry" ("id", "actorType", "entityType", "entityId", "action") VALUES (gen_random_uuid(), 'SYSTEM', 'Test', gen_random_uuid(), 'test.inserted')`,
+        )
+      ).rowCount,
+    ).toBe(1);
   });
 
   test('cannot change or remove ledger entries and transactions, nor remove balance rows or holds', async () => {
@@ -114,7 +129,11 @@ describe('the service role', () => {
     for (const t of APPEND_ONLY) expect(privileges.get(t), t).toEqual(['SELECT', 'INSERT']);
     for (const t of ['LedgerAccount', 'LedgerHold']) expect(privileges.get(t), t).toEqual(['SELECT', 'INSERT', 'UPDATE']);
     expect(privileges.get('_prisma_migrations')).toEqual(['SELECT']);
-    for (const [t, p] of privileges) expect(p.filter((x) => ['TRUNCATE', 'REFERENCES', 'TRIGGER'].includes(x)), t).toEqual([]);
+    for (const [t, p] of privileges)
+      expect(
+        p.filter((x) => ['TRUNCATE', 'REFERENCES', 'TRIGGER'].includes(x)),
+        t,
+      ).toEqual([]);
     // A SECURITY DEFINER function would run with the owner's privileges: the one there is only creates a sequence.
     const definers = await owner.query<{ f: string }>(
       `SELECT p.oid::regprocedure::text AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prosecdef AND n.nspname IN ('public', 'pgboss')`,
@@ -140,7 +159,7 @@ describe('start-up', () => {
     expect(lines.join('\n')).toMatch(/migrations skipped/);
   });
 
-  test('with the owner\'s connection: migrates as the owner and grants the service role again', async () => {
+  test("with the owner's connection: migrates as the owner and grants the service role again", async () => {
     const db = { url: app.databaseUrl, ownerUrl: app.ownerDatabaseUrl, embedded: false, close: async () => {} };
     await expect(prepareDatabase(db, production, quiet)).resolves.toEqual({ applied: [] });
     expect((await refused(`UPDATE "AuditLogEntry" SET "action" = 'x'`)).code).toBe('42501');

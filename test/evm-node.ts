@@ -2,9 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import {
-  createPublicClient, createTestClient, createWalletClient, http, type Hex, type PublicClient, type TestClient, type WalletClient,
-} from 'viem';
+import { createPublicClient, createTestClient, createWalletClient, http, type Hex, type PublicClient, type TestClient, type WalletClient } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { loadTestToken } from './evm-token';
@@ -52,12 +50,27 @@ function anvilBinary(): string {
   return path.join(path.dirname(require.resolve('@foundry-rs/anvil-linux-amd64/package.json')), 'bin', 'anvil');
 }
 
-export async function startAnvil(opts: { chainId?: number; /** Seconds between blocks mined by anvil itself; default: manual mining. */ blockTime?: number } = {}): Promise<EvmNode> {
+export async function startAnvil(
+  opts: { chainId?: number; /** Seconds between blocks mined by anvil itself; default: manual mining. */ blockTime?: number } = {},
+): Promise<EvmNode> {
   const chainId = opts.chainId ?? 31337;
   const port = await freePort();
-  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), ...(opts.blockTime ? ['--block-time', String(opts.blockTime)] : ['--no-mining']), '--silent'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    anvilBinary(),
+    [
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--chain-id',
+      String(chainId),
+      ...(opts.blockTime ? ['--block-time', String(opts.blockTime)] : ['--no-mining']),
+      '--silent',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));
   const rpcUrl = `http://127.0.0.1:${port}`;
@@ -80,7 +93,12 @@ export async function startAnvil(opts: { chainId?: number; /** Seconds between b
   const test = createTestClient({ chain, mode: 'anvil', transport: http(rpcUrl) });
   const accounts = DEV_KEYS.map((k) => privateKeyToAccount(k));
   return {
-    rpcUrl, chainId, pid: child.pid!, public: pub, test, accounts,
+    rpcUrl,
+    chainId,
+    pid: child.pid!,
+    public: pub,
+    test,
+    accounts,
     wallet: (account) => createWalletClient({ account, chain, transport: http(rpcUrl) }),
     mine: async (blocks = 1) => test.mine({ blocks }),
     stop: async () => {
@@ -97,7 +115,11 @@ export async function startAnvil(opts: { chainId?: number; /** Seconds between b
 export async function deployTestToken(node: EvmNode, account: PrivateKeyAccount, opts: { decimals?: number; supply?: bigint } = {}): Promise<Hex> {
   const t = loadTestToken();
   const hash = await node.wallet(account).deployContract({
-    abi: t.abi as never, bytecode: t.bytecode, args: ['Test USD', 'TUSD', opts.decimals ?? 6, opts.supply ?? 10n ** 30n], account, chain: node.public.chain,
+    abi: t.abi as never,
+    bytecode: t.bytecode,
+    args: ['Test USD', 'TUSD', opts.decimals ?? 6, opts.supply ?? 10n ** 30n],
+    account,
+    chain: node.public.chain,
   });
   await node.mine(1);
   const receipt = await node.public.getTransactionReceipt({ hash });

@@ -34,7 +34,13 @@ test('two worker processes follow an EVM network with one watcher, credit a toke
     return r.headers.get('location')?.split('/').pop() ?? r.body?.id;
   };
   const assetId = await post('/v1/platform/assets', { code: `TUSD${Date.now() % 100000}`, name: 'Test USD', decimals: 6 });
-  const networkId = await post('/v1/platform/networks', { name: `Anvil ${Date.now()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations: 2 });
+  const networkId = await post('/v1/platform/networks', {
+    name: `Anvil ${Date.now()}`,
+    kind: 'EVM',
+    environmentType: 'PRODUCTION',
+    blockTimeSeconds: 1,
+    requiredConfirmations: 2,
+  });
   const tokenAn = await post('/v1/platform/asset-networks', { assetId, networkId, decimals: 6, contractReference: token, minimumDeposit: '1' });
   await post(`/v1/platform/asset-networks/${tokenAn}/enable`, {});
   await first.stop();
@@ -54,28 +60,57 @@ test('two worker processes follow an EVM network with one watcher, credit a toke
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM "${JOB_SCHEMA}".job WHERE name = 'evm.watch' AND state = 'active' AND data->>'networkId' = $1`, networkId);
+      const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(
+        `SELECT count(*) AS n FROM "${JOB_SCHEMA}".job WHERE name = 'evm.watch' AND state = 'active' AND data->>'networkId' = $1`,
+        networkId,
+      );
       maxActive = Math.max(maxActive, Number(row!.n));
       await new Promise((r) => setTimeout(r, 25));
     }
   })();
-  await pollUntil('the watcher has a cursor', () => db.evmBlock.count({ where: { networkId } }), (n) => n > 0, 30_000);
+  await pollUntil(
+    'the watcher has a cursor',
+    () => db.evmBlock.count({ where: { networkId } }),
+    (n) => n > 0,
+    30_000,
+  );
 
   const pay = async (svc: ServiceProcess, amount: bigint) => {
     const member = await signUpMember(svc);
     const key = await createApiKey(svc, member, 'PRODUCTION');
-    const wallet = await svc.rest('POST', `/v1/applications/${key.applicationId}/wallets`, { headers: key.headers, body: { networkId, custodyMode: 'CUSTODIAL' } });
+    const wallet = await svc.rest('POST', `/v1/applications/${key.applicationId}/wallets`, {
+      headers: key.headers,
+      body: { networkId, custodyMode: 'CUSTODIAL' },
+    });
     const acc = await svc.rest('POST', `/v1/organizations/${member.organizationId}/accounts`, { headers: key.headers, body: { name: 'Seller' } });
     const pi = await svc.rest('POST', `/v1/organizations/${member.organizationId}/payment-intents`, {
       headers: key.headers,
-      body: { assetNetworkId: tokenAn, amount: amount.toString(), beneficiaryAccountId: acc.headers.get('location')!.split('/').pop(), walletId: wallet.headers.get('location')!.split('/').pop(), expiresInSeconds: 3600 },
+      body: {
+        assetNetworkId: tokenAn,
+        amount: amount.toString(),
+        beneficiaryAccountId: acc.headers.get('location')!.split('/').pop(),
+        walletId: wallet.headers.get('location')!.split('/').pop(),
+        expiresInSeconds: 3600,
+      },
     });
     expect(pi.status, pi.text).toBe(201);
     const path = pi.headers.get('location')!;
     const address = (await svc.rest('GET', path, { headers: key.headers })).body.address as Hex;
-    await node.wallet(node.accounts[0]!).writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [address, amount], account: node.accounts[0]!, chain: node.public.chain });
+    await node.wallet(node.accounts[0]!).writeContract({
+      address: token,
+      abi: erc20Abi,
+      functionName: 'transfer',
+      args: [address, amount],
+      account: node.accounts[0]!,
+      chain: node.public.chain,
+    });
     await node.mine(2);
-    return pollUntil('the intent succeeds', async () => (await svc.rest('GET', path, { headers: key.headers })).body.status as string, (s) => s === 'SUCCEEDED', 60_000);
+    return pollUntil(
+      'the intent succeeds',
+      async () => (await svc.rest('GET', path, { headers: key.headers })).body.status as string,
+      (s) => s === 'SUCCEEDED',
+      60_000,
+    );
   };
 
   expect(await pay(a, 1_000_000n)).toBe('SUCCEEDED');

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { erc20Abi, type Hex } from 'viem';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
 import { deployTestToken, startAnvil, type EvmNode } from './evm-node';
-import { drainChainSync } from '../src/deposits/testing';
+import { drainChainSync } from './fixtures/deposits/testing';
 import { watchNetwork } from '../src/chains/evm/watcher';
 
 /**
@@ -51,12 +51,16 @@ export async function startEvmService(opts: { requiredConfirmations?: number; to
   const usd = await setup.rest('POST', '/v1/platform/assets', { headers: operator, body: { code: `TUSD${tag}`, name: 'Test USD', decimals: 6 } });
   const eth = await setup.rest('POST', '/v1/platform/assets', { headers: operator, body: { code: `ETH${tag}`, name: 'Ether', decimals: 18 } });
   const net = await setup.rest('POST', '/v1/platform/networks', {
-    headers: operator, body: { name: `Anvil ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations },
+    headers: operator,
+    body: { name: `Anvil ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 1, requiredConfirmations },
   });
   expect(net.status, net.text).toBe(201);
   const networkId = id(net);
   const an = async (assetId: string, decimals: number, contractReference: string | null, minimumDeposit: bigint) => {
-    const r = await setup.rest('POST', '/v1/platform/asset-networks', { headers: operator, body: { assetId, networkId, decimals, contractReference, minimumDeposit: minimumDeposit.toString() } });
+    const r = await setup.rest('POST', '/v1/platform/asset-networks', {
+      headers: operator,
+      body: { assetId, networkId, decimals, contractReference, minimumDeposit: minimumDeposit.toString() },
+    });
     expect(r.status, r.text).toBe(201);
     expect((await setup.rest('POST', `/v1/platform/asset-networks/${id(r)}/enable`, { headers: operator })).status).toBe(204);
     return id(r);
@@ -66,7 +70,11 @@ export async function startEvmService(opts: { requiredConfirmations?: number; to
   // The service as an operator runs it: the network's connection settings in its configuration.
   const app = await createTestApp({
     databaseUrl: setup.databaseUrl,
-    env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { rpcUrl: node.rpcUrl, chainId: node.chainId, finalityDepth: 16, blockRange: 5, tokens: { [tokenAn]: token } } }) },
+    env: {
+      EVM_NETWORKS: JSON.stringify({
+        [networkId]: { rpcUrl: node.rpcUrl, chainId: node.chainId, finalityDepth: 16, blockRange: 5, tokens: { [tokenAn]: token } },
+      }),
+    },
   });
   const follow = async () => {
     const w = await watchNetwork({ db: app.deps.db, boss: app.deps.boss }, networkId);
@@ -75,18 +83,31 @@ export async function startEvmService(opts: { requiredConfirmations?: number; to
   };
   await follow();
   return {
-    node, app, token, networkId, tokenAn, nativeAn, operator, requiredConfirmations, follow,
+    node,
+    app,
+    token,
+    networkId,
+    tokenAn,
+    nativeAn,
+    operator,
+    requiredConfirmations,
+    follow,
     async integrator() {
       const member = await signUpMember(app);
       const key = await createApiKey(app, member, 'PRODUCTION');
-      const wallet = await app.rest('POST', `/v1/applications/${key.applicationId}/wallets`, { headers: key.headers, body: { networkId, custodyMode: 'CUSTODIAL', label: 'Deposits' } });
+      const wallet = await app.rest('POST', `/v1/applications/${key.applicationId}/wallets`, {
+        headers: key.headers,
+        body: { networkId, custodyMode: 'CUSTODIAL', label: 'Deposits' },
+      });
       expect(wallet.status, wallet.text).toBe(201);
       const acc = await app.rest('POST', `/v1/organizations/${member.organizationId}/accounts`, { headers: key.headers, body: { name: 'Seller' } });
       expect(acc.status, acc.text).toBe(201);
       return { member, key, organizationId: member.organizationId, walletId: id(wallet), accountId: id(acc) };
     },
     payToken: (to, amount, from = node.accounts[0]!) =>
-      node.wallet(from).writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [to as Hex, amount], account: from, chain: node.public.chain }),
+      node
+        .wallet(from)
+        .writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [to as Hex, amount], account: from, chain: node.public.chain }),
     payNative: (to, value, from = node.accounts[1]!) => node.wallet(from).sendTransaction({ to: to as Hex, value, account: from, chain: node.public.chain }),
     async close() {
       await app.close();

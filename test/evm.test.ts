@@ -5,10 +5,11 @@ import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPa
 import { createApiKey, createTestApp, signUpMember, type TestApp } from './harness';
 import type { EvmNode } from './evm-node';
 import { startEvmService, type EvmIntegrator, type EvmService } from './evm-service';
-import { drainMoneyWork } from '../src/settlements/testing';
+import { drainMoneyWork } from './fixtures/settlements/testing';
 import { ConfigError, evmNetworksOf, loadConfig } from '../src/config';
 import { configureEvmNetworks } from '../src/chains/evm/config';
-import { EVM_WATCH_QUEUE, startEvmWatchTicker } from '../src/chains/evm/watcher';
+import { startEvmWatchTicker } from '../src/chains/evm/watcher';
+import { EVM_WATCH_QUEUE } from '../src/kernel/queues';
 import { pollUntil } from './process-harness';
 
 /**
@@ -45,7 +46,8 @@ type Integrator = EvmIntegrator;
 
 async function intent(f: Integrator, assetNetworkId: string, amount: bigint) {
   const r = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-    headers: f.key.headers, body: { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: f.accountId, walletId: f.walletId, expiresInSeconds: 3600 },
+    headers: f.key.headers,
+    body: { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: f.accountId, walletId: f.walletId, expiresInSeconds: 3600 },
   });
   expect(r.status, r.text).toBe(201);
   return get(f, `/v1/payment-intents/${id(r)}`);
@@ -91,7 +93,6 @@ describe('payment intents paid on a real EVM chain (production environment)', ()
     expect(got).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: amount.toString() });
     expect(await get(f, `/v1/deposits/${got.depositIds[0]}`)).toMatchObject({ txHash: hash, status: 'CONFIRMED', assetNetworkId: nativeAn });
   });
-
 });
 
 describe('reorganizations', () => {
@@ -159,9 +160,16 @@ describe('reorganizations', () => {
     expect(await get(f, `/v1/payment-intents/${pi.id}`)).toMatchObject({ status: 'AWAITING_PAYMENT', depositIds: [] });
     // Replaced: the same nonce again with a higher fee and another amount; the first never reaches a block.
     const from = node.accounts[0]!;
-    const low = await node.wallet(from).prepareTransactionRequest({ to: token, data: encodeTransfer(pi.address, 400_000n), account: from, chain: node.public.chain });
+    const low = await node
+      .wallet(from)
+      .prepareTransactionRequest({ to: token, data: encodeTransfer(pi.address, 400_000n), account: from, chain: node.public.chain });
     const first = await node.public.sendRawTransaction({ serializedTransaction: await node.wallet(from).signTransaction(low as never) });
-    const bump = { ...low, data: encodeTransfer(pi.address, 1_000_000n), maxFeePerGas: low.maxFeePerGas! * 2n, maxPriorityFeePerGas: low.maxPriorityFeePerGas! * 2n };
+    const bump = {
+      ...low,
+      data: encodeTransfer(pi.address, 1_000_000n),
+      maxFeePerGas: low.maxFeePerGas! * 2n,
+      maxPriorityFeePerGas: low.maxPriorityFeePerGas! * 2n,
+    };
     const replacement = await node.public.sendRawTransaction({ serializedTransaction: await node.wallet(from).signTransaction(bump as never) });
     await node.mine(REQUIRED);
     await follow();
@@ -171,7 +179,6 @@ describe('reorganizations', () => {
     expect((await get(f, `/v1/deposits/${got.depositIds[0]}`)).txHash).toBe(replacement);
     expect(first).not.toBe(replacement);
   });
-
 });
 
 describe('money out: custodial transactions signed and broadcast on the EVM chain', () => {
@@ -180,7 +187,10 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   /** A HOT treasury address (key generated and sealed by the service), funded on chain with tokens and gas. */
   async function hotWallet() {
     if (hot) return hot;
-    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: operator, body: { assetNetworkIds: [tokenAn], tier: 'HOT', control: 'GENERATED', label: 'Hot' } });
+    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: operator,
+      body: { assetNetworkIds: [tokenAn], tier: 'HOT', control: 'GENERATED', label: 'Hot' },
+    });
     expect(r.status, r.text).toBe(201);
     const got = await app.rest('GET', `/v1/admin/treasury/controlled-addresses/${id(r)}`, { headers: operator });
     await payToken(got.body.address, 50_000_000n);
@@ -207,10 +217,16 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     const h = await hotWallet();
     const { f } = await funded(1_000_000n);
     const dest = node.accounts[3]!.address;
-    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: dest } });
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.key.headers,
+      body: { networkId, address: dest },
+    });
     expect(d.status, d.text).toBe(201);
     const before = await balanceOf(dest);
-    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '400000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+      headers: f.key.headers,
+      body: { amount: '400000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) },
+    });
     expect(w.status, w.text).toBe(201);
     await drainMoneyWork(app);
     const sent = await get(f, `/v1/withdrawals/${id(w)}`);
@@ -228,10 +244,16 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   test('two withdrawals signed back to back take consecutive nonces (the sender nonce survives in the node and the row lock)', async () => {
     const h = await hotWallet();
     const { f } = await funded(1_000_000n);
-    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: node.accounts[2]!.address } });
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.key.headers,
+      body: { networkId, address: node.accounts[2]!.address },
+    });
     const ids: string[] = [];
     for (const amount of ['100000', '200000']) {
-      const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount, assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+      const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+        headers: f.key.headers,
+        body: { amount, assetNetworkId: tokenAn, withdrawalDestinationId: id(d) },
+      });
       expect(w.status, w.text).toBe(201);
       ids.push(id(w));
     }
@@ -249,8 +271,14 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   test('a withdrawal whose transaction leaves the pool (dropped) goes to REQUIRES_RECONCILIATION; an operator resolves it FAILED and the hold is released', async () => {
     await hotWallet();
     const { f } = await funded(500_000n);
-    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: node.accounts[2]!.address } });
-    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.key.headers,
+      body: { networkId, address: node.accounts[2]!.address },
+    });
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+      headers: f.key.headers,
+      body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) },
+    });
     expect(w.status, w.text).toBe(201);
     await drainMoneyWork(app);
     const sent = await get(f, `/v1/withdrawals/${id(w)}`);
@@ -263,11 +291,17 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     const stuck = await get(f, `/v1/withdrawals/${id(w)}`);
     expect(stuck, JSON.stringify(stuck)).toMatchObject({ status: 'REQUIRES_RECONCILIATION' });
     expect(stuck.failureReason).toMatch(/DROPPED/);
-    const r = await app.rest('POST', `/v1/admin/withdrawals/${id(w)}/resolve-reconciliation`, { headers: operator, body: { outcome: 'FAILED', reason: 'dropped from the pool' } });
+    const r = await app.rest('POST', `/v1/admin/withdrawals/${id(w)}/resolve-reconciliation`, {
+      headers: operator,
+      body: { outcome: 'FAILED', reason: 'dropped from the pool' },
+    });
     expect(r.status, r.text).toBe(204);
     expect((await get(f, `/v1/withdrawals/${id(w)}`)).status).toBe('FAILED');
     // The nonce the dropped transaction had is free again: the next transfer from the HOT address takes it (no gap).
-    const again = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, { headers: f.key.headers, body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) } });
+    const again = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+      headers: f.key.headers,
+      body: { amount: '300000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) },
+    });
     await drainMoneyWork(app);
     const next = await get(f, `/v1/withdrawals/${id(again)}`);
     expect((await node.public.getTransaction({ hash: next.txHash })).nonce).toBe(droppedNonce);
@@ -280,16 +314,23 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   test('SELF_CUSTODY: the signing request carries the unsigned EIP-1559 transaction; a wrong signature is refused (400), the right one is broadcast and confirmed', async () => {
     const { f } = await funded(parseEther('0.3'), nativeAn);
     const root = generateKeyPair();
-    const wallet = await app.rest('POST', `/v1/applications/${f.key.applicationId}/wallets`, { headers: f.key.headers, body: { networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey } });
+    const wallet = await app.rest('POST', `/v1/applications/${f.key.applicationId}/wallets`, {
+      headers: f.key.headers,
+      body: { networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
+    });
     expect(wallet.status, wallet.text).toBe(201);
     const from = getAddress(addressOf(derivePublicKey(root.publicKey, 7)));
     await payNative(from, parseEther('1')); // the integrator's own address holds the coins it sends (and the gas)
     await node.mine(1);
     const dest = node.accounts[2]!.address;
-    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { headers: f.key.headers, body: { networkId, address: dest } });
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.key.headers,
+      body: { networkId, address: dest },
+    });
     const amount = parseEther('0.2');
     const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
-      headers: f.key.headers, body: { amount: amount.toString(), assetNetworkId: nativeAn, withdrawalDestinationId: id(d), walletId: id(wallet), sourceIndex: 7 },
+      headers: f.key.headers,
+      body: { amount: amount.toString(), assetNetworkId: nativeAn, withdrawalDestinationId: id(d), walletId: id(wallet), sourceIndex: 7 },
     });
     expect(w.status, w.text).toBe(201);
     await drainMoneyWork(app);
@@ -320,7 +361,10 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
   });
 
   test('a sweep of a deposit address to the HOT treasury address: a real transaction, its chain status read back', async () => {
-    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: operator, body: { assetNetworkIds: [nativeAn], tier: 'HOT', control: 'GENERATED', label: 'Hot ETH' } });
+    const r = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: operator,
+      body: { assetNetworkIds: [nativeAn], tier: 'HOT', control: 'GENERATED', label: 'Hot ETH' },
+    });
     expect(r.status, r.text).toBe(201);
     const to = (await app.rest('GET', `/v1/admin/treasury/controlled-addresses/${id(r)}`, { headers: operator })).body.address as string;
     const f = await integrator();
@@ -332,7 +376,10 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     expect((await get(f, `/v1/payment-intents/${pi.id}`)).status).toBe('SUCCEEDED');
     // Everything but what the gas may cost (21,000 gas at the fee estimate, with room).
     const sweep = parseEther('0.49');
-    const s = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: operator, body: { assetNetworkId: nativeAn, fromDepositAddressId: pi.depositAddressId, toControlledAddressId: id(r), amount: sweep.toString() } });
+    const s = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+      headers: operator,
+      body: { assetNetworkId: nativeAn, fromDepositAddressId: pi.depositAddressId, toControlledAddressId: id(r), amount: sweep.toString() },
+    });
     expect(s.status, s.text).toBe(201);
     const view = async () => (await app.rest('GET', `/v1/admin/treasury/sweeps/${id(s)}`, { headers: operator })).body;
     expect(await view()).toMatchObject({ chainStatus: 'PENDING', amount: sweep.toString() });
@@ -378,13 +425,25 @@ describe('environments and networks (issue 18 point 5)', () => {
   test('sandbox environments refuse real networks and production environments refuse sandbox ones, with 400 naming the field', async () => {
     const m = await signUpMember(app);
     const sandboxKey = await createApiKey(app, m, 'SANDBOX');
-    const w = await app.rest('POST', `/v1/applications/${sandboxKey.applicationId}/wallets`, { headers: sandboxKey.headers, body: { networkId, custodyMode: 'CUSTODIAL' } });
+    const w = await app.rest('POST', `/v1/applications/${sandboxKey.applicationId}/wallets`, {
+      headers: sandboxKey.headers,
+      body: { networkId, custodyMode: 'CUSTODIAL' },
+    });
     expect([w.status, w.body.errors?.[0]?.field]).toEqual([400, 'networkId']);
-    const n = await app.rest('POST', '/v1/platform/networks', { headers: operator, body: { name: `Testnet ${Date.now()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 } });
+    const n = await app.rest('POST', '/v1/platform/networks', {
+      headers: operator,
+      body: { name: `Testnet ${Date.now()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 },
+    });
     expect([n.status, n.body.errors?.[0]?.field]).toEqual([400, 'environmentType']);
-    const sb = await app.rest('POST', '/v1/platform/networks', { headers: operator, body: { name: `Sb ${Date.now()}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 2 } });
+    const sb = await app.rest('POST', '/v1/platform/networks', {
+      headers: operator,
+      body: { name: `Sb ${Date.now()}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: 2 },
+    });
     const prodKey = await createApiKey(app, m, 'PRODUCTION');
-    const w2 = await app.rest('POST', `/v1/applications/${prodKey.applicationId}/wallets`, { headers: prodKey.headers, body: { networkId: id(sb), custodyMode: 'CUSTODIAL' } });
+    const w2 = await app.rest('POST', `/v1/applications/${prodKey.applicationId}/wallets`, {
+      headers: prodKey.headers,
+      body: { networkId: id(sb), custodyMode: 'CUSTODIAL' },
+    });
     expect([w2.status, w2.body.errors?.[0]?.field]).toEqual([400, 'networkId']);
   });
 });
@@ -404,19 +463,35 @@ describe('configuration and readiness (issue 18 point 2)', () => {
   test('with a wsUrl, a new head announced over the websocket queues a watch at once (polling set to 10 minutes)', async () => {
     const settings = evmNetworksOf(app.deps.config)[networkId]!;
     const wsUrl = node.rpcUrl.replace(/^http/, 'ws');
-    const other = await createTestApp({ databaseUrl: app.databaseUrl, env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { ...settings, wsUrl, pollIntervalMs: 600_000 } }) } });
+    const other = await createTestApp({
+      databaseUrl: app.databaseUrl,
+      env: { EVM_NETWORKS: JSON.stringify({ [networkId]: { ...settings, wsUrl, pollIntervalMs: 600_000 } }) },
+    });
     const boss = other.deps.boss!;
     const ticker = startEvmWatchTicker(boss, other.deps.log);
     try {
-      const next = () => pollUntil('an evm.watch job', () => boss.fetch<{ networkId: string }>(EVM_WATCH_QUEUE), (jobs) => jobs.length > 0, 10_000, 50);
+      const next = () =>
+        pollUntil(
+          'an evm.watch job',
+          () => boss.fetch<{ networkId: string }>(EVM_WATCH_QUEUE),
+          (jobs) => jobs.length > 0,
+          10_000,
+          50,
+        );
       const first = await next(); // the ticker's first ask, at start
-      await boss.complete(EVM_WATCH_QUEUE, first.map((j) => j.id));
+      await boss.complete(
+        EVM_WATCH_QUEUE,
+        first.map((j) => j.id),
+      );
       await new Promise((r) => setTimeout(r, 300));
       expect(await boss.fetch(EVM_WATCH_QUEUE)).toEqual([]); // nothing more without a block: the poll is 10 minutes away
       await node.mine(1);
       const jobs = await next();
       expect(jobs.map((j) => j.data)).toEqual([{ networkId }]);
-      await boss.complete(EVM_WATCH_QUEUE, jobs.map((j) => j.id));
+      await boss.complete(
+        EVM_WATCH_QUEUE,
+        jobs.map((j) => j.id),
+      );
     } finally {
       ticker.stop();
       await other.close();
@@ -426,7 +501,10 @@ describe('configuration and readiness (issue 18 point 2)', () => {
 
   test('/readyz names each EVM network and whether its node answers; one unreachable node does not make the service unready', async () => {
     const down = crypto.randomUUID();
-    const other = await createTestApp({ databaseUrl: app.databaseUrl, env: { EVM_NETWORKS: JSON.stringify({ [down]: { rpcUrl: 'http://127.0.0.1:9/secret-key', chainId: 1 } }) } });
+    const other = await createTestApp({
+      databaseUrl: app.databaseUrl,
+      env: { EVM_NETWORKS: JSON.stringify({ [down]: { rpcUrl: 'http://127.0.0.1:9/secret-key', chainId: 1 } }) },
+    });
     try {
       const r = await other.rest('GET', '/readyz');
       expect(r.status).toBe(200);

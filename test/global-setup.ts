@@ -56,7 +56,9 @@ export default async function setup(project: TestProject) {
   project.provide('templateDatabase', template);
   return async () => {
     // Drop what this run created: the template and the per-file databases cloned from it.
-    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 't\\_${process.pid}\\_%' OR datname = $1`, [template]);
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 't\\_${process.pid}\\_%' OR datname = $1`, [
+      template,
+    ]);
     for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
     if (dropRole) await admin.query(`DROP OWNED BY ${admin.escapeIdentifier(dropRole)}; DROP ROLE ${admin.escapeIdentifier(dropRole)}`);
     await admin.end();

@@ -88,7 +88,10 @@ test('a body over 1 MiB answers 413 PAYLOAD_TOO_LARGE; 1 MiB of variables passes
   const r = await app.rest('POST', '/graphql', { body: { query: '{ health }', variables: { pad: big } }, headers: { accept: 'application/json' } });
   expect(r.status).toBe(413);
   expect(r.body.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
-  const ok = await app.rest('POST', '/graphql', { body: { query: '{ health }', variables: { pad: 'x'.repeat(graphqlLimits.bodyBytes - 100) } }, headers: { accept: 'application/json' } });
+  const ok = await app.rest('POST', '/graphql', {
+    body: { query: '{ health }', variables: { pad: 'x'.repeat(graphqlLimits.bodyBytes - 100) } },
+    headers: { accept: 'application/json' },
+  });
   expect(ok.status).toBe(200);
   expect(ok.body.data).toEqual({ health: 'ok' });
 });
@@ -109,7 +112,8 @@ test('over a real socket: a declared 8 MiB body is refused at once, a streamed o
       c.enqueue(new TextEncoder().encode('{"query":"{ health }","variables":{"pad":"'));
     },
     pull(c) {
-      if (sent++ < 1024) c.enqueue(chunk); // 64 MiB, no Content-Length
+      if (sent++ < 1024)
+        c.enqueue(chunk); // 64 MiB, no Content-Length
       else {
         c.enqueue(new TextEncoder().encode('"}}'));
         c.close();

@@ -83,7 +83,12 @@ const within = <T>(p: Promise<T>, ms = 3000) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))]);
 
 test('a socket without a credential, or with an invalid one, is closed with 4401 before any acknowledgement', async () => {
-  for (const params of <Record<string, string>[]>[{}, { 'x-api-key': 'sk_test_' + 'x'.repeat(40) }, { authorization: 'Bearer not-a-token' }, { 'x-operator-key': 'op_nope' }]) {
+  for (const params of <Record<string, string>[]>[
+    {},
+    { 'x-api-key': 'sk_test_' + 'x'.repeat(40) },
+    { authorization: 'Bearer not-a-token' },
+    { 'x-operator-key': 'op_nope' },
+  ]) {
     const s = heartbeat(params);
     const { code, reason } = await within(s.closed);
     expect(code).toBe(4401);
@@ -149,7 +154,7 @@ test("an operator's socket is closed when its key is revoked (revokedAt set, as 
   s.dispose();
 });
 
-test("a member removed through DELETE /v1/organizations/{id}/members/{id} has their socket closed with 4401", async () => {
+test('a member removed through DELETE /v1/organizations/{id}/members/{id} has their socket closed with 4401', async () => {
   const owner = await signUpMember(app);
   const m = await joinedMember(app, owner, 'DEVELOPER');
   const s = heartbeat(m.headers);
@@ -166,12 +171,15 @@ test("a member removed through DELETE /v1/organizations/{id}/members/{id} has th
   kept.dispose();
 });
 
-test("a member whose role is changed through PUT …/members/{id}/role has their socket closed with 4401 (their sessions end; log in again)", async () => {
+test('a member whose role is changed through PUT …/members/{id}/role has their socket closed with 4401 (their sessions end; log in again)', async () => {
   const owner = await signUpMember(app);
   const m = await joinedMember(app, owner, 'DEVELOPER');
   const s = heartbeat(m.headers);
   await within(s.started);
-  expect((await app.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${m.memberId}/role`, { headers: owner.headers, body: { role: 'VIEWER' } })).status).toBe(200);
+  expect(
+    (await app.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${m.memberId}/role`, { headers: owner.headers, body: { role: 'VIEWER' } }))
+      .status,
+  ).toBe(200);
   const { code } = await within(s.closed);
   expect(code).toBe(4401);
   s.dispose();
@@ -200,7 +208,14 @@ test("removal and role changes close the member's sockets of this process at onc
     await within(Promise.all([a.started, b.started]));
     expect((await slow.rest('DELETE', `/v1/organizations/${owner.organizationId}/members/${removed.memberId}`, { headers: owner.headers })).status).toBe(204);
     expect((await within(a.closed, 1000)).code).toBe(4401);
-    expect((await slow.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${changed.memberId}/role`, { headers: owner.headers, body: { role: 'VIEWER' } })).status).toBe(200);
+    expect(
+      (
+        await slow.rest('PUT', `/v1/organizations/${owner.organizationId}/members/${changed.memberId}/role`, {
+          headers: owner.headers,
+          body: { role: 'VIEWER' },
+        })
+      ).status,
+    ).toBe(200);
     expect((await within(b.closed, 1000)).code).toBe(4401);
     a.dispose();
     b.dispose();
@@ -215,7 +230,9 @@ test('limits apply to subscriptions too: an over-deep document is refused with Q
   const deep = `subscription { heartbeat(count: 1) { sequence } x: heartbeat(count: 1) { ${'a { '.repeat(2000)} b ${'}'.repeat(2000)} } }`;
   const result = await new Promise<unknown>((resolve) => client.subscribe({ query: deep }, { next: resolve, error: resolve, complete: () => {} }));
   expect(JSON.stringify(result)).toContain('QUERY_TOO_COMPLEX');
-  const ok = await new Promise<unknown>((resolve) => client.subscribe({ query: 'subscription { heartbeat(intervalMs: 100, count: 1) { sequence } }' }, { next: resolve, error: resolve, complete: () => {} }));
+  const ok = await new Promise<unknown>((resolve) =>
+    client.subscribe({ query: 'subscription { heartbeat(intervalMs: 100, count: 1) { sequence } }' }, { next: resolve, error: resolve, complete: () => {} }),
+  );
   expect(ok).toEqual({ data: { heartbeat: { sequence: 1 } } });
   await client.dispose();
 });

@@ -1,6 +1,7 @@
 import { inject } from 'vitest';
 import pg from 'pg';
-import { createApp, createLogger } from '../src/app';
+import { createApp } from '../src/compose';
+import { createLogger } from '../src/app';
 import { loadConfig } from '../src/config';
 import { ManualClock } from '../src/clock';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
@@ -36,7 +37,12 @@ export interface TestApp {
   /** A REST call. `auth` is a header set (see the credential helpers). */
   rest(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string; clientIp?: string }): Promise<RestResult>;
   /** A GraphQL call over HTTP POST /graphql. */
-  gql<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>, headers?: Record<string, string>, clientIp?: string): Promise<GqlResult<T>>;
+  gql<T = Record<string, unknown>>(
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+    clientIp?: string,
+  ): Promise<GqlResult<T>>;
   listen(): Promise<RunningServer>;
   close(): Promise<void>;
 }
@@ -44,7 +50,9 @@ export interface TestApp {
 /** What REST-only helpers need: the app's REST call (a TestApp, or a service process: test/process-harness.ts). */
 export type RestApp = Pick<TestApp, 'rest'>;
 /** What helpers writing straight to the database need (a TestApp, or a connection to a service process's database). */
-export interface DbApp { deps: { db: Deps['db'] } }
+export interface DbApp {
+  deps: { db: Deps['db'] };
+}
 
 export interface RestResult {
   status: number;
@@ -192,14 +200,24 @@ export async function signUpMember(app: RestApp, email = uniqueEmail('owner')) {
 }
 
 /** Creates an application with an environment of `type` and an API key in it, as `member`. */
-export async function createApiKey(app: RestApp, member: { organizationId: string; headers: Record<string, string> }, type: 'SANDBOX' | 'PRODUCTION' = 'SANDBOX') {
+export async function createApiKey(
+  app: RestApp,
+  member: { organizationId: string; headers: Record<string, string> },
+  type: 'SANDBOX' | 'PRODUCTION' = 'SANDBOX',
+) {
   const a = await app.rest('POST', `/v1/organizations/${member.organizationId}/applications`, { body: { name: 'App' }, headers: member.headers });
   if (a.status !== 201) throw new Error(`application failed: ${a.status} ${a.text}`);
   const e = await app.rest('POST', `/v1/applications/${a.body.id}/environments`, { body: { type }, headers: member.headers });
   if (e.status !== 201) throw new Error(`environment failed: ${e.status} ${e.text}`);
   const k = await app.rest('POST', `/v1/environments/${e.body.id}/api-keys`, { headers: member.headers });
   if (k.status !== 201) throw new Error(`api key failed: ${k.status} ${k.text}`);
-  return { applicationId: a.body.id as string, environmentId: e.body.id as string, apiKeyId: k.body.id as string, key: k.body.apiKey as string, headers: apiKey(k.body.apiKey) };
+  return {
+    applicationId: a.body.id as string,
+    environmentId: e.body.id as string,
+    apiKeyId: k.body.id as string,
+    key: k.body.apiKey as string,
+    headers: apiKey(k.body.apiKey),
+  };
 }
 
 /** Creates a platform operator straight in the database (as `npm run operator:create` does). */

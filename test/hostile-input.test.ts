@@ -22,7 +22,10 @@ let app: TestApp;
 const compiled = compileRoutes();
 const documentOf = (r: Route) => readFileSync(resolve(import.meta.dirname, '../rest/operations', `${r.operation}.graphql`), 'utf8');
 
-interface Caller { headers: Record<string, string>; principal: Principal | null }
+interface Caller {
+  headers: Record<string, string>;
+  principal: Principal | null;
+}
 const callers: Record<'none' | 'owner' | 'viewer' | 'apiKey' | 'holder' | 'operator', Caller> = {} as never;
 let organizationId: string;
 
@@ -31,18 +34,32 @@ beforeAll(async () => {
   const owner = await signUpMember(app);
   organizationId = owner.organizationId;
   const member = (memberId: string, role: 'OWNER' | 'VIEWER'): Principal => ({
-    type: 'member', memberId, organizationId, role, permissions: new Set(rolePermissions[role]),
+    type: 'member',
+    memberId,
+    organizationId,
+    role,
+    permissions: new Set(rolePermissions[role]),
   });
   callers.none = { headers: {}, principal: null };
   callers.owner = { headers: owner.headers, principal: member(owner.memberId, 'OWNER') };
   const viewerEmail = uniqueEmail('viewer');
   const viewer = await app.deps.db.member.create({
-    data: { organizationId, email: viewerEmail, name: 'Viewer', role: 'VIEWER', passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
+    data: {
+      organizationId,
+      email: viewerEmail,
+      name: 'Viewer',
+      role: 'VIEWER',
+      passwordHash: await hashPassword(PASSWORD),
+      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+    },
   });
   const login = await app.rest('POST', '/v1/auth/login', { body: { email: viewerEmail, password: PASSWORD } });
   callers.viewer = { headers: bearer(login.body.accessToken), principal: member(viewer.id, 'VIEWER') };
   const key = await createApiKey(app, owner);
-  callers.apiKey = { headers: key.headers, principal: { type: 'apiKey', apiKeyId: key.apiKeyId, organizationId, applicationId: key.applicationId, environmentId: key.environmentId, mode: 'SANDBOX' } };
+  callers.apiKey = {
+    headers: key.headers,
+    principal: { type: 'apiKey', apiKeyId: key.apiKeyId, organizationId, applicationId: key.applicationId, environmentId: key.environmentId, mode: 'SANDBOX' },
+  };
   const holderEmail = uniqueEmail('holder');
   const holder = await app.rest('POST', '/v1/account-holders/signup', { body: { email: holderEmail, password: PASSWORD, name: 'Holder' } });
   const holderRow = await app.deps.db.accountHolder.findUniqueOrThrow({ where: { email: holderEmail } });
@@ -74,9 +91,18 @@ describe('point 4: credentials are never echoed nor logged', () => {
   });
 
   test('the credential-bearing routes are found', () => {
-    expect(credentialRoutes.map((r) => r.operationId)).toEqual(expect.arrayContaining([
-      'SignUp', 'Login', 'RefreshToken', 'SignUpAccountHolder', 'LoginAccountHolder', 'RefreshAccountHolderToken', 'ConfirmPasswordReset', 'ClaimAccountHolderInvitation',
-    ]));
+    expect(credentialRoutes.map((r) => r.operationId)).toEqual(
+      expect.arrayContaining([
+        'SignUp',
+        'Login',
+        'RefreshToken',
+        'SignUpAccountHolder',
+        'LoginAccountHolder',
+        'RefreshAccountHolderToken',
+        'ConfirmPasswordReset',
+        'ClaimAccountHolderInvitation',
+      ]),
+    );
   });
 
   function bodies(type: GraphQLInputObjectType): unknown[] {
@@ -85,16 +111,15 @@ describe('point 4: credentials are never echoed nor logged', () => {
     for (const f of fields) base[f.name] = credentialField.test(f.name) ? MARKER : f.name === 'email' ? uniqueEmail('m') : 'Plain';
     const creds = fields.filter((f) => credentialField.test(f.name)).map((f) => f.name);
     const required = fields.filter((f) => isNonNullType(f.type) && !credentialField.test(f.name)).map((f) => f.name);
-    const out: unknown[] = [
-      base,
-      { ...base, remember: true },
-      { ...base, remember: MARKER },
-      [base],
-      MARKER,
-      { input: base },
-    ];
+    const out: unknown[] = [base, { ...base, remember: true }, { ...base, remember: MARKER }, [base], MARKER, { input: base }];
     for (const c of creds)
-      out.push({ ...base, [c]: [MARKER] }, { ...base, [c]: { v: MARKER } }, { ...base, [c]: `${MARKER}\u0000` }, { ...base, [c]: `${MARKER}\u202e` }, { ...base, [c]: MARKER.repeat(300) });
+      out.push(
+        { ...base, [c]: [MARKER] },
+        { ...base, [c]: { v: MARKER } },
+        { ...base, [c]: `${MARKER}\u0000` },
+        { ...base, [c]: `${MARKER}\u202e` },
+        { ...base, [c]: MARKER.repeat(300) },
+      );
     for (const r of required) {
       const { [r]: _gone, ...rest } = base;
       out.push(rest, { ...base, [r]: 12 });
@@ -115,16 +140,25 @@ describe('point 4: credentials are never echoed nor logged', () => {
         answers.push(r.text);
         answers.push(JSON.stringify(await app.gql(document, { input: body }, caller.headers)));
       }
-      const raw = await app.rest(route.method, pathOf(route), { raw: `{"password":"${MARKER}"`, headers: { ...caller.headers, 'content-type': 'application/json' } });
+      const raw = await app.rest(route.method, pathOf(route), {
+        raw: `{"password":"${MARKER}"`,
+        headers: { ...caller.headers, 'content-type': 'application/json' },
+      });
       answers.push(raw.text);
     }
     // Inline literals of the wrong type are echoed by graphql-js's own validation messages.
     answers.push(JSON.stringify(await app.gql(`mutation { login(input: { email: "a@example.com", password: ["${MARKER}"] }) { succeeded } }`)));
     answers.push(JSON.stringify(await app.gql(`mutation { login(input: { email: "a@example.com", password: 1, x: "${MARKER}" }) { succeeded } }`)));
     answers.push(JSON.stringify(await app.gql(`mutation { login(input: { email: "a@example.com", password: "${MARKER}\\u0000" }) { succeeded } }`)));
-    answers.push(JSON.stringify(await app.gql(`mutation L($p: [String!]) { login(input: { email: "a@example.com", password: $p }) { succeeded } }`, { p: [MARKER] })));
-    answers.push(JSON.stringify(await app.gql(`mutation L($p: String!) { login(input: { email: "a@example.com", password: $p }) { succeeded } }`, { p: [MARKER] })));
-    answers.push(JSON.stringify(await app.gql(`mutation L($p: AccountStatus!) { login(input: { email: "a@example.com", password: "x" }) { succeeded } }`, { p: MARKER })));
+    answers.push(
+      JSON.stringify(await app.gql(`mutation L($p: [String!]) { login(input: { email: "a@example.com", password: $p }) { succeeded } }`, { p: [MARKER] })),
+    );
+    answers.push(
+      JSON.stringify(await app.gql(`mutation L($p: String!) { login(input: { email: "a@example.com", password: $p }) { succeeded } }`, { p: [MARKER] })),
+    );
+    answers.push(
+      JSON.stringify(await app.gql(`mutation L($p: AccountStatus!) { login(input: { email: "a@example.com", password: "x" }) { succeeded } }`, { p: MARKER })),
+    );
     for (const a of answers) expect(a).not.toContain(MARKER);
     expect(app.logs.length).toBeGreaterThan(0);
     for (const line of app.logs) expect(line).not.toContain(MARKER);
@@ -136,7 +170,14 @@ describe('point 5: bad input answers 400 naming the field, nothing written', () 
   const signUp = (name: string, email = uniqueEmail('nul')) => ({ email, password: PASSWORD, name, organizationName: 'Org' });
 
   test.each([
-    ['NUL', 'a\u0000b'], ['BEL', 'a\u0007b'], ['ESC', '\u001b[31m'], ['DEL', 'a\u007f'], ['C1', 'a\u0085'], ['RLO', 'gnp.\u202eexe'], ['LRI', 'a\u2066b'], ['lone surrogate', 'a\ud800b'],
+    ['NUL', 'a\u0000b'],
+    ['BEL', 'a\u0007b'],
+    ['ESC', '\u001b[31m'],
+    ['DEL', 'a\u007f'],
+    ['C1', 'a\u0085'],
+    ['RLO', 'gnp.\u202eexe'],
+    ['LRI', 'a\u2066b'],
+    ['lone surrogate', 'a\ud800b'],
   ])('%s in a name: REST and GraphQL 400, no member', async (_n, name) => {
     const body = signUp(name);
     const r = await app.rest('POST', '/v1/auth/signup', { body });
@@ -156,7 +197,9 @@ describe('point 5: bad input answers 400 naming the field, nothing written', () 
 
   test('inline literals of a GraphQL document are checked too', async () => {
     const email = uniqueEmail('lit');
-    const g = await app.gql(`mutation { signUp(input: { email: "${email}", password: "${PASSWORD}", name: "a\\u0000b", organizationName: "Org" }) { memberId } }`);
+    const g = await app.gql(
+      `mutation { signUp(input: { email: "${email}", password: "${PASSWORD}", name: "a\\u0000b", organizationName: "Org" }) { memberId } }`,
+    );
     expect(g.errors?.[0]?.extensions?.code).toBe('VALIDATION_FAILED');
     expect(g.errors?.[0]?.extensions?.fieldErrors).toEqual([expect.objectContaining({ field: 'name' })]);
     expect(await app.deps.db.member.count({ where: { email } })).toBe(0);
@@ -173,7 +216,10 @@ describe('point 5: bad input answers 400 naming the field, nothing written', () 
   test('NUL inside a JSON value (metadata keys and strings) answers 400', async () => {
     const route = compiled.find((r) => r.operationId === 'CreatePaymentIntent')!;
     for (const metadata of [{ 'a\u0000': 1 }, { a: ['x\u0000'] }]) {
-      const r = await app.rest('POST', pathOf(route), { body: { amount: '1', assetNetworkId: crypto.randomUUID(), beneficiaryAccountId: crypto.randomUUID(), metadata }, headers: callers.apiKey.headers });
+      const r = await app.rest('POST', pathOf(route), {
+        body: { amount: '1', assetNetworkId: crypto.randomUUID(), beneficiaryAccountId: crypto.randomUUID(), metadata },
+        headers: callers.apiKey.headers,
+      });
       expect(r.status, r.text).toBe(400);
       expect(r.body.errors).toEqual([expect.objectContaining({ field: expect.stringMatching(/^metadata/) })]);
     }
@@ -192,7 +238,9 @@ describe('point 5: bad input answers 400 naming the field, nothing written', () 
     for (const aud of ['member', 'account-holder'] as const) {
       for (const sub of ['not-a-uuid', 'a\u0000b', '']) {
         const { token } = await signAccessToken(app.deps.tokenKeys, app.deps.config.JWT_ISSUER, { sub, aud, sid: crypto.randomUUID() }, app.clock.now(), 900);
-        const r = await app.rest('GET', aud === 'member' ? `/v1/organizations/${organizationId}/accounts` : '/v1/account-holders/me', { headers: bearer(token) });
+        const r = await app.rest('GET', aud === 'member' ? `/v1/organizations/${organizationId}/accounts` : '/v1/account-holders/me', {
+          headers: bearer(token),
+        });
         expect(r.status, r.text).toBe(401);
         expect(r.body.code).toBe('INVALID_CREDENTIAL');
         const g = await app.gql('{ accountHolderMe { id } }', {}, bearer(token));
@@ -207,7 +255,13 @@ describe('point 6: one error shape', () => {
   test('variable coercion errors are field errors, without GraphQL internals', async () => {
     const cases: [unknown, { field: string; code: string }[]][] = [
       [{ email: 'a@example.com', password: 'x', remember: true }, [{ field: 'remember', code: 'unrecognized_keys' }]],
-      [{}, [{ field: 'email', code: 'invalid_type' }, { field: 'password', code: 'invalid_type' }]],
+      [
+        {},
+        [
+          { field: 'email', code: 'invalid_type' },
+          { field: 'password', code: 'invalid_type' },
+        ],
+      ],
       [{ email: 5, password: 'x' }, [{ field: 'email', code: 'invalid_type' }]],
       [{ email: 'a@example.com', password: null }, [{ field: 'password', code: 'invalid_type' }]],
     ];
@@ -241,17 +295,23 @@ describe('point 6: one error shape', () => {
     expect(r.body.errors).toEqual([expect.objectContaining({ field: 'email', message: expect.any(String), code: expect.any(String) })]);
   });
 
-  test.each(compiled.filter((r) => r.body === 'optional' && r.operation).map((r) => [r.operationId, r] as const))('%s: a null body is refused', async (_n, route) => {
-    const r = await app.rest(route.method, pathOf(route), { raw: 'null', headers: { ...allowedCaller(route).headers, 'content-type': 'application/json' } });
-    expect(r.status, r.text).toBe(400);
-    expect(r.body.code).toBe('VALIDATION_FAILED');
-    expect(r.body.errors).toEqual([expect.objectContaining({ field: '(body)' })]);
-  });
+  test.each(compiled.filter((r) => r.body === 'optional' && r.operation).map((r) => [r.operationId, r] as const))(
+    '%s: a null body is refused',
+    async (_n, route) => {
+      const r = await app.rest(route.method, pathOf(route), { raw: 'null', headers: { ...allowedCaller(route).headers, 'content-type': 'application/json' } });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.code).toBe('VALIDATION_FAILED');
+      expect(r.body.errors).toEqual([expect.objectContaining({ field: '(body)' })]);
+    },
+  );
 
   // Routes whose body has an ID field: the id sent as a JSON number answers 400 naming it.
   const withIds = compiled.flatMap((r) => {
     const t = r.variables?.input === 'body' ? getNamedType(r.variableTypes.get('input')!) : undefined;
-    const id = t && isInputObjectType(t) ? Object.values(t.getFields()).find((f) => getNamedType(f.type).name === 'ID' && !isListTypeName(f.type.toString())) : undefined;
+    const id =
+      t && isInputObjectType(t)
+        ? Object.values(t.getFields()).find((f) => getNamedType(f.type).name === 'ID' && !isListTypeName(f.type.toString()))
+        : undefined;
     return id && r.operation ? [[r.operationId, r, id.name] as const] : [];
   });
   test('there are routes with ids in their bodies', () => expect(withIds.length).toBeGreaterThan(5));
@@ -308,7 +368,9 @@ describe('point 12: refusals are not errors in the logs', () => {
     expect((await app.rest('POST', '/v1/auth/login', { body: { email: 'x' } })).status).toBe(400);
     expect((await app.rest('GET', `/v1/accounts/${crypto.randomUUID()}`, { headers: callers.owner.headers })).status).toBe(404);
     expect((await app.rest('GET', `/v1/accounts/${crypto.randomUUID()}`, {})).status).toBe(401);
-    expect((await app.rest('POST', `/v1/organizations/${organizationId}/applications`, { body: { name: '' }, headers: callers.owner.headers })).status).toBe(400);
+    expect((await app.rest('POST', `/v1/organizations/${organizationId}/applications`, { body: { name: '' }, headers: callers.owner.headers })).status).toBe(
+      400,
+    );
     const g = await app.gql('mutation { login(input: { email: "nobody@example.com", password: "wrong password!" }) { succeeded } }');
     expect(g.data ?? g.errors).toBeTruthy();
     await app.gql('query Q($id: ID!) { account(id: $id) { id } }', { id: crypto.randomUUID() }, callers.owner.headers);
@@ -335,7 +397,10 @@ describe('real faults: INTERNAL on both, one error-level line each', () => {
       const r = await faulty.rest('GET', `/v1/organizations/${owner.organizationId}/accounts`, { headers: owner.headers });
       expect(r.status, r.text).toBe(500);
       expect(r.body.code).toBe('INTERNAL');
-      expect(faulty.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50), faulty.logs.join('\n')).toHaveLength(1);
+      expect(
+        faulty.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50),
+        faulty.logs.join('\n'),
+      ).toHaveLength(1);
       faulty.logs.length = 0;
       const g = await faulty.gql(`{ accounts(organizationId: "${owner.organizationId}") { items { id } } }`, {}, owner.headers);
       expect(g.errors?.[0]?.extensions?.code, JSON.stringify(g)).toBe('INTERNAL');

@@ -8,7 +8,11 @@ let boss: PgBoss;
 
 beforeAll(async () => {
   app = await createTestApp();
-  boss = await startJobs(app.databaseUrl, { db: app.deps.db, clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey }, { work: true });
+  boss = await startJobs(
+    app.databaseUrl,
+    { db: app.deps.db, clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey },
+    { work: true },
+  );
   app.deps.boss = boss;
 });
 afterAll(async () => {
@@ -37,7 +41,10 @@ test('the purge job deletes idempotency records past retention and keeps the oth
   });
   expect(keep.status).toBe(201);
   // Age the first record past its 24 h retention.
-  await app.deps.db.idempotencyRecord.update({ where: { scope_key: { scope: 'signup', key: 'purge-me' } }, data: { expiresAt: new Date(app.clock.now().getTime() - 1000) } });
+  await app.deps.db.idempotencyRecord.update({
+    where: { scope_key: { scope: 'signup', key: 'purge-me' } },
+    data: { expiresAt: new Date(app.clock.now().getTime() - 1000) },
+  });
 
   const jobId = await boss.send(queues.purgeExpired, {});
   expect(jobId).toBeTruthy();

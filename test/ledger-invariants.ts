@@ -130,7 +130,13 @@ export async function checkLedgerInvariants(db: QueryableDb): Promise<void> {
   const failures: string[] = [];
   for (const c of checks) {
     const rows = await db.$queryRawUnsafe<Record<string, unknown>[]>(c.sql);
-    if (rows.length) failures.push(`- ${c.name}: ${rows.length} violation(s), e.g. ${rows.slice(0, 5).map((r) => JSON.stringify(r)).join('; ')}`);
+    if (rows.length)
+      failures.push(
+        `- ${c.name}: ${rows.length} violation(s), e.g. ${rows
+          .slice(0, 5)
+          .map((r) => JSON.stringify(r))
+          .join('; ')}`,
+      );
   }
   if (failures.length) throw new Error(`ledger invariants violated:\n${failures.join('\n')}`);
 }

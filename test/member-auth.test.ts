@@ -151,7 +151,16 @@ describe('SignUp', () => {
   });
 });
 
-const tokenResultKeys = ['accessToken', 'accessTokenExpiresAt', 'memberId', 'organizationId', 'refreshToken', 'refreshTokenExpiresAt', 'succeeded', 'tokenType'];
+const tokenResultKeys = [
+  'accessToken',
+  'accessTokenExpiresAt',
+  'memberId',
+  'organizationId',
+  'refreshToken',
+  'refreshTokenExpiresAt',
+  'succeeded',
+  'tokenType',
+];
 
 function expectTokenResultFailure(r: RestResult, code: string) {
   expectProblem(r, 401, code, /^application\/json/);
@@ -387,7 +396,7 @@ describe('Password reset', () => {
 describe('Logout (extension)', () => {
   const logout = (headers: Record<string, string>) => app.rest('POST', '/v1/auth/logout', { headers });
 
-  test('204; the session\'s access and refresh tokens stop working at once; other sessions go on; audited', async () => {
+  test("204; the session's access and refresh tokens stop working at once; other sessions go on; audited", async () => {
     const m = await signUpMember(app);
     const other = await login(m.email, PASSWORD);
     const rotated = await refresh(m.tokens.refreshToken); // the session's newest tokens
@@ -453,25 +462,29 @@ describe('Password reset: same second, older tokens (issue 27)', () => {
   const request = (email: string) => app.rest('POST', '/v1/auth/password-reset/request', { body: { email }, clientIp });
   const confirm = (token: string, newPassword: string) => app.rest('POST', '/v1/auth/password-reset/confirm', { body: { token, newPassword }, clientIp });
 
-  test('a login, then a reset confirmed within the same second: the login\'s access token is refused (REST and GraphQL); a login after the reset, same second, works', async () => {
-    app.clock.set(new Date(Math.floor(app.clock.now().getTime() / 1000) * 1000 + 1000 + 100)); // 100 ms into a second
-    const m = await signUpMember(app);
-    const session = await login(m.email, PASSWORD);
-    expect(session.status).toBe(200);
-    expect((await ownApps(m, session.body.accessToken)).status).toBe(200);
-    await request(m.email);
-    app.clock.advance(500); // still the same second as the login
-    expect((await confirm(app.mailer.last(m.email)!.data!.token!, 'a same-second passphrase')).status).toBe(204);
-    expectProblem(await ownApps(m, session.body.accessToken), 401, 'INVALID_CREDENTIAL');
-    const g = await app.gql('{ viewer { id } }', {}, bearer(session.body.accessToken));
-    expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_CREDENTIAL');
-    app.clock.advance(300); // a login after the reset, in that same second
-    const after = await login(m.email, 'a same-second passphrase');
-    expect(after.status).toBe(200);
-    expect((await ownApps(m, after.body.accessToken)).status).toBe(200);
-  });
+  test(
+    "a login, then a reset confirmed within the same second: the login's access token is refused (REST and " +
+      'GraphQL); a login after the reset, same second, works',
+    async () => {
+      app.clock.set(new Date(Math.floor(app.clock.now().getTime() / 1000) * 1000 + 1000 + 100)); // 100 ms into a second
+      const m = await signUpMember(app);
+      const session = await login(m.email, PASSWORD);
+      expect(session.status).toBe(200);
+      expect((await ownApps(m, session.body.accessToken)).status).toBe(200);
+      await request(m.email);
+      app.clock.advance(500); // still the same second as the login
+      expect((await confirm(app.mailer.last(m.email)!.data!.token!, 'a same-second passphrase')).status).toBe(204);
+      expectProblem(await ownApps(m, session.body.accessToken), 401, 'INVALID_CREDENTIAL');
+      const g = await app.gql('{ viewer { id } }', {}, bearer(session.body.accessToken));
+      expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_CREDENTIAL');
+      app.clock.advance(300); // a login after the reset, in that same second
+      const after = await login(m.email, 'a same-second passphrase');
+      expect(after.status).toBe(200);
+      expect((await ownApps(m, after.body.accessToken)).status).toBe(200);
+    },
+  );
 
-  test('two reset tokens: confirm the second, then the first is 400 INVALID_TOKEN and the password stays the second\'s (GraphQL)', async () => {
+  test("two reset tokens: confirm the second, then the first is 400 INVALID_TOKEN and the password stays the second's (GraphQL)", async () => {
     const m = await signUpMember(app);
     await request(m.email);
     const first = app.mailer.last(m.email)!.data!.token!;

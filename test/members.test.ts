@@ -15,7 +15,10 @@ test('an owner adds a VIEWER, who sets a password from the mailed token and is l
   const owner = await signUpMember(app);
   const email = uniqueEmail('viewer');
   const added = await app.gql<{ addMember: { id: string; role: string; permissions: string[] } }>(
-    ADD, { org: owner.organizationId, input: { email, name: 'Vee', role: 'VIEWER' } }, owner.headers);
+    ADD,
+    { org: owner.organizationId, input: { email, name: 'Vee', role: 'VIEWER' } },
+    owner.headers,
+  );
   expect(added.errors).toBeUndefined();
   expect(added.data!.addMember).toMatchObject({ role: 'VIEWER', permissions: ['account-read'] });
 
@@ -92,9 +95,15 @@ const setRole = (by: { headers: Record<string, string> }, org: string, id: strin
   app.rest('PUT', `${memberPath(org, id)}/role`, { headers: by.headers, body: { role } });
 const viewerOf = (headers: Record<string, string>) => app.gql<{ viewer: { id: string; role: string } }>('{ viewer { id role } }', {}, headers);
 const membersOf = async (owner: Org) =>
-  (await app.gql<{ organization: { members: { id: string }[] } }>('query($id: ID!) { organization(id: $id) { members { id } } }', { id: owner.organizationId }, owner.headers)).data!.organization.members.map((x) => x.id);
+  (
+    await app.gql<{ organization: { members: { id: string }[] } }>(
+      'query($id: ID!) { organization(id: $id) { members { id } } }',
+      { id: owner.organizationId },
+      owner.headers,
+    )
+  ).data!.organization.members.map((x) => x.id);
 
-test('RemoveMember: 204; the member\'s access and refresh tokens stop at once, login and reset too; audited; the email can join again', async () => {
+test("RemoveMember: 204; the member's access and refresh tokens stop at once, login and reset too; audited; the email can join again", async () => {
   const owner = await signUpMember(app);
   const dev = await joined(owner, 'DEVELOPER');
   const other = await app.rest('POST', '/v1/auth/login', { body: { email: dev.email, password: PASSWORD } }); // a second session
@@ -109,14 +118,21 @@ test('RemoveMember: 204; the member\'s access and refresh tokens stop at once, l
     expect(apps.body.code).toBe('INVALID_CREDENTIAL');
     expect((await viewerOf(bearer(token))).errors?.[0]?.extensions?.code).toBe('INVALID_CREDENTIAL');
   }
-  for (const refreshToken of [dev.tokens.refreshToken, other.body.refreshToken]) expect((await app.rest('POST', '/v1/auth/refresh', { body: { refreshToken } })).status).toBe(401);
+  for (const refreshToken of [dev.tokens.refreshToken, other.body.refreshToken])
+    expect((await app.rest('POST', '/v1/auth/refresh', { body: { refreshToken } })).status).toBe(401);
   expect((await app.rest('POST', '/v1/auth/login', { body: { email: dev.email, password: PASSWORD } })).status).toBe(401);
   const before = app.mailer.sent.length;
   expect((await app.rest('POST', '/v1/auth/password-reset/request', { body: { email: dev.email } })).status).toBe(204);
   expect(app.mailer.sent.length).toBe(before); // no mail for a removed member
   expect(await membersOf(owner)).toEqual([owner.memberId]);
   const entry = (await app.deps.db.auditLogEntry.findMany({ where: { entityId: dev.memberId }, orderBy: { id: 'asc' } })).at(-1)!;
-  expect(entry).toMatchObject({ action: 'member.removed', actorType: 'MEMBER', actorId: owner.memberId, organizationId: owner.organizationId, before: { email: dev.email, role: 'DEVELOPER' } });
+  expect(entry).toMatchObject({
+    action: 'member.removed',
+    actorType: 'MEMBER',
+    actorId: owner.memberId,
+    organizationId: owner.organizationId,
+    before: { email: dev.email, role: 'DEVELOPER' },
+  });
   // Removing again: the member is gone (404).
   expect((await remove(owner, owner.organizationId, dev.memberId)).status).toBe(404);
   // The person can be a member again: signing up a new organization with the same email.
@@ -127,68 +143,82 @@ test('RemoveMember: 204; the member\'s access and refresh tokens stop at once, l
   expect(back.body.memberId).toBe(again.body.memberId);
 });
 
-test('ChangeMemberRole: 200 with the new role; the member\'s sessions end at once and a new login has the new permissions; the same role changes nothing; audited', async () => {
-  const owner = await signUpMember(app);
-  const dev = await joined(owner, 'DEVELOPER');
-  expect((await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: dev.headers })).status).toBe(200);
-  const r = await setRole(owner, owner.organizationId, dev.memberId, 'VIEWER');
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ id: dev.memberId, organizationId: owner.organizationId, email: dev.email, role: 'VIEWER', permissions: ['account-read'] });
-  expect((await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: dev.headers })).status).toBe(401);
-  expect((await app.rest('POST', '/v1/auth/refresh', { body: { refreshToken: dev.tokens.refreshToken } })).status).toBe(401);
-  const l = await app.rest('POST', '/v1/auth/login', { body: { email: dev.email, password: PASSWORD } });
-  const apps = await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: bearer(l.body.accessToken) });
-  expect(apps.status).toBe(403);
-  expect(apps.body.code).toBe('PERMISSION_DENIED');
-  const entry = (await app.deps.db.auditLogEntry.findMany({ where: { entityId: dev.memberId }, orderBy: { id: 'asc' } })).at(-1)!;
-  expect(entry).toMatchObject({ action: 'member.role_changed', actorId: owner.memberId, before: { role: 'DEVELOPER' }, after: { role: 'VIEWER' } });
-  // The same role again: 200, no entry, the session goes on.
-  expect((await setRole(owner, owner.organizationId, dev.memberId, 'VIEWER')).status).toBe(200);
-  expect(await app.deps.db.auditLogEntry.count({ where: { entityId: dev.memberId, action: 'member.role_changed' } })).toBe(1);
-  expect((await viewerOf(bearer(l.body.accessToken))).data?.viewer.role).toBe('VIEWER');
-  // Hostile input: 400 with a field error, never 500.
-  const bad = await setRole(owner, owner.organizationId, dev.memberId, 'KING');
-  expect(bad.status).toBe(400);
-  expect((await app.rest('PUT', `${memberPath(owner.organizationId, dev.memberId)}/role`, { headers: owner.headers, body: {} })).status).toBe(400);
-});
+test(
+  "ChangeMemberRole: 200 with the new role; the member's sessions end at once and a new login has the new " +
+    'permissions; the same role changes nothing; audited',
+  async () => {
+    const owner = await signUpMember(app);
+    const dev = await joined(owner, 'DEVELOPER');
+    expect((await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: dev.headers })).status).toBe(200);
+    const r = await setRole(owner, owner.organizationId, dev.memberId, 'VIEWER');
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ id: dev.memberId, organizationId: owner.organizationId, email: dev.email, role: 'VIEWER', permissions: ['account-read'] });
+    expect((await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: dev.headers })).status).toBe(401);
+    expect((await app.rest('POST', '/v1/auth/refresh', { body: { refreshToken: dev.tokens.refreshToken } })).status).toBe(401);
+    const l = await app.rest('POST', '/v1/auth/login', { body: { email: dev.email, password: PASSWORD } });
+    const apps = await app.rest('GET', `/v1/organizations/${owner.organizationId}/applications`, { headers: bearer(l.body.accessToken) });
+    expect(apps.status).toBe(403);
+    expect(apps.body.code).toBe('PERMISSION_DENIED');
+    const entry = (await app.deps.db.auditLogEntry.findMany({ where: { entityId: dev.memberId }, orderBy: { id: 'asc' } })).at(-1)!;
+    expect(entry).toMatchObject({ action: 'member.role_changed', actorId: owner.memberId, before: { role: 'DEVELOPER' }, after: { role: 'VIEWER' } });
+    // The same role again: 200, no entry, the session goes on.
+    expect((await setRole(owner, owner.organizationId, dev.memberId, 'VIEWER')).status).toBe(200);
+    expect(await app.deps.db.auditLogEntry.count({ where: { entityId: dev.memberId, action: 'member.role_changed' } })).toBe(1);
+    expect((await viewerOf(bearer(l.body.accessToken))).data?.viewer.role).toBe('VIEWER');
+    // Hostile input: 400 with a field error, never 500.
+    const bad = await setRole(owner, owner.organizationId, dev.memberId, 'KING');
+    expect(bad.status).toBe(400);
+    expect((await app.rest('PUT', `${memberPath(owner.organizationId, dev.memberId)}/role`, { headers: owner.headers, body: {} })).status).toBe(400);
+  },
+);
 
-test('the last OWNER can be neither removed nor demoted (409); only an OWNER removes, demotes or appoints an OWNER; member-manage is required; other organizations are 404', async () => {
-  const owner = await signUpMember(app);
-  const self = await remove(owner, owner.organizationId, owner.memberId);
-  expect(self.status).toBe(409);
-  expect(self.body.code).toBe('INVALID_STATE');
-  expect((await setRole(owner, owner.organizationId, owner.memberId, 'ADMIN')).status).toBe(409);
-  const g = await app.gql(CHANGE, { org: owner.organizationId, id: owner.memberId, role: 'VIEWER' }, owner.headers);
-  expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
-  expect((await app.gql(REMOVE, { org: owner.organizationId, id: owner.memberId }, owner.headers)).errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
+test(
+  'the last OWNER can be neither removed nor demoted (409); only an OWNER removes, demotes or appoints an OWNER; ' +
+    'member-manage is required; other organizations are 404',
+  async () => {
+    const owner = await signUpMember(app);
+    const self = await remove(owner, owner.organizationId, owner.memberId);
+    expect(self.status).toBe(409);
+    expect(self.body.code).toBe('INVALID_STATE');
+    expect((await setRole(owner, owner.organizationId, owner.memberId, 'ADMIN')).status).toBe(409);
+    const g = await app.gql(CHANGE, { org: owner.organizationId, id: owner.memberId, role: 'VIEWER' }, owner.headers);
+    expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
+    expect((await app.gql(REMOVE, { org: owner.organizationId, id: owner.memberId }, owner.headers)).errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
 
-  const admin = await joined(owner, 'ADMIN');
-  expect((await remove(admin, owner.organizationId, owner.memberId)).body.code).toBe('PERMISSION_DENIED');
-  expect((await setRole(admin, owner.organizationId, owner.memberId, 'VIEWER')).body.code).toBe('PERMISSION_DENIED');
-  expect((await setRole(admin, owner.organizationId, admin.memberId, 'OWNER')).body.code).toBe('PERMISSION_DENIED');
-  const viewer = await joined(owner, 'VIEWER');
-  expect((await remove(viewer, owner.organizationId, admin.memberId)).body.code).toBe('PERMISSION_DENIED');
-  // An ADMIN manages the other roles.
-  const dev = await joined(owner, 'DEVELOPER');
-  expect((await setRole(admin, owner.organizationId, dev.memberId, 'OPERATIONS')).status).toBe(200);
-  expect((await remove(admin, owner.organizationId, dev.memberId)).status).toBe(204);
+    const admin = await joined(owner, 'ADMIN');
+    expect((await remove(admin, owner.organizationId, owner.memberId)).body.code).toBe('PERMISSION_DENIED');
+    expect((await setRole(admin, owner.organizationId, owner.memberId, 'VIEWER')).body.code).toBe('PERMISSION_DENIED');
+    expect((await setRole(admin, owner.organizationId, admin.memberId, 'OWNER')).body.code).toBe('PERMISSION_DENIED');
+    const viewer = await joined(owner, 'VIEWER');
+    expect((await remove(viewer, owner.organizationId, admin.memberId)).body.code).toBe('PERMISSION_DENIED');
+    // An ADMIN manages the other roles.
+    const dev = await joined(owner, 'DEVELOPER');
+    expect((await setRole(admin, owner.organizationId, dev.memberId, 'OPERATIONS')).status).toBe(200);
+    expect((await remove(admin, owner.organizationId, dev.memberId)).status).toBe(204);
 
-  // An OWNER appoints a second OWNER; then either may leave, but not both.
-  const second = await setRole(owner, owner.organizationId, admin.memberId, 'OWNER');
-  expect(second.status).toBe(200);
-  const admin2 = await app.rest('POST', '/v1/auth/login', { body: { email: admin.email, password: PASSWORD } });
-  const r = await app.gql<{ removeMember: { id: string; removedAt: string } }>(REMOVE, { org: owner.organizationId, id: owner.memberId }, bearer(admin2.body.accessToken));
-  expect(r.errors).toBeUndefined();
-  expect(r.data!.removeMember).toEqual({ id: owner.memberId, removedAt: expect.any(String) });
-  expect((await remove({ headers: bearer(admin2.body.accessToken) }, owner.organizationId, admin.memberId)).status).toBe(409);
+    // An OWNER appoints a second OWNER; then either may leave, but not both.
+    const second = await setRole(owner, owner.organizationId, admin.memberId, 'OWNER');
+    expect(second.status).toBe(200);
+    const admin2 = await app.rest('POST', '/v1/auth/login', { body: { email: admin.email, password: PASSWORD } });
+    const r = await app.gql<{ removeMember: { id: string; removedAt: string } }>(
+      REMOVE,
+      { org: owner.organizationId, id: owner.memberId },
+      bearer(admin2.body.accessToken),
+    );
+    expect(r.errors).toBeUndefined();
+    expect(r.data!.removeMember).toEqual({ id: owner.memberId, removedAt: expect.any(String) });
+    expect((await remove({ headers: bearer(admin2.body.accessToken) }, owner.organizationId, admin.memberId)).status).toBe(409);
 
-  const other = await signUpMember(app);
-  expect((await remove(other, owner.organizationId, viewer.memberId)).status).toBe(404);
-  expect((await remove(other, other.organizationId, viewer.memberId)).status).toBe(404);
-  expect((await setRole(other, other.organizationId, viewer.memberId, 'ADMIN')).status).toBe(404);
-  expect((await remove(other, other.organizationId, 'nope')).status).toBe(404);
-  expect((await app.gql(CHANGE, { org: other.organizationId, id: viewer.memberId, role: 'ADMIN' }, other.headers)).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-});
+    const other = await signUpMember(app);
+    expect((await remove(other, owner.organizationId, viewer.memberId)).status).toBe(404);
+    expect((await remove(other, other.organizationId, viewer.memberId)).status).toBe(404);
+    expect((await setRole(other, other.organizationId, viewer.memberId, 'ADMIN')).status).toBe(404);
+    expect((await remove(other, other.organizationId, 'nope')).status).toBe(404);
+    expect((await app.gql(CHANGE, { org: other.organizationId, id: viewer.memberId, role: 'ADMIN' }, other.headers)).errors?.[0]?.extensions?.code).toBe(
+      'NOT_FOUND',
+    );
+  },
+);
 
 test('two owners demoting (or removing) each other at once never leave the organization without an owner', async () => {
   for (let i = 0; i < 6; i++) {
@@ -202,7 +232,10 @@ test('two owners demoting (or removing) each other at once never leave the organ
         ? await Promise.all([setRole(a, a.organizationId, b.memberId, 'ADMIN'), setRole(bh, a.organizationId, a.memberId, 'ADMIN')])
         : await Promise.all([remove(a, a.organizationId, b.memberId), remove(bh, a.organizationId, a.memberId)]);
     const statuses = [x.status, y.status];
-    expect(statuses.filter((s) => s === 200 || s === 204), `${x.text} ${y.text}`).toHaveLength(1);
+    expect(
+      statuses.filter((s) => s === 200 || s === 204),
+      `${x.text} ${y.text}`,
+    ).toHaveLength(1);
     expect(await app.deps.db.member.count({ where: { organizationId: a.organizationId, role: 'OWNER', removedAt: null } })).toBe(1);
   }
 });

@@ -29,7 +29,12 @@ function copyOfPrisma(): PrismaDirs {
   const root = mkdtempSync(join(tmpdir(), 'ftis-prisma-'));
   chmodSync(root, 0o777);
   scratch.push(root);
-  const dirs = { schemaDir: join(root, 'schema'), migrationsDir: join(root, 'migrations'), sqlDir: join(root, 'sql'), acceptedDriftFile: prismaDirs.acceptedDriftFile };
+  const dirs = {
+    schemaDir: join(root, 'schema'),
+    migrationsDir: join(root, 'migrations'),
+    sqlDir: join(root, 'sql'),
+    acceptedDriftFile: prismaDirs.acceptedDriftFile,
+  };
   cpSync(prismaDirs.schemaDir, dirs.schemaDir, { recursive: true });
   cpSync(prismaDirs.migrationsDir, dirs.migrationsDir, { recursive: true });
   cpSync(prismaDirs.sqlDir, dirs.sqlDir, { recursive: true });
@@ -51,20 +56,36 @@ test('the live triggers and functions of a migrated database are exactly prisma/
   // 11 functions (uuidv7 only on servers before 18) and 16 triggers, every one hand-written.
   expect(names.filter((n) => n.startsWith('trigger '))).toHaveLength(16);
   expect(names.filter((n) => n.startsWith('function ') && !n.includes('uuidv7'))).toHaveLength(11);
-  expect(live['function ledger_post(timestamp with time zone,"LedgerAccountKind"[],uuid[],uuid[],uuid[],boolean[],text[],text[],text[],text[],uuid[],text[],uuid[],jsonb[],timestamp with time zone[],integer[],integer[],uuid[],numeric[],timestamp with time zone[],boolean[],integer[],integer[],boolean[],numeric[])']).toMatch(/SET enable_seqscan TO 'off'/);
+  expect(
+    live[
+      'function ledger_post(timestamp with time ' +
+        'zone,"LedgerAccountKind"[],uuid[],uuid[],uuid[],boolean[],text[],text[],text[],text[],uuid[],text[],uuid[],jsonb[],timestamp ' +
+        'with time zone[],integer[],integer[],uuid[],numeric[],timestamp with time ' +
+        'zone[],boolean[],integer[],integer[],boolean[],numeric[])'
+    ],
+  ).toMatch(/SET enable_seqscan TO 'off'/);
   // Drop them all and run the files (rolled back): the same definitions, none missing, none extra.
   expect(await driftFromFiles(owner, sqlFiles())).toEqual([]);
   // And the check sees a difference: an edited body, a trigger the files do not have.
   const dirs = copyOfPrisma();
   const file = join(dirs.sqlDir, 'ledger_append_only.sql');
   writeFileSync(file, readFileSync(file, 'utf8').replace("'% is append-only: % refused'", "'% is append-only (edited): % refused'"));
-  appendFileSync(join(dirs.sqlDir, 'audit_log_entry_immutable.sql'), '\nCREATE OR REPLACE TRIGGER "Operator_immutable" BEFORE DELETE ON "Operator" FOR EACH ROW EXECUTE FUNCTION audit_log_entry_immutable();\n');
-  expect((await driftFromFiles(owner, sqlFiles(dirs.sqlDir))).map((d) => d.name)).toEqual(['function ledger_append_only()', 'trigger Operator_immutable on Operator']);
+  appendFileSync(
+    join(dirs.sqlDir, 'audit_log_entry_immutable.sql'),
+    '\nCREATE OR REPLACE TRIGGER "Operator_immutable" BEFORE DELETE ON "Operator" FOR EACH ROW EXECUTE FUNCTION audit_log_entry_immutable();\n',
+  );
+  expect((await driftFromFiles(owner, sqlFiles(dirs.sqlDir))).map((d) => d.name)).toEqual([
+    'function ledger_append_only()',
+    'trigger Operator_immutable on Operator',
+  ]);
 }, 60_000);
 
 test('prisma/schema and prisma/sql have no change without a migration: migrate:new writes nothing', async () => {
   const { sql, staleAcceptedDrift } = await pendingMigration(app.ownerDatabaseUrl);
-  expect(sql, `the datamodel or a canonical SQL file differs from the migrations; run npm run migrate:new <name> (a step that undoes an object a migration made by hand on purpose goes into prisma/accepted-drift.sql instead):\n${sql}`).toBe('');
+  expect(
+    sql,
+    `the datamodel or a canonical SQL file differs from the migrations; run npm run migrate:new <name> (a step that undoes an object a migration made by hand on purpose goes into prisma/accepted-drift.sql instead):\n${sql}`,
+  ).toBe('');
   expect(staleAcceptedDrift, 'prisma/accepted-drift.sql lists statements the diff no longer proposes: remove them').toEqual([]);
   const dirs = copyOfPrisma();
   const before = readdirSync(dirs.migrationsDir);
@@ -89,7 +110,7 @@ test('migrate:new with a change writes only that change, and then has nothing le
   expect(statements).toEqual([
     'ALTER TABLE "Organization" ADD COLUMN     "probeNote" TEXT;',
     'CREATE TABLE "Probe" (',
-    "CREATE OR REPLACE FUNCTION ledger_account_lock_key(account_id uuid) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$",
+    'CREATE OR REPLACE FUNCTION ledger_account_lock_key(account_id uuid) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$',
   ]);
   expect(sql).toContain('-- prisma/sql/ledger_account_lock_key.sql');
   // Applied on top of the others, the migrations now say everything.

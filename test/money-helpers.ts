@@ -32,7 +32,13 @@ export async function setupSandboxCatalog(
   const network = await expectStatus(
     app.rest('POST', '/v1/platform/networks', {
       headers,
-      body: { name: `Sandbox ${tag}`, kind: 'SANDBOX', environmentType: 'SANDBOX', blockTimeSeconds: 5, requiredConfirmations: opts.requiredConfirmations ?? 3 },
+      body: {
+        name: `Sandbox ${tag}`,
+        kind: 'SANDBOX',
+        environmentType: 'SANDBOX',
+        blockTimeSeconds: 5,
+        requiredConfirmations: opts.requiredConfirmations ?? 3,
+      },
     }),
     201,
     'create network',

@@ -136,9 +136,16 @@ describe('every route of the table', () => {
         expect(p, `${r.operationId} path ${name}`).toMatchObject({ required: true, schema: { type: 'string', format: 'uuid' } });
       }
       for (const source of Object.values(r.variables ?? {})) {
-        if (source.startsWith('query.')) expect(params.some((p) => p.in === 'query' && p.name === source.slice(6)), `${r.operationId} ${source}`).toBe(true);
+        if (source.startsWith('query.'))
+          expect(
+            params.some((p) => p.in === 'query' && p.name === source.slice(6)),
+            `${r.operationId} ${source}`,
+          ).toBe(true);
         if (source.startsWith('header.'))
-          expect(params.some((p) => p.in === 'header' && p.name.toLowerCase() === source.slice(7).toLowerCase()), `${r.operationId} ${source}`).toBe(true);
+          expect(
+            params.some((p) => p.in === 'header' && p.name.toLowerCase() === source.slice(7).toLowerCase()),
+            `${r.operationId} ${source}`,
+          ).toBe(true);
       }
       if (r.body) {
         expect(op.requestBody, r.operationId).toBeDefined();
@@ -189,7 +196,11 @@ test('SignUp: Idempotency-Key header, body from SignUpInput, 201 body from the s
   expect(Object.keys(input.properties).sort()).toEqual(['email', 'name', 'organizationName', 'password']);
   expect(input.required.sort()).toEqual(['email', 'name', 'organizationName', 'password']);
   const body = deref(op.responses['201']!.content!['application/json']!.schema);
-  expect(body.properties).toEqual({ organizationId: { type: 'string', format: 'uuid' }, memberId: { type: 'string', format: 'uuid' }, email: { type: 'string' } });
+  expect(body.properties).toEqual({
+    organizationId: { type: 'string', format: 'uuid' },
+    memberId: { type: 'string', format: 'uuid' },
+    email: { type: 'string' },
+  });
 });
 
 test('GetApplication: the 200 schema is the selection set (enums, nullable fields, date-times)', () => {
@@ -210,7 +221,8 @@ test("Login's 401 is a problem shaped like a failed TokenResult, and matches wha
   const parts = schema.allOf.map(deref);
   const properties = Object.assign({}, ...parts.map((p: any) => p.properties));
   const required: string[] = parts.flatMap((p: any) => p.required ?? []);
-  for (const f of ['succeeded', 'tokenType', 'accessToken', 'refreshToken', 'type', 'title', 'status', 'code', 'requestId']) expect(properties[f], f).toBeDefined();
+  for (const f of ['succeeded', 'tokenType', 'accessToken', 'refreshToken', 'type', 'title', 'status', 'code', 'requestId'])
+    expect(properties[f], f).toBeDefined();
 
   const m = await signUpMember(app);
   const res = await app.rest('POST', '/v1/auth/login', { body: { email: m.email, password: PASSWORD + 'x' } });
@@ -233,21 +245,71 @@ test('a real 200 answer has exactly the documented properties', async () => {
 
 /** Every schema name of the spec (api-v1.md: the named schemas and the Body and Success columns). */
 const specSchemaNames = [
-  'CreateAccountHolderInvitationRequest', 'CreateAccountHolderInvitationResult', 'SignUpAccountHolderRequest', 'LoginAccountHolderRequest',
-  'ClaimAccountHolderInvitationRequest', 'ClaimAccountHolderInvitationResult', 'SignUpAndClaimAccountHolderInvitationRequest',
-  'SignUpAndClaimAccountHolderInvitationResult', 'CreateAccountRequest', 'OrganizationAccountResponse', 'AccountResponse', 'AccountHolderResponse',
-  'AuthorizeApplicationRequest', 'FreezeAccountRequest', 'AuditLogEntryResponse', 'RotateApiKeyRequest', 'RotateApiKeyResult', 'GenerateApiKeyResult',
-  'ApiKeyMetadataResponse', 'CreateEnvironmentRequest', 'EnvironmentResponse', 'CreatedResourceResponse', 'SuspendRequest', 'AssetResponse',
-  'NetworkResponse', 'AssetNetworkResponse', 'CreateAssetRequest', 'CreateNetworkRequest', 'CreateAssetNetworkRequest', 'PauseAssetNetworkRequest',
-  'LoginRequest', 'RefreshTokenRequest', 'RequestPasswordResetRequest', 'ResetPasswordRequest', 'SignUpRequest', 'SignUpResponse',
-  'CreatePaymentIntentRequest', 'PaymentIntentResponse', 'DepositResponse', 'RegisterWalletRequest', 'AllocateDepositAddressRequest',
-  'AllocatedDepositAddressResponse', 'WalletResponse', 'CreateSigningRequestRequest', 'TokenResult', 'AssetNetworkStatus',
-  'AdminExecuteSandboxSweepCommand', 'AdminRejectWithdrawalRequest', 'AdminBlockWithdrawalDestinationRequest', 'AdminConfigureWithdrawalPolicyRequest',
-  'AdminConfigurePayoutPolicyRequest', 'AdminResolveDepositUnderReviewRequest', 'AdminResolveDepositReorgRequest', 'AdminConfigurePricingPolicyCommand',
-  'AdminRegisterGlobalRevenueAccountExecutionDestinationCommand', 'AdminConfigureTronResourceCostTableCommand',
-  'AdminConfigureNetworkExecutionMarginPolicyCommand', 'AdminSeedNetworkResourceReserveCommand', 'AdminConfigureResourceReservePolicyCommand',
-  'AdminConfigureReplenishmentRouteCommand', 'AdminConfigureRefundFeePolicyCommand', 'AdminResolveReconciliationDivergenceRequest',
-  'RecordAdministrativeLedgerCorrectionCommand', 'AdminRegisterControlledAddressCommand', 'AdminConfigureTreasuryLiquidityPolicyCommand',
+  'CreateAccountHolderInvitationRequest',
+  'CreateAccountHolderInvitationResult',
+  'SignUpAccountHolderRequest',
+  'LoginAccountHolderRequest',
+  'ClaimAccountHolderInvitationRequest',
+  'ClaimAccountHolderInvitationResult',
+  'SignUpAndClaimAccountHolderInvitationRequest',
+  'SignUpAndClaimAccountHolderInvitationResult',
+  'CreateAccountRequest',
+  'OrganizationAccountResponse',
+  'AccountResponse',
+  'AccountHolderResponse',
+  'AuthorizeApplicationRequest',
+  'FreezeAccountRequest',
+  'AuditLogEntryResponse',
+  'RotateApiKeyRequest',
+  'RotateApiKeyResult',
+  'GenerateApiKeyResult',
+  'ApiKeyMetadataResponse',
+  'CreateEnvironmentRequest',
+  'EnvironmentResponse',
+  'CreatedResourceResponse',
+  'SuspendRequest',
+  'AssetResponse',
+  'NetworkResponse',
+  'AssetNetworkResponse',
+  'CreateAssetRequest',
+  'CreateNetworkRequest',
+  'CreateAssetNetworkRequest',
+  'PauseAssetNetworkRequest',
+  'LoginRequest',
+  'RefreshTokenRequest',
+  'RequestPasswordResetRequest',
+  'ResetPasswordRequest',
+  'SignUpRequest',
+  'SignUpResponse',
+  'CreatePaymentIntentRequest',
+  'PaymentIntentResponse',
+  'DepositResponse',
+  'RegisterWalletRequest',
+  'AllocateDepositAddressRequest',
+  'AllocatedDepositAddressResponse',
+  'WalletResponse',
+  'CreateSigningRequestRequest',
+  'TokenResult',
+  'AssetNetworkStatus',
+  'AdminExecuteSandboxSweepCommand',
+  'AdminRejectWithdrawalRequest',
+  'AdminBlockWithdrawalDestinationRequest',
+  'AdminConfigureWithdrawalPolicyRequest',
+  'AdminConfigurePayoutPolicyRequest',
+  'AdminResolveDepositUnderReviewRequest',
+  'AdminResolveDepositReorgRequest',
+  'AdminConfigurePricingPolicyCommand',
+  'AdminRegisterGlobalRevenueAccountExecutionDestinationCommand',
+  'AdminConfigureTronResourceCostTableCommand',
+  'AdminConfigureNetworkExecutionMarginPolicyCommand',
+  'AdminSeedNetworkResourceReserveCommand',
+  'AdminConfigureResourceReservePolicyCommand',
+  'AdminConfigureReplenishmentRouteCommand',
+  'AdminConfigureRefundFeePolicyCommand',
+  'AdminResolveReconciliationDivergenceRequest',
+  'RecordAdministrativeLedgerCorrectionCommand',
+  'AdminRegisterControlledAddressCommand',
+  'AdminConfigureTreasuryLiquidityPolicyCommand',
 ];
 
 describe("the spec's schema names", () => {
@@ -279,14 +341,18 @@ describe("the spec's schema names", () => {
     expect(okRef('Login')).toBe(schemaRef('TokenResult'));
     expect(okRef('GetPaymentIntent')).toBe(schemaRef('PaymentIntentResponse'));
     expect(doc.components.schemas.CreatedResourceResponse).toEqual({
-      type: 'object', properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'], additionalProperties: false,
+      type: 'object',
+      properties: { id: { type: 'string', format: 'uuid' } },
+      required: ['id'],
+      additionalProperties: false,
     });
   });
 
   test('uuid path and query parameters and every id field carry format: uuid', () => {
     for (const r of routes) {
       for (const p of opOf(r.operationId).parameters ?? []) {
-        if (p.in === 'path' || /(^|[a-z])Id$|^after$/.test(p.name)) expect(p.schema, `${r.operationId} ${p.name}`).toMatchObject({ type: 'string', format: 'uuid' });
+        if (p.in === 'path' || /(^|[a-z])Id$|^after$/.test(p.name))
+          expect(p.schema, `${r.operationId} ${p.name}`).toMatchObject({ type: 'string', format: 'uuid' });
       }
     }
     const audit = opOf('SearchAuditLog').parameters!;

@@ -76,7 +76,9 @@ describe('GET /', () => {
     expect(res.headers.get('vary')).toMatch(/accept/i);
     const body = JSON.parse(text);
     expect(body).toEqual({
-      name: 'ftis', apiVersion: 'v1', mode: 'development',
+      name: 'ftis',
+      apiVersion: 'v1',
+      mode: 'development',
       links: { graphql: '/graphql', graphiql: '/graphql', apiReference: '/docs', openapi: '/v1/openapi.json', health: '/healthz', ready: '/readyz' },
     });
     for (const path of new Set(Object.values(body.links as Record<string, string>))) {
@@ -203,34 +205,43 @@ describe('docs/webhooks.md: connectionParams of each credential on graphql-ws', 
     let closeCode: number | undefined;
     let errors: { extensions?: { code?: string } }[] | undefined;
     const client = createClient({
-      url: devServer.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams, retryAttempts: 0,
+      url: devServer.url.replace('http', 'ws') + '/graphql',
+      webSocketImpl: WebSocket,
+      connectionParams,
+      retryAttempts: 0,
       on: { connected: () => (acknowledged = true), closed: (e) => (closeCode = (e as CloseEvent).code) },
     });
-    client.subscribe({ query, variables }, {
-      next: (v) => (errors ??= v.errors as never),
-      error: (e) => (errors ??= Array.isArray(e) ? e : [{ extensions: { code: String((e as CloseEvent).code ?? e) } }]),
-      complete: () => {},
-    });
+    client.subscribe(
+      { query, variables },
+      {
+        next: (v) => (errors ??= v.errors as never),
+        error: (e) => (errors ??= Array.isArray(e) ? e : [{ extensions: { code: String((e as CloseEvent).code ?? e) } }]),
+        complete: () => {},
+      },
+    );
     await new Promise((r) => setTimeout(r, ms));
     client.dispose();
     return { acknowledged, errors, closeCode };
   }
 
-  test('a member (authorization, any letter case), an operator (x-operator-key); an API key authenticates but may not follow; two credentials: 4401', async () => {
-    const member = await signUpMember(dev);
-    const key = await createApiKey(dev, member);
-    const operator = await createOperator(dev);
-    const organizationId = member.organizationId;
+  test(
+    'a member (authorization, any letter case), an operator (x-operator-key); an API key authenticates but may not ' + 'follow; two credentials: 4401',
+    async () => {
+      const member = await signUpMember(dev);
+      const key = await createApiKey(dev, member);
+      const operator = await createOperator(dev);
+      const organizationId = member.organizationId;
 
-    for (const params of [{ authorization: member.headers.authorization! }, { Authorization: member.headers.authorization! }] as Record<string, string>[]) {
-      expect(await follow(params, { organizationId })).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
-    }
-    expect(await follow({ 'x-operator-key': operator.key }, {})).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
-    const asKey = await follow({ 'x-api-key': key.key }, { organizationId });
-    expect(asKey.acknowledged).toBe(true);
-    expect(asKey.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
-    const both = await follow({ authorization: member.headers.authorization!, 'x-api-key': key.key }, { organizationId });
-    expect(both.acknowledged).toBe(false);
-    expect(both.closeCode).toBe(4401);
-  });
+      for (const params of [{ authorization: member.headers.authorization! }, { Authorization: member.headers.authorization! }] as Record<string, string>[]) {
+        expect(await follow(params, { organizationId })).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+      }
+      expect(await follow({ 'x-operator-key': operator.key }, {})).toEqual({ acknowledged: true, errors: undefined, closeCode: undefined });
+      const asKey = await follow({ 'x-api-key': key.key }, { organizationId });
+      expect(asKey.acknowledged).toBe(true);
+      expect(asKey.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
+      const both = await follow({ authorization: member.headers.authorization!, 'x-api-key': key.key }, { organizationId });
+      expect(both.acknowledged).toBe(false);
+      expect(both.closeCode).toBe(4401);
+    },
+  );
 });

@@ -70,8 +70,7 @@ export async function startMajor(major: number, wanted: number): Promise<MajorSe
   let server!: ChildProcess;
   let log = '';
   let exited!: Promise<void>;
-  const url = (role: string, password: string, database: string) =>
-    `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  const url = (role: string, password: string, database: string) => `postgresql://${role}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   const stop = async () => {
     if (server.exitCode === null && server.signalCode === null) {
       server.kill('SIGINT'); // fast shutdown

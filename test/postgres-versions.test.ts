@@ -73,17 +73,37 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
     const an = catalog.assetNetworkId;
 
     const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: f.apiKeyHeaders, body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
+      headers: f.apiKeyHeaders,
+      body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
     });
     expect(pi.status, pi.text).toBe(201);
-    const intent = (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { id: string; transactionId: string; address: string };
+    const intent = (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as {
+      id: string;
+      transactionId: string;
+      address: string;
+    };
     await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId: an });
-    await pollUntil('intent SUCCEEDED', async () => (await svc.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'SUCCEEDED', DEADLINE);
-    await pollUntil('transaction RESERVED', async () => (await svc.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status, (s) => s === 'RESERVED', DEADLINE);
+    await pollUntil(
+      'intent SUCCEEDED',
+      async () => (await svc.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status,
+      (s) => s === 'SUCCEEDED',
+      DEADLINE,
+    );
+    await pollUntil(
+      'transaction RESERVED',
+      async () => (await svc.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
+      (s) => s === 'RESERVED',
+      DEADLINE,
+    );
 
     const st = await svc.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '1000000' } });
     expect(st.status, st.text).toBe(201);
-    const settlement = await pollUntil('settlement EXECUTED', async () => (await svc.rest('GET', `/v1/settlements/${idOf(st)}`, { headers: f.apiKeyHeaders })).body, (b) => b.status !== 'PENDING', DEADLINE);
+    const settlement = await pollUntil(
+      'settlement EXECUTED',
+      async () => (await svc.rest('GET', `/v1/settlements/${idOf(st)}`, { headers: f.apiKeyHeaders })).body,
+      (b) => b.status !== 'PENDING',
+      DEADLINE,
+    );
     expect(settlement).toMatchObject({ status: 'EXECUTED' });
     const balances = await svc.rest('GET', `/v1/accounts/${idOf(acc)}/balances`, { headers: f.member.headers });
     expect((balances.body as { assetNetworkId: string; posted: string }[]).find((b) => b.assetNetworkId === an)?.posted).toBe('1000000');
@@ -91,7 +111,12 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
     const wanted = ['deposit.confirmed', 'transaction.reserved', 'settlement.executed'];
     const deliveries = await pollUntil(
       'webhooks delivered',
-      async () => (await svc.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers: f.member.headers })).body as { id: string; EventType: string; status: string }[],
+      async () =>
+        (await svc.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers: f.member.headers })).body as {
+          id: string;
+          EventType: string;
+          status: string;
+        }[],
       (items) => wanted.every((t) => items.some((d) => d.EventType === t && d.status === 'DELIVERED')),
       DEADLINE,
     );
@@ -117,7 +142,9 @@ describe('an older server', () => {
     expect(err?.message).toMatch(/exited \(1\)/);
     const fatal = err!.message.split('\n').filter((l) => l.includes('"level":60'));
     expect(fatal).toHaveLength(1);
-    expect(JSON.parse(fatal[0]!).msg).toMatch(new RegExp(`^PostgreSQL 14\\.\\d+ is not supported: the service needs PostgreSQL ${MINIMUM_POSTGRES_MAJOR} or newer`));
+    expect(JSON.parse(fatal[0]!).msg).toMatch(
+      new RegExp(`^PostgreSQL 14\\.\\d+ is not supported: the service needs PostgreSQL ${MINIMUM_POSTGRES_MAJOR} or newer`),
+    );
     // npm run migrate refuses the same way.
     const migrate = spawnSync(join(ROOT, 'node_modules/.bin/tsx'), ['scripts/migrate.ts'], {
       cwd: ROOT,

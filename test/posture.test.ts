@@ -115,13 +115,19 @@ describe('Cache-Control: no-store on every answer', () => {
     const k = await createApiKey(app, m);
     keep('api key create', await app.rest('POST', `/v1/environments/${k.environmentId}/api-keys`, { headers: m.headers }));
     keep('api key rotate', await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { headers: m.headers, body: {} }));
-    const w = keep('webhook endpoint create', await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { headers: m.headers, body: { url: 'http://127.0.0.1:9/hooks' } }));
+    const w = keep(
+      'webhook endpoint create',
+      await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { headers: m.headers, body: { url: 'http://127.0.0.1:9/hooks' } }),
+    );
     keep('webhook secret rotate', await app.rest('POST', `/v1/webhook-endpoints/${w.body.id}/rotate-secret`, { headers: m.headers }));
     const hEmail = uniqueEmail('holder');
     keep('account holder signup', await app.rest('POST', '/v1/account-holders/signup', { body: { email: hEmail, password: PASSWORD, name: 'H' } }));
     const hl = keep('account holder login', await app.rest('POST', '/v1/account-holders/login', { body: { email: hEmail, password: PASSWORD } }));
     keep('account holder refresh', await app.rest('POST', '/v1/account-holders/refresh', { body: { refreshToken: hl.body.refreshToken } }));
-    keep('invitation', await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { headers: m.headers, body: { email: uniqueEmail('inv') } }));
+    keep(
+      'invitation',
+      await app.rest('POST', `/v1/organizations/${m.organizationId}/account-holder-invitations`, { headers: m.headers, body: { email: uniqueEmail('inv') } }),
+    );
     keep('401', await app.rest('GET', `/v1/organizations/${m.organizationId}/applications`));
     keep('404', await app.rest('GET', '/v1/nothing'));
     keep('healthz', await app.rest('GET', '/healthz'));
@@ -136,7 +142,11 @@ describe('Cache-Control: no-store on every answer', () => {
 
   test('also over a real socket', async () => {
     const server = await app.listen();
-    const r = await fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"nobody@example.com","password":"wrong password"}' });
+    const r = await fetch(`${server.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"email":"nobody@example.com","password":"wrong password"}',
+    });
     expect(r.status).toBe(401);
     expect(r.headers.get('cache-control')).toBe('no-store');
   });
@@ -145,7 +155,8 @@ describe('Cache-Control: no-store on every answer', () => {
 describe('CORS', () => {
   const preflight = (t: TestApp, path: string, origin: string) =>
     t.rest('OPTIONS', path, { headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
-  const simple = (t: TestApp, path: string, origin: string) => (path === '/graphql' ? t.rest('POST', path, { headers: { origin }, body: { query: '{ health }' } }) : t.rest('GET', path, { headers: { origin } }));
+  const simple = (t: TestApp, path: string, origin: string) =>
+    path === '/graphql' ? t.rest('POST', path, { headers: { origin }, body: { query: '{ health }' } }) : t.rest('GET', path, { headers: { origin } });
   const paths = ['/v1/openapi.json', '/graphql'];
 
   test('development and test without CORS_ORIGINS: any origin, never with credentials', async () => {
@@ -251,7 +262,13 @@ describe('GraphQL schema privacy', () => {
     const { default: WebSocket } = await import('ws');
     const m = await signUpMember(prod);
     const server = await prod.listen();
-    const client = createClient({ url: server.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: m.headers, retryAttempts: 0, lazy: true });
+    const client = createClient({
+      url: server.url.replace('http', 'ws') + '/graphql',
+      webSocketImpl: WebSocket,
+      connectionParams: m.headers,
+      retryAttempts: 0,
+      lazy: true,
+    });
     try {
       const outcome = await new Promise<unknown>((resolve) => {
         let first: unknown;
@@ -316,7 +333,12 @@ describe('npm start in production (a real process)', () => {
     let stdout = '';
     // The log: JSON lines on stdout (node's own warnings go to stderr).
     // Complete lines only: a chunk may end inside a line.
-    const lines = () => stdout.slice(0, stdout.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = () =>
+      stdout
+        .slice(0, stdout.lastIndexOf('\n') + 1)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
     const ready = new Promise<{ code: number | null; url?: string }>((resolve) => {
       child.stdout.on('data', (c: Buffer) => {
         output += c.toString('utf8');
@@ -369,20 +391,41 @@ describe('npm start in production (a real process)', () => {
 
   test('with every setting it starts, says so first, hides the schema and sends mail over SMTP', async () => {
     const sink = await startSmtpSink();
-    const p = start({ NODE_ENV: 'production', DATABASE_URL: app.databaseUrl, ...(await keys()), SMTP_URL: sink.url, MAIL_FROM: 'Ops <ops@example.com>', LOG_LEVEL: 'info' });
+    const p = start({
+      NODE_ENV: 'production',
+      DATABASE_URL: app.databaseUrl,
+      ...(await keys()),
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Ops <ops@example.com>',
+      LOG_LEVEL: 'info',
+    });
     try {
       const { code, url } = await p.ready;
       expect(code, p.output()).toBeNull();
       expect(p.lines()[0]).toMatchObject({ msg: 'mode: production', generatedKeys: [], mailer: 'smtp', cors: 'none' });
       expect(p.output()).not.toMatch(/not for production/);
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', mode: 'production' });
-      const intro = await (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }) })).json();
+      const intro = await (
+        await fetch(`${url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }),
+        })
+      ).json();
       expect(JSON.stringify(intro)).toMatch(/introspection/i);
       // A password reset mail leaves through the SMTP server.
       const email = uniqueEmail('smtp');
-      const s = await fetch(`${url}/v1/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD, name: 'O', organizationName: 'Org' }) });
+      const s = await fetch(`${url}/v1/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD, name: 'O', organizationName: 'Org' }),
+      });
       expect(s.status).toBe(201);
-      const r = await fetch(`${url}/v1/auth/password-reset/request`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+      const r = await fetch(`${url}/v1/auth/password-reset/request`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email }),
+      });
       expect(r.status).toBe(204);
       for (let i = 0; i < 100 && !sink.mails.length; i++) await new Promise((ok) => setTimeout(ok, 50));
       expect(sink.mails).toHaveLength(1);
@@ -394,10 +437,18 @@ describe('npm start in production (a real process)', () => {
       expect(p.output()).not.toMatch(/prt_/);
       // The mail server gone: the request still answers 204 (it does not wait for SMTP), the failure is logged without the token.
       await sink.close();
-      const again = await fetch(`${url}/v1/auth/password-reset/request`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+      const again = await fetch(`${url}/v1/auth/password-reset/request`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email }),
+      });
       expect(again.status).toBe(204);
       for (let i = 0; i < 100 && !p.lines().some((l) => l.msg === 'mail not sent'); i++) await new Promise((ok) => setTimeout(ok, 50));
-      expect(p.lines().find((l) => l.msg === 'mail not sent')).toMatchObject({ level: 50, mail: { kind: 'password-reset' }, err: { code: expect.any(String) } });
+      expect(p.lines().find((l) => l.msg === 'mail not sent')).toMatchObject({
+        level: 50,
+        mail: { kind: 'password-reset' },
+        err: { code: expect.any(String) },
+      });
       expect(p.output()).not.toMatch(/prt_/);
     } finally {
       await p.stop();
@@ -413,7 +464,15 @@ describe('npm start in production (a real process)', () => {
     try {
       for (let waited = 0; p.lines().length < 2 && waited < 60_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
       const [first, second] = p.lines();
-      expect(first, p.output()).toMatchObject({ msg: 'mode: development', mode: 'development', graphiql: true, introspection: true, webhookHttp: true, generatedKeys: [], mailer: 'file' });
+      expect(first, p.output()).toMatchObject({
+        msg: 'mode: development',
+        mode: 'development',
+        graphiql: true,
+        introspection: true,
+        webhookHttp: true,
+        generatedKeys: [],
+        mailer: 'file',
+      });
       expect(second, p.output()).toMatchObject({ level: 40, msg: expect.stringMatching(/development mode: not for production; set NODE_ENV=production/) });
     } finally {
       await p.kill();

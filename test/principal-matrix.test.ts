@@ -44,24 +44,52 @@ beforeAll(async () => {
   const owner = await signUpMember(app);
   const org = owner.organizationId;
   const member = (memberId: string, role: 'OWNER' | 'VIEWER'): Principal => ({
-    type: 'member', memberId, organizationId: org, role, permissions: new Set(rolePermissions[role]),
+    type: 'member',
+    memberId,
+    organizationId: org,
+    role,
+    permissions: new Set(rolePermissions[role]),
   });
   callers.set('none', { headers: {}, principal: null, organizationId: org });
-  callers.set('owner', { headers: owner.headers, principal: member(owner.memberId, 'OWNER'), organizationId: org, renew: relogin('/v1/auth/login', owner.email) });
+  callers.set('owner', {
+    headers: owner.headers,
+    principal: member(owner.memberId, 'OWNER'),
+    organizationId: org,
+    renew: relogin('/v1/auth/login', owner.email),
+  });
 
   // A VIEWER of the owner's organization, straight in the database, logged in over REST.
   const viewerEmail = uniqueEmail('viewer');
   const viewer = await app.deps.db.member.create({
-    data: { organizationId: org, email: viewerEmail, name: 'Viewer', role: 'VIEWER', passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
+    data: {
+      organizationId: org,
+      email: viewerEmail,
+      name: 'Viewer',
+      role: 'VIEWER',
+      passwordHash: await hashPassword(PASSWORD),
+      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+    },
   });
   const login = await app.rest('POST', '/v1/auth/login', { body: { email: viewerEmail, password: PASSWORD } });
   if (login.status !== 200) throw new Error(`viewer login failed: ${login.status} ${login.text}`);
-  callers.set('viewer', { headers: bearer(login.body.accessToken), principal: member(viewer.id, 'VIEWER'), organizationId: org, renew: relogin('/v1/auth/login', viewerEmail) });
+  callers.set('viewer', {
+    headers: bearer(login.body.accessToken),
+    principal: member(viewer.id, 'VIEWER'),
+    organizationId: org,
+    renew: relogin('/v1/auth/login', viewerEmail),
+  });
 
   const key = await createApiKey(app, owner);
   callers.set('apiKey', {
     headers: key.headers,
-    principal: { type: 'apiKey', apiKeyId: key.apiKeyId, organizationId: org, applicationId: key.applicationId, environmentId: key.environmentId, mode: 'SANDBOX' },
+    principal: {
+      type: 'apiKey',
+      apiKeyId: key.apiKeyId,
+      organizationId: org,
+      applicationId: key.applicationId,
+      environmentId: key.environmentId,
+      mode: 'SANDBOX',
+    },
     organizationId: org,
   });
 
@@ -91,7 +119,11 @@ async function accountHolder(): Promise<Omit<Caller, 'organizationId'>> {
     data: { email, name: 'Holder', passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
   });
   const { token } = await signAccessToken(
-    app.deps.tokenKeys, app.deps.config.JWT_ISSUER, { sub: row.id, aud: 'account-holder', sid: crypto.randomUUID() }, app.clock.now(), 900,
+    app.deps.tokenKeys,
+    app.deps.config.JWT_ISSUER,
+    { sub: row.id, aud: 'account-holder', sid: crypto.randomUUID() },
+    app.clock.now(),
+    900,
   );
   return { headers: bearer(token), principal: { type: 'accountHolder', accountHolderId: row.id } };
 }

@@ -116,7 +116,12 @@ export async function startService(opts: {
     ...(opts.embedded ? { EMBEDDED_PG_PORT: String(opts.embedded.port) } : { DATABASE_URL: opts.databaseUrl! }),
   };
   // The Node running these tests (Node 24: npm puts node_modules/.bin first on PATH), with tsx as its loader.
-  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
+  });
   const lines: LogLine[] = [];
   let raw = '';
   let pending = '';
@@ -141,10 +146,11 @@ export async function startService(opts: {
         continue;
       }
       lines.push(line);
-      for (const w of waiters) if (w.match(line)) {
-        waiters.delete(w);
-        w.resolve(line);
-      }
+      for (const w of waiters)
+        if (w.match(line)) {
+          waiters.delete(w);
+          w.resolve(line);
+        }
     }
   });
   child.stderr!.on('data', (s: string) => (raw += s));
@@ -155,7 +161,11 @@ export async function startService(opts: {
     }),
   );
   const alive = () => child.exitCode === null && child.signalCode === null;
-  const tail = () => `${raw.slice(-4000)}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`;
+  const tail = () =>
+    `${raw.slice(-4000)}\n${lines
+      .slice(-20)
+      .map((l) => JSON.stringify(l))
+      .join('\n')}`;
 
   function waitForLog(match: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
     const seen = lines.find(match);
@@ -224,7 +234,12 @@ export async function startService(opts: {
 }
 
 /** A REST call over HTTP, answered in the harness's RestResult shape. */
-export async function restCall(baseUrl: string, method: string, path: string, o: { body?: unknown; headers?: Record<string, string>; raw?: string } = {}): Promise<RestResult> {
+export async function restCall(
+  baseUrl: string,
+  method: string,
+  path: string,
+  o: { body?: unknown; headers?: Record<string, string>; raw?: string } = {},
+): Promise<RestResult> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   let body: string | undefined = o.raw;
   if (o.body !== undefined) {
@@ -265,7 +280,11 @@ export async function runCommand(
   env: Record<string, string>,
   timeoutMs = 120_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(command, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));

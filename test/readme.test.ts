@@ -26,7 +26,11 @@ let pgPort: number;
 const cleanups: (() => unknown)[] = [];
 const scriptEnv = () => ({ DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort) });
 const node = (script: string, ...args: string[]) => ['--import', 'tsx', script, ...args];
-const fatalOf = (stdout: string) => stdout.split('\n').filter((l) => l.includes('"level":60')).map((l) => JSON.parse(l) as { msg: string });
+const fatalOf = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l.includes('"level":60'))
+    .map((l) => JSON.parse(l) as { msg: string });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'ftis-readme-'));
@@ -81,7 +85,9 @@ describe('README first steps', () => {
       expect(wallet.status, wallet.text).toBe(200);
     }
     const login = await svc.rest('POST', '/v1/auth/login', { body: { email: idsA.MEMBER_EMAIL, password: idsA.MEMBER_PASSWORD } });
-    const accounts = await svc.rest('GET', `/v1/organizations/${idsA.ORG_ID}/accounts?take=100`, { headers: { Authorization: `Bearer ${login.body.accessToken}` } });
+    const accounts = await svc.rest('GET', `/v1/organizations/${idsA.ORG_ID}/accounts?take=100`, {
+      headers: { Authorization: `Bearer ${login.body.accessToken}` },
+    });
     expect(accounts.status, accounts.text).toBe(200);
     const names = ((accounts.body.items ?? accounts.body) as { name: string }[]).map((x) => x.name);
     expect(names.filter((n) => n === 'Seller')).toHaveLength(1);
@@ -112,18 +118,36 @@ describe('start-up failures name their cause (issue 16, item 1)', () => {
     const port = new URL(svc.url).port;
     const other = mkdtempSync(join(tmpdir(), 'ftis-readme-port-'));
     cleanups.push(() => rmSync(other, { recursive: true, force: true }));
-    const r = await runCommand(process.execPath, node('src/main.ts'), { DATA_DIR: other, EMBEDDED_PG_PORT: String(await freePort()), HOST: '127.0.0.1', PORT: port });
+    const r = await runCommand(process.execPath, node('src/main.ts'), {
+      DATA_DIR: other,
+      EMBEDDED_PG_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      PORT: port,
+    });
     expect(r.code).toBe(1);
-    expect(fatalOf(r.stdout).map((f) => f.msg)).toEqual([`PORT ${port} is taken on 127.0.0.1 (another process listens there): stop it, or set PORT to a free port`]);
+    expect(fatalOf(r.stdout).map((f) => f.msg)).toEqual([
+      `PORT ${port} is taken on 127.0.0.1 (another process listens there): stop it, or set PORT to a free port`,
+    ]);
   }, 120_000);
 
   test('a script with EMBEDDED_PG_PORT taken exits 1 with one line naming the port', async () => {
     const other = mkdtempSync(join(tmpdir(), 'ftis-readme-pg-'));
     chmodSync(other, 0o755);
     cleanups.push(() => rmSync(other, { recursive: true, force: true }));
-    const r = await runCommand(process.execPath, node('scripts/operator-create.ts', '--email', 'x@example.com'), { DATA_DIR: other, EMBEDDED_PG_PORT: String(pgPort) });
+    const r = await runCommand(process.execPath, node('scripts/operator-create.ts', '--email', 'x@example.com'), {
+      DATA_DIR: other,
+      EMBEDDED_PG_PORT: String(pgPort),
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`operator:create: port ${pgPort} (EMBEDDED_PG_PORT) is taken by another process`);
     expect(r.stderr).not.toContain('triggerUncaughtException');
   }, 180_000);
+  test('an invalid setting ends npm start and a script with one line naming the variable, never its value, exit 1', async () => {
+    for (const args of [node('src/main.ts'), node('scripts/operator-create.ts', '--email', 'x@example.com')]) {
+      const r = await runCommand(process.execPath, args, { ...scriptEnv(), PORT: 'not-a-port-s3cr3t' });
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toBe('Invalid configuration: PORT: Invalid input: expected number, received NaN');
+      expect(r.stdout + r.stderr).not.toContain('s3cr3t');
+    }
+  }, 120_000);
 });

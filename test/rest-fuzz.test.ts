@@ -28,7 +28,9 @@ beforeAll(async () => {
   credentials.ApiKey = (await createApiKey(app, owner)).headers;
   credentials.OperatorKey = (await createOperator(app)).headers;
   const email = uniqueEmail('holder');
-  await app.deps.db.accountHolder.create({ data: { email, name: 'Holder', passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) } });
+  await app.deps.db.accountHolder.create({
+    data: { email, name: 'Holder', passwordHash: await hashPassword(PASSWORD), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
+  });
   const login = await app.rest('POST', '/v1/account-holders/login', { body: { email, password: PASSWORD } });
   credentials.AccountHolderBearer = bearer(login.body.accessToken);
 });
@@ -76,8 +78,29 @@ function sample(s0: Schema | undefined, depth = 0): unknown {
 }
 
 const hostileValues: unknown[] = [
-  null, 12345, -1, 1.5, 1e308, true, {}, [], [[[]]], 'x'.repeat(200_000), 'a\u0000b', 'a\u0007b', 'gnp.\u202eexe', '\ud800', '', '   ',
-  '../../etc/passwd', "' OR 1=1 --", '{"$gt":""}', JSON.parse('{"__proto__":{"polluted":true}}'), '9'.repeat(400), '-0', 'NaN',
+  null,
+  12345,
+  -1,
+  1.5,
+  1e308,
+  true,
+  {},
+  [],
+  [[[]]],
+  'x'.repeat(200_000),
+  'a\u0000b',
+  'a\u0007b',
+  'gnp.\u202eexe',
+  '\ud800',
+  '',
+  '   ',
+  '../../etc/passwd',
+  "' OR 1=1 --",
+  '{"$gt":""}',
+  JSON.parse('{"__proto__":{"polluted":true}}'),
+  '9'.repeat(400),
+  '-0',
+  'NaN',
 ];
 
 function deep(n: number): unknown {
@@ -100,14 +123,18 @@ function bodyMutations(schema: Schema | undefined, rand: () => number): unknown[
     if (p.type === 'string' || (Array.isArray(p.type) && p.type.includes('string'))) out.push({ ...base, [k]: 'a\u0000b' });
     for (let i = 0; i < 2; i++) out.push({ ...base, [k]: hostileValues[Math.floor(rand() * hostileValues.length)] });
     if (p.type === 'object' || p.properties) out.push({ ...base, [k]: deep(200) });
-    if (p.type === 'array') out.push({ ...base, [k]: [sample(p.items), ...Array.from({ length: 3 }, () => hostileValues[Math.floor(rand() * hostileValues.length)])] });
+    if (p.type === 'array')
+      out.push({ ...base, [k]: [sample(p.items), ...Array.from({ length: 3 }, () => hostileValues[Math.floor(rand() * hostileValues.length)])] });
   }
   return out;
 }
 
 const operations = () =>
   Object.entries(doc.paths as Record<string, Record<string, Schema>>).flatMap(([path, item]) =>
-    Object.entries(item).filter(([m]) => ['get', 'post', 'put', 'delete'].includes(m)).map(([method, op]) => ({ path, method: method.toUpperCase(), op })));
+    Object.entries(item)
+      .filter(([m]) => ['get', 'post', 'put', 'delete'].includes(m))
+      .map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
+  );
 
 test('no hostile request answers 5xx; every 400 is a problem body with field errors', async () => {
   const rand = prng(20260114);
@@ -117,9 +144,10 @@ test('no hostile request answers 5xx; every 400 is a problem body with field err
   for (const { path, method, op } of operations()) {
     if (path === '/v1/openapi.json') continue;
     const schemes = ((op.security ?? []) as Record<string, unknown>[]).flatMap((s) => Object.keys(s));
-    const headers = schemes.length ? credentials[schemes[0]!] ?? {} : {};
+    const headers = schemes.length ? (credentials[schemes[0]!] ?? {}) : {};
     const params = ((op.parameters ?? []) as Schema[]).map((p) => (p.$ref ? resolveRef(p) : p));
-    const pathFor = (hostile?: string) => path.replace(/\{(\w+)\}/g, (_m, n: string) => hostile ?? (n === 'organizationId' ? organizationId : crypto.randomUUID()));
+    const pathFor = (hostile?: string) =>
+      path.replace(/\{(\w+)\}/g, (_m, n: string) => hostile ?? (n === 'organizationId' ? organizationId : crypto.randomUUID()));
     const requests: { path: string; body?: unknown; raw?: string; query?: string }[] = [];
     const bodySchema = op.requestBody?.content?.['application/json']?.schema;
     if (bodySchema) for (const body of bodyMutations(bodySchema, rand)) requests.push({ path: pathFor(), body });
@@ -130,7 +158,14 @@ test('no hostile request answers 5xx; every 400 is a problem body with field err
     if (path.includes('{')) for (const v of ['%zz', '%00', '12345', 'x'.repeat(300), '%E2%80%AE']) requests.push({ path: pathFor(v) });
     if (bodySchema) requests.push({ path: pathFor(), raw: '{"unterminated' }, { path: pathFor(), raw: 'null' });
     // A deterministic sample per operation keeps the run bounded.
-    const chosen = requests.length <= PER_OPERATION ? requests : requests.map((r) => [rand(), r] as const).sort((a, b) => a[0] - b[0]).slice(0, PER_OPERATION).map(([, r]) => r);
+    const chosen =
+      requests.length <= PER_OPERATION
+        ? requests
+        : requests
+            .map((r) => [rand(), r] as const)
+            .sort((a, b) => a[0] - b[0])
+            .slice(0, PER_OPERATION)
+            .map(([, r]) => r);
     for (const r of chosen) {
       const url = r.query ? `${r.path}?${r.query}` : r.path;
       const res = await app.rest(method, url, {
@@ -143,8 +178,14 @@ test('no hostile request answers 5xx; every 400 is a problem body with field err
       if (res.status >= 500 && res.status !== 501) failures.push(what);
       else if (res.status === 400) {
         const b = res.body;
-        const fine = b && typeof b.code === 'string' && b.status === 400 && typeof b.type === 'string' && Array.isArray(b.errors) && b.errors.length > 0
-          && b.errors.every((e: Schema) => typeof e.field === 'string' && typeof e.message === 'string' && typeof e.code === 'string');
+        const fine =
+          b &&
+          typeof b.code === 'string' &&
+          b.status === 400 &&
+          typeof b.type === 'string' &&
+          Array.isArray(b.errors) &&
+          b.errors.length > 0 &&
+          b.errors.every((e: Schema) => typeof e.field === 'string' && typeof e.message === 'string' && typeof e.code === 'string');
         if (!fine) failures.push(what);
       }
     }

@@ -29,7 +29,10 @@ test('every route operation document parses and validates against the schema', (
       expect(r.document, r.operationId).toBeDefined();
       // The document defines the named operation only: nothing unused rides along.
       const doc = parse(readFileSync(resolve(import.meta.dirname, '../rest/operations', `${r.operation}.graphql`), 'utf8'));
-      expect(doc.definitions.filter((d) => d.kind === 'OperationDefinition'), r.operationId).toHaveLength(1);
+      expect(
+        doc.definitions.filter((d) => d.kind === 'OperationDefinition'),
+        r.operationId,
+      ).toHaveLength(1);
       // Every variable the route maps exists in the operation.
       for (const name of Object.keys(r.variables ?? {})) expect(r.variableTypes.has(name), `${r.operationId}: $${name}`).toBe(true);
     } else expect(r.document, r.operationId).toBeUndefined();

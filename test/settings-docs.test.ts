@@ -23,7 +23,8 @@ test('the Settings table of README.md names every setting of src/config.ts and e
   const read = new Set<string>();
   for (const file of [...folders.flatMap((f) => sources(join(root, f))), join(root, 'prisma.config.ts')]) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/process\.env(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])|\benv\(['"]([A-Z][A-Z0-9_]*)['"]/g)) read.add((m[1] ?? m[2] ?? m[3])!);
+    for (const m of text.matchAll(/process\.env(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])|\benv\(['"]([A-Z][A-Z0-9_]*)['"]/g))
+      read.add((m[1] ?? m[2] ?? m[3])!);
   }
   expect(read.size).toBeGreaterThan(20);
   const named = (name: string) => table.includes('`' + name + '`');

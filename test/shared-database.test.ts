@@ -23,15 +23,23 @@ describe('keys: with DATABASE_URL, no process generates its own', () => {
   test('a process without JWT_PRIVATE_JWK and WEBHOOK_SECRET_KEY refuses to start, naming each; with one of them, names the other', async () => {
     const { url } = await database('keys');
     const { JWT_PRIVATE_JWK: _j, WEBHOOK_SECRET_KEY: _w, ...noKeys } = await serviceEnv();
-    const first = await startService({ databaseUrl: url, env: noKeys }).then((s) => (cleanups.push(() => s.stop()), null), (e: Error) => e);
+    const first = await startService({ databaseUrl: url, env: noKeys }).then(
+      (s) => (cleanups.push(() => s.stop()), null),
+      (e: Error) => e,
+    );
     expect(first?.message).toMatch(/exited \(1\)/);
     const fatal = JSON.parse(first!.message.split('\n').find((l) => l.includes('"level":60'))!) as { msg: string; missing: string[] };
     expect(fatal.missing).toEqual(['JWT_PRIVATE_JWK', 'WEBHOOK_SECRET_KEY']);
-    expect(fatal.msg).toMatch(/^DATABASE_URL is set: every process of one database must share its keys; refusing to start without: JWT_PRIVATE_JWK .*; WEBHOOK_SECRET_KEY /);
+    expect(fatal.msg).toMatch(
+      /^DATABASE_URL is set: every process of one database must share its keys; refusing to start without: JWT_PRIVATE_JWK .*; WEBHOOK_SECRET_KEY /,
+    );
     expect(first!.message).not.toMatch(/database ready/);
 
     const { WEBHOOK_SECRET_KEY: _w2, ...jwtOnly } = await serviceEnv();
-    const second = await startService({ databaseUrl: url, env: jwtOnly }).then((s) => (cleanups.push(() => s.stop()), null), (e: Error) => e);
+    const second = await startService({ databaseUrl: url, env: jwtOnly }).then(
+      (s) => (cleanups.push(() => s.stop()), null),
+      (e: Error) => e,
+    );
     const fatal2 = JSON.parse(second!.message.split('\n').find((l) => l.includes('"level":60'))!) as { missing: string[] };
     expect(fatal2.missing).toEqual(['WEBHOOK_SECRET_KEY']);
   }, 60_000);
@@ -48,7 +56,11 @@ describe.concurrent('the sandbox chain keeps its cadence', () => {
     const from = new Date();
     await new Promise((r) => setTimeout(r, WINDOW));
     const to = new Date();
-    const blocks = await db.sandboxBlock.findMany({ where: { networkId, minedAt: { gte: from, lt: to } }, orderBy: { height: 'asc' }, select: { height: true, minedAt: true } });
+    const blocks = await db.sandboxBlock.findMany({
+      where: { networkId, minedAt: { gte: from, lt: to } },
+      orderBy: { height: 'asc' },
+      select: { height: true, minedAt: true },
+    });
     const gaps = blocks.slice(1).map((b, i) => b.minedAt.getTime() - blocks[i]!.minedAt.getTime());
     return { count: blocks.length, minGap: Math.min(...gaps), heights: blocks.map((b) => b.height) };
   }

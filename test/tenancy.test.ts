@@ -36,7 +36,14 @@ async function expectAudit(r: RestResult, m: Member, e: { entityType: string; en
   const rows = await app.deps.db.auditLogEntry.findMany({ where: { entityId: e.entityId, action: e.action } });
   expect(rows, `audit entries ${e.action} of ${e.entityId}`).toHaveLength(1);
   const row = rows[0]!;
-  expect(row).toMatchObject({ actorType: 'MEMBER', actorId: m.memberId, organizationId: m.organizationId, entityType: e.entityType, entityId: e.entityId, action: e.action });
+  expect(row).toMatchObject({
+    actorType: 'MEMBER',
+    actorId: m.memberId,
+    organizationId: m.organizationId,
+    entityType: e.entityType,
+    entityId: e.entityId,
+    action: e.action,
+  });
   expect(row.requestId).toBeTruthy();
   expect(row.requestId).toBe(r.headers.get('x-request-id'));
   return row;
@@ -65,7 +72,13 @@ describe('applications', () => {
     const m = await signUpMember(app);
     const r = await createApp(m, 'Payments backend');
     expect(r.status, r.text).toBe(201);
-    expect(r.body).toMatchObject({ id: expect.stringMatching(uuid), organizationId: m.organizationId, name: 'Payments backend', status: 'ACTIVE', statusReason: null });
+    expect(r.body).toMatchObject({
+      id: expect.stringMatching(uuid),
+      organizationId: m.organizationId,
+      name: 'Payments backend',
+      status: 'ACTIVE',
+      statusReason: null,
+    });
     expect(r.headers.get('location')).toBe(`/v1/applications/${r.body.id}`);
     const row = await expectAudit(r, m, { entityType: 'Application', entityId: r.body.id, action: 'application.created' });
     expect(await xminOf('AuditLogEntry', row.id)).toBe(await xminOf('Application', r.body.id));
@@ -80,7 +93,11 @@ describe('applications', () => {
 
   test('400 for a missing or empty name', async () => {
     const m = await signUpMember(app);
-    expectProblem(await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: '  ' }, headers: m.headers }), 400, 'VALIDATION_FAILED');
+    expectProblem(
+      await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: '  ' }, headers: m.headers }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expectProblem(await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: {}, headers: m.headers }), 400, 'VALIDATION_FAILED');
     expect(await app.deps.db.application.count({ where: { organizationId: m.organizationId } })).toBe(0);
   });
@@ -177,7 +194,13 @@ describe('API keys', () => {
     const list = await app.rest('GET', `/v1/environments/${env.body.id}/api-keys`, { headers: m.headers });
     expect(list.status, list.text).toBe(200);
     expect(list.body).toHaveLength(1);
-    expect(list.body[0]).toMatchObject({ id: r.body.id, environmentId: env.body.id, applicationId: a.body.id, displayPrefix: r.body.displayPrefix, status: 'ACTIVE' });
+    expect(list.body[0]).toMatchObject({
+      id: r.body.id,
+      environmentId: env.body.id,
+      applicationId: a.body.id,
+      displayPrefix: r.body.displayPrefix,
+      status: 'ACTIVE',
+    });
     expect(list.body[0]).not.toHaveProperty('apiKey');
     expect(list.text).not.toContain(key);
     expect(list.text).not.toContain(sha256(key));
@@ -290,8 +313,16 @@ describe('API keys', () => {
   test('rotate: 400 for a grace period out of range', async () => {
     const m = await signUpMember(app);
     const k = await createApiKey(app, m);
-    expectProblem(await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { body: { expiresInSeconds: -1 }, headers: m.headers }), 400, 'VALIDATION_FAILED');
-    expectProblem(await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { body: { expiresInSeconds: 7 * 24 * 3600 + 1 }, headers: m.headers }), 400, 'VALIDATION_FAILED');
+    expectProblem(
+      await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { body: { expiresInSeconds: -1 }, headers: m.headers }),
+      400,
+      'VALIDATION_FAILED',
+    );
+    expectProblem(
+      await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { body: { expiresInSeconds: 7 * 24 * 3600 + 1 }, headers: m.headers }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expect(await keyOutcome(m, k.key)).toBe(AUTHENTICATED);
     expect(await app.deps.db.apiKey.count({ where: { environmentId: k.environmentId } })).toBe(1);
   });
@@ -303,7 +334,11 @@ describe('application lifecycle', () => {
     const k = await createApiKey(app, m);
     expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { headers: m.headers }), 400, 'VALIDATION_FAILED');
     expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { body: {}, headers: m.headers }), 400, 'VALIDATION_FAILED');
-    expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { body: { reason: '   ' }, headers: m.headers }), 400, 'VALIDATION_FAILED');
+    expectProblem(
+      await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { body: { reason: '   ' }, headers: m.headers }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expect((await app.deps.db.application.findUniqueOrThrow({ where: { id: k.applicationId } })).status).toBe('ACTIVE');
     expect(await keyOutcome(m, k.key)).toBe(AUTHENTICATED);
   });
@@ -324,7 +359,11 @@ describe('application lifecycle', () => {
     expectProblem(await generate(m, k.environmentId), 409, 'INVALID_STATE');
     expectProblem(await createEnv(m, k.applicationId, 'PRODUCTION'), 409, 'INVALID_STATE');
     expectProblem(await app.rest('POST', `/v1/api-keys/${k.apiKeyId}/rotate`, { headers: m.headers }), 409, 'INVALID_STATE');
-    expectProblem(await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { body: { reason: 'again' }, headers: m.headers }), 409, 'INVALID_STATE');
+    expectProblem(
+      await app.rest('POST', `/v1/applications/${k.applicationId}/suspend`, { body: { reason: 'again' }, headers: m.headers }),
+      409,
+      'INVALID_STATE',
+    );
     expect(await app.deps.db.apiKey.count({ where: { applicationId: k.applicationId } })).toBe(1);
 
     const r = await app.rest('POST', `/v1/applications/${k.applicationId}/reactivate`, { headers: m.headers });
@@ -428,7 +467,10 @@ describe('request ids and routing', () => {
   test('a caller-supplied X-Request-Id is echoed, in the header, the problem body and the audit entry', async () => {
     const m = await signUpMember(app);
     const id = 'caller-req.' + Date.now();
-    const ok = await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, { body: { name: 'x' }, headers: { ...m.headers, 'x-request-id': id } });
+    const ok = await app.rest('POST', `/v1/organizations/${m.organizationId}/applications`, {
+      body: { name: 'x' },
+      headers: { ...m.headers, 'x-request-id': id },
+    });
     expect(ok.status).toBe(201);
     expect(ok.headers.get('x-request-id')).toBe(id);
     expect((await app.deps.db.auditLogEntry.findFirstOrThrow({ where: { entityId: ok.body.id } })).requestId).toBe(id);

@@ -6,7 +6,8 @@ import { setupSandboxCatalog } from './money-helpers';
 import { emitEvent } from '../src/webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType } from '../src/webhooks/events';
 import { deliveryDeps, processDeliveries } from '../src/webhooks/delivery';
-import { DELIVER_QUEUE, type DeliverJob } from '../src/webhooks/outbox';
+import { DELIVER_QUEUE } from '../src/kernel/queues';
+import { type DeliverJob } from '../src/webhooks/outbox';
 
 /** Test settings: deliveries may go to 127.0.0.1; a short attempt budget. */
 export const webhookEnv = { WEBHOOK_DESTINATION_ALLOWLIST: '127.0.0.1/32', WEBHOOK_ATTEMPT_TIMEOUT_MS: '1500' };
@@ -27,7 +28,14 @@ export async function startReceiver(respond: (req: Received, res: ServerResponse
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r: Received = { method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      const r: Received = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
       received.push(r);
       void Promise.resolve(respond(r, res, received.length)).catch(() => res.destroy());
     });
@@ -38,7 +46,11 @@ export async function startReceiver(respond: (req: Received, res: ServerResponse
     url: `http://127.0.0.1:${port}/hooks`,
     port,
     received,
-    close: () => new Promise<void>((ok) => { server.closeAllConnections(); server.close(() => ok()); }),
+    close: () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
   };
 }
 
@@ -72,8 +84,14 @@ export async function drainDeliveries(app: TestApp, opts: { ca?: string } = {}):
     const jobs = await boss.fetch<DeliverJob>(DELIVER_QUEUE, { batchSize: 200, ignoreStartAfter: true });
     if (!jobs.length) break;
     // Jobs not yet due by the app clock are put back by the handler itself (a new job at their time).
-    const r = await processDeliveries(deps, jobs.map((j) => j.data));
-    await boss.complete(DELIVER_QUEUE, jobs.map((j) => j.id));
+    const r = await processDeliveries(
+      deps,
+      jobs.map((j) => j.data),
+    );
+    await boss.complete(
+      DELIVER_QUEUE,
+      jobs.map((j) => j.id),
+    );
     attempted += r.attempted;
     if (!r.attempted) break;
   }
@@ -123,7 +141,10 @@ export async function sandboxEventDelivery(app: TestApp, url: string, catalog?: 
   const key = await createApiKey(app, member, 'SANDBOX');
   const endpoint = await registerEndpoint(app, member, url);
   const address = `0x${randomUUID().replaceAll('-', '')}${randomUUID().slice(0, 8)}`;
-  const r = await app.rest('POST', `/v1/organizations/${member.organizationId}/withdrawal-destinations`, { headers: key.headers, body: { networkId: network.networkId, address } });
+  const r = await app.rest('POST', `/v1/organizations/${member.organizationId}/withdrawal-destinations`, {
+    headers: key.headers,
+    body: { networkId: network.networkId, address },
+  });
   if (r.status !== 201) throw new Error(`register withdrawal destination: ${r.status} ${r.text}`);
   const delivery = await app.deps.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id }, select: { id: true } });
   return { member, key, endpoint, address, deliveryId: delivery.id, catalog: network };

@@ -34,7 +34,10 @@ beforeAll(async () => {
   scratch = join(dir, 'receiver');
   mkdirSync(scratch);
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'receiver', version: '1.0.0', private: true }));
-  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, tarball)], { cwd: scratch, stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, tarball)], {
+    cwd: scratch,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -104,21 +107,44 @@ test('the packed package verifies real deliveries in ESM and CommonJS; the docs 
   expect(readdirSync(installed)).not.toContain('src');
 
   // Its types resolve for a TypeScript receiver (NodeNext resolution, through "exports").
-  writeFileSync(join(scratch, 'check.ts'), `import { verifyWebhook, signWebhook, WebhookVerificationError, type VerifyOptions } from '@ftis/webhooks';
+  writeFileSync(
+    join(scratch, 'check.ts'),
+    `import { verifyWebhook, signWebhook, WebhookVerificationError, type VerifyOptions } from '@ftis/webhooks';
 const opts: VerifyOptions = { toleranceSeconds: 60 };
 const r: { deliveryId: string; timestamp: number } = verifyWebhook(Buffer.from('{}'), { 'x-webhook-signature': signWebhook('s', 1, '{}') }, 's', opts);
 const reason: 'missing_header' | 'invalid_timestamp' | 'timestamp_too_old' | 'timestamp_in_future' | 'invalid_signature' = new WebhookVerificationError('invalid_signature', 'x').reason;
 export { r, reason };
-`);
-  writeFileSync(join(scratch, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, lib: ['ES2022', 'DOM'], types: [], typeRoots: [join(root, 'node_modules/@types')] }, files: ['check.ts'] }));
+`,
+  );
+  writeFileSync(
+    join(scratch, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        lib: ['ES2022', 'DOM'],
+        types: [],
+        typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['check.ts'],
+    }),
+  );
   const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', scratch, '--types', 'node'], { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
 
-  writeFileSync(join(scratch, 'esm.mjs'), packageReceiver(`import { verifyWebhook, WebhookVerificationError } from '@ftis/webhooks';
+  writeFileSync(
+    join(scratch, 'esm.mjs'),
+    packageReceiver(`import { verifyWebhook, WebhookVerificationError } from '@ftis/webhooks';
 import { createRequire } from 'node:module';
-const require_ = createRequire(import.meta.url);`));
-  writeFileSync(join(scratch, 'cjs.cjs'), packageReceiver(`const { verifyWebhook, WebhookVerificationError } = require('@ftis/webhooks');
-const require_ = require;`));
+const require_ = createRequire(import.meta.url);`),
+  );
+  writeFileSync(
+    join(scratch, 'cjs.cjs'),
+    packageReceiver(`const { verifyWebhook, WebhookVerificationError } = require('@ftis/webhooks');
+const require_ = require;`),
+  );
   const docs = readFileSync(join(root, 'docs/webhooks.md'), 'utf8');
   const snippet = /<!-- receiver\.mjs -->\n```js\n([\s\S]*?)```/.exec(docs);
   expect(snippet, 'docs/webhooks.md has the receiver.mjs block').not.toBeNull();
@@ -138,7 +164,10 @@ const require_ = require;`));
 
   // A sandbox event: the API key registers a withdrawal destination on the sandbox network.
   const address = `0x${randomBytes(20).toString('hex')}`;
-  const reg = await app.rest('POST', `/v1/organizations/${m.organizationId}/withdrawal-destinations`, { headers: key.headers, body: { networkId: catalog.networkId, address } });
+  const reg = await app.rest('POST', `/v1/organizations/${m.organizationId}/withdrawal-destinations`, {
+    headers: key.headers,
+    body: { networkId: catalog.networkId, address },
+  });
   expect(reg.status, reg.text).toBe(201);
   await drainDeliveries(app);
 
@@ -160,7 +189,8 @@ const require_ = require;`));
   // A forged delivery is refused by every receiver (400), the package naming the reason.
   for (const [file, r] of Object.entries(receivers)) {
     const forged = await fetch(`http://127.0.0.1:${r.port}/hooks`, {
-      method: 'POST', body: '{"Address":"0x0"}',
+      method: 'POST',
+      body: '{"Address":"0x0"}',
       headers: { 'x-webhook-signature': 'ab'.repeat(32), 'x-webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'x-webhook-delivery-id': 'forged' },
     });
     expect(forged.status, file).toBe(400);
@@ -183,7 +213,11 @@ test('an API key reads the deliveries of its own mode only; another organization
     expect(r.body.code).toBe('NOT_FOUND');
   }
   // The same through GraphQL; and managing stays with members.
-  const gql = await app.gql<{ webhookDelivery: { eventType: string } }>(`{ webhookDelivery(id: "${d.id}") { eventType environmentType attempts { outcome } } }`, {}, sandboxKey.headers);
+  const gql = await app.gql<{ webhookDelivery: { eventType: string } }>(
+    `{ webhookDelivery(id: "${d.id}") { eventType environmentType attempts { outcome } } }`,
+    {},
+    sandboxKey.headers,
+  );
   expect(gql.errors).toBeUndefined();
   expect(gql.data!.webhookDelivery.eventType).toBe('withdrawal_destination.registered');
   expect((await app.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { headers: sandboxKey.headers })).status).toBe(403);
@@ -191,7 +225,8 @@ test('an API key reads the deliveries of its own mode only; another organization
   // A production event. No production network has an adapter in this version, so no production
   // aggregate can be made through the API: a second destination is registered, then marked PRODUCTION.
   const second = await app.rest('POST', `/v1/organizations/${m.organizationId}/withdrawal-destinations`, {
-    headers: sandboxKey.headers, body: { networkId: catalog.networkId, address: `0x${randomBytes(20).toString('hex')}` },
+    headers: sandboxKey.headers,
+    body: { networkId: catalog.networkId, address: `0x${randomBytes(20).toString('hex')}` },
   });
   expect(second.status, second.text).toBe(201);
   await app.deps.db.withdrawalDestination.update({ where: { id: second.headers.get('location')!.split('/').pop()! }, data: { environmentType: 'PRODUCTION' } });

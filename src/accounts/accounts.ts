@@ -8,8 +8,9 @@ import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
-import { sendRetainedRelease } from '../settlements/queues';
+import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -60,7 +61,6 @@ export const createAccountInput = z.object({
   mode: z.enum(['SANDBOX', 'PRODUCTION']).nullish(),
 });
 export type CreateAccountInput = z.infer<typeof createAccountInput>;
-
 
 /**
  * Creates an account. An API key creates it in its environment's mode and authorizes its own
@@ -125,19 +125,16 @@ export const listInput = z.object({
 export async function listAccounts(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery(args);
   const visible = visibleWhere(ctx);
   if (!visible) throw notFound('Organization');
   const rows = await ctx.deps.db.account.findMany({
-    where: { AND: [visible, { organizationId }, args.after ? { id: { gt: args.after } } : {}] },
+    where: { AND: [visible, { organizationId }, page.where] },
     include,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /** Loads an account of `organizationId` for a member (manage operations) or answers 404. */
@@ -250,10 +247,25 @@ async function whatKeepsAccountOpen(tx: Db, accountId: string): Promise<string[]
     tx.$queryRaw<{ id: string }[]>`
       SELECT h."id"::text AS "id" FROM "LedgerHold" h JOIN "LedgerAccount" a ON a."id" IN (h."debitAccountId", h."creditAccountId")
        WHERE a."kind" = 'CUSTOMER' AND a."ownerId" = ${accountId}::uuid AND h."status" = 'PENDING' ORDER BY h."id" LIMIT 6`,
-    tx.withdrawal.findMany({ where: { accountId, status: { notIn: [...FINISHED_WITHDRAWALS] } }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
-    tx.settlement.findMany({ where: { status: { in: ['PENDING', 'FAILED'] }, ...ofItsTransactions }, select: { id: true, status: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.withdrawal.findMany({
+      where: { accountId, status: { notIn: [...FINISHED_WITHDRAWALS] } },
+      select: { id: true, status: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
+    tx.settlement.findMany({
+      where: { status: { in: ['PENDING', 'FAILED'] }, ...ofItsTransactions },
+      select: { id: true, status: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
     tx.refund.findMany({ where: { status: 'PENDING', ...ofItsTransactions }, select: { id: true }, orderBy: { id: 'asc' }, take: 6 }),
-    tx.settlementAllocation.findMany({ where: { accountId, status: 'RETAINED' }, select: { id: true, amount: true, retainReason: true }, orderBy: { id: 'asc' }, take: 6 }),
+    tx.settlementAllocation.findMany({
+      where: { accountId, status: 'RETAINED' },
+      select: { id: true, amount: true, retainReason: true },
+      orderBy: { id: 'asc' },
+      take: 6,
+    }),
   ]);
   return [
     ...some(

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
-import { moneyFixture } from '../deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
+import { moneyFixture } from '../../test/fixtures/deposits/testing';
 import { postLedgerTransaction } from '../ledger/ledger';
-import { withdrawalTesting } from '../withdrawals/testing';
+import { withdrawalTesting } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 25, point 2: closing (DELETE /v1/accounts/{id}, terminal) refuses with 409 an account that
@@ -35,10 +35,14 @@ describe('closing an account that holds or awaits money', () => {
     expect(c1.body.detail).toMatch(new RegExp(`balance: asset-network ${s.f.catalog.assetNetworkId} posted 1000000`));
     expect(await statusOf(s.accountId)).toBe('ACTIVE');
 
-    const policy = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, { headers: op.headers, body: { approvalThreshold: '500000' } });
+    const policy = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, {
+      headers: op.headers,
+      body: { approvalThreshold: '500000' },
+    });
     expect(policy.status).toBe(204);
     const big = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-      headers: s.f.apiKeyHeaders, body: { amount: '1000000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      headers: s.f.apiKeyHeaders,
+      body: { amount: '1000000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
     });
     expect(big.status, big.text).toBe(201);
     const id = idOf(big);
@@ -103,7 +107,10 @@ describe('closing an account that holds or awaits money', () => {
     // while the close request arrives.
     await app.deps.db.$transaction(async (tx) => {
       await postLedgerTransaction(tx, {
-        idempotencyKey: `test:close-race:${acc}`, nature: 'test.credit', organizationId: f.organizationId, postedAt: app.clock.now(),
+        idempotencyKey: `test:close-race:${acc}`,
+        nature: 'test.credit',
+        organizationId: f.organizationId,
+        postedAt: app.clock.now(),
         lines: [
           { account: { kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId: an }, direction: 'DEBIT', amount: 5n },
           { account: { kind: 'CUSTOMER', ownerId: acc, organizationId: f.organizationId, assetNetworkId: an }, direction: 'CREDIT', amount: 5n },

@@ -35,7 +35,13 @@ export async function createHolder(tx: Db, ctx: Context, input: SignUpHolderInpu
     data: { email: input.email, name: input.name, passwordHash, credentialsChangedAt: now, createdAt: now },
   });
   const asHolder: Context = { ...ctx, principal: { type: 'accountHolder', accountHolderId: holder.id } };
-  await audit(tx, asHolder, { organizationId: null, entityType: 'AccountHolder', entityId: holder.id, action: 'account_holder.signed_up', after: { email: holder.email } });
+  await audit(tx, asHolder, {
+    organizationId: null,
+    entityType: 'AccountHolder',
+    entityId: holder.id,
+    action: 'account_holder.signed_up',
+    after: { email: holder.email },
+  });
   return { holder, ctx: asHolder };
 }
 

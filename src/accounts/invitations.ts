@@ -3,7 +3,7 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { audit, auditAll } from '../audit/audit';
-import { actorOf } from '../auth/principal';
+import { actorOf } from '../audit/audit';
 import { hashPassword } from '../auth/passwords';
 import { countSignUp, issueTokens } from '../auth/sessions';
 import { newOpaqueToken, sha256 } from '../auth/secrets';
@@ -12,6 +12,7 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import type { Prisma } from '../generated/prisma/client';
 import { asHolderTokens, createHolder, signUpHolderInput, type HolderTokenResult } from './holders';
+import { pageQuery, toPage } from '../kernel/paging';
 
 const HOUR = 3600;
 export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * HOUR;
@@ -19,7 +20,12 @@ export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * HOUR;
 export const createInvitationInput = z.object({
   email,
   /** Seconds the invitation stays claimable: 1 hour to 30 days, default 7 days. */
-  expiresInSeconds: z.number().int().min(HOUR).max(30 * 24 * HOUR).nullish(),
+  expiresInSeconds: z
+    .number()
+    .int()
+    .min(HOUR)
+    .max(30 * 24 * HOUR)
+    .nullish(),
 });
 export const claimInput = z.object({ token: z.string().min(1).max(200) });
 export const signUpAndClaimInput = signUpHolderInput.extend({ token: z.string().min(1).max(200) });
@@ -71,7 +77,8 @@ async function claimIn(tx: Db, ctx: Context, token: string, holder: { id: string
   const now = ctx.deps.clock.now();
   const tokenHash = sha256(token);
   const inv = await tx.accountHolderInvitation.findUnique({ where: { tokenHash } });
-  if (!inv || inv.claimedAt || inv.revokedAt || inv.expiresAt <= now) throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
+  if (!inv || inv.claimedAt || inv.revokedAt || inv.expiresAt <= now)
+    throw new DomainError('INVALID_TOKEN', 'The invitation token is invalid, expired or already used.');
   if (inv.email.toLowerCase() !== holder.email.toLowerCase())
     throw new DomainError('CONFLICT', "The invitation was issued for another email address than the account holder's.");
   // Spend it atomically: of two concurrent claims only one updates the row; a revocation
@@ -218,17 +225,14 @@ export const statusOf = (i: InvitationRow, now: Date): InvitationStatus =>
 export async function listInvitations(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
   const rows = await ctx.deps.db.accountHolderInvitation.findMany({
-    where: { organizationId, ...(args.after ? { id: { gt: args.after.toLowerCase() } } : {}) },
+    where: { organizationId, ...page.where },
     select: invitationSelect,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /**

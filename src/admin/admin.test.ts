@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, bearer, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { emitTransactionCreated, registerEndpoint, webhookEnv } from '../../test/webhook-helpers';
-import { fundedTransaction } from '../settlements/testing';
+import { fundedTransaction } from '../../test/fixtures/settlements/testing';
 
 /** Operator search and dashboard (docs/admin.md), through REST and GraphQL against PostgreSQL. */
 
@@ -97,7 +97,12 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     const tied = await auditSearch(`organizationId=${same.organizationId}&entityType=Account`);
     expect(tied.total).toBe(4);
     expect(new Set(tied.items.map((e) => e.occurredAt)).size).toBe(1);
-    expect(tied.items.map((e) => e.id)).toEqual(tied.items.map((e) => e.id).sort().reverse());
+    expect(tied.items.map((e) => e.id)).toEqual(
+      tied.items
+        .map((e) => e.id)
+        .sort()
+        .reverse(),
+    );
     const tiedPages = [
       ...(await auditSearch(`organizationId=${same.organizationId}&entityType=Account&take=3`)).items,
       ...(await auditSearch(`organizationId=${same.organizationId}&entityType=Account&skip=3&take=3`)).items,
@@ -110,9 +115,14 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
   });
 
   test('every bound: the edges pass, anything else is 400 naming the parameter', async () => {
-    for (const q of ['skip=0', 'skip=100000', 'take=1', 'take=500'])
-      expect((await get(`/v1/admin/audit-log?${q}`)).status, q).toBe(200);
-    for (const [q, field] of [['skip=-1', 'skip'], ['skip=100001', 'skip'], ['take=0', 'take'], ['take=501', 'take'], ['take=-5', 'take']] as const) {
+    for (const q of ['skip=0', 'skip=100000', 'take=1', 'take=500']) expect((await get(`/v1/admin/audit-log?${q}`)).status, q).toBe(200);
+    for (const [q, field] of [
+      ['skip=-1', 'skip'],
+      ['skip=100001', 'skip'],
+      ['take=0', 'take'],
+      ['take=501', 'take'],
+      ['take=-5', 'take'],
+    ] as const) {
       for (const path of ['/v1/admin/audit-log', '/v1/admin/ledger-entries']) {
         const r = await get(`${path}?${q}`);
         expect(r.status, `${path}?${q}`).toBe(400);
@@ -121,7 +131,12 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
       }
     }
     // Not integers: refused by the Int type of the variable, a field error names the parameter.
-    for (const [q, name] of [['skip=abc', 'skip'], ['take=1.5', 'take'], ['take=99999999999', 'take'], ['skip=', 'skip']] as const) {
+    for (const [q, name] of [
+      ['skip=abc', 'skip'],
+      ['take=1.5', 'take'],
+      ['take=99999999999', 'take'],
+      ['skip=', 'skip'],
+    ] as const) {
       const r = await get(`/v1/admin/audit-log?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.body.code).toBe('VALIDATION_FAILED');
@@ -131,12 +146,17 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     const g = await app.gql('{ auditLogEntries(skip: 100001, take: 0) { total } }', {}, op);
     expect(g.data).toBeNull();
     expect(g.errors?.[0]?.extensions).toMatchObject({
-      code: 'VALIDATION_FAILED', fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'take' })]),
+      code: 'VALIDATION_FAILED',
+      fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'take' })]),
     });
   });
 
   test('malformed uuid filters are 400 naming the parameter', async () => {
-    for (const [path, field] of [['/v1/admin/audit-log', 'organizationId'], ['/v1/admin/audit-log', 'entityId'], ['/v1/admin/ledger-entries', 'assetNetworkId']] as const) {
+    for (const [path, field] of [
+      ['/v1/admin/audit-log', 'organizationId'],
+      ['/v1/admin/audit-log', 'entityId'],
+      ['/v1/admin/ledger-entries', 'assetNetworkId'],
+    ] as const) {
       const r = await get(`${path}?${field}=not-a-uuid`);
       expect(r.status).toBe(400);
       expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ field }] });
@@ -173,9 +193,23 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
 });
 
 type LedgerRow = {
-  id: string; ledgerTransactionId: string; nature: string; organizationId: string | null; referenceType: string | null; referenceId: string | null;
-  ledgerAccountId: string; accountKind: string; ownerId: string | null; assetNetworkId: string; direction: string; amount: string;
-  pending: boolean; holdId: string | null; accountVersion: string; postedAt: string; createdAt: string;
+  id: string;
+  ledgerTransactionId: string;
+  nature: string;
+  organizationId: string | null;
+  referenceType: string | null;
+  referenceId: string | null;
+  ledgerAccountId: string;
+  accountKind: string;
+  ownerId: string | null;
+  assetNetworkId: string;
+  direction: string;
+  amount: string;
+  pending: boolean;
+  holdId: string | null;
+  accountVersion: string;
+  postedAt: string;
+  createdAt: string;
 };
 
 describe('SearchLedgerEntriesAdmin', () => {
@@ -238,16 +272,36 @@ describe('SearchLedgerEntriesAdmin', () => {
 
 describe('GetPlatformDashboard', () => {
   type Dashboard = {
-    generatedAt: string; organizations: number; applications: number;
-    transactions: { status: string; count: number }[]; deposits: { status: string; count: number }[];
+    generatedAt: string;
+    organizations: number;
+    applications: number;
+    transactions: { status: string; count: number }[];
+    deposits: { status: string; count: number }[];
     volumes: { assetNetworkId: string; funded: string; settled: string; refunded: string; byStatus: { status: string; count: number; amount: string }[] }[];
-    webhooks: { endpoints: { status: string; count: number }[]; deliveries: { status: string; count: number }[]; deadLetterCount: number; failedAttemptsLastHour: number; oldestPendingDeliveryAgeSeconds: number | null };
+    webhooks: {
+      endpoints: { status: string; count: number }[];
+      deliveries: { status: string; count: number }[];
+      deadLetterCount: number;
+      failedAttemptsLastHour: number;
+      oldestPendingDeliveryAgeSeconds: number | null;
+    };
     ledger: { accounts: number; transactions: number };
-    reserveLevels: ReserveLevel[]; openDivergences: { reconciliationId: string; id: string; assetNetworkId: string; kind: string; difference: string }[];
+    reserveLevels: ReserveLevel[];
+    openDivergences: { reconciliationId: string; id: string; assetNetworkId: string; kind: string; difference: string }[];
   };
   type ReserveLevel = {
-    networkId: string; networkName: string; assetNetworkId: string | null; configured: boolean; balance: string; lowThreshold: string | null; targetBalance: string | null;
-    belowThreshold: boolean; replenishmentSource: string | null; replenishmentAddress: string | null; maxTopUpAmount: string | null; updatedAt: string | null;
+    networkId: string;
+    networkName: string;
+    assetNetworkId: string | null;
+    configured: boolean;
+    balance: string;
+    lowThreshold: string | null;
+    targetBalance: string | null;
+    belowThreshold: boolean;
+    replenishmentSource: string | null;
+    replenishmentAddress: string | null;
+    maxTopUpAmount: string | null;
+    updatedAt: string | null;
   };
   const DASHBOARD_QUERY = `query { platformDashboard { generatedAt organizations applications transactions { status count } paymentIntents { status count } deposits { status count }
     settlements { status count } refunds { status count } volumes { assetNetworkId funded settled refunded byStatus { status count amount } }
@@ -280,7 +334,10 @@ describe('GetPlatformDashboard', () => {
     expect(after.ledger.transactions).toBeGreaterThan(before.ledger.transactions);
     expect(after.ledger.accounts).toBeGreaterThan(before.ledger.accounts);
     expect(after.volumes.find((v) => v.assetNetworkId === f.catalog.assetNetworkId)).toEqual({
-      assetNetworkId: f.catalog.assetNetworkId, funded: '5000000', settled: '0', refunded: '0',
+      assetNetworkId: f.catalog.assetNetworkId,
+      funded: '5000000',
+      settled: '0',
+      refunded: '0',
       byStatus: [{ status: 'RESERVED', count: 1, amount: '5000000' }],
     });
 
@@ -302,45 +359,72 @@ describe('GetPlatformDashboard', () => {
     expect(g.data!.platformDashboard).toEqual(rest);
   });
 
-  test('typed reserve levels and open divergences: a seeded reserve with its thresholds; a planted divergence until resolved; REST equals GraphQL', async () => {
-    const { f } = await fundedTransaction(app, 1_000_000n);
-    const an = f.catalog.assetNetworkId;
-    const post = async (path: string, body: unknown, status: number) => {
-      const r = await app.rest('POST', path, { headers: op, body });
-      expect(r.status, `${path} ${r.text}`).toBe(status);
-      return r;
-    };
-    await post('/v1/admin/network-resource-reserve/seed', { assetNetworkId: an, amount: '40000' }, 200);
-    await post('/v1/admin/network-resource-reserve/policy', { assetNetworkId: an, lowThreshold: '50000', targetBalance: '200000' }, 204);
-    await post('/v1/admin/network-resource-reserve/replenishment-route', { assetNetworkId: an, source: 'SANDBOX_FAUCET', maxTopUpAmount: '150000' }, 204);
-    // A ledger correction that moves CHAIN_CLEARING without the chain: the next run finds a BALANCE_MISMATCH.
-    await post('/v1/admin/ledger-corrections', {
-      reason: 'planted', organizationId: f.organizationId,
-      lines: [
-        { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount: '250' },
-        { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' },
-      ],
-    }, 201);
-    const run = (await post('/v1/admin/reconciliations/execute', undefined, 201)).body as { id: string; divergences: { id: string; assetNetworkId: string }[] };
-    const planted = run.divergences.filter((d) => d.assetNetworkId === an);
-    expect(planted).toHaveLength(1);
+  test(
+    'typed reserve levels and open divergences: a seeded reserve with its thresholds; a planted divergence until ' + 'resolved; REST equals GraphQL',
+    async () => {
+      const { f } = await fundedTransaction(app, 1_000_000n);
+      const an = f.catalog.assetNetworkId;
+      const post = async (path: string, body: unknown, status: number) => {
+        const r = await app.rest('POST', path, { headers: op, body });
+        expect(r.status, `${path} ${r.text}`).toBe(status);
+        return r;
+      };
+      await post('/v1/admin/network-resource-reserve/seed', { assetNetworkId: an, amount: '40000' }, 200);
+      await post('/v1/admin/network-resource-reserve/policy', { assetNetworkId: an, lowThreshold: '50000', targetBalance: '200000' }, 204);
+      await post('/v1/admin/network-resource-reserve/replenishment-route', { assetNetworkId: an, source: 'SANDBOX_FAUCET', maxTopUpAmount: '150000' }, 204);
+      // A ledger correction that moves CHAIN_CLEARING without the chain: the next run finds a BALANCE_MISMATCH.
+      await post(
+        '/v1/admin/ledger-corrections',
+        {
+          reason: 'planted',
+          organizationId: f.organizationId,
+          lines: [
+            { account: { kind: 'CHAIN_CLEARING', assetNetworkId: an }, direction: 'DEBIT', amount: '250' },
+            { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'CREDIT', amount: '250' },
+          ],
+        },
+        201,
+      );
+      const run = (await post('/v1/admin/reconciliations/execute', undefined, 201)).body as {
+        id: string;
+        divergences: { id: string; assetNetworkId: string }[];
+      };
+      const planted = run.divergences.filter((d) => d.assetNetworkId === an);
+      expect(planted).toHaveLength(1);
 
-    const d = await dashboard();
-    const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
-    const reserve = await app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
-    expect(d.reserveLevels).toEqual([{
-      networkId: network.id, networkName: network.name, assetNetworkId: null, configured: true, balance: '40000', lowThreshold: '50000', targetBalance: '200000',
-      belowThreshold: true, replenishmentSource: 'SANDBOX_FAUCET', replenishmentAddress: null, maxTopUpAmount: '150000', updatedAt: reserve.updatedAt.toISOString(),
-    }]);
-    expect(d.openDivergences).toEqual([{ reconciliationId: run.id, id: planted[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' }]);
-    const g = await app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, op);
-    expect(g.errors).toBeUndefined();
-    expect(g.data!.platformDashboard).toEqual(d);
+      const d = await dashboard();
+      const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
+      const reserve = await app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
+      expect(d.reserveLevels).toEqual([
+        {
+          networkId: network.id,
+          networkName: network.name,
+          assetNetworkId: null,
+          configured: true,
+          balance: '40000',
+          lowThreshold: '50000',
+          targetBalance: '200000',
+          belowThreshold: true,
+          replenishmentSource: 'SANDBOX_FAUCET',
+          replenishmentAddress: null,
+          maxTopUpAmount: '150000',
+          updatedAt: reserve.updatedAt.toISOString(),
+        },
+      ]);
+      expect(d.openDivergences).toEqual([{ reconciliationId: run.id, id: planted[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' }]);
+      const g = await app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, op);
+      expect(g.errors).toBeUndefined();
+      expect(g.data!.platformDashboard).toEqual(d);
 
-    // Resolved: no longer open, though it stays in the latest run.
-    await post(`/v1/admin/reconciliations/${run.id}/resolve-divergence`, { divergenceId: planted[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'planted by the test' }, 204);
-    expect((await dashboard()).openDivergences).toEqual([]);
-  });
+      // Resolved: no longer open, though it stays in the latest run.
+      await post(
+        `/v1/admin/reconciliations/${run.id}/resolve-divergence`,
+        { divergenceId: planted[0]!.id, resolution: 'ACCEPT_CHAIN', reason: 'planted by the test' },
+        204,
+      );
+      expect((await dashboard()).openDivergences).toEqual([]);
+    },
+  );
 });
 
 describe('operator routes refuse every other principal', () => {
@@ -356,9 +440,18 @@ describe('operator routes refuse every other principal', () => {
       ['none', {}, 401, 'UNAUTHENTICATED'],
       ['bad operator key', { 'x-operator-key': 'opk_' + 'x'.repeat(43) }, 401, 'INVALID_CREDENTIAL'],
     ];
-    const paths = ['/v1/admin/audit-log', `/v1/admin/audit-log/${crypto.randomUUID()}`, '/v1/admin/dashboard', '/v1/admin/ledger-entries', '/v1/admin/audit-log?take=0'];
+    const paths = [
+      '/v1/admin/audit-log',
+      `/v1/admin/audit-log/${crypto.randomUUID()}`,
+      '/v1/admin/dashboard',
+      '/v1/admin/ledger-entries',
+      '/v1/admin/audit-log?take=0',
+    ];
     const queries = [
-      '{ auditLogEntries { total } }', `{ auditLogEntry(id: "${crypto.randomUUID()}") { id } }`, '{ ledgerEntries { total } }', '{ platformDashboard { organizations } }',
+      '{ auditLogEntries { total } }',
+      `{ auditLogEntry(id: "${crypto.randomUUID()}") { id } }`,
+      '{ ledgerEntries { total } }',
+      '{ platformDashboard { organizations } }',
     ];
     for (const [who, headers, status, code] of principals) {
       for (const path of paths) {

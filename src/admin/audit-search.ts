@@ -1,7 +1,7 @@
 import type { Context } from '../context';
 import { fieldError, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { parsePaging, type Page } from './paging';
+import { parsePaging, type Page } from '../kernel/paging';
 
 /** AuditLogEntryResponse: the audit entry as operators read it. */
 export interface AuditLogEntryView {
@@ -29,8 +29,17 @@ export interface AuditSearchFilter {
 }
 
 const select = {
-  id: true, occurredAt: true, organizationId: true, actorType: true, actorId: true, entityType: true, entityId: true,
-  action: true, requestId: true, before: true, after: true,
+  id: true,
+  occurredAt: true,
+  organizationId: true,
+  actorType: true,
+  actorId: true,
+  entityType: true,
+  entityId: true,
+  action: true,
+  requestId: true,
+  before: true,
+  after: true,
 } as const;
 
 function uuidFilter(field: string, value: string | null | undefined): string | undefined {

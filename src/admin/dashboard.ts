@@ -1,10 +1,16 @@
 import type { Context } from '../context';
 import {
-  DepositStatus, PaymentIntentStatus, RefundStatus, SettlementStatus, TransactionStatus, WebhookDeliveryStatus, WebhookEndpointStatus,
+  DepositStatus,
+  PaymentIntentStatus,
+  RefundStatus,
+  SettlementStatus,
+  TransactionStatus,
+  WebhookDeliveryStatus,
+  WebhookEndpointStatus,
 } from '../generated/prisma/client';
 import { amountToString, numericToAmount } from '../money';
-import { openDivergences } from '../treasury/reconciliation';
-import { reserveLevels } from '../treasury/reserve';
+import { openDivergences } from '../treasury/reconciliation/reconciliation';
+import { reserveLevels } from '../treasury/costs/reserve';
 
 export interface StatusCount {
   status: string;
@@ -38,9 +44,9 @@ export interface PlatformDashboard {
     oldestPendingDeliveryAgeSeconds: number | null;
   };
   ledger: { accounts: number; transactions: number };
-  /** Network resource reserve levels, one per reserve (src/treasury/reserve.ts), by network name. */
+  /** Network resource reserve levels, one per reserve (src/treasury/costs/reserve.ts), by network name. */
   reserveLevels: Awaited<ReturnType<typeof reserveLevels>>;
-  /** The OPEN divergences of the latest reconciliation run (src/treasury/reconciliation.ts). */
+  /** The OPEN divergences of the latest reconciliation run (src/treasury/reconciliation/reconciliation.ts). */
   openDivergences: Awaited<ReturnType<typeof openDivergences>>;
 }
 
@@ -61,26 +67,40 @@ export async function platformDashboard(ctx: Context): Promise<PlatformDashboard
   const db = ctx.deps.db;
   const all = { _count: { _all: true } } as const;
   const pendingStatuses = [WebhookDeliveryStatus.ATTEMPT_PENDING, WebhookDeliveryStatus.AWAITING_RETRY];
-  const [organizations, applications, transactions, paymentIntents, deposits, settlements, refunds, volumes, endpoints, deliveries, failed, oldest, ledgerAccounts, ledgerTransactions] =
-    await db.$transaction([
-      db.organization.count(),
-      db.application.count(),
-      db.transaction.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.paymentIntent.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.deposit.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.settlement.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.refund.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.$queryRaw<{ assetNetworkId: string; status: string; count: string; amount: string; funded: string; settled: string; refunded: string }[]>`
+  const [
+    organizations,
+    applications,
+    transactions,
+    paymentIntents,
+    deposits,
+    settlements,
+    refunds,
+    volumes,
+    endpoints,
+    deliveries,
+    failed,
+    oldest,
+    ledgerAccounts,
+    ledgerTransactions,
+  ] = await db.$transaction([
+    db.organization.count(),
+    db.application.count(),
+    db.transaction.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.paymentIntent.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.deposit.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.settlement.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.refund.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.$queryRaw<{ assetNetworkId: string; status: string; count: string; amount: string; funded: string; settled: string; refunded: string }[]>`
         SELECT "assetNetworkId"::text AS "assetNetworkId", "status"::text AS "status", count(*)::text AS "count", sum("amount")::text AS "amount",
                sum("fundedAmount")::text AS "funded", sum("settledAmount")::text AS "settled", sum("refundedAmount")::text AS "refunded"
         FROM "Transaction" GROUP BY "assetNetworkId", "status" ORDER BY "assetNetworkId", "status"`,
-      db.webhookEndpoint.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.webhookDelivery.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
-      db.webhookDeliveryAttempt.count({ where: { outcome: { not: 'SUCCESS' }, attemptedAt: { gte: new Date(now.getTime() - HOUR_MS) } } }),
-      db.webhookDelivery.aggregate({ where: { status: { in: pendingStatuses } }, _min: { createdAt: true } }),
-      db.ledgerAccount.count(),
-      db.ledgerTransaction.count(),
-    ]);
+    db.webhookEndpoint.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.webhookDelivery.groupBy({ by: ['status'], ...all, orderBy: { status: 'asc' } }),
+    db.webhookDeliveryAttempt.count({ where: { outcome: { not: 'SUCCESS' }, attemptedAt: { gte: new Date(now.getTime() - HOUR_MS) } } }),
+    db.webhookDelivery.aggregate({ where: { status: { in: pendingStatuses } }, _min: { createdAt: true } }),
+    db.ledgerAccount.count(),
+    db.ledgerTransaction.count(),
+  ]);
 
   const perNetwork = new Map<string, { funded: bigint; settled: bigint; refunded: bigint; byStatus: TransactionVolume['byStatus'] }>();
   for (const v of volumes) {
@@ -104,7 +124,11 @@ export async function platformDashboard(ctx: Context): Promise<PlatformDashboard
     settlements: byStatus(SettlementStatus, settlements as never),
     refunds: byStatus(RefundStatus, refunds as never),
     volumes: [...perNetwork].map(([assetNetworkId, n]) => ({
-      assetNetworkId, funded: amountToString(n.funded), settled: amountToString(n.settled), refunded: amountToString(n.refunded), byStatus: n.byStatus,
+      assetNetworkId,
+      funded: amountToString(n.funded),
+      settled: amountToString(n.settled),
+      refunded: amountToString(n.refunded),
+      byStatus: n.byStatus,
     })),
     webhooks: {
       endpoints: byStatus(WebhookEndpointStatus, endpoints as never),

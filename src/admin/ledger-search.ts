@@ -3,7 +3,7 @@ import { Prisma } from '../generated/prisma/client';
 import { fieldError } from '../errors';
 import { isUuid } from '../ids';
 import { amountToString, numericToAmount } from '../money';
-import { parsePaging, type Page } from './paging';
+import { parsePaging, type Page } from '../kernel/paging';
 
 /** One ledger entry with its ledger transaction and account, as SearchLedgerEntriesAdmin answers it. */
 export interface LedgerEntryView {

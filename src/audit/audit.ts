@@ -1,6 +1,6 @@
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import { actorOf, type Principal } from '../auth/principal';
+import type { Principal } from '../auth/principal';
 import type { Clock } from '../clock';
 import { monotonicUuidv7 } from '../ids';
 
@@ -36,11 +36,35 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
     // Ids increase in writing order, so entries of one clock tick still read back in order.
     data: entries.map((entry) => ({
       id: monotonicUuidv7(occurredAt.getTime()),
-      occurredAt, organizationId: entry.organizationId, actorType, actorId, entityType: entry.entityType, entityId: entry.entityId, action: entry.action,
-      requestId: actor.requestId, before: (entry.before ?? undefined) as never, after: (entry.after ?? undefined) as never,
+      occurredAt,
+      organizationId: entry.organizationId,
+      actorType,
+      actorId,
+      entityType: entry.entityType,
+      entityId: entry.entityId,
+      action: entry.action,
+      requestId: actor.requestId,
+      before: (entry.before ?? undefined) as never,
+      after: (entry.after ?? undefined) as never,
     })),
   });
 }
 
 /** One audit entry of a change made by `actor`. */
 export const auditAs = (tx: Db, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);
+
+/** The actor recorded in audit entries. */
+export function actorOf(p: Principal | null): { actorType: 'MEMBER' | 'API_KEY' | 'ACCOUNT_HOLDER' | 'OPERATOR' | 'SYSTEM'; actorId: string | null } {
+  switch (p?.type) {
+    case 'member':
+      return { actorType: 'MEMBER', actorId: p.memberId };
+    case 'apiKey':
+      return { actorType: 'API_KEY', actorId: p.apiKeyId };
+    case 'accountHolder':
+      return { actorType: 'ACCOUNT_HOLDER', actorId: p.accountHolderId };
+    case 'operator':
+      return { actorType: 'OPERATOR', actorId: p.operatorId };
+    default:
+      return { actorType: 'SYSTEM', actorId: null };
+  }
+}

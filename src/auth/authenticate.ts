@@ -131,7 +131,14 @@ async function authenticateBearer(token: string, deps: Deps): Promise<Authentica
       SELECT m."id", m."organizationId", m."role"::text AS "role", m."credentialsChangedAt", ${revoked} FROM "Member" m WHERE m."id" = ${claims.sub}::uuid AND m."removedAt" IS NULL`;
     if (!m || m.revoked || stale(m.credentialsChangedAt)) return invalid('The access token is no longer valid.');
     return {
-      principal: { type: 'member', memberId: m.id, organizationId: m.organizationId, role: m.role, permissions: new Set(rolePermissions[m.role]), sessionId: claims.sid },
+      principal: {
+        type: 'member',
+        memberId: m.id,
+        organizationId: m.organizationId,
+        role: m.role,
+        permissions: new Set(rolePermissions[m.role]),
+        sessionId: claims.sid,
+      },
       credentialError: null,
     };
   }

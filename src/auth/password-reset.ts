@@ -92,7 +92,10 @@ export async function confirmReset(ctx: Context, kind: SessionSubject, input: z.
   const { db, clock } = ctx.deps;
   const now = clock.now();
   const tokenHash = sha256(input.token);
-  const found = await db.passwordResetToken.findUnique({ where: { tokenHash }, select: { memberId: true, accountHolderId: true, usedAt: true, expiresAt: true } });
+  const found = await db.passwordResetToken.findUnique({
+    where: { tokenHash },
+    select: { memberId: true, accountHolderId: true, usedAt: true, expiresAt: true },
+  });
   const subjectId = kind === 'MEMBER' ? found?.memberId : found?.accountHolderId;
   if (!found || !subjectId || found.usedAt || found.expiresAt <= now) {
     await badToken(ctx);

@@ -57,8 +57,7 @@ export function allows(policy: Policy, principal: Principal | null): boolean {
 export function denial(policy: Policy, principal: Principal | null, credentialError: DomainError | null): DomainError {
   if (credentialError) return credentialError;
   if (!principal) return new DomainError('UNAUTHENTICATED', `This operation requires ${describe(policy)}.`);
-  if (principal.type === 'member' && policy.member)
-    return new DomainError('PERMISSION_DENIED', `This operation requires the ${policy.member} permission.`);
+  if (principal.type === 'member' && policy.member) return new DomainError('PERMISSION_DENIED', `This operation requires the ${policy.member} permission.`);
   return new DomainError('PRINCIPAL_NOT_ALLOWED', `This operation requires ${describe(policy)}; the request was authenticated as ${label[principal.type]}.`);
 }
 

@@ -10,19 +10,3 @@ export type Principal =
   | { type: 'operator'; operatorId: string };
 
 export type PrincipalKind = Principal['type'];
-
-/** The actor recorded in audit entries. */
-export function actorOf(p: Principal | null): { actorType: 'MEMBER' | 'API_KEY' | 'ACCOUNT_HOLDER' | 'OPERATOR' | 'SYSTEM'; actorId: string | null } {
-  switch (p?.type) {
-    case 'member':
-      return { actorType: 'MEMBER', actorId: p.memberId };
-    case 'apiKey':
-      return { actorType: 'API_KEY', actorId: p.apiKeyId };
-    case 'accountHolder':
-      return { actorType: 'ACCOUNT_HOLDER', actorId: p.accountHolderId };
-    case 'operator':
-      return { actorType: 'OPERATOR', actorId: p.operatorId };
-    default:
-      return { actorType: 'SYSTEM', actorId: null };
-  }
-}

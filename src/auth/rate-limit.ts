@@ -54,7 +54,12 @@ export function sourceOf(ip: string): string {
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
   const groups = ip.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
+  return (
+    groups
+      .slice(0, 4)
+      .map((g) => g.replace(/^0+(?=.)/, ''))
+      .join(':') + '::/64'
+  );
 }
 
 const decayed = (now: Date, leakSeconds: number) =>
@@ -143,5 +148,4 @@ export class RateLimiter {
   }
 }
 
-export const rateLimited = (retryAfterSeconds: number) =>
-  new DomainError('RATE_LIMITED', 'Too many attempts; try again later.', { retryAfterSeconds });
+export const rateLimited = (retryAfterSeconds: number) => new DomainError('RATE_LIMITED', 'Too many attempts; try again later.', { retryAfterSeconds });

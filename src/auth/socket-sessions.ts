@@ -73,7 +73,9 @@ function tokenExpiry(headers: Headers): number | null {
 
 /** A close reason is at most 123 bytes (RFC 6455); ours are short sentences without credentials. */
 const reasonOf = (a: Authentication) =>
-  Buffer.from(a.credentialError?.message ?? 'Send a credential in connectionParams: authorization, x-api-key or x-operator-key.').subarray(0, 123).toString();
+  Buffer.from(a.credentialError?.message ?? 'Send a credential in connectionParams: authorization, x-api-key or x-operator-key.')
+    .subarray(0, 123)
+    .toString();
 
 /**
  * The credential of one graphql-ws socket. It is authenticated at connection_init, by the same

@@ -90,7 +90,8 @@ export async function verifyAccessToken(keys: TokenKeys, issuer: string, token: 
     // Every claim we read is checked for its shape: a validly signed token with a malformed subject
     // is an invalid credential (401), never a database error.
     const { exp, iat } = payload;
-    if (!isUuid(payload.sub) || !isUuid(payload.sid) || (aud !== 'member' && aud !== 'account-holder') || typeof iat !== 'number' || typeof exp !== 'number') return null;
+    if (!isUuid(payload.sub) || !isUuid(payload.sid) || (aud !== 'member' && aud !== 'account-holder') || typeof iat !== 'number' || typeof exp !== 'number')
+      return null;
     if (payload.org !== undefined && !isUuid(payload.org)) return null;
     if (exp - iat > ttlSeconds || iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) return null;
     return { sub: payload.sub, aud, org: typeof payload.org === 'string' ? payload.org : undefined, sid: payload.sid, iat };

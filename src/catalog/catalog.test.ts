@@ -94,7 +94,10 @@ describe('networks', () => {
     expect(r.headers.get('location')).toBe(`/v1/networks/${r.body.id}`);
     const g = await app.rest('GET', `/v1/networks/${r.body.id}`, { headers: holder });
     expect(g.body).toMatchObject({ name, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 });
-    const dup = await app.rest('POST', '/v1/platform/networks', { headers: op, body: { name, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 1 } });
+    const dup = await app.rest('POST', '/v1/platform/networks', {
+      headers: op,
+      body: { name, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 1 },
+    });
     expect(dup.status).toBe(409);
     const wrong = await app.rest('POST', '/v1/platform/networks', {
       headers: op,
@@ -102,7 +105,10 @@ describe('networks', () => {
     });
     expect(wrong.status).toBe(400);
     expect(wrong.body.errors).toEqual([{ field: 'environmentType', message: expect.stringContaining('SANDBOX'), code: expect.any(String) }]);
-    const kind = await app.rest('POST', '/v1/platform/networks', { headers: op, body: { name: 'y', kind: 'BITCOINISH', environmentType: 'SANDBOX', blockTimeSeconds: 1, requiredConfirmations: 1 } });
+    const kind = await app.rest('POST', '/v1/platform/networks', {
+      headers: op,
+      body: { name: 'y', kind: 'BITCOINISH', environmentType: 'SANDBOX', blockTimeSeconds: 1, requiredConfirmations: 1 },
+    });
     expect(kind.status).toBe(400);
     expect((await app.rest('GET', '/v1/networks', { headers: member.headers })).body.some((x: { id: string }) => x.id === r.body.id)).toBe(true);
     expect((await app.rest('GET', `/v1/networks/${crypto.randomUUID()}`, { headers: member.headers })).status).toBe(404);
@@ -118,11 +124,22 @@ describe('asset-networks', () => {
     const badMin = await app.rest('POST', '/v1/platform/asset-networks', { headers: op, body: { assetId, networkId, decimals: 6, minimumDeposit: '1.5' } });
     expect([badMin.status, badMin.body.errors?.[0]?.field]).toEqual([400, 'minimumDeposit']);
     const huge = '1' + '0'.repeat(70);
-    const r = await app.rest('POST', '/v1/platform/asset-networks', { headers: op, body: { assetId, networkId, decimals: 18, contractReference: '0xToken', minimumDeposit: huge } });
+    const r = await app.rest('POST', '/v1/platform/asset-networks', {
+      headers: op,
+      body: { assetId, networkId, decimals: 18, contractReference: '0xToken', minimumDeposit: huge },
+    });
     expect(r.status).toBe(201);
     expect(r.headers.get('location')).toBe(`/v1/asset-networks/${r.body.id}`);
     const g = await app.rest('GET', `/v1/asset-networks/${r.body.id}`, { headers: key });
-    expect(g.body).toMatchObject({ assetId, networkId, decimals: 18, contractReference: '0xToken', minimumDeposit: huge, status: 'DISABLED', statusReason: null });
+    expect(g.body).toMatchObject({
+      assetId,
+      networkId,
+      decimals: 18,
+      contractReference: '0xToken',
+      minimumDeposit: huge,
+      status: 'DISABLED',
+      statusReason: null,
+    });
     const dup = await app.rest('POST', '/v1/platform/asset-networks', { headers: op, body: { assetId, networkId, decimals: 6 } });
     expect(dup.status).toBe(409);
     const dflt = await assetNetwork({ minimumDeposit: undefined, contractReference: undefined });
@@ -156,7 +173,11 @@ describe('asset-networks', () => {
     expect((await post('disable')).status).toBe(204);
     expect((await post('enable')).status).toBe(204);
 
-    const actions = (await auditOf(id)).map((e) => [e.action, (e.before as { status?: string } | null)?.status ?? null, (e.after as { status: string }).status]);
+    const actions = (await auditOf(id)).map((e) => [
+      e.action,
+      (e.before as { status?: string } | null)?.status ?? null,
+      (e.after as { status: string }).status,
+    ]);
     expect(actions).toEqual([
       ['asset_network.created', null, 'DISABLED'],
       ['asset_network.enabled', 'DISABLED', 'ENABLED'],
@@ -216,10 +237,18 @@ describe('GraphQL', () => {
       op,
     );
     expect(created.data?.createAsset).toEqual({ code: c, decimals: 8 });
-    const denied = await app.gql('mutation($i: CreateAssetInput!) { createAsset(input: $i) { id } }', { i: { code: code(), name: 'x', decimals: 1 } }, member.headers);
+    const denied = await app.gql(
+      'mutation($i: CreateAssetInput!) { createAsset(input: $i) { id } }',
+      { i: { code: code(), name: 'x', decimals: 1 } },
+      member.headers,
+    );
     expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
 
-    const paused = await app.gql<{ enableAssetNetwork: { status: string } }>('mutation($id: ID!) { enableAssetNetwork(id: $id) { status } }', { id: an.id }, op);
+    const paused = await app.gql<{ enableAssetNetwork: { status: string } }>(
+      'mutation($id: ID!) { enableAssetNetwork(id: $id) { status } }',
+      { id: an.id },
+      op,
+    );
     expect(paused.data?.enableAssetNetwork.status).toBe('ENABLED');
     const p = await app.gql<{ pauseAssetNetwork: { status: string; statusReason: string } }>(
       'mutation($id: ID!) { pauseAssetNetwork(id: $id, input: { reason: "audit" }) { status statusReason } }',

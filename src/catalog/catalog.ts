@@ -34,7 +34,10 @@ export const statusAllows = {
 } as const;
 
 export const createAssetInput = z.object({
-  code: z.string().trim().regex(/^[A-Z0-9][A-Z0-9._-]{0,31}$/, 'must be 1 to 32 characters: upper-case letters, digits, ".", "_" or "-" (e.g. USDC)'),
+  code: z
+    .string()
+    .trim()
+    .regex(/^[A-Z0-9][A-Z0-9._-]{0,31}$/, 'must be 1 to 32 characters: upper-case letters, digits, ".", "_" or "-" (e.g. USDC)'),
   name: z.string().trim().min(1, 'must not be empty').max(200),
   decimals: z.number().int('must be an integer').min(0).max(36),
 });
@@ -52,7 +55,11 @@ export const createNetworkInput = z
       ctx.addIssue({ code: 'custom', path: ['environmentType'], message: 'a SANDBOX network serves SANDBOX environments only' });
     // Issue 18: a real network (EVM, UTXO, TRON, SOLANA) moves real money: PRODUCTION environments only.
     if (v.kind !== 'SANDBOX' && v.environmentType !== 'PRODUCTION')
-      ctx.addIssue({ code: 'custom', path: ['environmentType'], message: `a ${v.kind} network moves real money: it serves PRODUCTION environments only (sandbox environments use SANDBOX networks)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['environmentType'],
+        message: `a ${v.kind} network moves real money: it serves PRODUCTION environments only (sandbox environments use SANDBOX networks)`,
+      });
   });
 
 export const createAssetNetworkInput = z.object({
@@ -86,7 +93,11 @@ export async function createAsset(ctx: Context, input: z.infer<typeof createAsse
     return await ctx.deps.db.$transaction(async (tx) => {
       const row = await tx.asset.create({ data: { code: input.code, name: input.name, decimals: input.decimals, createdAt: ctx.deps.clock.now() } });
       await audit(tx, ctx, {
-        organizationId: null, entityType: 'Asset', entityId: row.id, action: 'asset.created', after: { code: row.code, name: row.name, decimals: row.decimals },
+        organizationId: null,
+        entityType: 'Asset',
+        entityId: row.id,
+        action: 'asset.created',
+        after: { code: row.code, name: row.name, decimals: row.decimals },
       });
       return row;
     });
@@ -121,14 +132,30 @@ export async function createAssetNetwork(ctx: Context, input: z.infer<typeof cre
     return await db.$transaction(async (tx) => {
       const row = await tx.assetNetwork.create({
         data: {
-          assetId: input.assetId.toLowerCase(), networkId: input.networkId.toLowerCase(), decimals: input.decimals,
-          contractReference: input.contractReference ?? null, minimumDeposit: amountToString(minimumDeposit), status: 'DISABLED',
-          statusChangedAt: now, createdAt: now, updatedAt: now,
+          assetId: input.assetId.toLowerCase(),
+          networkId: input.networkId.toLowerCase(),
+          decimals: input.decimals,
+          contractReference: input.contractReference ?? null,
+          minimumDeposit: amountToString(minimumDeposit),
+          status: 'DISABLED',
+          statusChangedAt: now,
+          createdAt: now,
+          updatedAt: now,
         },
       });
       await audit(tx, ctx, {
-        organizationId: null, entityType: 'AssetNetwork', entityId: row.id, action: 'asset_network.created',
-        after: { assetId: row.assetId, networkId: row.networkId, decimals: row.decimals, contractReference: row.contractReference, minimumDeposit: amountToString(minimumDeposit), status: row.status },
+        organizationId: null,
+        entityType: 'AssetNetwork',
+        entityId: row.id,
+        action: 'asset_network.created',
+        after: {
+          assetId: row.assetId,
+          networkId: row.networkId,
+          decimals: row.decimals,
+          contractReference: row.contractReference,
+          minimumDeposit: amountToString(minimumDeposit),
+          status: row.status,
+        },
       });
       return row;
     });
@@ -156,11 +183,14 @@ export async function changeStatus(ctx: Context, idArg: unknown, move: keyof typ
     // Conditional on the status read: a concurrent move makes this one start over (409 if it no longer applies).
     const rows = await tx.assetNetwork.updateManyAndReturn({
       where: { id: current.id, status: current.status },
-      data: { status: to, statusReason: to === 'PAUSED' ? reason ?? null : null, statusChangedAt: now, updatedAt: now },
+      data: { status: to, statusReason: to === 'PAUSED' ? (reason ?? null) : null, statusChangedAt: now, updatedAt: now },
     });
     if (!rows.length) throw new DomainError('CONFLICT', 'The asset-network changed meanwhile; read it again and retry.');
     await audit(tx, ctx, {
-      organizationId: null, entityType: 'AssetNetwork', entityId: current.id, action,
+      organizationId: null,
+      entityType: 'AssetNetwork',
+      entityId: current.id,
+      action,
       before: { status: current.status, statusReason: current.statusReason },
       after: { status: to, statusReason: rows[0]!.statusReason },
     });

@@ -164,7 +164,8 @@ export function verifySignedTransfer(signed: string): TransferPayload {
   if (!p || typeof p !== 'object' || fields.some((f) => typeof p[f] !== 'string') || Object.keys(p).length !== fields.length)
     throw new RangeError(`the payload must have exactly these string fields: ${fields.join(', ')}`);
   const payload = p as TransferPayload;
-  if (!/^[1-9]\d{0,77}$/.test(payload.amount) || BigInt(payload.amount) > MAX_AMOUNT) throw new RangeError('amount must be a positive integer of base units, at most 2^256 - 1');
+  if (!/^[1-9]\d{0,77}$/.test(payload.amount) || BigInt(payload.amount) > MAX_AMOUNT)
+    throw new RangeError('amount must be a positive integer of base units, at most 2^256 - 1');
   if (!ADDRESS_PATTERN.test(payload.toAddress) || !ADDRESS_PATTERN.test(payload.fromAddress)) throw new RangeError('malformed address');
   const publicKey = normalizePublicKey(payload.fromPublicKey);
   if (!publicKey || addressOf(publicKey) !== payload.fromAddress) throw new RangeError('fromPublicKey does not own fromAddress');

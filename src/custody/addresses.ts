@@ -37,10 +37,25 @@ export const allocateInput = z.object({
 });
 
 const shape = (r: {
-  id: string; address: string; networkId: string; assetNetworkId: string; walletId: string; paymentIntentId: string | null; derivationIndex: number; publicKey: string; createdAt: Date;
+  id: string;
+  address: string;
+  networkId: string;
+  assetNetworkId: string;
+  walletId: string;
+  paymentIntentId: string | null;
+  derivationIndex: number;
+  publicKey: string;
+  createdAt: Date;
 }): AllocatedAddress => ({
-  id: r.id, address: r.address, networkId: r.networkId, assetNetworkId: r.assetNetworkId, walletId: r.walletId, paymentIntentId: r.paymentIntentId!,
-  derivationIndex: r.derivationIndex, publicKey: r.publicKey, createdAt: r.createdAt,
+  id: r.id,
+  address: r.address,
+  networkId: r.networkId,
+  assetNetworkId: r.assetNetworkId,
+  walletId: r.walletId,
+  paymentIntentId: r.paymentIntentId!,
+  derivationIndex: r.derivationIndex,
+  publicKey: r.publicKey,
+  createdAt: r.createdAt,
 });
 
 /**
@@ -69,10 +84,23 @@ export async function allocateAddressInTx(
   const assetNetworkId = args.assetNetworkId.toLowerCase();
   // The payment intent's row lock serializes allocations for it: one address, ever.
   const [pi] = await tx.$queryRaw<
-    { id: string; organizationId: string; applicationId: string; environmentId: string; assetNetworkId: string; status: string; depositAddressId: string | null }[]
+    {
+      id: string;
+      organizationId: string;
+      applicationId: string;
+      environmentId: string;
+      assetNetworkId: string;
+      status: string;
+      depositAddressId: string | null;
+    }[]
   >`SELECT "id", "organizationId", "applicationId", "environmentId", "assetNetworkId", "status"::text AS "status", "depositAddressId"
     FROM "PaymentIntent" WHERE "id" = ${paymentIntentId}::uuid FOR UPDATE`;
-  if (!pi || pi.organizationId !== args.organizationId || pi.applicationId !== args.applicationId || (args.environmentId !== undefined && pi.environmentId !== args.environmentId))
+  if (
+    !pi ||
+    pi.organizationId !== args.organizationId ||
+    pi.applicationId !== args.applicationId ||
+    (args.environmentId !== undefined && pi.environmentId !== args.environmentId)
+  )
     throw notFound('PaymentIntent');
   const wallet = await tx.wallet.findUnique({ where: { id: args.walletId.toLowerCase() } });
   if (!wallet || wallet.organizationId !== args.organizationId || wallet.applicationId !== args.applicationId) throw notFound('Wallet');
@@ -92,7 +120,11 @@ export async function allocateAddressInTx(
   if (!statusAllows.addressAllocation(assetNetwork.status)) throw invalidState(`The asset-network is ${assetNetwork.status}: no new deposit addresses.`);
 
   // The wallet's row lock (the increment) serializes its derivations: each index is used once.
-  const { nextAddressIndex } = await tx.wallet.update({ where: { id: wallet.id }, data: { nextAddressIndex: { increment: 1 } }, select: { nextAddressIndex: true } });
+  const { nextAddressIndex } = await tx.wallet.update({
+    where: { id: wallet.id },
+    data: { nextAddressIndex: { increment: 1 } },
+    select: { nextAddressIndex: true },
+  });
   const derivationIndex = nextAddressIndex - 1;
   const network = networkRef(assetNetwork.network);
   const adapter = adapterFor(network.kind, tx);
@@ -100,16 +132,32 @@ export async function allocateAddressInTx(
   const now = deps.clock.now();
   const row = await tx.depositAddress.create({
     data: {
-      organizationId: args.organizationId, applicationId: args.applicationId, walletId: wallet.id, networkId: network.id, assetNetworkId,
-      address: derived.address, derivationIndex, publicKey: derived.publicKey, paymentIntentId, createdAt: now,
+      organizationId: args.organizationId,
+      applicationId: args.applicationId,
+      walletId: wallet.id,
+      networkId: network.id,
+      assetNetworkId,
+      address: derived.address,
+      derivationIndex,
+      publicKey: derived.publicKey,
+      paymentIntentId,
+      createdAt: now,
     },
   });
   await tx.paymentIntent.update({ where: { id: paymentIntentId }, data: { depositAddressId: row.id, updatedAt: now } });
   await adapter.watchAddresses(network, [row.address]);
-  await emitEvent(tx, deps, args.organizationId, webhookEvent('deposit.address_generated', { PaymentIntentId: paymentIntentId, Address: row.address, AssetNetworkId: assetNetworkId }));
+  await emitEvent(
+    tx,
+    deps,
+    args.organizationId,
+    webhookEvent('deposit.address_generated', { PaymentIntentId: paymentIntentId, Address: row.address, AssetNetworkId: assetNetworkId }),
+  );
   if (ctx)
     await audit(tx, ctx, {
-      organizationId: args.organizationId, entityType: 'DepositAddress', entityId: row.id, action: 'deposit_address.allocated',
+      organizationId: args.organizationId,
+      entityType: 'DepositAddress',
+      entityId: row.id,
+      action: 'deposit_address.allocated',
       after: { address: row.address, walletId: wallet.id, derivationIndex, assetNetworkId, paymentIntentId },
     });
   return shape(row);
@@ -129,7 +177,11 @@ export async function allocateDepositAddress(ctx: Context, applicationIdArg: str
         tx,
         ctx.deps,
         {
-          organizationId: app.organizationId, applicationId: app.id, walletId: wallet.id, assetNetworkId: input.assetNetworkId, paymentIntentId: input.paymentIntentId,
+          organizationId: app.organizationId,
+          applicationId: app.id,
+          walletId: wallet.id,
+          assetNetworkId: input.assetNetworkId,
+          paymentIntentId: input.paymentIntentId,
           ...(p?.type === 'apiKey' ? { environmentId: p.environmentId } : {}),
         },
         ctx,

@@ -39,7 +39,14 @@ async function paymentIntent(
 ) {
   const db = app.deps.db;
   const env = await db.environment.findUniqueOrThrow({ where: { id: who.environmentId } });
-  const base = { organizationId: who.organizationId, applicationId: who.applicationId, environmentId: env.id, environmentType: env.type, assetNetworkId, amount: '1000000' };
+  const base = {
+    organizationId: who.organizationId,
+    applicationId: who.applicationId,
+    environmentId: env.id,
+    environmentType: env.type,
+    assetNetworkId,
+    amount: '1000000',
+  };
   const t = await db.transaction.create({ data: base });
   const pi = await db.paymentIntent.create({ data: { ...base, transactionId: t.id, status, expiresAt: new Date(app.clock.now().getTime() + 3600_000) } });
   return pi.id;
@@ -60,9 +67,18 @@ describe('RegisterWallet', () => {
     const g = await app.rest('GET', `/v1/wallets/${id}`, { headers: integ.apiKeyHeaders });
     expect(g.status).toBe(200);
     expect(g.body).toEqual({
-      id, organizationId: integ.organizationId, applicationId: integ.applicationId, environmentId: integ.environmentId, environmentType: 'SANDBOX',
-      networkId: catalog.networkId, custodyMode: 'CUSTODIAL', label: 'Hot', curve: 'secp256k1', publicKey: expect.stringMatching(/^0[23][0-9a-f]{64}$/),
-      nextDerivationIndex: 0, createdAt: app.clock.now().toISOString(),
+      id,
+      organizationId: integ.organizationId,
+      applicationId: integ.applicationId,
+      environmentId: integ.environmentId,
+      environmentType: 'SANDBOX',
+      networkId: catalog.networkId,
+      custodyMode: 'CUSTODIAL',
+      label: 'Hot',
+      curve: 'secp256k1',
+      publicKey: expect.stringMatching(/^0[23][0-9a-f]{64}$/),
+      nextDerivationIndex: 0,
+      createdAt: app.clock.now().toISOString(),
     });
     const row = await app.deps.db.wallet.findUniqueOrThrow({ where: { id } });
     expect(row.sealedPrivateKey).not.toBeNull();
@@ -101,7 +117,8 @@ describe('RegisterWallet', () => {
     const other = await signUpMember(app);
     const otherKey = await createApiKey(app, other);
     const dup2 = await app.rest('POST', `/v1/applications/${otherKey.applicationId}/wallets`, {
-      headers: otherKey.headers, body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
+      headers: otherKey.headers,
+      body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
     });
     expect(dup2.status).toBe(409);
   });
@@ -111,9 +128,15 @@ describe('RegisterWallet', () => {
     const m = integ.member.headers;
     const noEnv = await app.rest('POST', url, { headers: m, body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL' } });
     expect([noEnv.status, noEnv.body.errors?.[0]?.field]).toEqual([400, 'environmentId']);
-    const foreignEnv = await app.rest('POST', url, { headers: m, body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: crypto.randomUUID() } });
+    const foreignEnv = await app.rest('POST', url, {
+      headers: m,
+      body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: crypto.randomUUID() },
+    });
     expect([foreignEnv.status, foreignEnv.body.errors?.[0]?.field]).toEqual([400, 'environmentId']);
-    const byMember = await app.rest('POST', url, { headers: m, body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: integ.environmentId } });
+    const byMember = await app.rest('POST', url, {
+      headers: m,
+      body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: integ.environmentId },
+    });
     expect(byMember.status).toBe(201);
     expect((await app.deps.db.auditLogEntry.findFirst({ where: { entityId: walletIdOf(byMember) } }))?.actorType).toBe('MEMBER');
 
@@ -122,7 +145,8 @@ describe('RegisterWallet', () => {
     const unknownNet = await app.rest('POST', url, { headers: integ.apiKeyHeaders, body: { networkId: crypto.randomUUID(), custodyMode: 'CUSTODIAL' } });
     expect([unknownNet.status, unknownNet.body.errors?.[0]?.field]).toEqual([400, 'networkId']);
     const ownEnvMismatch = await app.rest('POST', url, {
-      headers: integ.apiKeyHeaders, body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: crypto.randomUUID() },
+      headers: integ.apiKeyHeaders,
+      body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL', environmentId: crypto.randomUUID() },
     });
     expect(ownEnvMismatch.status).toBe(400);
 
@@ -141,7 +165,14 @@ describe('RegisterWallet', () => {
     const other = await signUpMember(app);
     const otherKey = await createApiKey(app, other);
     expect((await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, { headers: otherKey.headers, body })).status).toBe(404);
-    expect((await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, { headers: other.headers, body: { ...body, environmentId: integ.environmentId } })).status).toBe(404);
+    expect(
+      (
+        await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, {
+          headers: other.headers,
+          body: { ...body, environmentId: integ.environmentId },
+        })
+      ).status,
+    ).toBe(404);
     // A second application of the same organization: its key does not register wallets for the first.
     const sibling = await createApiKey(app, integ.member);
     expect((await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, { headers: sibling.headers, body })).status).toBe(404);
@@ -154,7 +185,10 @@ describe('RegisterWallet', () => {
     expect((await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, { headers: catalog.operator.headers, body })).status).toBe(403);
 
     await app.rest('POST', `/v1/applications/${sibling.applicationId}/suspend`, { headers: integ.member.headers, body: { reason: 'test' } });
-    const suspended = await app.rest('POST', `/v1/applications/${sibling.applicationId}/wallets`, { headers: integ.member.headers, body: { ...body, environmentId: sibling.environmentId } });
+    const suspended = await app.rest('POST', `/v1/applications/${sibling.applicationId}/wallets`, {
+      headers: integ.member.headers,
+      body: { ...body, environmentId: sibling.environmentId },
+    });
     expect([suspended.status, suspended.body.code]).toEqual([409, 'INVALID_STATE']);
   });
 });
@@ -163,14 +197,23 @@ describe('GetWalletPublicMaterial', () => {
   test('curve, key, chain code, scheme and format: enough to derive every address', async () => {
     const kp = keyPair();
     const r = await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, {
-      headers: integ.apiKeyHeaders, body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
+      headers: integ.apiKeyHeaders,
+      body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
     });
     const id = walletIdOf(r);
     const m = await app.rest('GET', `/v1/wallets/${id}/public-material`, { headers: integ.apiKeyHeaders });
     expect(m.status).toBe(200);
     expect(m.body).toEqual({
-      walletId: id, networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', curve: 'secp256k1', publicKey: kp.publicKey, publicKeyFormat: 'SEC1_COMPRESSED_HEX',
-      chainCode: secp.chainCodeOf(kp.publicKey), derivationScheme: 'BIP32_CKDPUB_SHA256_CHAIN_CODE', derivationPath: 'm/{index}', addressFormat: 'EVM_KECCAK256_HEX',
+      walletId: id,
+      networkId: catalog.networkId,
+      custodyMode: 'SELF_CUSTODY',
+      curve: 'secp256k1',
+      publicKey: kp.publicKey,
+      publicKeyFormat: 'SEC1_COMPRESSED_HEX',
+      chainCode: secp.chainCodeOf(kp.publicKey),
+      derivationScheme: 'BIP32_CKDPUB_SHA256_CHAIN_CODE',
+      derivationPath: 'm/{index}',
+      addressFormat: 'EVM_KECCAK256_HEX',
       nextDerivationIndex: 0,
     });
     expect((await app.rest('GET', `/v1/wallets/${crypto.randomUUID()}/public-material`, { headers: integ.apiKeyHeaders })).status).toBe(404);
@@ -181,7 +224,8 @@ describe('AllocateDepositAddress', () => {
   test('derives at the next index, sets the payment intent, emits deposit.address_generated in the same transaction; idempotent', async () => {
     const kp = keyPair();
     const w = await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, {
-      headers: integ.apiKeyHeaders, body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
+      headers: integ.apiKeyHeaders,
+      body: { networkId: catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: kp.publicKey },
     });
     const walletId = walletIdOf(w);
     const pi = await paymentIntent(integ, catalog.assetNetworkId);
@@ -191,8 +235,14 @@ describe('AllocateDepositAddress', () => {
     // The integrator derives the same key and address from its own root private key (BIP32 CKDpub/CKDpriv at m/0).
     const child = secp.derivePrivateKey(kp.privateKey, 0);
     expect(r.body).toEqual({
-      id: expect.any(String), address: secp.addressOf(secp.publicKeyOf(child)), assetNetworkId: catalog.assetNetworkId, networkId: catalog.networkId,
-      walletId, paymentIntentId: pi, derivationIndex: 0, publicKey: secp.publicKeyOf(child),
+      id: expect.any(String),
+      address: secp.addressOf(secp.publicKeyOf(child)),
+      assetNetworkId: catalog.assetNetworkId,
+      networkId: catalog.networkId,
+      walletId,
+      paymentIntentId: pi,
+      derivationIndex: 0,
+      publicKey: secp.publicKeyOf(child),
     });
     expect((await app.deps.db.paymentIntent.findUniqueOrThrow({ where: { id: pi } })).depositAddressId).toBe(r.body.id);
     const events = await app.deps.db.webhookEvent.findMany({ where: { aggregateId: pi } });
@@ -232,13 +282,17 @@ describe('AllocateDepositAddress', () => {
     expect([p.status, p.body.code]).toEqual([409, 'INVALID_STATE']);
     expect((await allocate(url, h, { ...base, paymentIntentId: crypto.randomUUID() })).status).toBe(404);
     expect((await allocate(url, h, { ...base, paymentIntentId: 'nope' })).status).toBe(404);
-    expect((await allocate(url, h, { ...base, walletId: crypto.randomUUID(), paymentIntentId: await paymentIntent(integ, catalog.assetNetworkId) })).status).toBe(404);
+    expect(
+      (await allocate(url, h, { ...base, walletId: crypto.randomUUID(), paymentIntentId: await paymentIntent(integ, catalog.assetNetworkId) })).status,
+    ).toBe(404);
 
     // Another organization's payment intent and wallet: 404 both ways.
     const other = await setupIntegrator(app, catalog);
     const foreignPi = await paymentIntent(other, catalog.assetNetworkId);
     expect((await allocate(url, h, { ...base, paymentIntentId: foreignPi })).status).toBe(404);
-    expect((await allocate(url, h, { ...base, walletId: other.walletId, paymentIntentId: await paymentIntent(integ, catalog.assetNetworkId) })).status).toBe(404);
+    expect((await allocate(url, h, { ...base, walletId: other.walletId, paymentIntentId: await paymentIntent(integ, catalog.assetNetworkId) })).status).toBe(
+      404,
+    );
     expect((await allocate(other.applicationId, h, { ...base, paymentIntentId: foreignPi })).status).toBe(404);
 
     // An asset-network of another network than the wallet's: 400. One that is not the payment intent's: 400.
@@ -272,20 +326,28 @@ describe('AllocateDepositAddress', () => {
   test('a production key cannot reach a sandbox payment intent (another environment): 404', async () => {
     const prod = await createApiKey(app, integ.member, 'PRODUCTION');
     const pi = await paymentIntent(integ, catalog.assetNetworkId);
-    expect((await allocate(prod.applicationId, prod.headers, { walletId: integ.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi })).status).toBe(404);
+    expect(
+      (await allocate(prod.applicationId, prod.headers, { walletId: integ.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi })).status,
+    ).toBe(404);
   });
 
   test('concurrent allocations: distinct indexes on one wallet, one address per payment intent', async () => {
     const w = await app.rest('POST', `/v1/applications/${integ.applicationId}/wallets`, {
-      headers: integ.apiKeyHeaders, body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL' },
+      headers: integ.apiKeyHeaders,
+      body: { networkId: catalog.networkId, custodyMode: 'CUSTODIAL' },
     });
     const walletId = walletIdOf(w);
     const pis = await Promise.all(Array.from({ length: 6 }, () => paymentIntent(integ, catalog.assetNetworkId)));
     const answers = await Promise.all(
-      [...pis, pis[0]!, pis[0]!].map((paymentIntentId) => allocate(integ.applicationId, integ.apiKeyHeaders, { walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId })),
+      [...pis, pis[0]!, pis[0]!].map((paymentIntentId) =>
+        allocate(integ.applicationId, integ.apiKeyHeaders, { walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
-    const indexes = answers.slice(0, 6).map((a) => a.body.derivationIndex).sort();
+    const indexes = answers
+      .slice(0, 6)
+      .map((a) => a.body.derivationIndex)
+      .sort();
     expect(indexes).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(answers.map((a) => a.body.address)).size).toBe(6);
     expect(answers[6]!.body).toEqual(answers[0]!.body);
@@ -297,8 +359,14 @@ describe('AllocateDepositAddress', () => {
     await expect(
       app.deps.db.depositAddress.create({
         data: {
-          organizationId: existing.organizationId, applicationId: existing.applicationId, walletId: existing.walletId, networkId: existing.networkId,
-          assetNetworkId: existing.assetNetworkId, address: existing.address, derivationIndex: 9999, publicKey: existing.publicKey,
+          organizationId: existing.organizationId,
+          applicationId: existing.applicationId,
+          walletId: existing.walletId,
+          networkId: existing.networkId,
+          assetNetworkId: existing.assetNetworkId,
+          address: existing.address,
+          derivationIndex: 9999,
+          publicKey: existing.publicKey,
         },
       }),
     ).rejects.toMatchObject({ code: 'P2002' });
@@ -307,7 +375,8 @@ describe('AllocateDepositAddress', () => {
   test('GraphQL, and allocateAddressInTx for domain code (same transaction as the caller)', async () => {
     const pi = await paymentIntent(integ, catalog.assetNetworkId);
     const g = await app.gql<{ allocateDepositAddress: { address: string; derivationIndex: number; paymentIntentId: string } }>(
-      'mutation($a: ID!, $i: AllocateDepositAddressInput!) { allocateDepositAddress(applicationId: $a, input: $i) { address derivationIndex paymentIntentId } }',
+      'mutation($a: ID!, $i: AllocateDepositAddressInput!) { allocateDepositAddress(applicationId: $a, input: $i) { ' +
+        'address derivationIndex paymentIntentId } }',
       { a: integ.applicationId, i: { walletId: integ.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi } },
       integ.apiKeyHeaders,
     );
@@ -315,7 +384,13 @@ describe('AllocateDepositAddress', () => {
     expect(g.data!.allocateDepositAddress.paymentIntentId).toBe(pi);
 
     const pi2 = await paymentIntent(integ, catalog.assetNetworkId);
-    const args = { organizationId: integ.organizationId, applicationId: integ.applicationId, walletId: integ.walletId, assetNetworkId: catalog.assetNetworkId, paymentIntentId: pi2 };
+    const args = {
+      organizationId: integ.organizationId,
+      applicationId: integ.applicationId,
+      walletId: integ.walletId,
+      assetNetworkId: catalog.assetNetworkId,
+      paymentIntentId: pi2,
+    };
     // A rollback of the caller's transaction leaves no address, no event, no index used.
     const before = (await app.deps.db.wallet.findUniqueOrThrow({ where: { id: integ.walletId } })).nextAddressIndex;
     await expect(

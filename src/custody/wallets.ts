@@ -34,8 +34,18 @@ export type RegisterWalletInput = z.infer<typeof registerWalletInput>;
 export const walletKeyAad = (walletId: string) => `wallet-root-key:${walletId}`;
 
 export const walletSelect = {
-  id: true, organizationId: true, applicationId: true, environmentId: true, environmentType: true, networkId: true, custodyMode: true,
-  label: true, curve: true, publicKey: true, nextAddressIndex: true, createdAt: true,
+  id: true,
+  organizationId: true,
+  applicationId: true,
+  environmentId: true,
+  environmentType: true,
+  networkId: true,
+  custodyMode: true,
+  label: true,
+  curve: true,
+  publicKey: true,
+  nextAddressIndex: true,
+  createdAt: true,
 } as const satisfies Prisma.WalletSelect;
 export type WalletRow = Prisma.WalletGetPayload<{ select: typeof walletSelect }>;
 
@@ -68,10 +78,12 @@ export async function loadCallerApplication(ctx: Context, applicationIdArg: stri
 async function environmentFor(ctx: Context, applicationId: string, environmentId: string | null | undefined): Promise<{ id: string; type: EnvironmentType }> {
   const p = ctx.principal;
   if (p?.type === 'apiKey') {
-    if (environmentId != null && environmentId.toLowerCase() !== p.environmentId) throw fieldError('environmentId', "must be omitted or the API key's own environment");
+    if (environmentId != null && environmentId.toLowerCase() !== p.environmentId)
+      throw fieldError('environmentId', "must be omitted or the API key's own environment");
     return { id: p.environmentId, type: p.mode };
   }
-  if (environmentId == null) throw fieldError('environmentId', 'required when a member registers a wallet: the SANDBOX or PRODUCTION environment of the application');
+  if (environmentId == null)
+    throw fieldError('environmentId', 'required when a member registers a wallet: the SANDBOX or PRODUCTION environment of the application');
   const env = isUuid(environmentId)
     ? await ctx.deps.db.environment.findFirst({ where: { id: environmentId.toLowerCase(), applicationId }, select: { id: true, type: true } })
     : null;
@@ -114,13 +126,26 @@ export async function registerWallet(ctx: Context, applicationIdArg: string, inp
       throw new DomainError('CONFLICT', 'This public key is registered already on this network: its deposit addresses would be handed out twice.');
     const wallet = await tx.wallet.create({
       data: {
-        id, organizationId: app.organizationId, applicationId: app.id, environmentId: env.id, environmentType: env.type, networkId: network.id,
-        custodyMode: input.custodyMode, label: input.label ?? null, curve: adapter.curve, publicKey, sealedPrivateKey, createdAt: now,
+        id,
+        organizationId: app.organizationId,
+        applicationId: app.id,
+        environmentId: env.id,
+        environmentType: env.type,
+        networkId: network.id,
+        custodyMode: input.custodyMode,
+        label: input.label ?? null,
+        curve: adapter.curve,
+        publicKey,
+        sealedPrivateKey,
+        createdAt: now,
       },
       select: walletSelect,
     });
     await audit(tx, ctx, {
-      organizationId: app.organizationId, entityType: 'Wallet', entityId: id, action: 'wallet.registered',
+      organizationId: app.organizationId,
+      entityType: 'Wallet',
+      entityId: id,
+      action: 'wallet.registered',
       after: { applicationId: app.id, environmentId: env.id, networkId: network.id, custodyMode: input.custodyMode, label: wallet.label, publicKey },
     });
     return wallet;

@@ -68,11 +68,16 @@ export async function prepareDatabase(db: Database, c: Config, log: Log, opts: {
   } else {
     if (opts.requireOwner)
       throw new Error(`DATABASE_URL logs in as ${serviceRole}, which does not own the schema: set MIGRATION_DATABASE_URL to the owner's connection`);
-    log.info({ role: serviceRole }, 'migrations skipped: DATABASE_URL does not log in as the schema owner (set MIGRATION_DATABASE_URL, or run `npm run migrate` with it)');
+    log.info(
+      { role: serviceRole },
+      'migrations skipped: DATABASE_URL does not log in as the schema owner (set MIGRATION_DATABASE_URL, or run `npm run migrate` with it)',
+    );
     const done = await appliedMigrationNames(db.url);
     const pending = migrationNames().filter((n) => !done?.has(n));
     if (pending.length)
-      throw new Error(`the database needs ${pending.length} migration(s) (${pending.join(', ')}): run \`npm run migrate\` with MIGRATION_DATABASE_URL set to the owner's connection`);
+      throw new Error(
+        `the database needs ${pending.length} migration(s) (${pending.join(', ')}): run \`npm run migrate\` with MIGRATION_DATABASE_URL set to the owner's connection`,
+      );
   }
   const excess = await excessPrivileges(db.url);
   if (excess.length) {
@@ -92,7 +97,8 @@ export async function withDatabase<T>(
   opts: { requireOwner?: boolean; log?: Log } = {},
 ): Promise<T> {
   const db = await openDatabase(processConfig, { attach: true });
-  if (db.attachedTo) (opts.log ?? processLog).info(`using the embedded PostgreSQL of the running service (process ${db.attachedTo}, DATA_DIR ${processConfig.DATA_DIR})`);
+  if (db.attachedTo)
+    (opts.log ?? processLog).info(`using the embedded PostgreSQL of the running service (process ${db.attachedTo}, DATA_DIR ${processConfig.DATA_DIR})`);
   try {
     const prepared = await prepareDatabase(db, processConfig, opts.log ?? processLog, opts);
     return await fn(db.url, db, prepared);

@@ -34,7 +34,8 @@ function newCredentials(): Credentials {
 function readCredentials(path: string): Credentials | null {
   if (!existsSync(path)) return null;
   const c = JSON.parse(readFileSync(path, 'utf8')) as Partial<Credentials>;
-  if (typeof c.owner !== 'string' || typeof c.service !== 'string') throw new Error(`${path} is not a credentials file (owner, service): restore it or remove it with the cluster`);
+  if (typeof c.owner !== 'string' || typeof c.service !== 'string')
+    throw new Error(`${path} is not a credentials file (owner, service): restore it or remove it with the cluster`);
   return { owner: c.owner, service: c.service };
 }
 
@@ -105,7 +106,9 @@ export async function startEmbeddedPostgres(opts: {
     if (lastLines.length > 20) lastLines.shift();
   };
   const failed = (what: string) =>
-    new Error(`the embedded PostgreSQL did not ${what} (data ${databaseDir}, port ${opts.port})${lastLines.length ? `: ${lastLines.slice(-3).join(' | ')}` : ''}`);
+    new Error(
+      `the embedded PostgreSQL did not ${what} (data ${databaseDir}, port ${opts.port})${lastLines.length ? `: ${lastLines.slice(-3).join(' | ')}` : ''}`,
+    );
   const server = new EmbeddedPostgres({
     databaseDir,
     user,
@@ -151,7 +154,9 @@ export async function startEmbeddedPostgres(opts: {
     } catch (legacy) {
       await server.stop().catch(() => {});
       if (isAuthFailure(legacy))
-        throw new Error(`the embedded PostgreSQL in ${databaseDir} refuses the password in ${credentialsPath}: restore that file (or remove the cluster with it)`);
+        throw new Error(
+          `the embedded PostgreSQL in ${databaseDir} refuses the password in ${credentialsPath}: restore that file (or remove the cluster with it)`,
+        );
       throw legacy;
     }
     opts.log?.(`upgrading the embedded PostgreSQL in ${databaseDir}: new passwords in ${credentialsPath}`);
@@ -204,7 +209,12 @@ async function assertPortFree(port: number): Promise<void> {
  * starting process is still alive belongs to another instance on the same DATA_DIR: with `attach`
  * (the scripts) its owner and port are answered, else refused with what to do.
  */
-async function stopOrphanedServer(base: string, databaseDir: string, log: ((msg: string) => void) | undefined, attach: boolean): Promise<{ owner: number; port: number } | null> {
+async function stopOrphanedServer(
+  base: string,
+  databaseDir: string,
+  log: ((msg: string) => void) | undefined,
+  attach: boolean,
+): Promise<{ owner: number; port: number } | null> {
   const pidFile = resolve(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return null;
   const lines = readFileSync(pidFile, 'utf8').split('\n');

@@ -38,7 +38,12 @@ export const prismaDirs: PrismaDirs = {
 const noFilters = { externalTables: [], externalEnums: [] };
 
 const filesOf = (dir: string, ext: string): string[] =>
-  existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(ext)).sort().map((f) => join(dir, f)) : [];
+  existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith(ext))
+        .sort()
+        .map((f) => join(dir, f))
+    : [];
 
 /** The datamodel's files, as the engine takes them. */
 export const datamodelFiles = (schemaDir = prismaDirs.schemaDir): { path: string; content: string }[] =>
@@ -46,7 +51,10 @@ export const datamodelFiles = (schemaDir = prismaDirs.schemaDir): { path: string
 
 function migrationList(migrationsDir = prismaDirs.migrationsDir): MigrationList {
   const dirs = existsSync(migrationsDir)
-    ? readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
+    ? readdirSync(migrationsDir, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort()
     : [];
   const lockPath = join(migrationsDir, 'migration_lock.toml');
   return {
@@ -180,7 +188,6 @@ async function installJobSchema(url: string): Promise<void> {
   }
 }
 
-
 /**
  * Runs fn on a fresh database (a shadow) on the server of `ownerUrl`, with every migration of
  * `migrationsDir` applied, then drops it. The owner needs CREATEDB (the embedded server's has it).
@@ -216,7 +223,10 @@ const normalizeStatement = (s: string): string => s.replace(/\s+/g, ' ').trim();
 /** The statements of prisma/accepted-drift.sql (one a line; comments and blank lines skipped). */
 export function acceptedDrift(file = prismaDirs.acceptedDriftFile): string[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('--')).map(normalizeStatement);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('--'))
+    .map(normalizeStatement);
 }
 
 /**
@@ -227,7 +237,12 @@ export function acceptedDrift(file = prismaDirs.acceptedDriftFile): string[] {
 function withoutAcceptedDrift(script: string, accepted: string[]): { sql: string; stale: string[] } {
   const proposed = new Set<string>();
   const kept = script.split(/\n\s*\n/).filter((step) => {
-    const body = normalizeStatement(step.split('\n').filter((l) => !l.startsWith('--')).join('\n'));
+    const body = normalizeStatement(
+      step
+        .split('\n')
+        .filter((l) => !l.startsWith('--'))
+        .join('\n'),
+    );
     if (!body) return false;
     proposed.add(body);
     return !accepted.includes(body);

@@ -35,13 +35,14 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 /** The server's version: server_version_num (e.g. 170010) and server_version (e.g. "17.10"). */
 export const serverVersion = (url: string): Promise<{ num: number; version: string }> =>
   withClient(url, async (c) => {
-    const { rows } = await c.query<{ num: string; version: string }>(`SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`);
+    const { rows } = await c.query<{ num: string; version: string }>(
+      `SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version`,
+    );
     return { num: Number(rows[0]!.num), version: rows[0]!.version.split(' ')[0]! };
   });
 
 /** The role a connection string logs in as. */
-export const roleOf = (url: string): Promise<string> =>
-  withClient(url, async (c) => (await c.query<{ r: string }>('SELECT current_user AS r')).rows[0]!.r);
+export const roleOf = (url: string): Promise<string> => withClient(url, async (c) => (await c.query<{ r: string }>('SELECT current_user AS r')).rows[0]!.r);
 
 /**
  * Whether `url` logs in as the schema's owner: it owns the migrations table (or a member of its

@@ -70,8 +70,7 @@ export async function driftFromFiles(c: pg.ClientBase, files: string[]): Promise
       const [, trigger, table] = /^trigger (.+) on (.+)$/.exec(name)!;
       await c.query(`DROP TRIGGER ${ident(trigger!)} ON ${ident(table!)}`);
     }
-    for (const name of Object.keys(live).filter((n) => n.startsWith('function ')))
-      await c.query(`DROP FUNCTION ${name.slice('function '.length)} CASCADE`);
+    for (const name of Object.keys(live).filter((n) => n.startsWith('function '))) await c.query(`DROP FUNCTION ${name.slice('function '.length)} CASCADE`);
     for (const file of files) await c.query(readFileSync(file, 'utf8'));
     const fromFiles = await liveDefinitions(c);
     return differing(live, fromFiles).map((name) => ({ name, live: live[name], files: fromFiles[name] }));

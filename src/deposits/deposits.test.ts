@@ -3,9 +3,9 @@ import { createOperator, createTestApp, signUpMember, type TestApp } from '../..
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend } from '../../test/money-helpers';
 import { balanceOf } from '../ledger/ledger';
-import { ledgerAccounts } from './funding';
+import { ledgerAccounts } from '../ledger/ledger';
 import { syncNetwork } from './sync';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 let operator: { headers: Record<string, string> };
@@ -41,7 +41,9 @@ async function balances(f: MoneyFixture, transactionId: string) {
 }
 /** Events of the organization since `from` (an index into its event list), as "type Field=value…" for the interesting fields. */
 async function eventsSince(f: MoneyFixture, from: number) {
-  return (await eventsOf(app, f.organizationId)).slice(from).map((e) => e.type + (e.body.ConfirmationCount !== undefined ? `(${e.body.ConfirmationCount})` : ''));
+  return (await eventsOf(app, f.organizationId))
+    .slice(from)
+    .map((e) => e.type + (e.body.ConfirmationCount !== undefined ? `(${e.body.ConfirmationCount})` : ''));
 }
 const eventCount = async (f: MoneyFixture) => (await eventsOf(app, f.organizationId)).length;
 const resolveReview = (id: string, decision: 'ACCEPT' | 'REJECT', headers = operator.headers) =>
@@ -61,7 +63,14 @@ describe('the deposit lifecycle', () => {
     const detected = await intentOf(f, pi.id);
     expect(detected).toMatchObject({ status: 'PROCESSING', detectedAmount: '1000000', confirmedAmount: '0' });
     const depositId = detected.depositIds[0];
-    expect(await depositOf(f, depositId)).toMatchObject({ status: 'DETECTED', confirmations: 0, amount: '1000000', paymentIntentId: pi.id, transactionId: pi.transactionId, creditedTo: null });
+    expect(await depositOf(f, depositId)).toMatchObject({
+      status: 'DETECTED',
+      confirmations: 0,
+      amount: '1000000',
+      paymentIntentId: pi.id,
+      transactionId: pi.transactionId,
+      creditedTo: null,
+    });
     for (const n of [1, 2]) {
       await mine(f);
       await sync();
@@ -83,18 +92,30 @@ describe('the deposit lifecycle', () => {
     expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'RESERVED', fundedAmount: '1000000', frozen: false });
     expect(await balances(f, pi.transactionId)).toEqual({ escrow: 1_000_000n, suspense: 0n, clearing: 1_000_000n });
     expect(await eventsSince(f, from)).toEqual([
-      'deposit.detected', 'deposit.confirming(1)', 'deposit.confirming(2)', 'deposit.confirmed', 'transaction.funded', 'transaction.reserved',
+      'deposit.detected',
+      'deposit.confirming(1)',
+      'deposit.confirming(2)',
+      'deposit.confirmed',
+      'transaction.funded',
+      'transaction.reserved',
     ]);
     const events = (await eventsOf(app, f.organizationId)).slice(from);
     expect(events[0]!.body).toEqual({ DepositId: depositId, PaymentIntentId: pi.id, Amount: '1000000' });
     expect(events[3]!.body).toEqual({ DepositId: depositId, PaymentIntentId: pi.id, TransactionId: pi.transactionId, Amount: '1000000' });
     expect(events[5]!.body).toEqual({ TransactionId: pi.transactionId, Amount: '1000000' });
     // The posting: one ledger transaction, keyed by the deposit.
-    const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { idempotencyKey: `deposit:${depositId}:confirmed` }, include: { entries: true } });
+    const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({
+      where: { idempotencyKey: `deposit:${depositId}:confirmed` },
+      include: { entries: true },
+    });
     expect(lt.nature).toBe('deposit.confirmed');
     expect(lt.entries).toHaveLength(2);
     // GraphQL reads the same deposit.
-    const g = await app.gql<{ deposit: { status: string; amount: string } }>(`query($id: ID!) { deposit(id: $id) { status amount } }`, { id: depositId }, f.apiKeyHeaders);
+    const g = await app.gql<{ deposit: { status: string; amount: string } }>(
+      `query($id: ID!) { deposit(id: $id) { status amount } }`,
+      { id: depositId },
+      f.apiKeyHeaders,
+    );
     expect(g.data?.deposit).toEqual({ status: 'CONFIRMED', amount: '1000000' });
     const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: depositId }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
     // (One ManualClock instant for all of them: compared as sets.)
@@ -150,7 +171,12 @@ describe('amounts', () => {
     expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'RESERVED', fundedAmount: '1000000' });
     expect(await balances(f, pi.transactionId)).toEqual({ escrow: 1_000_000n, suspense: 0n, clearing: 1_000_000n });
     expect(await eventsSince(f, from)).toEqual([
-      'deposit.detected', 'deposit.confirmed', 'deposit.detected', 'deposit.confirmed', 'transaction.funded', 'transaction.reserved',
+      'deposit.detected',
+      'deposit.confirmed',
+      'deposit.detected',
+      'deposit.confirmed',
+      'transaction.funded',
+      'transaction.reserved',
     ]);
   });
 
@@ -185,10 +211,19 @@ describe('amounts', () => {
   test('wrong asset and below the minimum: REJECTED at once, never credited, no deposit.detected', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1, minimumDeposit: 1000n });
     // A second asset on the same network.
-    const a2 = await app.rest('POST', '/v1/platform/assets', { headers: f.catalog.operator.headers, body: { code: `EUR${Date.now() % 100000}`, name: 'Euro', decimals: 6 } });
+    const a2 = await app.rest('POST', '/v1/platform/assets', {
+      headers: f.catalog.operator.headers,
+      body: { code: `EUR${Date.now() % 100000}`, name: 'Euro', decimals: 6 },
+    });
     const an2 = await app.rest('POST', '/v1/platform/asset-networks', {
       headers: f.catalog.operator.headers,
-      body: { assetId: a2.headers.get('location')!.split('/').pop(), networkId: f.catalog.networkId, decimals: 6, contractReference: '0x' + 'ab'.repeat(20), minimumDeposit: '0' },
+      body: {
+        assetId: a2.headers.get('location')!.split('/').pop(),
+        networkId: f.catalog.networkId,
+        decimals: 6,
+        contractReference: '0x' + 'ab'.repeat(20),
+        minimumDeposit: '0',
+      },
     });
     expect(an2.status, an2.text).toBe(201);
     const otherAssetNetworkId = an2.headers.get('location')!.split('/').pop()!;
@@ -212,29 +247,38 @@ describe('amounts', () => {
 });
 
 describe('expiry and late deposits', () => {
-  test('a deposit after expiry is late: credited to SUSPENSE with payment_intent.late_deposit_received; the intent stays EXPIRED, flagged paidLate', async () => {
-    const f = await moneyFixture(app, { requiredConfirmations: 1 });
-    const pi = await createIntent(app, f, { expiresInSeconds: 600 });
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 601);
-    expect(await sweepExpiries(app, f.organizationId)).toBe(1);
-    const expired = await intentOf(f, pi.id);
-    expect(expired).toMatchObject({ status: 'EXPIRED' });
-    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED' });
-    const from = await eventCount(f);
-    await send(f, pi.address, 1_000_000n);
-    await sync();
-    await mine(f);
-    await sync();
-    const [depositId] = (await intentOf(f, pi.id)).depositIds;
-    expect(await depositOf(f, depositId)).toMatchObject({ status: 'CONFIRMED', late: true, creditedTo: 'SUSPENSE' });
-    expect(await intentOf(f, pi.id)).toMatchObject({ status: 'EXPIRED', paidLate: true, confirmedAmount: '0' });
-    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED', fundedAmount: '0' });
-    expect(await balances(f, pi.transactionId)).toEqual({ escrow: 0n, suspense: 1_000_000n, clearing: 1_000_000n });
-    expect(await eventsSince(f, from)).toEqual(['deposit.detected', 'deposit.confirmed', 'payment_intent.late_deposit_received']);
-    const late = (await eventsOf(app, f.organizationId)).at(-1)!.body;
-    expect(late).toMatchObject({ PaymentIntentId: pi.id, TransactionId: pi.transactionId, DepositId: depositId, Amount: '1000000', ExpiredAt: expired.expiredAt });
-    expect(new Date(late.ReceivedAt as string).getTime()).toBeGreaterThanOrEqual(new Date(expired.expiredAt).getTime());
-  });
+  test(
+    'a deposit after expiry is late: credited to SUSPENSE with payment_intent.late_deposit_received; the intent ' + 'stays EXPIRED, flagged paidLate',
+    async () => {
+      const f = await moneyFixture(app, { requiredConfirmations: 1 });
+      const pi = await createIntent(app, f, { expiresInSeconds: 600 });
+      await sandboxAdvanceClock(app, f.apiKeyHeaders, 601);
+      expect(await sweepExpiries(app, f.organizationId)).toBe(1);
+      const expired = await intentOf(f, pi.id);
+      expect(expired).toMatchObject({ status: 'EXPIRED' });
+      expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED' });
+      const from = await eventCount(f);
+      await send(f, pi.address, 1_000_000n);
+      await sync();
+      await mine(f);
+      await sync();
+      const [depositId] = (await intentOf(f, pi.id)).depositIds;
+      expect(await depositOf(f, depositId)).toMatchObject({ status: 'CONFIRMED', late: true, creditedTo: 'SUSPENSE' });
+      expect(await intentOf(f, pi.id)).toMatchObject({ status: 'EXPIRED', paidLate: true, confirmedAmount: '0' });
+      expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'EXPIRED', fundedAmount: '0' });
+      expect(await balances(f, pi.transactionId)).toEqual({ escrow: 0n, suspense: 1_000_000n, clearing: 1_000_000n });
+      expect(await eventsSince(f, from)).toEqual(['deposit.detected', 'deposit.confirmed', 'payment_intent.late_deposit_received']);
+      const late = (await eventsOf(app, f.organizationId)).at(-1)!.body;
+      expect(late).toMatchObject({
+        PaymentIntentId: pi.id,
+        TransactionId: pi.transactionId,
+        DepositId: depositId,
+        Amount: '1000000',
+        ExpiredAt: expired.expiredAt,
+      });
+      expect(new Date(late.ReceivedAt as string).getTime()).toBeGreaterThanOrEqual(new Date(expired.expiredAt).getTime());
+    },
+  );
 
   test('a deposit after ExpiresAt but before the sweep: the intent expires first, the deposit is late', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1 });
@@ -360,8 +404,13 @@ describe('under review', () => {
     // Operators only; a member or an API key is refused.
     expect((await resolveReview(id, 'ACCEPT', f.member.headers)).status).toBe(403);
     expect((await resolveReview(id, 'ACCEPT', f.apiKeyHeaders)).status).toBe(403);
-    expect((await app.rest('POST', `/v1/admin/deposits/${id}/resolve-under-review`, { body: { decision: 'MAYBE', reason: 'x' }, headers: operator.headers })).status).toBe(400);
-    expect((await app.rest('POST', `/v1/admin/deposits/${id}/resolve-under-review`, { body: { decision: 'ACCEPT', reason: ' ' }, headers: operator.headers })).status).toBe(400);
+    expect(
+      (await app.rest('POST', `/v1/admin/deposits/${id}/resolve-under-review`, { body: { decision: 'MAYBE', reason: 'x' }, headers: operator.headers })).status,
+    ).toBe(400);
+    expect(
+      (await app.rest('POST', `/v1/admin/deposits/${id}/resolve-under-review`, { body: { decision: 'ACCEPT', reason: ' ' }, headers: operator.headers }))
+        .status,
+    ).toBe(400);
     expect((await resolveReview(crypto.randomUUID(), 'ACCEPT')).status).toBe(404);
     expect((await resolveReview(id, 'ACCEPT')).status).toBe(204);
     expect(await depositOf(f, id)).toMatchObject({ status: 'CONFIRMED', creditedTo: 'ESCROW' });
@@ -409,7 +458,9 @@ describe('under review', () => {
   test('a deposit on a DISABLED asset-network is held for review', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1 });
     const pi = await createIntent(app, f);
-    expect((await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/disable`, { headers: f.catalog.operator.headers })).status).toBe(204);
+    expect((await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/disable`, { headers: f.catalog.operator.headers })).status).toBe(
+      204,
+    );
     await send(f, pi.address, 1_000_000n);
     await sync();
     const [id] = (await intentOf(f, pi.id)).depositIds;
@@ -515,7 +566,9 @@ describe('chain reorganizations', () => {
     await mine(f);
     await sync();
     const [id] = (await intentOf(f, pi.id)).depositIds;
-    expect((await app.rest('POST', `/v1/transactions/${pi.transactionId}/freeze`, { body: { reason: 'fraud check' }, headers: f.member.headers })).status).toBe(204);
+    expect((await app.rest('POST', `/v1/transactions/${pi.transactionId}/freeze`, { body: { reason: 'fraud check' }, headers: f.member.headers })).status).toBe(
+      204,
+    );
     const from = await eventCount(f);
     await sandboxReorg(app, f.apiKeyHeaders, f.catalog.networkId, 1, false);
     await sync();

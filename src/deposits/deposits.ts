@@ -6,12 +6,14 @@ import type { Deposit } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId } from '../ids';
 import { adapterFor, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, emit, lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS, type Actor } from './common';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockNetwork, lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { evaluateIntent, postDepositReversal, releaseDepositFreeze } from './funding';
 import { confirm, scope, type NetworkRow, type SyncScope } from './sync';
 import { reasons } from './rules';
-import { escrowOf } from '../settlements/escrow';
-import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
+import { escrowOf } from '../release/escrow';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
 
 /**
  * Deposits: reads, and the two operator resolutions (AdminResolveDepositUnderReview,
@@ -90,8 +92,12 @@ export async function resolveUnderReview(ctx: Context, idArg: unknown, input: z.
       await tx.deposit.update({ where: { id: d.id }, data: { status: 'REJECTED', reason, resolvedAt: now } });
       await emit(tx, ctx.deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason });
       await auditAs(tx, ctx.deps, actor, {
-        organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.review_rejected',
-        before: { status: d.status, reviewReason: d.reviewReason }, after: { status: 'REJECTED', reason },
+        organizationId: d.organizationId,
+        entityType: 'Deposit',
+        entityId: d.id,
+        action: 'deposit.review_rejected',
+        before: { status: d.status, reviewReason: d.reviewReason },
+        after: { status: 'REJECTED', reason },
       });
       if (d.paymentIntentId && !d.late) await evaluateIntent(tx, ctx.deps, actor, d.paymentIntentId, now);
       return;
@@ -102,8 +108,12 @@ export async function resolveUnderReview(ctx: Context, idArg: unknown, input: z.
     const confirmations = o.status === 'MINED' ? o.confirmations : 0;
     const block = o.status === 'MINED' ? { blockHash: o.blockHash, blockHeight: o.blockHeight } : { blockHash: null, blockHeight: null };
     await auditAs(tx, ctx.deps, actor, {
-      organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.review_accepted',
-      before: { status: d.status, reviewReason: d.reviewReason }, after: { reason: input.reason, confirmations },
+      organizationId: d.organizationId,
+      entityType: 'Deposit',
+      entityId: d.id,
+      action: 'deposit.review_accepted',
+      before: { status: d.status, reviewReason: d.reviewReason },
+      after: { reason: input.reason, confirmations },
     });
     if (confirmations >= required) {
       await tx.deposit.update({ where: { id: d.id }, data: { resolvedAt: now } });
@@ -149,11 +159,18 @@ export async function resolveReorg(ctx: Context, idArg: unknown, input: z.infer<
       });
       if (d.paymentIntentId)
         await emit(tx, ctx.deps, d.organizationId, 'deposit.confirmed', {
-          DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: numericToAmount(d.amount),
+          DepositId: d.id,
+          PaymentIntentId: d.paymentIntentId,
+          TransactionId: d.transactionId!,
+          Amount: numericToAmount(d.amount),
         });
       await auditAs(tx, ctx.deps, actor, {
-        organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.reorg_resolved',
-        before: { status: d.status }, after: { status: 'CONFIRMED', outcome: 'REMINED', reason: input.reason, blockHash: o.blockHash },
+        organizationId: d.organizationId,
+        entityType: 'Deposit',
+        entityId: d.id,
+        action: 'deposit.reorg_resolved',
+        before: { status: d.status },
+        after: { status: 'CONFIRMED', outcome: 'REMINED', reason: input.reason, blockHash: o.blockHash },
       });
     } else {
       if (o && o.status !== 'DROPPED' && o.status !== 'REPLACED' && o.status !== 'REVERTED')
@@ -173,8 +190,12 @@ export async function resolveReorg(ctx: Context, idArg: unknown, input: z.infer<
       await postDepositReversal(tx, ctx.deps, d);
       await emit(tx, ctx.deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason });
       await auditAs(tx, ctx.deps, actor, {
-        organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.reversed',
-        before: { status: d.status, creditedTo: d.creditedTo }, after: { status: 'REVERSED', outcome: 'GONE', reason: input.reason, chain: describe(o, required) },
+        organizationId: d.organizationId,
+        entityType: 'Deposit',
+        entityId: d.id,
+        action: 'deposit.reversed',
+        before: { status: d.status, creditedTo: d.creditedTo },
+        after: { status: 'REVERSED', outcome: 'GONE', reason: input.reason, chain: describe(o, required) },
       });
     }
     if (d.transactionId) await releaseDepositFreeze(tx, ctx.deps, actor, d.transactionId, d.id);

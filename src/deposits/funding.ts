@@ -2,11 +2,13 @@ import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
 import { DomainError } from '../errors';
 import type { Db } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
-import { postLedgerTransaction } from '../ledger/ledger';
+import { ledgerAccounts, postLedgerTransaction } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
-import { auditAll, auditAs, emit, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { type MoneyDeps } from '../kernel/service';
 import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
-import { sendReleaseEvaluation } from '../settlements/queues';
+import { sendReleaseEvaluation } from '../kernel/queues';
 
 /**
  * The funding side of money in: where a confirmed deposit's value goes in the ledger, and the
@@ -25,14 +27,6 @@ import { sendReleaseEvaluation } from '../settlements/queues';
  */
 
 type LedgerKind = 'ESCROW' | 'SUSPENSE';
-
-export const ledgerAccounts = {
-  escrow: (t: { id: string; organizationId: string; assetNetworkId: string }) =>
-    ({ kind: 'ESCROW', ownerId: t.id, organizationId: t.organizationId, assetNetworkId: t.assetNetworkId }) as const,
-  suspense: (organizationId: string, assetNetworkId: string) =>
-    ({ kind: 'SUSPENSE', ownerId: organizationId, organizationId, assetNetworkId }) as const,
-  clearing: (assetNetworkId: string) => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId }) as const,
-};
 
 function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'assetNetworkId' | 'transactionId'>) {
   if (kind === 'ESCROW') {
@@ -134,7 +128,10 @@ export async function evaluateIntent(
   // The sums are stored (detected, confirmed, funded amounts): beyond NUMERIC(78,0), refused before
   // writing (409; in chain.sync the deposit fails alone and is retried, docs/decisions.md issue 26).
   if (sums.detected > MAX_STORED_SUM || sums.credited > MAX_STORED_SUM)
-    throw new DomainError('INVALID_STATE', `AMOUNT_OUT_OF_RANGE: the deposits of payment intent ${intentId} would sum to more than ${MAX_STORED_SUM} base units.`);
+    throw new DomainError(
+      'INVALID_STATE',
+      `AMOUNT_OUT_OF_RANGE: the deposits of payment intent ${intentId} would sum to more than ${MAX_STORED_SUM} base units.`,
+    );
   const covered = isCovered(sums.credited, amount);
   const status: PaymentIntent['status'] = covered ? 'SUCCEEDED' : sums.live > 0 ? 'PROCESSING' : 'AWAITING_PAYMENT';
   const expire = status !== 'SUCCEEDED' && now.getTime() >= intent.expiresAt.getTime() && sums.undecided === 0;
@@ -163,20 +160,42 @@ export async function evaluateIntent(
       // Reserved: its release rule may release now (docs/release-rules.md).
       await sendReleaseEvaluation(tx, deps.boss, t.id);
       audits.push(
-        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funded', before: { status: t.status }, after: { status: 'FUNDED', fundedAmount: amountToNumeric(sums.credited) } },
-        { organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved', before: { status: 'FUNDED' }, after: { status: 'RESERVED', reservedAmount: amountToNumeric(sums.credited) } },
+        {
+          organizationId: org,
+          entityType: 'Transaction',
+          entityId: t.id,
+          action: 'transaction.funded',
+          before: { status: t.status },
+          after: { status: 'FUNDED', fundedAmount: amountToNumeric(sums.credited) },
+        },
+        {
+          organizationId: org,
+          entityType: 'Transaction',
+          entityId: t.id,
+          action: 'transaction.reserved',
+          before: { status: 'FUNDED' },
+          after: { status: 'RESERVED', reservedAmount: amountToNumeric(sums.credited) },
+        },
       );
     } else if (tStatus !== t.status) {
       audits.push({
-        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.funding_reversed',
-        before: { status: t.status, fundedAmount: amountToNumeric(previousFunded) }, after: { status: tStatus, fundedAmount: amountToNumeric(sums.credited) },
+        organizationId: org,
+        entityType: 'Transaction',
+        entityId: t.id,
+        action: 'transaction.funding_reversed',
+        before: { status: t.status, fundedAmount: amountToNumeric(previousFunded) },
+        after: { status: tStatus, fundedAmount: amountToNumeric(sums.credited) },
       });
     } else if (tStatus === 'RESERVED' && sums.credited > previousFunded) {
       // More funds arrived for a reserved transaction (an overpayment, a second payment): all held.
       await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
       audits.push({
-        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.reserved',
-        before: { reservedAmount: amountToNumeric(previousFunded) }, after: { reservedAmount: amountToNumeric(sums.credited) },
+        organizationId: org,
+        entityType: 'Transaction',
+        entityId: t.id,
+        action: 'transaction.reserved',
+        before: { reservedAmount: amountToNumeric(previousFunded) },
+        after: { reservedAmount: amountToNumeric(sums.credited) },
       });
     }
   }
@@ -190,8 +209,12 @@ export async function evaluateIntent(
     intentData.status = status;
     intentData.succeededAt = status === 'SUCCEEDED' ? now : null;
     audits.push({
-      organizationId: org, entityType: 'PaymentIntent', entityId: intent.id, action: `payment_intent.${status.toLowerCase()}`,
-      before: { status: intent.status }, after: { status, detectedAmount: amountToNumeric(sums.detected), confirmedAmount: amountToNumeric(sums.credited) },
+      organizationId: org,
+      entityType: 'PaymentIntent',
+      entityId: intent.id,
+      action: `payment_intent.${status.toLowerCase()}`,
+      before: { status: intent.status },
+      after: { status, detectedAmount: amountToNumeric(sums.detected), confirmedAmount: amountToNumeric(sums.credited) },
     });
   }
   let updated: PaymentIntent = intent;
@@ -231,12 +254,20 @@ async function expireIntent(tx: Db, deps: MoneyDeps, actor: Actor, intentId: str
   await emit(tx, deps, intent.organizationId, 'payment_intent.expired', { PaymentIntentId: intent.id });
   await auditAll(tx, deps, actor, [
     {
-      organizationId: intent.organizationId, entityType: 'PaymentIntent', entityId: intent.id, action: 'payment_intent.expired',
-      before: { status: intent.status }, after: { status: 'EXPIRED', movedToSuspense: amountToNumeric(held) },
+      organizationId: intent.organizationId,
+      entityType: 'PaymentIntent',
+      entityId: intent.id,
+      action: 'payment_intent.expired',
+      before: { status: intent.status },
+      after: { status: 'EXPIRED', movedToSuspense: amountToNumeric(held) },
     },
     {
-      organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.expired',
-      before: { status: t.status, fundedAmount: amountToNumeric(held) }, after: { status: 'EXPIRED', fundedAmount: '0' },
+      organizationId: t.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.expired',
+      before: { status: t.status, fundedAmount: amountToNumeric(held) },
+      after: { status: 'EXPIRED', fundedAmount: '0' },
     },
   ]);
   return loadIntent(tx, intentId);
@@ -258,8 +289,12 @@ export async function freezeForDeposit(tx: Db, deps: MoneyDeps, actor: Actor, tr
     // Not a member's freeze: ActorMemberId is null (docs/money-in.md).
     await emit(tx, deps, t.organizationId, 'transaction.frozen', { TransactionId: t.id, Reason: reason, ActorMemberId: null as unknown as string });
   await auditAs(tx, deps, actor, {
-    organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.frozen',
-    before: { frozen: t.frozen }, after: { frozen: true, frozenByDepositId: depositId, reason },
+    organizationId: t.organizationId,
+    entityType: 'Transaction',
+    entityId: t.id,
+    action: 'transaction.frozen',
+    before: { frozen: t.frozen },
+    after: { frozen: true, frozenByDepositId: depositId, reason },
   });
 }
 
@@ -287,7 +322,11 @@ export async function releaseDepositFreeze(tx: Db, deps: MoneyDeps, actor: Actor
   });
   if (!frozen) await emit(tx, deps, t.organizationId, 'transaction.unfrozen', { TransactionId: t.id, ActorMemberId: null as unknown as string });
   await auditAs(tx, deps, actor, {
-    organizationId: t.organizationId, entityType: 'Transaction', entityId: t.id, action: frozen ? 'transaction.deposit_hold_released' : 'transaction.unfrozen',
-    before: { frozen: t.frozen, frozenByDepositId: depositId }, after: { frozen, frozenByDepositId: next?.id ?? null },
+    organizationId: t.organizationId,
+    entityType: 'Transaction',
+    entityId: t.id,
+    action: frozen ? 'transaction.deposit_hold_released' : 'transaction.unfrozen',
+    before: { frozen: t.frozen, frozenByDepositId: depositId },
+    after: { frozen, frozenByDepositId: next?.id ?? null },
   });
 }

@@ -2,9 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
-import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE, expireIfDue, type ExpireJob } from './payment-intents';
-import { runExpirySweepJob, sendExpirySweep, type ExpirySweepJob } from './jobs';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { expireIfDue, type ExpireJob } from './payment-intents';
+import { runExpirySweepJob } from './deposits.jobs';
+import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -33,16 +35,36 @@ describe('CreatePaymentIntent', () => {
     const got = await app.rest('GET', location, { headers: f.apiKeyHeaders });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({
-      id, organizationId: f.organizationId, applicationId: f.applicationId, environmentId: f.environmentId, environmentType: 'SANDBOX',
-      assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', status: 'AWAITING_PAYMENT', detectedAmount: '0', confirmedAmount: '0',
-      overpaid: false, paidLate: false, reference: 'order-42', metadata: { order: 42 }, beneficiaryAccountId: f.beneficiaryAccountId,
-      payerAccountId: null, depositIds: [], succeededAt: null, expiredAt: null, cancelledAt: null,
+      id,
+      organizationId: f.organizationId,
+      applicationId: f.applicationId,
+      environmentId: f.environmentId,
+      environmentType: 'SANDBOX',
+      assetNetworkId: f.catalog.assetNetworkId,
+      amount: '1000000',
+      status: 'AWAITING_PAYMENT',
+      detectedAmount: '0',
+      confirmedAmount: '0',
+      overpaid: false,
+      paidLate: false,
+      reference: 'order-42',
+      metadata: { order: 42 },
+      beneficiaryAccountId: f.beneficiaryAccountId,
+      payerAccountId: null,
+      depositIds: [],
+      succeededAt: null,
+      expiredAt: null,
+      cancelledAt: null,
     });
     expect(got.body.address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(new Date(got.body.expiresAt).getTime() - new Date(got.body.createdAt).getTime()).toBe(900_000);
     const tx = await app.rest('GET', `/v1/transactions/${got.body.transactionId}`, { headers: f.apiKeyHeaders });
     expect(tx.body).toMatchObject({
-      status: 'AWAITING_FUNDS', amount: '1000000', fundedAmount: '0', frozen: false, paymentIntentId: id,
+      status: 'AWAITING_FUNDS',
+      amount: '1000000',
+      fundedAmount: '0',
+      frozen: false,
+      paymentIntentId: id,
       participants: [{ accountId: f.beneficiaryAccountId, role: 'BENEFICIARY' }],
     });
     const events = (await eventsOf(app, f.organizationId)).slice(before);
@@ -50,12 +72,21 @@ describe('CreatePaymentIntent', () => {
     expect(events[0]!.body).toEqual({ TransactionId: got.body.transactionId, ApplicationId: f.applicationId, ParticipantAccountIds: [f.beneficiaryAccountId] });
     expect(events[1]!.body).toEqual({ PaymentIntentId: id, TransactionId: got.body.transactionId, Amount: '1000000', ExpiresAt: got.body.expiresAt });
     expect(events[2]!.body).toEqual({ PaymentIntentId: id, Address: got.body.address, AssetNetworkId: f.catalog.assetNetworkId });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [id, got.body.transactionId] } }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityId: { in: [id, got.body.transactionId] } },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
     expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual(['payment_intent.created API_KEY', 'transaction.created API_KEY']);
     // The expiry job, due at ExpiresAt.
-    const [job] = await app.deps.db.$queryRaw<{ start_after: Date }[]>`SELECT start_after FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND data->>'paymentIntentId' = ${id}`;
+    const [job] = await app.deps.db.$queryRaw<
+      { start_after: Date }[]
+    >`SELECT start_after FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND data->>'paymentIntentId' = ${id}`;
     expect(job!.start_after.getTime()).toBe(new Date(got.body.expiresAt).getTime());
-    const g = await app.gql<{ paymentIntent: { status: string; deposits: unknown[] } }>(`query($id: ID!) { paymentIntent(id: $id) { status deposits { id } } }`, { id }, f.apiKeyHeaders);
+    const g = await app.gql<{ paymentIntent: { status: string; deposits: unknown[] } }>(
+      `query($id: ID!) { paymentIntent(id: $id) { status deposits { id } } }`,
+      { id },
+      f.apiKeyHeaders,
+    );
     expect(g.data?.paymentIntent).toEqual({ status: 'AWAITING_PAYMENT', deposits: [] });
   });
 
@@ -71,15 +102,21 @@ describe('CreatePaymentIntent', () => {
       {
         org: f.organizationId,
         input: {
-          applicationId: f.applicationId, environmentId: f.environmentId, assetNetworkId: f.catalog.assetNetworkId, amount: '5',
-          beneficiaryAccountId: f.beneficiaryAccountId, payerAccountId,
+          applicationId: f.applicationId,
+          environmentId: f.environmentId,
+          assetNetworkId: f.catalog.assetNetworkId,
+          amount: '5',
+          beneficiaryAccountId: f.beneficiaryAccountId,
+          payerAccountId,
         },
       },
       f.member.headers,
     );
     expect(g.errors).toBeUndefined();
     expect(g.data!.createPaymentIntent).toMatchObject({ status: 'AWAITING_PAYMENT', payerAccountId, environmentId: f.environmentId, address: null });
-    const created = (await eventsOf(app, f.organizationId)).find((e) => e.type === 'transaction.created' && e.body.ParticipantAccountIds && (e.body.ParticipantAccountIds as string[]).includes(payerAccountId));
+    const created = (await eventsOf(app, f.organizationId)).find(
+      (e) => e.type === 'transaction.created' && e.body.ParticipantAccountIds && (e.body.ParticipantAccountIds as string[]).includes(payerAccountId),
+    );
     expect(created!.body.ParticipantAccountIds).toEqual([f.beneficiaryAccountId, payerAccountId]);
     const audit = await app.deps.db.auditLogEntry.findFirstOrThrow({ where: { entityId: g.data!.createPaymentIntent.id } });
     expect(audit.actorType).toBe('MEMBER');
@@ -87,12 +124,21 @@ describe('CreatePaymentIntent', () => {
 
   test('validation: 400 with the field, nothing created', async () => {
     const f = await moneyFixture(app, { minimumDeposit: 100n });
-    const production = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Prod', mode: 'PRODUCTION' }, headers: f.member.headers });
+    const production = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+      body: { name: 'Prod', mode: 'PRODUCTION' },
+      headers: f.member.headers,
+    });
     const productionId = production.headers.get('location')!.split('/').pop()!;
-    const notAuthorized = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Other', mode: 'SANDBOX' }, headers: f.member.headers });
+    const notAuthorized = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+      body: { name: 'Other', mode: 'SANDBOX' },
+      headers: f.member.headers,
+    });
     const notAuthorizedId = notAuthorized.headers.get('location')!.split('/').pop()!;
     const other = await signUpMember(app);
-    const foreign = await app.rest('POST', `/v1/organizations/${other.organizationId}/accounts`, { body: { name: 'Foreign', mode: 'SANDBOX' }, headers: other.headers });
+    const foreign = await app.rest('POST', `/v1/organizations/${other.organizationId}/accounts`, {
+      body: { name: 'Foreign', mode: 'SANDBOX' },
+      headers: other.headers,
+    });
     const foreignId = foreign.headers.get('location')!.split('/').pop()!;
     const cases: [Record<string, unknown>, string][] = [
       [{ amount: '0' }, 'amount'],
@@ -134,13 +180,17 @@ describe('CreatePaymentIntent', () => {
     expect(dup.body.code).toBe('CONFLICT');
     const other = await signUpMember(app);
     const foreign = await app.rest('POST', `/v1/organizations/${other.organizationId}/payment-intents`, {
-      body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1', beneficiaryAccountId: f.beneficiaryAccountId }, headers: f.apiKeyHeaders,
+      body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1', beneficiaryAccountId: f.beneficiaryAccountId },
+      headers: f.apiKeyHeaders,
     });
     expect(foreign.status).toBe(404);
     await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { body: { reason: 'kyc' }, headers: f.member.headers });
     expect((await create(f, {})).status).toBe(409);
     await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/unfreeze`, { headers: f.member.headers });
-    const paused = await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/pause`, { body: { reason: 'maintenance' }, headers: f.catalog.operator.headers });
+    const paused = await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/pause`, {
+      body: { reason: 'maintenance' },
+      headers: f.catalog.operator.headers,
+    });
     expect(paused.status).toBe(204);
     const r = await create(f, {});
     expect(r.status).toBe(409);
@@ -229,7 +279,9 @@ describe('expiry', () => {
     expect(await expireIfDue(moneyDeps(app), a.id)).toBe(false);
     const advanced = await sandboxAdvanceClock(app, f.apiKeyHeaders, 121);
     // The advance queued an expiry sweep of the organization in its own transaction.
-    const sweeps = await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${EXPIRE_SWEEP_QUEUE} AND data->>'organizationId' = ${f.organizationId}`;
+    const sweeps = await app.deps.db.$queryRaw<
+      { n: bigint }[]
+    >`SELECT count(*) AS n FROM pgboss.job WHERE name = ${EXPIRE_SWEEP_QUEUE} AND data->>'organizationId' = ${f.organizationId}`;
     expect(sweeps[0]!.n).toBe(1n);
     const from = (await eventsOf(app, f.organizationId)).length;
     expect(await expireIfDue(moneyDeps(app), a.id)).toBe(true);
@@ -246,7 +298,9 @@ describe('expiry', () => {
       { type: 'payment_intent.expired', body: { PaymentIntentId: a.id } },
       { type: 'payment_intent.expired', body: { PaymentIntentId: b.id } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: { in: [a.id, a.transactionId] }, action: { in: ['payment_intent.expired', 'transaction.expired'] } } });
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityId: { in: [a.id, a.transactionId] }, action: { in: ['payment_intent.expired', 'transaction.expired'] } },
+    });
     expect(audit.map((x) => x.actorType)).toEqual(['SYSTEM', 'SYSTEM']);
   });
 
@@ -261,11 +315,18 @@ describe('expiry', () => {
     const tag = Date.now() % 1_000_000;
     const asset = await app.rest('POST', '/v1/platform/assets', { headers: op, body: { code: `LIV${tag}`, name: 'Live', decimals: 6 } });
     const network = await app.rest('POST', '/v1/platform/networks', {
-      headers: op, body: { name: `Live ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 },
+      headers: op,
+      body: { name: `Live ${tag}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 },
     });
     const an = await app.rest('POST', '/v1/platform/asset-networks', {
       headers: op,
-      body: { assetId: asset.headers.get('location')!.split('/').pop(), networkId: network.headers.get('location')!.split('/').pop(), decimals: 6, contractReference: '0x' + 'cd'.repeat(20), minimumDeposit: '1' },
+      body: {
+        assetId: asset.headers.get('location')!.split('/').pop(),
+        networkId: network.headers.get('location')!.split('/').pop(),
+        decimals: 6,
+        contractReference: '0x' + 'cd'.repeat(20),
+        minimumDeposit: '1',
+      },
     });
     expect(an.status, an.text).toBe(201);
     const anId = an.headers.get('location')!.split('/').pop()!;
@@ -306,13 +367,19 @@ describe('expiry', () => {
     const mine = jobs.filter((j) => j.data.paymentIntentId === a.id);
     expect(mine).toHaveLength(1);
     expect(await expireIfDue(moneyDeps(app), mine[0]!.data.paymentIntentId)).toBe(true);
-    await boss.complete(EXPIRE_QUEUE, jobs.map((j) => j.id));
+    await boss.complete(
+      EXPIRE_QUEUE,
+      jobs.map((j) => j.id),
+    );
     // The clock advance queued an on-demand sweep for the organization (other tests' sweeps may be queued too).
     const sweeps = await boss.fetch<ExpirySweepJob>(EXPIRE_SWEEP_QUEUE, { batchSize: 500 });
     const ours = sweeps.filter((j) => j.data?.organizationId === f.organizationId);
     expect(ours.map((j) => j.data)).toEqual([{ organizationId: f.organizationId }]);
     expect(await runExpirySweepJob(moneyDeps(app), ours[0]!.data)).toBe(1);
-    await boss.complete(EXPIRE_SWEEP_QUEUE, sweeps.map((j) => j.id));
+    await boss.complete(
+      EXPIRE_SWEEP_QUEUE,
+      sweeps.map((j) => j.id),
+    );
     expect((await app.rest('GET', `/v1/payment-intents/${b.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('EXPIRED');
     // pg-boss schedules send no data.
     expect(await runExpirySweepJob(moneyDeps(app), null)).toBe(0);

@@ -9,10 +9,14 @@ import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { allocateAddressInTx } from '../custody/addresses';
-import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
-import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release-rules';
+import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
+import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -20,8 +24,6 @@ import { applyReleaseRuleInTx, releaseRuleInput } from '../settlements/release-r
  * States and rules: docs/money-in.md.
  */
 
-export const EXPIRE_QUEUE = 'payment-intent.expire';
-export const EXPIRE_SWEEP_QUEUE = 'payment-intent.expire-sweep';
 export interface ExpireJob {
   paymentIntentId: string;
 }
@@ -54,7 +56,10 @@ export const createPaymentIntentInput = z
     releaseRuleTemplateId: optionalId,
   })
   .refine((i) => !(i.expiresInSeconds != null && i.expiresAt != null), { message: 'give expiresInSeconds or expiresAt, not both', path: ['expiresAt'] })
-  .refine((i) => !(i.releaseRule != null && i.releaseRuleTemplateId != null), { message: 'give releaseRule or releaseRuleTemplateId, not both', path: ['releaseRuleTemplateId'] });
+  .refine((i) => !(i.releaseRule != null && i.releaseRuleTemplateId != null), {
+    message: 'give releaseRule or releaseRuleTemplateId, not both',
+    path: ['releaseRuleTemplateId'],
+  });
 export type CreatePaymentIntentInput = z.infer<typeof createPaymentIntentInput>;
 
 export const intentInclude = {
@@ -87,8 +92,10 @@ async function resolveEnvironment(ctx: Context, tx: Db, organizationId: string, 
   let applicationId: string;
   let environmentId: string;
   if (p?.type === 'apiKey') {
-    if (input.applicationId != null && input.applicationId !== p.applicationId) throw fieldError('applicationId', "must be the API key's application or omitted");
-    if (input.environmentId != null && input.environmentId !== p.environmentId) throw fieldError('environmentId', "must be the API key's environment or omitted");
+    if (input.applicationId != null && input.applicationId !== p.applicationId)
+      throw fieldError('applicationId', "must be the API key's application or omitted");
+    if (input.environmentId != null && input.environmentId !== p.environmentId)
+      throw fieldError('environmentId', "must be the API key's environment or omitted");
     applicationId = p.applicationId;
     environmentId = p.environmentId;
   } else {
@@ -97,9 +104,10 @@ async function resolveEnvironment(ctx: Context, tx: Db, organizationId: string, 
     applicationId = input.applicationId;
     environmentId = input.environmentId;
   }
-  const env = isUuid(environmentId) && isUuid(applicationId)
-    ? await tx.environment.findFirst({ where: { id: environmentId, applicationId, organizationId }, include: { application: true } })
-    : null;
+  const env =
+    isUuid(environmentId) && isUuid(applicationId)
+      ? await tx.environment.findFirst({ where: { id: environmentId, applicationId, organizationId }, include: { application: true } })
+      : null;
   if (!env) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
   if (env.application.status !== 'ACTIVE') throw invalidState(`The application is ${env.application.status.toLowerCase()}.`);
   return { applicationId: env.applicationId, environmentId: env.id, environmentType: env.type };
@@ -112,12 +120,16 @@ async function checkAccount(
   scope: { organizationId: string; applicationId: string; environmentType: 'SANDBOX' | 'PRODUCTION' },
 ) {
   const account = isUuid(id)
-    ? await tx.account.findFirst({ where: { id, organizationId: scope.organizationId }, include: { authorizations: { where: { applicationId: scope.applicationId }, select: { applicationId: true } } } })
+    ? await tx.account.findFirst({
+        where: { id, organizationId: scope.organizationId },
+        include: { authorizations: { where: { applicationId: scope.applicationId }, select: { applicationId: true } } },
+      })
     : null;
   if (!account) throw fieldError(field, 'must be an account of the organization');
   if (account.mode !== scope.environmentType) throw fieldError(field, `must be a ${scope.environmentType} account (the environment's mode)`);
   if (!account.authorizations.length) throw fieldError(field, 'must be an account authorized for the application');
-  if (account.status !== 'ACTIVE') throw invalidState(`The ${field === 'beneficiaryAccountId' ? 'beneficiary' : 'payer'} account is ${account.status.toLowerCase()}.`);
+  if (account.status !== 'ACTIVE')
+    throw invalidState(`The ${field === 'beneficiaryAccountId' ? 'beneficiary' : 'payer'} account is ${account.status.toLowerCase()}.`);
   return account.id;
 }
 
@@ -134,7 +146,14 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
   const deps = ctx.deps;
   const actor = requestActor(ctx);
   const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
-  const request = { organizationId, input: { ...input, expiresAt: input.expiresAt?.toISOString() ?? null, releaseRule: input.releaseRule ? JSON.parse(JSON.stringify(input.releaseRule)) : null } };
+  const request = {
+    organizationId,
+    input: {
+      ...input,
+      expiresAt: input.expiresAt?.toISOString() ?? null,
+      releaseRule: input.releaseRule ? JSON.parse(JSON.stringify(input.releaseRule)) : null,
+    },
+  };
   let created: { id: string };
   try {
     created = await deps.db.$transaction(
@@ -149,7 +168,8 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
             throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
           if (an.status !== 'ENABLED') throw invalidState(`The asset-network is ${an.status}: it takes no new payment intents.`);
           const amount = numericToAmount(input.amount);
-          if (amount < numericToAmount(an.minimumDeposit)) throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(an.minimumDeposit)})`);
+          if (amount < numericToAmount(an.minimumDeposit))
+            throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(an.minimumDeposit)})`);
           const scopeOf = { organizationId, applicationId: env.applicationId, environmentType: env.environmentType };
           const beneficiaryAccountId = await checkAccount(tx, 'beneficiaryAccountId', input.beneficiaryAccountId, scopeOf);
           const payerAccountId = input.payerAccountId != null ? await checkAccount(tx, 'payerAccountId', input.payerAccountId, scopeOf) : null;
@@ -163,7 +183,10 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
             expiresAt = input.expiresAt;
           } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
           const reference = input.reference ?? null;
-          if (reference !== null && (await tx.paymentIntent.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } })))
+          if (
+            reference !== null &&
+            (await tx.paymentIntent.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } }))
+          )
             throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
           if (input.walletId != null) {
             const wallet = isUuid(input.walletId) ? await tx.wallet.findFirst({ where: { id: input.walletId, organizationId }, select: { id: true } }) : null;
@@ -179,28 +202,65 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
           ];
           await tx.transaction.create({
             data: {
-              id: transactionId, organizationId, applicationId: env.applicationId, environmentId: env.environmentId, environmentType: env.environmentType,
-              assetNetworkId: an.id, amount: amountToNumeric(amount), createdAt, participants: { create: participants },
+              id: transactionId,
+              organizationId,
+              applicationId: env.applicationId,
+              environmentId: env.environmentId,
+              environmentType: env.environmentType,
+              assetNetworkId: an.id,
+              amount: amountToNumeric(amount),
+              createdAt,
+              participants: { create: participants },
             },
           });
           await tx.paymentIntent.create({
             data: {
-              id: intentId, organizationId, applicationId: env.applicationId, environmentId: env.environmentId, environmentType: env.environmentType,
-              transactionId, assetNetworkId: an.id, amount: amountToNumeric(amount), reference, metadata: (input.metadata ?? undefined) as never, expiresAt, createdAt,
+              id: intentId,
+              organizationId,
+              applicationId: env.applicationId,
+              environmentId: env.environmentId,
+              environmentType: env.environmentType,
+              transactionId,
+              assetNetworkId: an.id,
+              amount: amountToNumeric(amount),
+              reference,
+              metadata: (input.metadata ?? undefined) as never,
+              expiresAt,
+              createdAt,
             },
           });
           await emit(tx, deps, organizationId, 'transaction.created', {
-            TransactionId: transactionId, ApplicationId: env.applicationId, ParticipantAccountIds: participants.map((x) => x.accountId),
+            TransactionId: transactionId,
+            ApplicationId: env.applicationId,
+            ParticipantAccountIds: participants.map((x) => x.accountId),
           });
-          await emit(tx, deps, organizationId, 'payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt });
+          await emit(tx, deps, organizationId, 'payment_intent.created', {
+            PaymentIntentId: intentId,
+            TransactionId: transactionId,
+            Amount: amount,
+            ExpiresAt: expiresAt,
+          });
           await auditAll(tx, deps, actor, [
             {
-              organizationId, entityType: 'Transaction', entityId: transactionId, action: 'transaction.created',
+              organizationId,
+              entityType: 'Transaction',
+              entityId: transactionId,
+              action: 'transaction.created',
               after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
             },
             {
-              organizationId, entityType: 'PaymentIntent', entityId: intentId, action: 'payment_intent.created',
-              after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
+              organizationId,
+              entityType: 'PaymentIntent',
+              entityId: intentId,
+              action: 'payment_intent.created',
+              after: {
+                status: 'AWAITING_PAYMENT',
+                transactionId,
+                amount: amountToNumeric(amount),
+                expiresAt: expiresAt.toISOString(),
+                reference,
+                walletId: input.walletId ?? null,
+              },
             },
           ]);
           if (input.releaseRule != null || input.releaseRuleTemplateId != null)
@@ -221,7 +281,14 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
             await allocateAddressInTx(
               tx,
               deps,
-              { organizationId, applicationId: env.applicationId, walletId: input.walletId, assetNetworkId: an.id, paymentIntentId: intentId, environmentId: env.environmentId },
+              {
+                organizationId,
+                applicationId: env.applicationId,
+                walletId: input.walletId,
+                assetNetworkId: an.id,
+                paymentIntentId: intentId,
+                environmentId: env.environmentId,
+              },
               ctx,
             );
           return { id: intentId };
@@ -260,14 +327,22 @@ export async function cancelIntentInTx(tx: Db, deps: MoneyDeps, actor: Actor, tr
     await tx.paymentIntent.update({ where: { id: pi.id }, data: { status: 'CANCELLED', cancelledAt: now } });
     await emit(tx, deps, fresh.organizationId, 'payment_intent.cancelled', { PaymentIntentId: pi.id });
     await auditAs(tx, deps, actor, {
-      organizationId: fresh.organizationId, entityType: 'PaymentIntent', entityId: pi.id, action: 'payment_intent.cancelled',
-      before: { status: pi.status }, after: { status: 'CANCELLED' },
+      organizationId: fresh.organizationId,
+      entityType: 'PaymentIntent',
+      entityId: pi.id,
+      action: 'payment_intent.cancelled',
+      before: { status: pi.status },
+      after: { status: 'CANCELLED' },
     });
   }
   await emit(tx, deps, fresh.organizationId, 'transaction.cancelled', { TransactionId: transactionId, Reason: reason });
   await auditAs(tx, deps, actor, {
-    organizationId: fresh.organizationId, entityType: 'Transaction', entityId: transactionId, action: 'transaction.cancelled',
-    before: { status: fresh.status }, after: { status: 'CANCELLED', reason },
+    organizationId: fresh.organizationId,
+    entityType: 'Transaction',
+    entityId: transactionId,
+    action: 'transaction.cancelled',
+    before: { status: fresh.status },
+    after: { status: 'CANCELLED', reason },
   });
   return null;
 }
@@ -277,7 +352,10 @@ export const DEFAULT_CANCEL_REASON = 'Cancelled by the integrator';
 
 export async function cancelPaymentIntent(ctx: Context, idArg: unknown, reason: string | null | undefined) {
   const intent = await loadPaymentIntent(ctx, idArg);
-  const refused = await ctx.deps.db.$transaction((tx) => cancelIntentInTx(tx, ctx.deps, requestActor(ctx), intent.transactionId, reason ?? DEFAULT_CANCEL_REASON), TX_OPTIONS);
+  const refused = await ctx.deps.db.$transaction(
+    (tx) => cancelIntentInTx(tx, ctx.deps, requestActor(ctx), intent.transactionId, reason ?? DEFAULT_CANCEL_REASON),
+    TX_OPTIONS,
+  );
   if (refused) throw refused;
   return loadPaymentIntent(ctx, intent.id);
 }
@@ -286,7 +364,11 @@ export async function cancelPaymentIntent(ctx: Context, idArg: unknown, reason: 
  * Expires one intent if it is due (by its environment's clock) and nothing is undecided: the
  * handler of the expiry job and of the sweep. Safe to run at any time, twice, or concurrently.
  */
-export async function expireIfDue(deps: MoneyDeps, paymentIntentId: string, actor: Actor = { principal: null, requestId: 'job:payment-intent.expire' }): Promise<boolean> {
+export async function expireIfDue(
+  deps: MoneyDeps,
+  paymentIntentId: string,
+  actor: Actor = { principal: null, requestId: 'job:payment-intent.expire' },
+): Promise<boolean> {
   return deps.db.$transaction(async (tx) => {
     const head = await tx.paymentIntent.findUnique({ where: { id: paymentIntentId }, select: { transactionId: true } });
     if (!head) return false;

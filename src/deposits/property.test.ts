@@ -4,9 +4,9 @@ import { createOperator, createTestApp, type TestApp } from '../../test/harness'
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend } from '../../test/money-helpers';
 import { balanceOf } from '../ledger/ledger';
-import { ledgerAccounts } from './funding';
+import { ledgerAccounts } from '../ledger/ledger';
 import { isCovered } from './rules';
-import { createIntent, drainChainSync, eventsOf, moneyFixture, sweepExpiries, type MoneyFixture } from './testing';
+import { createIntent, drainChainSync, eventsOf, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 /**
  * Random sequences of chain and operator actions (sends, mines, reorganizations, drops,
@@ -44,15 +44,33 @@ type Action =
 
 const amounts = fc.constantFrom(400_000n, 600_000n, 1_000_000n, 1_500_000n, 1_666n, 50n);
 const action: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('send' as const), amount: amounts, replaceable: fc.boolean(), revert: fc.integer({ min: 0, max: 5 }).map((n) => n === 0) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      t: fc.constant('send' as const),
+      amount: amounts,
+      replaceable: fc.boolean(),
+      revert: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
+    }),
+  },
   { weight: 8, arbitrary: fc.record({ t: fc.constant('mine' as const), n: fc.integer({ min: 1, max: 3 }) }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('reorg' as const), depth: fc.integer({ min: 1, max: 4 }), include: fc.integer({ min: 0, max: 2 }).map((n) => n === 0) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      t: fc.constant('reorg' as const),
+      depth: fc.integer({ min: 1, max: 4 }),
+      include: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('drop' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('replace' as const), pick: fc.nat(), amount: amounts }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('advance' as const), seconds: fc.constantFrom(300, 1200) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('review' as const), pick: fc.nat(), decision: fc.constantFrom('ACCEPT' as const, 'REJECT' as const) }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('resolveReorg' as const), pick: fc.nat(), outcome: fc.constantFrom('REMINED' as const, 'GONE' as const) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ t: fc.constant('resolveReorg' as const), pick: fc.nat(), outcome: fc.constantFrom('REMINED' as const, 'GONE' as const) }),
+  },
 );
 
 interface World {
@@ -63,8 +81,12 @@ interface World {
 }
 
 async function chain(w: World) {
-  const txs = await app.deps.db.sandboxTransaction.findMany({ where: { networkId: w.f.catalog.networkId, toAddress: w.pi.address }, orderBy: { createdAt: 'asc' } });
-  const tip = (await app.deps.db.sandboxBlock.findFirst({ where: { networkId: w.f.catalog.networkId, canonical: true }, orderBy: { height: 'desc' } }))?.height ?? 0;
+  const txs = await app.deps.db.sandboxTransaction.findMany({
+    where: { networkId: w.f.catalog.networkId, toAddress: w.pi.address },
+    orderBy: { createdAt: 'asc' },
+  });
+  const tip =
+    (await app.deps.db.sandboxBlock.findFirst({ where: { networkId: w.f.catalog.networkId, canonical: true }, orderBy: { height: 'desc' } }))?.height ?? 0;
   return txs.map((t) => ({ ...t, amount: BigInt(t.amount.toFixed()), confirmations: t.status === 'MINED' ? tip - t.blockHeight! + 1 : 0 }));
 }
 const deposits = (w: World) => app.deps.db.deposit.findMany({ where: { paymentIntentId: w.pi.id }, orderBy: { id: 'asc' } });
@@ -76,13 +98,19 @@ async function step(w: World, a: Action): Promise<void> {
   const ds = await deposits(w);
   switch (a.t) {
     case 'send':
-      await sandboxSend(app, h, { address: w.pi.address, amount: a.amount, assetNetworkId: w.f.catalog.assetNetworkId, replaceable: a.replaceable, revert: a.revert });
+      await sandboxSend(app, h, {
+        address: w.pi.address,
+        amount: a.amount,
+        assetNetworkId: w.f.catalog.assetNetworkId,
+        replaceable: a.replaceable,
+        revert: a.revert,
+      });
       break;
     case 'mine':
       await sandboxMine(app, h, w.f.catalog.networkId, a.n);
       break;
     case 'reorg': {
-      const height = (await app.deps.db.sandboxBlock.count({ where: { networkId: w.f.catalog.networkId, canonical: true } }));
+      const height = await app.deps.db.sandboxBlock.count({ where: { networkId: w.f.catalog.networkId, canonical: true } });
       if (a.depth <= height) await sandboxReorg(app, h, w.f.catalog.networkId, a.depth, a.include);
       break;
     }
@@ -120,7 +148,10 @@ async function step(w: World, a: Action): Promise<void> {
       const held = ds.filter((d) => d.status === 'UNDER_REVIEW');
       if (!held.length) break;
       const d = held[a.pick % held.length]!;
-      const r = await app.rest('POST', `/v1/admin/deposits/${d.id}/resolve-under-review`, { body: { decision: a.decision, reason: 'prop' }, headers: operator.headers });
+      const r = await app.rest('POST', `/v1/admin/deposits/${d.id}/resolve-under-review`, {
+        body: { decision: a.decision, reason: 'prop' },
+        headers: operator.headers,
+      });
       const onChain = c.find((t) => t.txHash === d.txHash)!;
       const gone = ['DROPPED', 'REPLACED', 'REVERTED'].includes(onChain.status);
       expect(r.status, r.text).toBe(a.decision === 'ACCEPT' && gone ? 409 : 204);
@@ -164,21 +195,27 @@ async function check(w: World): Promise<void> {
     expect(d.amount.toFixed()).toBe(t.amount.toString());
     const deep = t.status === 'MINED' && t.confirmations >= REQUIRED;
     if (gone) expect(['REJECTED', 'REORG_FROZEN', 'REVERSED'], `${d.status} for a ${t.status} transfer`).toContain(d.status);
-    else if (!deep) expect(['DETECTED', 'CONFIRMING', 'UNDER_REVIEW', 'REORG_FROZEN', 'REJECTED'], `${d.status} for ${t.status}/${t.confirmations}`).toContain(d.status);
+    else if (!deep)
+      expect(['DETECTED', 'CONFIRMING', 'UNDER_REVIEW', 'REORG_FROZEN', 'REJECTED'], `${d.status} for ${t.status}/${t.confirmations}`).toContain(d.status);
     else expect(['CONFIRMED', 'UNDER_REVIEW', 'REORG_FROZEN', 'REJECTED'], `${d.status} for a deep transfer`).toContain(d.status);
     if (d.status === 'DETECTED' || d.status === 'CONFIRMING') {
       expect(d.confirmations).toBe(t.confirmations);
       expect(d.status).toBe(t.confirmations > 0 ? 'CONFIRMING' : 'DETECTED');
     }
     // Rejected while the chain has it: by review or the minimum; or reverted, then orphaned (it may still revert again).
-    if (d.status === 'REJECTED' && !gone) expect(d.reason).toMatch(t.status === 'MINED' ? /^(REVIEW_REJECTED|BELOW_MINIMUM)/ : /^(REVIEW_REJECTED|BELOW_MINIMUM|REVERTED)/);
+    if (d.status === 'REJECTED' && !gone)
+      expect(d.reason).toMatch(t.status === 'MINED' ? /^(REVIEW_REJECTED|BELOW_MINIMUM)/ : /^(REVIEW_REJECTED|BELOW_MINIMUM|REVERTED)/);
     if (d.status === 'REVERSED') expect(gone).toBe(true);
   }
   // Money: the ledger holds exactly the credited deposits, where they were credited.
   const credited = ds.filter((d) => d.status === 'CONFIRMED' || d.status === 'REORG_FROZEN');
-  for (const d of ds) expect(d.creditedTo !== null, `${d.status} creditedTo ${d.creditedTo}`).toBe(d.status === 'CONFIRMED' || d.status === 'REORG_FROZEN' || d.status === 'REVERSED');
+  for (const d of ds)
+    expect(d.creditedTo !== null, `${d.status} creditedTo ${d.creditedTo}`).toBe(
+      d.status === 'CONFIRMED' || d.status === 'REORG_FROZEN' || d.status === 'REVERSED',
+    );
   const an = w.f.catalog.assetNetworkId;
-  const escrow = (await balanceOf(app.deps.db, ledgerAccounts.escrow({ id: w.pi.transactionId, organizationId: w.f.organizationId, assetNetworkId: an }))).posted;
+  const escrow = (await balanceOf(app.deps.db, ledgerAccounts.escrow({ id: w.pi.transactionId, organizationId: w.f.organizationId, assetNetworkId: an })))
+    .posted;
   const suspense = (await balanceOf(app.deps.db, ledgerAccounts.suspense(w.f.organizationId, an))).posted;
   const clearing = (await balanceOf(app.deps.db, ledgerAccounts.clearing(an))).posted;
   expect(escrow).toBe(sum(credited.filter((d) => d.creditedTo === 'ESCROW')));
@@ -195,7 +232,9 @@ async function check(w: World): Promise<void> {
   const ownCredited = sum(own.filter((d) => d.status === 'CONFIRMED' || d.status === 'REORG_FROZEN'));
   const live = own.filter((d) => ['DETECTED', 'CONFIRMING', 'CONFIRMED', 'UNDER_REVIEW', 'REORG_FROZEN'].includes(d.status));
   const undecided = own.filter((d) => ['DETECTED', 'CONFIRMING', 'UNDER_REVIEW', 'REORG_FROZEN'].includes(d.status));
-  const now = new Date(app.clock.now().getTime() + Number((await app.deps.db.sandboxClock.findUnique({ where: { organizationId: w.f.organizationId } }))?.offsetMs ?? 0n));
+  const now = new Date(
+    app.clock.now().getTime() + Number((await app.deps.db.sandboxClock.findUnique({ where: { organizationId: w.f.organizationId } }))?.offsetMs ?? 0n),
+  );
   const t = pi.transaction;
   if (pi.status === 'EXPIRED' || pi.status === 'CANCELLED') {
     expect(t.status).toBe(pi.status);
@@ -246,7 +285,14 @@ async function settle(w: World): Promise<void> {
     for (const d of await deposits(w)) {
       const t = c.find((x) => x.txHash === d.txHash)!;
       if (d.status === 'UNDER_REVIEW' && !['DROPPED', 'REPLACED', 'REVERTED'].includes(t.status))
-        expect((await app.rest('POST', `/v1/admin/deposits/${d.id}/resolve-under-review`, { body: { decision: 'ACCEPT', reason: 'settle' }, headers: operator.headers })).status).toBe(204);
+        expect(
+          (
+            await app.rest('POST', `/v1/admin/deposits/${d.id}/resolve-under-review`, {
+              body: { decision: 'ACCEPT', reason: 'settle' },
+              headers: operator.headers,
+            })
+          ).status,
+        ).toBe(204);
       if (d.status === 'REORG_FROZEN') {
         const outcome = t.status === 'MINED' ? 'REMINED' : 'GONE';
         const r = await app.rest('POST', `/v1/admin/deposits/${d.id}/resolve-reorg`, { body: { outcome, reason: 'settle' }, headers: operator.headers });

@@ -2,8 +2,11 @@ import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
-import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../chains/sync-queue';
-import { auditAs, emit, lockNetwork, lockTransactionRow, nowFor, TX_OPTIONS, type Actor, type MoneyDeps } from './common';
+import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
 import { reasons, screeningVerdict } from './rules';
 import { isUuid } from '../ids';
@@ -18,7 +21,7 @@ import { isUuid } from '../ids';
  * (the chain is read after the lock is taken, so a later sync never applies an older view), and
  * every step compares the chain with the record: nothing changed, nothing written. Addresses are
  * reconciled in chunks (CHUNK per database transaction), each chunk under the lock. An address that
- * fails alone is retried by its own `chain.sync.address` job (src/chains/sync-queue.ts) and left out
+ * fails alone is retried by its own `chain.sync.address` job (src/kernel/queues.ts) and left out
  * of the chunks while that job lives.
  */
 export const SYNC_CHUNK = 500;
@@ -47,7 +50,11 @@ const ADDRESS_SELECT = { id: true, address: true, assetNetworkId: true, paymentI
  * than isolating every address.
  */
 export class NetworkSyncFailure extends Error {
-  constructor(readonly networkId: string, readonly addresses: number, cause: string) {
+  constructor(
+    readonly networkId: string,
+    readonly addresses: number,
+    cause: string,
+  ) {
     super(`every address of a chunk failed (${addresses}): ${cause}`);
     this.name = 'NetworkSyncFailure';
   }
@@ -143,7 +150,10 @@ function clocks(tx: Db, deps: MoneyDeps) {
 async function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
   await lockNetwork(tx, network.id);
   const ref = networkRef(network);
-  const observed = await adapterFor(network.kind, tx).transfersTo(ref, addresses.map((a) => a.address));
+  const observed = await adapterFor(network.kind, tx).transfersTo(
+    ref,
+    addresses.map((a) => a.address),
+  );
   const byAddress = new Map(addresses.map((a) => [a.address, a]));
   const deposits = await tx.deposit.findMany({ where: { networkId: network.id, depositAddressId: { in: addresses.map((a) => a.id) } } });
   const byHash = new Map(deposits.map((d) => [d.txHash, d]));
@@ -239,16 +249,29 @@ async function reconcile(s: SyncScope, address: AddressRow, d: Deposit | null, o
 async function depositEvents(s: SyncScope, d: Deposit, ...kinds: ('detected' | 'confirmed')[]) {
   for (const kind of kinds) {
     if (!d.paymentIntentId) continue; // an address without an intent: its events carry no PaymentIntentId (docs/money-in.md)
-    if (kind === 'detected') await emit(s.tx, s.deps, d.organizationId, 'deposit.detected', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: numericToAmount(d.amount) });
+    if (kind === 'detected')
+      await emit(s.tx, s.deps, d.organizationId, 'deposit.detected', {
+        DepositId: d.id,
+        PaymentIntentId: d.paymentIntentId,
+        Amount: numericToAmount(d.amount),
+      });
     else
       await emit(s.tx, s.deps, d.organizationId, 'deposit.confirmed', {
-        DepositId: d.id, PaymentIntentId: d.paymentIntentId, TransactionId: d.transactionId!, Amount: numericToAmount(d.amount),
+        DepositId: d.id,
+        PaymentIntentId: d.paymentIntentId,
+        TransactionId: d.transactionId!,
+        Amount: numericToAmount(d.amount),
       });
   }
 }
 
-const audit = (s: SyncScope, d: Pick<Deposit, 'id' | 'organizationId'>, action: string, before: Record<string, unknown> | null, after: Record<string, unknown>) =>
-  auditAs(s.tx, s.deps, SYNC_ACTOR, { organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action, before, after });
+const audit = (
+  s: SyncScope,
+  d: Pick<Deposit, 'id' | 'organizationId'>,
+  action: string,
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown>,
+) => auditAs(s.tx, s.deps, SYNC_ACTOR, { organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action, before, after });
 
 async function intentNow(s: SyncScope, d: Pick<Deposit, 'organizationId' | 'paymentIntentId'>): Promise<Date> {
   const e = d.paymentIntentId ? s.env.get(d.paymentIntentId) : undefined;
@@ -296,19 +319,38 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
   // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
   if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
   const data = {
-    status, reason, reviewReason, late, confirmations: mined ? o.confirmations : 0,
-    blockHash: mined ? o.blockHash : null, blockHeight: mined ? o.blockHeight : null, detectedAt: now,
+    status,
+    reason,
+    reviewReason,
+    late,
+    confirmations: mined ? o.confirmations : 0,
+    blockHash: mined ? o.blockHash : null,
+    blockHeight: mined ? o.blockHeight : null,
+    detectedAt: now,
   };
   const d = existing
     ? await tx.deposit.update({ where: { id: existing.id }, data: { ...data, resolvedAt: null, creditedTo: null } })
     : await tx.deposit.create({
         data: {
-          ...data, organizationId: address.organizationId, paymentIntentId: intentId, transactionId: e?.transactionId ?? null, depositAddressId: address.id,
-          networkId: s.network.id, assetNetworkId: o.assetNetworkId, address: address.address, txHash: o.txHash, amount: amountToNumeric(o.amount),
+          ...data,
+          organizationId: address.organizationId,
+          paymentIntentId: intentId,
+          transactionId: e?.transactionId ?? null,
+          depositAddressId: address.id,
+          networkId: s.network.id,
+          assetNetworkId: o.assetNetworkId,
+          address: address.address,
+          txHash: o.txHash,
+          amount: amountToNumeric(o.amount),
         },
       });
   await audit(s, d, existing ? 'deposit.redetected' : 'deposit.detected', existing ? { status: existing.status, reason: existing.reason } : null, {
-    status, txHash: d.txHash, amount: amountToNumeric(o.amount), late, ...(reason ? { reason } : {}), ...(reviewReason ? { reviewReason } : {}),
+    status,
+    txHash: d.txHash,
+    amount: amountToNumeric(o.amount),
+    late,
+    ...(reason ? { reason } : {}),
+    ...(reviewReason ? { reviewReason } : {}),
   });
   if (status === 'REJECTED') {
     await emit(tx, deps, d.organizationId, 'deposit.rejected', { DepositId: d.id, Reason: reason! });
@@ -325,7 +367,10 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
 async function progress(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<boolean> {
   const status: DepositStatus = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
   if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return false;
-  await s.tx.deposit.update({ where: { id: d.id }, data: { status, confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } });
+  await s.tx.deposit.update({
+    where: { id: d.id },
+    data: { status, confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight },
+  });
   if (d.confirmations !== view.confirmations)
     await emit(s.tx, s.deps, d.organizationId, 'deposit.confirming', { DepositId: d.id, ConfirmationCount: view.confirmations });
   if (d.status !== status) await audit(s, d, `deposit.${status.toLowerCase()}`, { status: d.status }, { status, confirmations: view.confirmations });
@@ -333,7 +378,11 @@ async function progress(s: SyncScope, d: Deposit, view: { confirmations: number;
 }
 
 /** Silent bookkeeping (no event): a deposit under review, or a confirmed one re-mined in another deep block. */
-async function track(s: SyncScope, d: Deposit, view: { gone: string | null; confirmations?: number; blockHash?: string | null; blockHeight?: number | null }): Promise<boolean> {
+async function track(
+  s: SyncScope,
+  d: Deposit,
+  view: { gone: string | null; confirmations?: number; blockHash?: string | null; blockHeight?: number | null },
+): Promise<boolean> {
   if (view.gone !== null) return false;
   const confirmations = d.status === 'CONFIRMED' ? d.confirmations : view.confirmations!;
   if (d.confirmations === confirmations && d.blockHash === view.blockHash) return false;
@@ -368,19 +417,35 @@ export async function confirm(
   const late = d.late || (intent !== null && to === 'SUSPENSE');
   const confirmed = await tx.deposit.update({
     where: { id: d.id },
-    data: { status: 'CONFIRMED', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight, confirmedAt: now, creditedTo: to, late },
+    data: {
+      status: 'CONFIRMED',
+      confirmations: view.confirmations,
+      blockHash: view.blockHash,
+      blockHeight: view.blockHeight,
+      confirmedAt: now,
+      creditedTo: to,
+      late,
+    },
   });
   await postDepositCredit(tx, deps, confirmed, to);
   await auditAs(tx, deps, actor, {
-    organizationId: d.organizationId, entityType: 'Deposit', entityId: d.id, action: 'deposit.confirmed',
-    before: { status: d.status }, after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations: view.confirmations, late },
+    organizationId: d.organizationId,
+    entityType: 'Deposit',
+    entityId: d.id,
+    action: 'deposit.confirmed',
+    before: { status: d.status },
+    after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations: view.confirmations, late },
   });
   await depositEvents(s, confirmed, 'confirmed');
   if (intent && late) {
     if (!intent.paidLate) await tx.paymentIntent.update({ where: { id: intent.id }, data: { paidLate: true } });
     await emit(tx, deps, d.organizationId, 'payment_intent.late_deposit_received', {
-      PaymentIntentId: intent.id, TransactionId: intent.transactionId, DepositId: d.id, Amount: numericToAmount(d.amount),
-      ExpiredAt: intent.expiredAt ?? intent.cancelledAt ?? intent.expiresAt, ReceivedAt: d.detectedAt,
+      PaymentIntentId: intent.id,
+      TransactionId: intent.transactionId,
+      DepositId: d.id,
+      Amount: numericToAmount(d.amount),
+      ExpiredAt: intent.expiredAt ?? intent.cancelledAt ?? intent.expiresAt,
+      ReceivedAt: d.detectedAt,
     });
   } else if (intent) await evaluateIntent(tx, deps, actor, intent.id, now, intent);
 }
@@ -404,9 +469,12 @@ async function reject(s: SyncScope, d: Deposit, reason: string): Promise<void> {
 async function reorgFreeze(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<void> {
   const { tx, deps } = s;
   if (d.transactionId) await lockTransactionRow(tx, d.transactionId);
-  await tx.deposit.update({ where: { id: d.id }, data: { status: 'REORG_FROZEN', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } });
-  if (d.paymentIntentId) await emit(tx, deps, d.organizationId, 'deposit.reorg_frozen', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: numericToAmount(d.amount) });
+  await tx.deposit.update({
+    where: { id: d.id },
+    data: { status: 'REORG_FROZEN', confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight },
+  });
+  if (d.paymentIntentId)
+    await emit(tx, deps, d.organizationId, 'deposit.reorg_frozen', { DepositId: d.id, PaymentIntentId: d.paymentIntentId, Amount: numericToAmount(d.amount) });
   await audit(s, d, 'deposit.reorg_frozen', { status: d.status, blockHash: d.blockHash }, { status: 'REORG_FROZEN', confirmations: view.confirmations });
   if (d.transactionId && d.creditedTo === 'ESCROW') await freezeForDeposit(tx, deps, SYNC_ACTOR, d.transactionId, d.id);
 }
-

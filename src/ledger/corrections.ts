@@ -5,7 +5,8 @@ import type { LedgerCorrection } from '../generated/prisma/client';
 import { DomainError, fieldError, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
 import { LEDGER_ACCOUNT_KINDS, LedgerError, postLedgerTransaction, type LedgerAccountKind, type LedgerAccountRef, type PostingLine } from './ledger';
 
 /**
@@ -19,14 +20,23 @@ const SYSTEM_KINDS: readonly LedgerAccountKind[] = ['CHAIN_CLEARING', 'FEES', 'P
 /** Owned kinds: their owner must exist in the organization (a correction never creates an account, a transaction or an allocation). */
 const OWNER_NAMES: Partial<Record<LedgerAccountKind, string>> = { CUSTOMER: 'an Account', ESCROW: 'a Transaction', RETAINED: 'a settlement allocation' };
 
-const uuid = (what: string) => z.string().refine(isUuid, `must be ${what} (uuid)`).transform((s) => s.toLowerCase());
+const uuid = (what: string) =>
+  z
+    .string()
+    .refine(isUuid, `must be ${what} (uuid)`)
+    .transform((s) => s.toLowerCase());
 
 export const recordCorrectionInput = z
   .object({
     reason: z.string().trim().min(1, 'must not be empty').max(1000),
     organizationId: uuid('an organization id').nullish(),
     correctsLedgerTransactionId: uuid('a ledger transaction id').nullish(),
-    idempotencyKey: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').nullish(),
+    idempotencyKey: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .nullish(),
     lines: z
       .array(
         z
@@ -88,14 +98,17 @@ export async function recordCorrection(ctx: Context, input: unknown, headerKey: 
 
   // Balance per asset-network (the ledger checks it again).
   const net = new Map<string, bigint>();
-  for (const l of data.lines) net.set(l.account.assetNetworkId, (net.get(l.account.assetNetworkId) ?? 0n) + (l.direction === 'DEBIT' ? 1n : -1n) * BigInt(l.amount));
+  for (const l of data.lines)
+    net.set(l.account.assetNetworkId, (net.get(l.account.assetNetworkId) ?? 0n) + (l.direction === 'DEBIT' ? 1n : -1n) * BigInt(l.amount));
   for (const [an, diff] of net) if (diff !== 0n) throw fieldError('lines', `debits and credits differ by ${diff < 0n ? -diff : diff} in asset-network ${an}`);
 
   // The environment of each asset-network: a line's account must be of the same mode (issue 26), as
   // on every other money path (a sandbox account never holds a production asset, nor the reverse).
   const assetNetworkIds = [...new Set(data.lines.map((l) => l.account.assetNetworkId))];
   const environmentOf = new Map(
-    (await db.assetNetwork.findMany({ where: { id: { in: assetNetworkIds } }, select: { id: true, network: { select: { environmentType: true } } } })).map((a) => [a.id, a.network.environmentType]),
+    (await db.assetNetwork.findMany({ where: { id: { in: assetNetworkIds } }, select: { id: true, network: { select: { environmentType: true } } } })).map(
+      (a) => [a.id, a.network.environmentType],
+    ),
   );
   // Each line's account, resolved against the organization.
   const lines: CorrectionLine[] = [];
@@ -118,13 +131,18 @@ export async function recordCorrection(ctx: Context, input: unknown, headerKey: 
       if (kind !== 'SUSPENSE') {
         const where = { id: ownerId, organizationId };
         const owner: { mode: 'SANDBOX' | 'PRODUCTION' | null } | null =
-          kind === 'CUSTOMER' ? await db.account.findFirst({ where, select: { mode: true } })
-          : kind === 'ESCROW' ? await db.transaction.findFirst({ where, select: { environmentType: true } }).then((t) => t && { mode: t.environmentType })
-          : await db.settlementAllocation.findFirst({ where, select: { id: true } }).then((a) => a && { mode: null });
+          kind === 'CUSTOMER'
+            ? await db.account.findFirst({ where, select: { mode: true } })
+            : kind === 'ESCROW'
+              ? await db.transaction.findFirst({ where, select: { environmentType: true } }).then((t) => t && { mode: t.environmentType })
+              : await db.settlementAllocation.findFirst({ where, select: { id: true } }).then((a) => a && { mode: null });
         if (!owner) throw fieldError(`${field}.ownerId`, `is not ${OWNER_NAMES[kind]} of the organization (a correction never creates one)`);
         const environment = environmentOf.get(assetNetworkId);
         if (owner.mode && environment && owner.mode !== environment)
-          throw fieldError(`${field}.assetNetworkId`, `is a ${environment} asset-network: a ${owner.mode} ${kind === 'CUSTOMER' ? 'account' : 'transaction'} holds only ${owner.mode} assets`);
+          throw fieldError(
+            `${field}.assetNetworkId`,
+            `is a ${environment} asset-network: a ${owner.mode} ${kind === 'CUSTOMER' ? 'account' : 'transaction'} holds only ${owner.mode} assets`,
+          );
       }
     }
     lines.push({ account: { kind, ownerId: ref.ownerId, assetNetworkId }, direction: l.direction, amount: l.amount });
@@ -168,12 +186,22 @@ export async function recordCorrection(ctx: Context, input: unknown, headerKey: 
         }
         await tx.ledgerCorrection.create({
           data: {
-            id, organizationId, reason: data.reason, operatorId: p.operatorId, ledgerTransactionId,
-            correctsLedgerTransactionId: data.correctsLedgerTransactionId ?? null, idempotencyKey: key, lines: lines as never, createdAt: now,
+            id,
+            organizationId,
+            reason: data.reason,
+            operatorId: p.operatorId,
+            ledgerTransactionId,
+            correctsLedgerTransactionId: data.correctsLedgerTransactionId ?? null,
+            idempotencyKey: key,
+            lines: lines as never,
+            createdAt: now,
           },
         });
         await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId, entityType: 'LedgerCorrection', entityId: id, action: 'ledger.correction.recorded',
+          organizationId,
+          entityType: 'LedgerCorrection',
+          entityId: id,
+          action: 'ledger.correction.recorded',
           after: { reason: data.reason, ledgerTransactionId, correctsLedgerTransactionId: data.correctsLedgerTransactionId ?? null, lines },
         });
         return { id };

@@ -6,11 +6,21 @@ import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { routes } from '../../rest/routes';
 import { startJobs, stopJobs } from '../../jobs/index';
 import {
-  balanceOf, createHold, createLedgerBatcher, expireHolds, LedgerError, ledgerMetrics, postHold, postLedgerTransaction, voidHold,
-  type LedgerAccountRef, type PostInput, type PostingLine,
+  balanceOf,
+  createHold,
+  createLedgerBatcher,
+  expireHolds,
+  LedgerError,
+  ledgerMetrics,
+  postHold,
+  postLedgerTransaction,
+  voidHold,
+  type LedgerAccountRef,
+  type PostInput,
+  type PostingLine,
 } from './ledger';
-import { EXPIRE_HOLDS_QUEUE } from './jobs';
-import { accountBalancesPolicy } from './schema';
+import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
+import { accountBalancesPolicy } from './ledger.graphql';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -43,16 +53,28 @@ async function account(m: Member, name = 'Ledger'): Promise<string> {
   return r.headers.get('location')!.split('/').pop()!;
 }
 
-const customer = (m: Member, accountId: string, an: string): LedgerAccountRef => ({ kind: 'CUSTOMER', ownerId: accountId, organizationId: m.organizationId, assetNetworkId: an });
+const customer = (m: Member, accountId: string, an: string): LedgerAccountRef => ({
+  kind: 'CUSTOMER',
+  ownerId: accountId,
+  organizationId: m.organizationId,
+  assetNetworkId: an,
+});
 const clearing = (an: string): LedgerAccountRef => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId: an });
 const fees = (an: string): LedgerAccountRef => ({ kind: 'FEES', ownerId: null, organizationId: null, assetNetworkId: an });
 const debit = (account: LedgerAccountRef, amount: bigint): PostingLine => ({ account, direction: 'DEBIT', amount });
 const credit = (account: LedgerAccountRef, amount: bigint): PostingLine => ({ account, direction: 'CREDIT', amount });
 const key = (what = 'k') => `test:${what}:${randomUUID()}`;
 
-const posting = (lines: PostingLine[], extra: Partial<PostInput> = {}): PostInput => ({ idempotencyKey: key(), nature: 'test.posting', lines, postedAt: now(), ...extra });
+const posting = (lines: PostingLine[], extra: Partial<PostInput> = {}): PostInput => ({
+  idempotencyKey: key(),
+  nature: 'test.posting',
+  lines,
+  postedAt: now(),
+  ...extra,
+});
 /** Funds a customer account from the chain. */
-const fund = (to: LedgerAccountRef, amount: bigint) => postLedgerTransaction(db(), posting([debit(clearing(to.assetNetworkId), amount), credit(to, amount)], { nature: 'deposit.confirmed' }));
+const fund = (to: LedgerAccountRef, amount: bigint) =>
+  postLedgerTransaction(db(), posting([debit(clearing(to.assetNetworkId), amount), credit(to, amount)], { nature: 'deposit.confirmed' }));
 
 async function refused(p: Promise<unknown>): Promise<LedgerError> {
   const e = await p.then(
@@ -80,15 +102,28 @@ describe('postings', () => {
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const referenceId = randomUUID();
-    const r = await postLedgerTransaction(db(), posting([debit(clearing(an), 1_500_000n), credit(a, 1_500_000n)], {
-      nature: 'deposit.confirmed', organizationId: m.organizationId, referenceType: 'Deposit', referenceId, metadata: { txHash: '0xabc' },
-    }));
+    const r = await postLedgerTransaction(
+      db(),
+      posting([debit(clearing(an), 1_500_000n), credit(a, 1_500_000n)], {
+        nature: 'deposit.confirmed',
+        organizationId: m.organizationId,
+        referenceType: 'Deposit',
+        referenceId,
+        metadata: { txHash: '0xabc' },
+      }),
+    );
     expect(r.replayed).toBe(false);
     expect(await balanceOf(db(), a)).toEqual({ posted: 1_500_000n, pendingDebits: 0n, pendingCredits: 0n, available: 1_500_000n, version: 1n });
     // CHAIN_CLEARING is debit-normal: value on the chain.
     expect(await balanceOf(db(), clearing(an))).toEqual({ posted: 1_500_000n, pendingDebits: 0n, pendingCredits: 0n, available: 1_500_000n, version: 1n });
     const t = await db().ledgerTransaction.findUniqueOrThrow({ where: { id: r.ledgerTransactionId }, include: { entries: { orderBy: { direction: 'asc' } } } });
-    expect(t).toMatchObject({ nature: 'deposit.confirmed', organizationId: m.organizationId, referenceType: 'Deposit', referenceId, metadata: { txHash: '0xabc' } });
+    expect(t).toMatchObject({
+      nature: 'deposit.confirmed',
+      organizationId: m.organizationId,
+      referenceType: 'Deposit',
+      referenceId,
+      metadata: { txHash: '0xabc' },
+    });
     expect(t.postedAt.getTime()).toBe(now().getTime());
     expect(t.entries.map((e) => [e.direction, e.amount.toFixed(), e.accountVersion, e.pending])).toEqual([
       ['DEBIT', '1500000', 1n, false],
@@ -112,10 +147,18 @@ describe('postings', () => {
     const a = customer(m, await account(m), an);
     const k = `odd key "with" {braces}, commas \\ and NULL ${randomUUID()}`;
     const metadata = { note: 'a "quoted", {braced} \\ back\\slash, NULL, ünïcode ✓', nested: { list: [1, 'two', null] } };
-    const r = await postLedgerTransaction(db(), posting([debit(clearing(an), 3n), credit(a, 3n)], { idempotencyKey: k, nature: 'odd "nature", {x}', referenceType: 'Odd\\Type', metadata }));
+    const r = await postLedgerTransaction(
+      db(),
+      posting([debit(clearing(an), 3n), credit(a, 3n)], { idempotencyKey: k, nature: 'odd "nature", {x}', referenceType: 'Odd\\Type', metadata }),
+    );
     const t = await db().ledgerTransaction.findUniqueOrThrow({ where: { id: r.ledgerTransactionId } });
     expect([t.idempotencyKey, t.nature, t.referenceType, t.metadata]).toEqual([k, 'odd "nature", {x}', 'Odd\\Type', metadata]);
-    expect(await postLedgerTransaction(db(), posting([debit(clearing(an), 3n), credit(a, 3n)], { idempotencyKey: k, nature: 'odd "nature", {x}', referenceType: 'Odd\\Type', metadata }))).toEqual({ ...r, replayed: true });
+    expect(
+      await postLedgerTransaction(
+        db(),
+        posting([debit(clearing(an), 3n), credit(a, 3n)], { idempotencyKey: k, nature: 'odd "nature", {x}', referenceType: 'Odd\\Type', metadata }),
+      ),
+    ).toEqual({ ...r, replayed: true });
   });
 
   test('amounts beyond 2^64 stay exact (NUMERIC(78,0) and bigint, never floats)', async () => {
@@ -144,7 +187,10 @@ describe('postings', () => {
       // The totals match, but not per asset-network.
       ['balanced only across asset-networks', [debit(clearing(an), 10n), credit(customer(m, a.ownerId!, an2), 10n)]],
       ['a system account with an owner', [debit({ ...clearing(an), ownerId: randomUUID() }, 10n), credit(a, 10n)]],
-      ['a suspense account of another owner', [debit(clearing(an), 10n), credit({ kind: 'SUSPENSE', ownerId: randomUUID(), organizationId: m.organizationId, assetNetworkId: an }, 10n)]],
+      [
+        'a suspense account of another owner',
+        [debit(clearing(an), 10n), credit({ kind: 'SUSPENSE', ownerId: randomUUID(), organizationId: m.organizationId, assetNetworkId: an }, 10n)],
+      ],
       ['not a uuid', [debit(clearing('nope'), 10n), credit(a, 10n)]],
     ];
     for (const [name, lines] of cases) {
@@ -162,7 +208,9 @@ describe('postings', () => {
     const unknownAccount = await refused(postLedgerTransaction(db(), posting([debit(clearing(an), 10n), credit(customer(m, randomUUID(), an), 10n)])));
     expect(unknownAccount.reason).toBe('UNKNOWN_ACCOUNT');
     const other = await signUpMember(app);
-    const wrongOrg = await refused(postLedgerTransaction(db(), posting([debit(clearing(an), 10n), credit({ ...a, organizationId: other.organizationId }, 10n)])));
+    const wrongOrg = await refused(
+      postLedgerTransaction(db(), posting([debit(clearing(an), 10n), credit({ ...a, organizationId: other.organizationId }, 10n)])),
+    );
     expect(wrongOrg.reason).toBe('UNKNOWN_ACCOUNT');
     expect(await ledgerCounts()).toEqual(before);
   });
@@ -224,7 +272,9 @@ describe('idempotency', () => {
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const k = key('race');
-    const results = await Promise.all(Array.from({ length: 16 }, () => postLedgerTransaction(db(), posting([debit(clearing(an), 7n), credit(a, 7n)], { idempotencyKey: k }))));
+    const results = await Promise.all(
+      Array.from({ length: 16 }, () => postLedgerTransaction(db(), posting([debit(clearing(an), 7n), credit(a, 7n)], { idempotencyKey: k }))),
+    );
     expect(new Set(results.map((r) => r.ledgerTransactionId)).size).toBe(1);
     expect(results.filter((r) => !r.replayed)).toHaveLength(1);
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 7n, version: 1n });
@@ -253,7 +303,10 @@ describe('holds', () => {
     expect(p.replayed).toBe(false);
     expect(await balanceOf(db(), payer)).toEqual({ posted: 700n, pendingDebits: 0n, pendingCredits: 0n, available: 700n, version: 3n });
     expect(await balanceOf(db(), payee)).toEqual({ posted: 300n, pendingDebits: 0n, pendingCredits: 0n, available: 300n, version: 2n });
-    expect(await db().ledgerHold.findUniqueOrThrow({ where: { id: h.holdId } })).toMatchObject({ status: 'POSTED', resolvedByLedgerTransactionId: p.ledgerTransactionId });
+    expect(await db().ledgerHold.findUniqueOrThrow({ where: { id: h.holdId } })).toMatchObject({
+      status: 'POSTED',
+      resolvedByLedgerTransactionId: p.ledgerTransactionId,
+    });
     // The same key replays; any other resolution is refused.
     expect(await postHold(db(), { holdId: h.holdId, idempotencyKey: k, nature: 'hold.posted', postedAt: now() })).toEqual({ ...p, replayed: true });
     const before = await ledgerCounts();
@@ -275,8 +328,12 @@ describe('holds', () => {
     expect([row.status, row.postedAmount.toFixed()]).toEqual(['POSTED', '120']);
     // More than held, or nothing: refused.
     const h2 = await hold(payer, payee, 50n);
-    expect((await refused(postHold(db(), { holdId: h2.holdId, amount: 51n, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe('INVALID_POSTING');
-    expect((await refused(postHold(db(), { holdId: h2.holdId, amount: 0n, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe('INVALID_POSTING');
+    expect((await refused(postHold(db(), { holdId: h2.holdId, amount: 51n, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe(
+      'INVALID_POSTING',
+    );
+    expect((await refused(postHold(db(), { holdId: h2.holdId, amount: 0n, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe(
+      'INVALID_POSTING',
+    );
     expect((await refused(postHold(db(), { holdId: randomUUID(), idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).code).toBe('NOT_FOUND');
   });
 
@@ -313,7 +370,11 @@ describe('holds', () => {
     const { payer, payee } = await setup();
     const h = await hold(payer, payee, 250n, new Date(now().getTime() + 1000));
     app.clock.advance(5000);
-    const worker = await startJobs(app.databaseUrl, { db: db(), clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey }, { work: true });
+    const worker = await startJobs(
+      app.databaseUrl,
+      { db: db(), clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey },
+      { work: true },
+    );
     try {
       const jobId = await worker.send(EXPIRE_HOLDS_QUEUE, {});
       let state: string | undefined;
@@ -333,7 +394,10 @@ describe('holds', () => {
     const { payer, payee } = await setup();
     const h = await hold(payer, payee, 300n);
     const attempts = Array.from({ length: 12 }, (_v, i) =>
-      (i % 2 ? voidHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.voided', postedAt: now() }) : postHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() })).then(
+      (i % 2
+        ? voidHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.voided', postedAt: now() })
+        : postHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() })
+      ).then(
         () => 'ok',
         (e: LedgerError) => e.reason,
       ),
@@ -361,7 +425,9 @@ describe('frozen and closed accounts', () => {
     const before = await ledgerCounts();
     const out = await refused(postLedgerTransaction(db(), posting([debit(a, 10n), credit(b, 10n)])));
     expect([out.code, out.reason]).toEqual(['INVALID_STATE', 'ACCOUNT_FROZEN']);
-    expect((await refused(createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: a, credit: b, amount: 1n, postedAt: now() }))).reason).toBe('ACCOUNT_FROZEN');
+    expect((await refused(createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: a, credit: b, amount: 1n, postedAt: now() }))).reason).toBe(
+      'ACCOUNT_FROZEN',
+    );
     expect((await refused(postHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe('ACCOUNT_FROZEN');
     expect(await ledgerCounts()).toEqual(before);
     // Money in is fine, and releasing a hold moves nothing out.
@@ -380,7 +446,9 @@ describe('frozen and closed accounts', () => {
     // A hold crediting a closed account cannot be posted.
     const c = customer(m, await account(m), an);
     await fund(c, 10n);
-    expect((await refused(createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: c, credit: a, amount: 5n, postedAt: now() }))).reason).toBe('ACCOUNT_CLOSED');
+    expect((await refused(createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: c, credit: a, amount: 5n, postedAt: now() }))).reason).toBe(
+      'ACCOUNT_CLOSED',
+    );
     expect((await ledgerCounts()).transactions).toBe(closedBefore.transactions + 1);
   });
 });
@@ -405,7 +473,9 @@ describe('postings and status changes', () => {
         let waiting = 0;
         for (let i = 0; i < 300 && !waiting; i++) {
           await new Promise((r) => setTimeout(r, 10));
-          const rows = await tx.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'`);
+          const rows = await tx.$queryRawUnsafe<{ n: bigint }[]>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'`,
+          );
           waiting = Number(rows[0]!.n);
         }
         // The freeze is waiting for this posting's transaction.
@@ -440,7 +510,8 @@ describe('append-only', () => {
       [`DELETE FROM "LedgerAccount" WHERE "id" = $1::uuid`, entry.ledgerAccountId],
     ] as const;
     // As the owner: the service's role may not even try most of these (test/db-roles.test.ts); the triggers refuse them to the owner too.
-    for (const [sql, ...params] of statements) await expect(app.ownerDb.$executeRawUnsafe(sql, ...params), sql).rejects.toThrow(/append-only|never removed|immutable|only grow/);
+    for (const [sql, ...params] of statements)
+      await expect(app.ownerDb.$executeRawUnsafe(sql, ...params), sql).rejects.toThrow(/append-only|never removed|immutable|only grow/);
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 100n, version: 1n });
   });
 });
@@ -455,7 +526,12 @@ describe('concurrency', () => {
     await fund(c, 10_000n);
     const accounts = [a, b, c];
     // Every direction, on the client and inside callers' transactions (the savepoint path).
-    const moves = Array.from({ length: 64 }, (_v, i) => ({ from: accounts[i % 3]!, to: accounts[(i + 1 + (i % 2)) % 3]!, amount: BigInt(i + 2), inTx: i % 4 === 0 }));
+    const moves = Array.from({ length: 64 }, (_v, i) => ({
+      from: accounts[i % 3]!,
+      to: accounts[(i + 1 + (i % 2)) % 3]!,
+      amount: BigInt(i + 2),
+      inTx: i % 4 === 0,
+    }));
     const results = await Promise.all(
       moves.map((mv) => {
         const input = posting([debit(mv.from, mv.amount), credit(mv.to, mv.amount - 1n), credit(fees(an), 1n)]);
@@ -496,7 +572,9 @@ describe('concurrency', () => {
         // ...while another posting locks c's, then waits for a's.
         second = postLedgerTransaction(db(), posting([debit(c, 20n), credit(a, 20n)]));
         for (let i = 0; i < 200; i++) {
-          const waiting = await tx.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          const waiting = await tx.$queryRawUnsafe<{ n: bigint }[]>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
           if (Number(waiting[0]!.n) > 0) break;
           await new Promise((r) => setTimeout(r, 10));
         }
@@ -531,12 +609,29 @@ describe('the batcher', () => {
       posting([debit(a, 55n), credit(b, 55n)]), // exactly what is left after the others (100 + 5 - 50)
       posting([debit(a, 1n), credit(b, 1n)]), // now nothing is left
     ];
-    const outcomes = await Promise.all(inputs.map((i) => batcher.post(i).then((r) => r, (e: LedgerError) => e)));
+    const outcomes = await Promise.all(
+      inputs.map((i) =>
+        batcher.post(i).then(
+          (r) => r,
+          (e: LedgerError) => e,
+        ),
+      ),
+    );
     await batcher.close();
-    expect(outcomes.map((o) => (o instanceof LedgerError ? o.reason : 'ok'))).toEqual(['ok', 'INSUFFICIENT_FUNDS', 'ok', 'IDEMPOTENCY_CONFLICT', 'ok', 'INSUFFICIENT_FUNDS']);
+    expect(outcomes.map((o) => (o instanceof LedgerError ? o.reason : 'ok'))).toEqual([
+      'ok',
+      'INSUFFICIENT_FUNDS',
+      'ok',
+      'IDEMPOTENCY_CONFLICT',
+      'ok',
+      'INSUFFICIENT_FUNDS',
+    ]);
     const ids = outcomes.filter((o): o is { ledgerTransactionId: string; replayed: boolean } => !(o instanceof LedgerError)).map((o) => o.ledgerTransactionId);
     // The three committed together: one database transaction.
-    const xmins = await db().$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(DISTINCT xmin::text) AS n FROM "LedgerTransaction" WHERE "id" = ANY($1::uuid[])`, ids);
+    const xmins = await db().$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(DISTINCT xmin::text) AS n FROM "LedgerTransaction" WHERE "id" = ANY($1::uuid[])`,
+      ids,
+    );
     expect(Number(xmins[0]!.n)).toBe(1);
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 0n, version: 4n });
     expect(await balanceOf(db(), b)).toMatchObject({ posted: 106n });
@@ -569,11 +664,18 @@ describe('the batcher', () => {
     const max = 2n ** 256n - 1n; // the largest amount; eight of them still fit NUMERIC(78,0), nine do not
     for (let i = 0; i < 8; i++) await postLedgerTransaction(db(), posting([debit(clearing(an), max), credit(fees(an), max)]));
     const batcher = createLedgerBatcher(db(), { maxWaitMs: 50 });
-    const outcomes = await Promise.all([
-      batcher.post(posting([debit(clearing(other), 3n), credit(a, 3n)])),
-      batcher.post(posting([debit(clearing(an), max), credit(fees(an), max)])), // totals would exceed NUMERIC(78,0)
-      batcher.post(posting([debit(clearing(other), 4n), credit(a, 4n)])),
-    ].map((p) => p.then(() => 'ok', (e: Error) => e.message)));
+    const outcomes = await Promise.all(
+      [
+        batcher.post(posting([debit(clearing(other), 3n), credit(a, 3n)])),
+        batcher.post(posting([debit(clearing(an), max), credit(fees(an), max)])), // totals would exceed NUMERIC(78,0)
+        batcher.post(posting([debit(clearing(other), 4n), credit(a, 4n)])),
+      ].map((p) =>
+        p.then(
+          () => 'ok',
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     await batcher.close();
     expect(outcomes[0]).toBe('ok');
     expect(outcomes[1]).toMatch(/overflow/i);
@@ -712,13 +814,30 @@ describe('property: random postings and holds agree with a model', () => {
           const at = now();
           switch (c.t) {
             case 'deposit': {
-              const run = (k: string) => postLedgerTransaction(db(), { idempotencyKey: k, nature: 'deposit', lines: [debit(clearing(an), c.amount), credit(refs[c.to]!, c.amount)], postedAt: at });
+              const run = (k: string) =>
+                postLedgerTransaction(db(), {
+                  idempotencyKey: k,
+                  nature: 'deposit',
+                  lines: [debit(clearing(an), c.amount), credit(refs[c.to]!, c.amount)],
+                  postedAt: at,
+                });
               const k = key();
               const r = await run(k);
               bal[c.to]!.posted += c.amount;
               bal[c.to]!.version++;
               clearingPosted += c.amount;
-              done.push({ run, key: k, id: r.ledgerTransactionId, conflict: (k2) => postLedgerTransaction(db(), { idempotencyKey: k2, nature: 'deposit', lines: [debit(clearing(an), c.amount + 1n), credit(refs[c.to]!, c.amount + 1n)], postedAt: at }) });
+              done.push({
+                run,
+                key: k,
+                id: r.ledgerTransactionId,
+                conflict: (k2) =>
+                  postLedgerTransaction(db(), {
+                    idempotencyKey: k2,
+                    nature: 'deposit',
+                    lines: [debit(clearing(an), c.amount + 1n), credit(refs[c.to]!, c.amount + 1n)],
+                    postedAt: at,
+                  }),
+              });
               break;
             }
             case 'transfer': {
@@ -726,7 +845,10 @@ describe('property: random postings and holds agree with a model', () => {
               const lines = [debit(refs[c.from]!, c.amount + c.fee), credit(refs[c.to]!, c.amount), ...(c.fee ? [credit(fees(an), c.fee)] : [])];
               const run = (k: string) => postLedgerTransaction(db(), { idempotencyKey: k, nature: 'transfer', lines, postedAt: at });
               const k = key();
-              const outcome = await run(k).then((r) => r, (e: LedgerError) => e);
+              const outcome = await run(k).then(
+                (r) => r,
+                (e: LedgerError) => e,
+              );
               if (available(c.from) >= c.amount + c.fee) {
                 expect(outcome).not.toBeInstanceOf(LedgerError);
                 bal[c.from]!.posted -= c.amount + c.fee;
@@ -734,17 +856,40 @@ describe('property: random postings and holds agree with a model', () => {
                 bal[c.from]!.version++;
                 bal[c.to]!.version++;
                 feesPosted += c.fee;
-                done.push({ run, key: k, id: (outcome as { ledgerTransactionId: string }).ledgerTransactionId, conflict: (k2) => postLedgerTransaction(db(), { idempotencyKey: k2, nature: 'transfer.other', lines, postedAt: at }) });
+                done.push({
+                  run,
+                  key: k,
+                  id: (outcome as { ledgerTransactionId: string }).ledgerTransactionId,
+                  conflict: (k2) => postLedgerTransaction(db(), { idempotencyKey: k2, nature: 'transfer.other', lines, postedAt: at }),
+                });
               } else expect((outcome as LedgerError).reason).toBe('INSUFFICIENT_FUNDS');
               break;
             }
             case 'hold': {
               if (c.from === c.to) break;
               const expiresAt = c.ttl === null ? null : new Date(at.getTime() + c.ttl * 1000);
-              const outcome = await createHold(db(), { idempotencyKey: key(), nature: 'hold', debit: refs[c.from]!, credit: refs[c.to]!, amount: c.amount, expiresAt, postedAt: at }).then((r) => r, (e: LedgerError) => e);
+              const outcome = await createHold(db(), {
+                idempotencyKey: key(),
+                nature: 'hold',
+                debit: refs[c.from]!,
+                credit: refs[c.to]!,
+                amount: c.amount,
+                expiresAt,
+                postedAt: at,
+              }).then(
+                (r) => r,
+                (e: LedgerError) => e,
+              );
               if (available(c.from) >= c.amount) {
                 expect(outcome).not.toBeInstanceOf(LedgerError);
-                holds.push({ id: (outcome as { holdId: string }).holdId, from: c.from, to: c.to, amount: c.amount, expiresAt: expiresAt?.getTime() ?? null, status: 'PENDING' });
+                holds.push({
+                  id: (outcome as { holdId: string }).holdId,
+                  from: c.from,
+                  to: c.to,
+                  amount: c.amount,
+                  expiresAt: expiresAt?.getTime() ?? null,
+                  status: 'PENDING',
+                });
                 bal[c.from]!.pendingDebits += c.amount;
                 bal[c.to]!.pendingCredits += c.amount;
                 bal[c.from]!.version++;
@@ -757,15 +902,28 @@ describe('property: random postings and holds agree with a model', () => {
               if (!holds.length) break;
               const h = holds[c.h % holds.length]!;
               const postAmount = c.t === 'post' ? c.amount : null;
-              const outcome = await (c.t === 'post'
-                ? postHold(db(), { holdId: h.id, idempotencyKey: key(), nature: 'hold.posted', postedAt: at, ...(postAmount === null ? {} : { amount: postAmount }) })
-                : voidHold(db(), { holdId: h.id, idempotencyKey: key(), nature: 'hold.voided', postedAt: at })
-              ).then((r) => r, (e: LedgerError) => e);
+              const outcome = await (
+                c.t === 'post'
+                  ? postHold(db(), {
+                      holdId: h.id,
+                      idempotencyKey: key(),
+                      nature: 'hold.posted',
+                      postedAt: at,
+                      ...(postAmount === null ? {} : { amount: postAmount }),
+                    })
+                  : voidHold(db(), { holdId: h.id, idempotencyKey: key(), nature: 'hold.voided', postedAt: at })
+              ).then(
+                (r) => r,
+                (e: LedgerError) => e,
+              );
               const expected =
-                h.status !== 'PENDING' ? 'HOLD_RESOLVED'
-                : h.expiresAt !== null && at.getTime() >= h.expiresAt ? 'HOLD_EXPIRED'
-                : postAmount !== null && postAmount > h.amount ? 'INVALID_POSTING'
-                : 'ok';
+                h.status !== 'PENDING'
+                  ? 'HOLD_RESOLVED'
+                  : h.expiresAt !== null && at.getTime() >= h.expiresAt
+                    ? 'HOLD_EXPIRED'
+                    : postAmount !== null && postAmount > h.amount
+                      ? 'INVALID_POSTING'
+                      : 'ok';
               expect(outcome instanceof LedgerError ? outcome.reason : 'ok').toBe(expected);
               if (expected === 'ok') {
                 bal[h.from]!.pendingDebits -= h.amount;
@@ -813,7 +971,13 @@ describe('property: random postings and holds agree with a model', () => {
         for (let i = 0; i < refs.length; i++) {
           const actual = await balanceOf(db(), refs[i]!);
           const b = bal[i]!;
-          expect(actual).toEqual({ posted: b.posted, pendingDebits: b.pendingDebits, pendingCredits: b.pendingCredits, available: b.posted - b.pendingDebits, version: b.version });
+          expect(actual).toEqual({
+            posted: b.posted,
+            pendingDebits: b.pendingDebits,
+            pendingCredits: b.pendingCredits,
+            available: b.posted - b.pendingDebits,
+            version: b.version,
+          });
         }
         expect((await balanceOf(db(), fees(an))).posted).toBe(feesPosted);
         expect((await balanceOf(db(), clearing(an))).posted).toBe(clearingPosted);

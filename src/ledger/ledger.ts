@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db, PrismaClient } from '../db/prisma';
-import { DomainError, sqlState, type ErrorCode, type FieldError } from '../errors';
+import { DomainError, isRetryable, sqlState, type ErrorCode, type FieldError } from '../errors';
+export { isRetryable };
 
 export { sqlState };
 import { isUuid } from '../ids';
@@ -169,12 +170,14 @@ function checkRef(ref: LedgerAccountRef | undefined, field: string): LedgerAccou
   if (!LEDGER_ACCOUNT_KINDS.includes(ref.kind)) throw invalid(`${field}.kind`, `must be one of ${LEDGER_ACCOUNT_KINDS.join(', ')}`);
   const assetNetworkId = checkUuid(ref.assetNetworkId, `${field}.assetNetworkId`);
   if (SYSTEM_KINDS.has(ref.kind)) {
-    if (ref.ownerId != null || ref.organizationId != null) throw invalid(field, `a ${ref.kind} account is a system account: ownerId and organizationId must be null`);
+    if (ref.ownerId != null || ref.organizationId != null)
+      throw invalid(field, `a ${ref.kind} account is a system account: ownerId and organizationId must be null`);
     return { kind: ref.kind, ownerId: null, organizationId: null, assetNetworkId };
   }
   const ownerId = checkUuid(ref.ownerId, `${field}.ownerId`);
   const organizationId = checkUuid(ref.organizationId, `${field}.organizationId`);
-  if (ref.kind === 'SUSPENSE' && ownerId !== organizationId) throw invalid(field, 'a SUSPENSE account is owned by its organization: ownerId must equal organizationId');
+  if (ref.kind === 'SUSPENSE' && ownerId !== organizationId)
+    throw invalid(field, 'a SUSPENSE account is owned by its organization: ownerId must equal organizationId');
   return { kind: ref.kind, ownerId, organizationId, assetNetworkId };
 }
 
@@ -214,8 +217,21 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * posting lines sorted (their order means nothing). postedAt is left out: a retry later replays.
  */
 const refText = (r: LedgerAccountRef) => `${r.kind}|${r.ownerId ?? ''}|${r.organizationId ?? ''}|${r.assetNetworkId}`;
-function payloadText(op: Op, nature: string, rec: { organizationId: string | null; referenceType: string | null; referenceId: string | null; metadata: Record<string, unknown> | null }, rest: string[]): string {
-  return [`v1 ${op}`, JSON.stringify(nature), rec.organizationId ?? '', JSON.stringify(rec.referenceType), rec.referenceId ?? '', rec.metadata ? canonical(rec.metadata, 'metadata') : 'null', ...rest].join('\n');
+function payloadText(
+  op: Op,
+  nature: string,
+  rec: { organizationId: string | null; referenceType: string | null; referenceId: string | null; metadata: Record<string, unknown> | null },
+  rest: string[],
+): string {
+  return [
+    `v1 ${op}`,
+    JSON.stringify(nature),
+    rec.organizationId ?? '',
+    JSON.stringify(rec.referenceType),
+    rec.referenceId ?? '',
+    rec.metadata ? canonical(rec.metadata, 'metadata') : 'null',
+    ...rest,
+  ].join('\n');
 }
 
 type Op = 'post' | 'hold' | 'post_hold' | 'void_hold' | 'expire_hold';
@@ -256,7 +272,6 @@ function recordFields(input: { organizationId?: string | null; referenceType?: s
   return { organizationId, referenceType: input.referenceType ?? null, referenceId, metadata };
 }
 
-
 function preparePost(input: PostInput): Item {
   const c = common(input);
   const rec = recordFields(input);
@@ -290,8 +305,15 @@ function prepareHold(input: CreateHoldInput): Item {
   if (expiresAt && expiresAt.getTime() <= c.postedAt.getTime()) throw invalid('expiresAt', 'must be after postedAt');
   const hash = sha256(payloadText('hold', c.nature, rec, [refText(debit), refText(credit), amount.toString(), expiresAt ? expiresAt.toISOString() : '']));
   return {
-    op: 'hold', ...c, ...rec, hash, expiresAt,
-    lines: [{ ref: debit, debit: true, amount }, { ref: credit, debit: false, amount }],
+    op: 'hold',
+    ...c,
+    ...rec,
+    hash,
+    expiresAt,
+    lines: [
+      { ref: debit, debit: true, amount },
+      { ref: credit, debit: false, amount },
+    ],
   };
 }
 
@@ -322,9 +344,21 @@ function batchArgs(items: Item[]): unknown[] {
   const refIndex = new Map<string, number>();
   const r = { kind: [] as string[], owner: [] as (string | null)[], org: [] as (string | null)[], an: [] as string[], create: [] as boolean[] };
   const x = {
-    op: [] as string[], key: [] as string[], hash: [] as string[], nature: [] as string[], org: [] as (string | null)[], rt: [] as (string | null)[],
-    ri: [] as (string | null)[], meta: [] as (string | null)[], at: [] as string[], lo: [] as (number | null)[], hi: [] as (number | null)[],
-    hid: [] as (string | null)[], m: [] as (string | null)[], exp: [] as (string | null)[], dup: [] as boolean[],
+    op: [] as string[],
+    key: [] as string[],
+    hash: [] as string[],
+    nature: [] as string[],
+    org: [] as (string | null)[],
+    rt: [] as (string | null)[],
+    ri: [] as (string | null)[],
+    meta: [] as (string | null)[],
+    at: [] as string[],
+    lo: [] as (number | null)[],
+    hi: [] as (number | null)[],
+    hid: [] as (string | null)[],
+    m: [] as (string | null)[],
+    exp: [] as (string | null)[],
+    dup: [] as boolean[],
   };
   const l = { t: [] as number[], a: [] as number[], d: [] as boolean[], m: [] as string[] };
   const keyCount = new Map<string, number>();
@@ -406,8 +440,6 @@ function outcomeOf(r: RawResult | undefined): Outcome {
 /** Counters of this process's ledger calls (for tests, benchmarks and logs). */
 export const ledgerMetrics = { calls: 0, items: 0, retries: 0, isolatedBatches: 0 };
 
-const RETRYABLE = new Set(['40P01', '40001']);
-export const isRetryable = (e: unknown) => RETRYABLE.has(sqlState(e) ?? '');
 const MAX_ATTEMPTS = 6;
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 /** 5, 10, 20, 40, 80 ms, each with ±50% jitter. */
@@ -443,7 +475,10 @@ async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
       // A total (posted or pending debits or credits of an account) beyond NUMERIC(78,0): refused,
       // nothing written (the statement failed whole), never a 500 (docs/decisions.md, issue 26).
       if (sqlState(e) === '22003')
-        throw new LedgerError('AMOUNT_OUT_OF_RANGE', 'AMOUNT_OUT_OF_RANGE: a ledger total of an account would exceed what the ledger holds (10^78 - 1 base units; numeric overflow): nothing was posted');
+        throw new LedgerError(
+          'AMOUNT_OUT_OF_RANGE',
+          'AMOUNT_OUT_OF_RANGE: a ledger total of an account would exceed what the ledger holds (10^78 - 1 base units; numeric overflow): nothing was posted',
+        );
       if (!isRetryable(e) || attempt >= MAX_ATTEMPTS) throw e;
       ledgerMetrics.retries++;
       await sleep(backoff(attempt));
@@ -509,7 +544,10 @@ export async function expireHolds(db: PrismaClient, now: Date): Promise<number> 
       now,
     );
     if (!due.length) return expired;
-    const outcomes = await execute(db, due.map((h) => prepareResolution('expire_hold', { holdId: h.id, idempotencyKey: expiryKey(h.id), nature: 'hold.expired', postedAt: now })));
+    const outcomes = await execute(
+      db,
+      due.map((h) => prepareResolution('expire_hold', { holdId: h.id, idempotencyKey: expiryKey(h.id), nature: 'hold.expired', postedAt: now })),
+    );
     const progress = outcomes.filter((o) => o.ok).length;
     expired += outcomes.filter((o) => o.ok && !o.replayed).length;
     if (due.length < 500 || progress === 0) return expired;
@@ -562,17 +600,23 @@ function toBalance(r: BalanceRow): Balance {
 }
 
 /** The balance of one ledger account; zeros when it has no row yet. */
-export async function balanceOf(db: Db, ref: LedgerAccountRef): Promise<{ posted: bigint; pendingDebits: bigint; pendingCredits: bigint; available: bigint; version: bigint }> {
+export async function balanceOf(
+  db: Db,
+  ref: LedgerAccountRef,
+): Promise<{ posted: bigint; pendingDebits: bigint; pendingCredits: bigint; available: bigint; version: bigint }> {
   const r = checkRef(ref, 'account');
   const rows =
     r.ownerId === null
       ? await db.$queryRawUnsafe<BalanceRow[]>(
           `SELECT ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" IS NULL AND "assetNetworkId" = $2::uuid`,
-          r.kind, r.assetNetworkId,
+          r.kind,
+          r.assetNetworkId,
         )
       : await db.$queryRawUnsafe<BalanceRow[]>(
           `SELECT ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" = $2::uuid AND "assetNetworkId" = $3::uuid`,
-          r.kind, r.ownerId, r.assetNetworkId,
+          r.kind,
+          r.ownerId,
+          r.assetNetworkId,
         );
   if (!rows[0]) return { posted: 0n, pendingDebits: 0n, pendingCredits: 0n, available: 0n, version: 0n };
   const { posted, pendingDebits, pendingCredits, available, version } = toBalance(rows[0]);
@@ -583,7 +627,8 @@ export async function balanceOf(db: Db, ref: LedgerAccountRef): Promise<{ posted
 export async function balancesOfOwner(db: Db, kind: LedgerAccountKind, ownerId: string): Promise<Balance[]> {
   const rows = await db.$queryRawUnsafe<BalanceRow[]>(
     `SELECT ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" = $2::uuid ORDER BY "assetNetworkId"`,
-    kind, checkUuid(ownerId, 'ownerId'),
+    kind,
+    checkUuid(ownerId, 'ownerId'),
   );
   return rows.map(toBalance);
 }
@@ -638,7 +683,10 @@ export function createLedgerBatcher(db: PrismaClient, opts: { maxBatch?: number;
   async function run(batch: Waiting[]): Promise<void> {
     let outcomes: Outcome[];
     try {
-      outcomes = await execute(db, batch.map((w) => w.item));
+      outcomes = await execute(
+        db,
+        batch.map((w) => w.item),
+      );
     } catch (e) {
       if (batch.length === 1) {
         batch[0]!.reject(e);
@@ -675,8 +723,7 @@ export function createLedgerBatcher(db: PrismaClient, opts: { maxBatch?: number;
       const rest: Waiting[] = [];
       const mine = new Set<string>();
       for (const w of queue) {
-        const take =
-          !w.locks.some((l) => busy.has(l)) && (batch.length < size || (batch.length < maxBatch && w.locks.some((l) => mine.has(l))));
+        const take = !w.locks.some((l) => busy.has(l)) && (batch.length < size || (batch.length < maxBatch && w.locks.some((l) => mine.has(l))));
         if (take) {
           batch.push(w);
           for (const l of w.locks) mine.add(l);
@@ -726,3 +773,10 @@ export function createLedgerBatcher(db: PrismaClient, opts: { maxBatch?: number;
     },
   };
 }
+
+export const ledgerAccounts = {
+  escrow: (t: { id: string; organizationId: string; assetNetworkId: string }) =>
+    ({ kind: 'ESCROW', ownerId: t.id, organizationId: t.organizationId, assetNetworkId: t.assetNetworkId }) as const,
+  suspense: (organizationId: string, assetNetworkId: string) => ({ kind: 'SUSPENSE', ownerId: organizationId, organizationId, assetNetworkId }) as const,
+  clearing: (assetNetworkId: string) => ({ kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId }) as const,
+};

@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import { Prisma, type PrismaClient } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
-import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../settlements/queues';
-import { WITHDRAWAL_BROADCAST_QUEUE } from '../withdrawals/withdrawals';
-import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../chains/sync-queue';
-import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
+import { SETTLEMENT_EXECUTE_QUEUE, REFUND_EXECUTE_QUEUE } from '../kernel/queues';
+import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE } from '../kernel/queues';
+import { JOB_EXPIRE_SECONDS } from '../kernel/work';
+import { RECOVER_QUEUE } from '../kernel/queues';
 
 /**
  * Money operations that must finish on their own (docs/deployment.md, "Crash recovery"): settlements
@@ -26,7 +27,7 @@ import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
  * 20261125100600_recovery): its cost follows the operations in flight, not the history.
  *
  * CHAIN_SYNC (issue 26) is no row of ours: a deposit address whose reconciliation failed alone and is
- * retried by its own `chain.sync.address` job (src/chains/sync-queue.ts). It is stuck while its newest
+ * retried by its own `chain.sync.address` job (src/kernel/queues.ts). It is stuck while its newest
  * job is not completed (created, retry, active, failed), since that job's creation (its first
  * failure); read from pg-boss's job table by queue name, bounded by the queue's retention. The sweep
  * sends it nothing: pg-boss retries the job, and a job whose retries are spent is replaced by the next
@@ -35,7 +36,6 @@ import { JOB_EXPIRE_SECONDS } from '../../jobs/work';
 export type OperationKind = 'SETTLEMENT' | 'REFUND' | 'WITHDRAWAL' | 'DEPOSIT' | 'CHAIN_SYNC';
 export const OPERATION_KINDS: readonly OperationKind[] = ['SETTLEMENT', 'REFUND', 'WITHDRAWAL', 'DEPOSIT', 'CHAIN_SYNC'];
 
-export const RECOVER_QUEUE = 'operations.recover';
 /** An operation idle this long with no live job is re-queued (its job would normally have run in well under a second). */
 export const RECOVERY_GRACE_SECONDS = 20;
 /** Each worker process asks for a sweep this often (one runs per interval across processes: singleton slot). */
@@ -198,9 +198,16 @@ export async function stuckOperations(db: PrismaClient, now: Date, opts: { older
     for (const { r } of mine) {
       const j = jobs.get(r.jobKey);
       out.push({
-        kind, id: r.id, organizationId: r.organizationId, status: r.status, since: r.since,
+        kind,
+        id: r.id,
+        organizationId: r.organizationId,
+        status: r.status,
+        since: r.since,
         ageSeconds: Math.max(0, Math.floor((now.getTime() - r.since.getTime()) / 1000)),
-        jobState: j?.state ?? null, lastError: j?.error ?? r.ownError ?? null, networkId: r.networkId, address: r.address,
+        jobState: j?.state ?? null,
+        lastError: j?.error ?? r.ownError ?? null,
+        networkId: r.networkId,
+        address: r.address,
       });
     }
   }
@@ -232,7 +239,10 @@ const reported = new Map<string, number>();
  * its heartbeat went stale), every handler locks the operation's row and re-checks its state first:
  * the second run finds nothing to do.
  */
-export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSeconds: number; limit?: number; graceSeconds?: number }): Promise<{ requeued: Record<OperationKind, number>; stuck: number }> {
+export async function recoverOperations(
+  deps: RecoveryDeps,
+  opts: { stuckAfterSeconds: number; limit?: number; graceSeconds?: number },
+): Promise<{ requeued: Record<OperationKind, number>; stuck: number }> {
   const now = deps.clock.now();
   const limit = opts.limit ?? 500;
   const before = new Date(now.getTime() - (opts.graceSeconds ?? RECOVERY_GRACE_SECONDS) * 1000);
@@ -248,7 +258,10 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
       await deps.boss.send(queue, { [key]: k });
       requeued[kind]++;
       const ops = rows.filter((r) => r.jobKey === k).map((r) => r.id);
-      deps.log.warn({ kind, queue, [key]: k, operations: ops.length > 10 ? ops.slice(0, 10) : ops }, `recovery: ${kind.toLowerCase()} had no live job; its job is sent again`);
+      deps.log.warn(
+        { kind, queue, [key]: k, operations: ops.length > 10 ? ops.slice(0, 10) : ops },
+        `recovery: ${kind.toLowerCase()} had no live job; its job is sent again`,
+      );
     }
   }
   const stuck = await stuckOperations(deps.db, now, { olderThanSeconds: opts.stuckAfterSeconds, limit: 100 });
@@ -258,7 +271,16 @@ export async function recoverOperations(deps: RecoveryDeps, opts: { stuckAfterSe
     if (reported.has(s.id)) continue;
     reported.set(s.id, t);
     deps.log.error(
-      { kind: s.kind, id: s.id, organizationId: s.organizationId, status: s.status, since: s.since.toISOString(), ageSeconds: s.ageSeconds, jobState: s.jobState, lastError: s.lastError },
+      {
+        kind: s.kind,
+        id: s.id,
+        organizationId: s.organizationId,
+        status: s.status,
+        since: s.since.toISOString(),
+        ageSeconds: s.ageSeconds,
+        jobState: s.jobState,
+        lastError: s.lastError,
+      },
       `stuck operation: ${s.kind.toLowerCase()} ${s.id} ${s.status} for ${s.ageSeconds} s`,
     );
   }

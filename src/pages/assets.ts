@@ -40,7 +40,12 @@ const table: Record<string, { type: string; load: () => Promise<string | Buffer>
 
 export type AssetName = keyof typeof table;
 
-interface Loaded { body: Buffer; gzip: Buffer; hash: string; type: string }
+interface Loaded {
+  body: Buffer;
+  gzip: Buffer;
+  hash: string;
+  type: string;
+}
 const loaded = new Map<string, Promise<Loaded>>();
 
 function load(name: string): Promise<Loaded> {

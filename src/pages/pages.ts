@@ -92,8 +92,7 @@ export function graphiqlOptions(): GraphiQLOptions {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 /** A JSON data block: not executed (so allowed by the policy), `<` escaped so no `</script>` ends it. */
-const dataBlock = (id: string, value: unknown) =>
-  `<script type="application/json" id="${id}">${JSON.stringify(value).replace(/</g, '\\u003c')}</script>`;
+const dataBlock = (id: string, value: unknown) => `<script type="application/json" id="${id}">${JSON.stringify(value).replace(/</g, '\\u003c')}</script>`;
 
 function page(title: string, head: string, body: string, bodyAttributes = ''): string {
   return `<!doctype html>
@@ -115,7 +114,9 @@ ${body}
 /** GraphiQL's page: yoga's renderGraphiQL, with every script and style a same-origin asset. */
 export async function renderGraphiqlPage(options: GraphiQLOptions): Promise<string> {
   const [css, start, js, editorWorkerService, json, graphql] = await Promise.all(
-    (['graphiql.css', 'graphiql-start.js', 'graphiql.js', 'graphiql-editor.worker.js', 'graphiql-json.worker.js', 'graphiql-graphql.worker.js'] as const).map(assetUrl),
+    (['graphiql.css', 'graphiql-start.js', 'graphiql.js', 'graphiql-editor.worker.js', 'graphiql-json.worker.js', 'graphiql-graphql.worker.js'] as const).map(
+      assetUrl,
+    ),
   );
   return page(
     options.title ?? 'GraphiQL',
@@ -133,7 +134,9 @@ export async function renderGraphiqlPage(options: GraphiQLOptions): Promise<stri
 }
 
 async function apiReferencePage(graphiqlOn: boolean): Promise<string> {
-  const [css, pagesCss, js, start] = await Promise.all((['swagger-ui.css', 'pages.css', 'swagger-ui-bundle.js', 'api-reference-start.js'] as const).map(assetUrl));
+  const [css, pagesCss, js, start] = await Promise.all(
+    (['swagger-ui.css', 'pages.css', 'swagger-ui-bundle.js', 'api-reference-start.js'] as const).map(assetUrl),
+  );
   return page(
     'ftis API reference',
     `<link rel="stylesheet" href="${css}">\n<link rel="stylesheet" href="${pagesCss}">`,
@@ -204,7 +207,9 @@ export function pagesPlugin(config: Config): Plugin {
       if (request.method !== 'GET' && request.method !== 'HEAD') return;
       const path = url.pathname;
       if (path === '/') {
-        const response = prefersHtml(request) ? html(await rootPage(config)) : Response.json({ name: 'ftis', apiVersion: 'v1', mode: config.NODE_ENV, links: serviceLinks(config) });
+        const response = prefersHtml(request)
+          ? html(await rootPage(config))
+          : Response.json({ name: 'ftis', apiVersion: 'v1', mode: config.NODE_ENV, links: serviceLinks(config) });
         response.headers.set('vary', 'accept');
         return endResponse(response);
       }

@@ -3,13 +3,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { createIntent, eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork } from '../settlements/testing';
+import { createIntent, eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { addressOf, generateKeyPair, signTransfer } from '../chains/secp256k1';
 import { balanceOf as chainBalanceOf, payerAddress } from '../chains/sandbox/chain';
 import { balanceOf as ledgerBalanceOf, createHold, voidHold, type LedgerAccountKind } from '../ledger/ledger';
-import { computeFee } from '../settlements/policies';
+import { computeFee } from '../settlements/policies/policies';
 
 /**
  * Refunds and the refund fee policy, through REST and GraphQL, with the real job handlers
@@ -61,7 +61,11 @@ async function configure(body: Record<string, unknown>): Promise<string> {
   return rows[0]!.id;
 }
 
-interface Payer { address: string; publicKey: string; privateKey: Uint8Array }
+interface Payer {
+  address: string;
+  publicKey: string;
+  privateKey: Uint8Array;
+}
 /** A payer with its own key and 10,000,000 mined base units (not the organization's faucet, whose balance always reads 0). */
 async function payerWithFunds(f: MoneyFixture): Promise<Payer> {
   const k = generateKeyPair();
@@ -74,7 +78,15 @@ async function payerWithFunds(f: MoneyFixture): Promise<Payer> {
 async function payFrom(f: MoneyFixture, payer: Payer, toAddress: string, amount: bigint) {
   const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
   const signed = signTransfer(
-    { networkId: network.id, assetNetworkId: f.catalog.assetNetworkId, fromAddress: payer.address, fromPublicKey: payer.publicKey, toAddress, amount: amount.toString(), nonce: randomUUID() },
+    {
+      networkId: network.id,
+      assetNetworkId: f.catalog.assetNetworkId,
+      fromAddress: payer.address,
+      fromPublicKey: payer.publicKey,
+      toAddress,
+      amount: amount.toString(),
+      nonce: randomUUID(),
+    },
     payer.privateKey,
   );
   await adapterFor('SANDBOX', app.deps.db, { clock: app.deps.clock, boss: app.deps.boss }).broadcast(networkRef(network), signed, null);
@@ -93,11 +105,13 @@ async function fund(f: MoneyFixture, amount = 1_000_000n, opts: { from?: Payer; 
   return { pi, transactionId: pi.transactionId as string };
 }
 
-const system = async (kind: LedgerAccountKind, assetNetworkId: string) => (await ledgerBalanceOf(app.deps.db, { kind, ownerId: null, organizationId: null, assetNetworkId })).posted;
+const system = async (kind: LedgerAccountKind, assetNetworkId: string) =>
+  (await ledgerBalanceOf(app.deps.db, { kind, ownerId: null, organizationId: null, assetNetworkId })).posted;
 const customer = (f: MoneyFixture, accountId = f.beneficiaryAccountId) =>
   ledgerBalanceOf(app.deps.db, { kind: 'CUSTOMER', ownerId: accountId, organizationId: f.organizationId, assetNetworkId: f.catalog.assetNetworkId });
 /** The organization's refund events and transaction.refunded, in order. */
-const refundEvents = async (f: MoneyFixture) => (await eventsOf(app, f.organizationId)).filter((e) => e.type.startsWith('refund.') || e.type === 'transaction.refunded');
+const refundEvents = async (f: MoneyFixture) =>
+  (await eventsOf(app, f.organizationId)).filter((e) => e.type.startsWith('refund.') || e.type === 'transaction.refunded');
 
 const REQUEST = `mutation($t: ID!, $input: RequestRefundInput, $k: String) {
   requestRefund(transactionId: $t, input: $input, idempotencyKey: $k) { id status requestedAmount toAddress transactionId }
@@ -107,7 +121,11 @@ const REQUEST = `mutation($t: ID!, $input: RequestRefundInput, $k: String) {
 
 describe('fee arithmetic (computeFee)', () => {
   const terms = (percentage: string, extra: Partial<{ fixedAmount: string; minimumAmount: string; maximumAmount: string | null }> = {}) => ({
-    percentage, fixedAmount: '0', minimumAmount: '0', maximumAmount: null, ...extra,
+    percentage,
+    fixedAmount: '0',
+    minimumAmount: '0',
+    maximumAmount: null,
+    ...extra,
   });
   test('percentage half up, plus fixed, then the minimum, then the maximum; no policy: 0', () => {
     expect(computeFee(1_000n, null)).toEqual({ fee: 0n, percentage: 0n });
@@ -140,18 +158,44 @@ describe('refunds', () => {
     expect(r.headers.get('location')).toBe(`/v1/refunds/${id}`);
     expect(r.body).toEqual({ id }); // { id } beside Location
     expect(await refundOf(f, id)).toMatchObject({
-      id, status: 'PENDING', transactionId, organizationId: f.organizationId, applicationId: f.applicationId, environmentId: f.environmentId,
-      environmentType: 'SANDBOX', assetNetworkId: an, requestedAmount: null, reason: 'order cancelled', toAddress: payer.address, amount: null, executedAt: null,
+      id,
+      status: 'PENDING',
+      transactionId,
+      organizationId: f.organizationId,
+      applicationId: f.applicationId,
+      environmentId: f.environmentId,
+      environmentType: 'SANDBOX',
+      assetNetworkId: an,
+      requestedAmount: null,
+      reason: 'order cancelled',
+      toAddress: payer.address,
+      amount: null,
+      executedAt: null,
     });
 
     await drainMoneyWork(app);
     const done = await refundOf(f, id);
     expect(done).toMatchObject({
-      status: 'EXECUTED', amount: '1000000', feeAmount: '15000', netAmount: '985000', reversedAmount: '0', isTotal: true,
-      refundFeePolicyId: policyId, fromAddress: pi.address, toAddress: payer.address, rejectionReason: null, rejectedAt: null,
+      status: 'EXECUTED',
+      amount: '1000000',
+      feeAmount: '15000',
+      netAmount: '985000',
+      reversedAmount: '0',
+      isTotal: true,
+      refundFeePolicyId: policyId,
+      fromAddress: pi.address,
+      toAddress: payer.address,
+      rejectionReason: null,
+      rejectedAt: null,
     });
     expect(done.txHash).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(await txOf(f, transactionId)).toMatchObject({ status: 'REFUNDED', fundedAmount: '1000000', refundedAmount: '1000000', reversedAmount: '0', escrowAmount: '0' });
+    expect(await txOf(f, transactionId)).toMatchObject({
+      status: 'REFUNDED',
+      fundedAmount: '1000000',
+      refundedAmount: '1000000',
+      reversedAmount: '0',
+      escrowAmount: '0',
+    });
 
     // On the chain: the transfer leaves the deposit address for the payer, signed with the address's key.
     const transfer = await app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
@@ -172,11 +216,16 @@ describe('refunds', () => {
       { type: 'transaction.refunded', body: { TransactionId: transactionId, RefundId: id, IsTotal: true } },
     ]);
     const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: id }, orderBy: { id: 'asc' } });
-    expect(audit.map((a) => [a.action, a.actorType])).toEqual([['refund.requested', 'API_KEY'], ['refund.executed', 'SYSTEM']]);
+    expect(audit.map((a) => [a.action, a.actorType])).toEqual([
+      ['refund.requested', 'API_KEY'],
+      ['refund.executed', 'SYSTEM'],
+    ]);
 
     // A job delivered again changes nothing.
     const { executeRefund } = await import('./refunds');
-    expect(await executeRefund({ db: app.deps.db, clock: app.deps.clock, boss: app.deps.boss, sealingKey: app.deps.sealingKey }, id)).toEqual({ status: 'SKIPPED' });
+    expect(await executeRefund({ db: app.deps.db, clock: app.deps.clock, boss: app.deps.boss, sealingKey: app.deps.sealingKey }, id)).toEqual({
+      status: 'SKIPPED',
+    });
   });
 
   test('partial refunds: two, then the rest (REST and GraphQL); only the last is total', async () => {
@@ -186,7 +235,11 @@ describe('refunds', () => {
     expect(a).toMatchObject({ status: 'EXECUTED', amount: '300000', feeAmount: '0', netAmount: '300000', isTotal: false });
     expect(await txOf(f, transactionId)).toMatchObject({ status: 'RESERVED', refundedAmount: '300000', escrowAmount: '700000' });
 
-    const g = await app.gql<{ requestRefund: { id: string; status: string; requestedAmount: string } }>(REQUEST, { t: transactionId, input: { amount: '200000', reason: 'one item back' } }, f.member.headers);
+    const g = await app.gql<{ requestRefund: { id: string; status: string; requestedAmount: string } }>(
+      REQUEST,
+      { t: transactionId, input: { amount: '200000', reason: 'one item back' } },
+      f.member.headers,
+    );
     expect(g.errors).toBeUndefined();
     expect(g.data!.requestRefund).toMatchObject({ status: 'PENDING', requestedAmount: '200000', transactionId, toAddress: payerAddress(f.organizationId) });
     await drainMoneyWork(app);
@@ -201,7 +254,9 @@ describe('refunds', () => {
     expect(list.status).toBe(200);
     expect(list.body.map((x: { id: string }) => x.id)).toEqual([a.id, g.data!.requestRefund.id, c.id]);
     const viaGql = await app.gql<{ transaction: { refunds: { id: string; amount: string }[] } }>(
-      'query($id: ID!) { transaction(id: $id) { refunds { id amount } } }', { id: transactionId }, f.apiKeyHeaders,
+      'query($id: ID!) { transaction(id: $id) { refunds { id amount } } }',
+      { id: transactionId },
+      f.apiKeyHeaders,
     );
     expect(viaGql.data!.transaction.refunds.map((x) => x.amount)).toEqual(['300000', '200000', '500000']);
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
@@ -211,7 +266,15 @@ describe('refunds', () => {
   test('the fee: percentage + fixed, at least the minimum, at most the maximum; a fee not below the amount is rejected', async () => {
     const f = await fixture();
     const an = f.catalog.assetNetworkId;
-    await configure({ scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, percentage: '10', fixedAmount: '1000', minimumAmount: '50000', maximumAmount: '70000' });
+    await configure({
+      scope: 'APPLICATION',
+      applicationId: f.applicationId,
+      assetNetworkId: an,
+      percentage: '10',
+      fixedAmount: '1000',
+      minimumAmount: '50000',
+      maximumAmount: '70000',
+    });
     const { transactionId } = await fund(f, 2_000_000n);
     expect(await refund(f, transactionId, { amount: '100000' })).toMatchObject({ status: 'EXECUTED', feeAmount: '50000', netAmount: '50000' });
     expect(await refund(f, transactionId, { amount: '1000000' })).toMatchObject({ status: 'EXECUTED', feeAmount: '70000', netAmount: '930000' });
@@ -227,7 +290,10 @@ describe('refunds', () => {
     }
     expect(await txOf(f, transactionId)).toEqual({ ...before, updatedAt: expect.any(String) });
     expect(await system('PLATFORM_REVENUE', an)).toBe(181_000n);
-    expect((await refundEvents(f)).filter((e) => e.type === 'refund.rejected').map((e) => (e.body.Reason as string).split(':')[0])).toEqual(['FEE_EXCEEDS_AMOUNT', 'FEE_EXCEEDS_AMOUNT']);
+    expect((await refundEvents(f)).filter((e) => e.type === 'refund.rejected').map((e) => (e.body.Reason as string).split(':')[0])).toEqual([
+      'FEE_EXCEEDS_AMOUNT',
+      'FEE_EXCEEDS_AMOUNT',
+    ]);
   });
 });
 
@@ -240,9 +306,16 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     expect(r.rejectionReason).toMatch(new RegExp(`^${code}: `));
     expect(r.rejectedAt).toEqual(expect.any(String));
     const events = await refundEvents(f);
-    expect(events.filter((e) => e.body.RefundId === id)).toEqual([{ type: 'refund.rejected', body: { RefundId: id, TransactionId: transactionId, Reason: r.rejectionReason } }]);
+    expect(events.filter((e) => e.body.RefundId === id)).toEqual([
+      { type: 'refund.rejected', body: { RefundId: id, TransactionId: transactionId, Reason: r.rejectionReason } },
+    ]);
     const after = await txOf(f, transactionId);
-    expect(after).toMatchObject({ status: before.status, refundedAmount: before.refundedAmount, reversedAmount: before.reversedAmount, escrowAmount: before.escrowAmount });
+    expect(after).toMatchObject({
+      status: before.status,
+      refundedAmount: before.refundedAmount,
+      reversedAmount: before.reversedAmount,
+      escrowAmount: before.escrowAmount,
+    });
     expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `refund:${id}` } })).toBe(0);
     return r;
   }
@@ -254,7 +327,11 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     expect((await refund(f, transactionId)).status).toBe('EXECUTED');
     const second = await ask(f, transactionId);
     const r = await expectRejected(f, transactionId, second, 'NOTHING_TO_REFUND');
-    const g = await app.gql<{ refund: { status: string; rejectionReason: string } }>('query($id: ID!) { refund(id: $id) { status rejectionReason } }', { id: second }, f.member.headers);
+    const g = await app.gql<{ refund: { status: string; rejectionReason: string } }>(
+      'query($id: ID!) { refund(id: $id) { status rejectionReason } }',
+      { id: second },
+      f.member.headers,
+    );
     expect(g.data!.refund).toEqual({ status: 'REJECTED', rejectionReason: r.rejectionReason });
   });
 
@@ -281,27 +358,31 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
   test('SELF_CUSTODY_SIGNING_REQUIRED when the deposit address is of a self-custody wallet', async () => {
     const f = await fixture();
     const w = await app.rest('POST', `/v1/applications/${f.applicationId}/wallets`, {
-      headers: f.apiKeyHeaders, body: { networkId: f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: generateKeyPair().publicKey },
+      headers: f.apiKeyHeaders,
+      body: { networkId: f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: generateKeyPair().publicKey },
     });
     expect(w.status, w.text).toBe(201);
     const { transactionId } = await fund(f, 1_000_000n, { intent: { walletId: idOf(w) } });
     await expectRejected(f, transactionId, await ask(f, transactionId), 'SELF_CUSTODY_SIGNING_REQUIRED');
   });
 
-  test('CONTROLLED_BALANCE_INSUFFICIENT when no controlled address can spend it (the deposit is not mined yet): the ledger posting is rolled back', async () => {
-    const f = await fixture(0);
-    const an = f.catalog.assetNetworkId;
-    const { pi, transactionId } = await fund(f, 1_000_000n, { mine: false });
-    const clearing = await system('CHAIN_CLEARING', an);
-    const id = await ask(f, transactionId, { amount: '400000' });
-    const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
-    expect(r.rejectionReason).toContain('insufficient funds');
-    expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
-    expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
-    // Once the deposit is mined the same refund goes through.
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
-  });
+  test(
+    'CONTROLLED_BALANCE_INSUFFICIENT when no controlled address can spend it (the deposit is not mined yet): the ' + 'ledger posting is rolled back',
+    async () => {
+      const f = await fixture(0);
+      const an = f.catalog.assetNetworkId;
+      const { pi, transactionId } = await fund(f, 1_000_000n, { mine: false });
+      const clearing = await system('CHAIN_CLEARING', an);
+      const id = await ask(f, transactionId, { amount: '400000' });
+      const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
+      expect(r.rejectionReason).toContain('insufficient funds');
+      expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
+      expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
+      // Once the deposit is mined the same refund goes through.
+      await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+      expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
+    },
+  );
 
   test("the intent's deposit address emptied by another customer's withdrawal: another deposit address of the organization pays the refund", async () => {
     // Issue 15: the coins at the intent's address paid a withdrawal of another account of the same
@@ -317,11 +398,13 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     expect(s.status, s.text).toBe(201);
     await drainMoneyWork(app);
     const dest = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
-      headers: f.apiKeyHeaders, body: { networkId: f.catalog.networkId, address: '0x00000000000000000000000000000000000000e5' },
+      headers: f.apiKeyHeaders,
+      body: { networkId: f.catalog.networkId, address: '0x00000000000000000000000000000000000000e5' },
     });
     expect(dest.status, dest.text).toBe(201);
     const w = await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/withdrawals`, {
-      headers: f.apiKeyHeaders, body: { amount: '1000000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+      headers: f.apiKeyHeaders,
+      body: { amount: '1000000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
     });
     expect(w.status, w.text).toBe(201);
     await drainMoneyWork(app);
@@ -345,11 +428,17 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     const an = f.catalog.assetNetworkId;
     const payer = await payerWithFunds(f);
     const { pi, transactionId } = await fund(f, 1_000_000n, { from: payer });
-    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: op, body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' } });
+    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: op,
+      body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' },
+    });
     expect(reg.status, reg.text).toBe(201);
     const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op })).body as { id: string; address: string };
     const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: pi.address }, select: { id: true } });
-    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: op, body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id } });
+    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+      headers: op,
+      body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id },
+    });
     expect(sw.status, sw.text).toBe(201);
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, pi.address)).toBe(0n);
@@ -370,12 +459,18 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
     const f = await fixture();
     const { transactionId } = await fund(f);
     for (const [body, field] of [
-      [{ amount: '0' }, 'amount'], [{ amount: '1.5' }, 'amount'], [{ amount: '-5' }, 'amount'],
-      [{ toAddress: '0x' + '1'.repeat(40) }, 'toAddress'], [{ reason: '' }, 'reason'],
+      [{ amount: '0' }, 'amount'],
+      [{ amount: '1.5' }, 'amount'],
+      [{ amount: '-5' }, 'amount'],
+      [{ toAddress: '0x' + '1'.repeat(40) }, 'toAddress'],
+      [{ reason: '' }, 'reason'],
     ] as const) {
       const r = await post(f, transactionId, body as Record<string, unknown>);
       expect([r.status, r.body.code], JSON.stringify(body)).toEqual([400, 'VALIDATION_FAILED']);
-      expect(r.body.errors?.map((e: { field: string }) => e.field), JSON.stringify(body) + r.text).toEqual([field]);
+      expect(
+        r.body.errors?.map((e: { field: string }) => e.field),
+        JSON.stringify(body) + r.text,
+      ).toEqual([field]);
     }
     expect((await post(f, transactionId, { colour: 'red' })).status).toBe(400);
     expect((await post(f, transactionId, { amount: 100 })).status).toBe(400); // not a string: GraphQL coercion
@@ -482,7 +577,11 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
     ] as const) {
       const r = await app.rest('POST', '/v1/admin/refund-fee-policy', { headers: op, body: input });
       expect(r.status, JSON.stringify(input) + r.text).toBe(400);
-      if (field !== '(input)') expect(r.body.errors.map((e: { field: string }) => e.field), JSON.stringify(input)).toContain(field);
+      if (field !== '(input)')
+        expect(
+          r.body.errors.map((e: { field: string }) => e.field),
+          JSON.stringify(input),
+        ).toContain(field);
     }
     expect(await app.deps.db.refundFeePolicy.count()).toBe(before);
 
@@ -490,15 +589,32 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
     const m = `mutation($input: ConfigureRefundFeePolicyInput!) { adminConfigureRefundFeePolicy(input: $input) {
       id scope organizationId applicationId assetNetworkId version percentage fixedAmount minimumAmount maximumAmount allowReversalAfterSettlement effectiveFrom } }`;
     const g1 = await app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(m, { input: body }, op);
-    const g2 = await app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(m, { input: { ...body, percentage: '2.25', allowReversalAfterSettlement: true } }, op);
+    const g2 = await app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(
+      m,
+      { input: { ...body, percentage: '2.25', allowReversalAfterSettlement: true } },
+      op,
+    );
     expect(g1.data!.adminConfigureRefundFeePolicy).toMatchObject({
-      scope: 'ORGANIZATION', organizationId: f.organizationId, applicationId: null, assetNetworkId: null, version: 1, percentage: '1', fixedAmount: '0',
-      minimumAmount: '0', maximumAmount: null, allowReversalAfterSettlement: false, effectiveFrom: app.clock.now().toISOString(),
+      scope: 'ORGANIZATION',
+      organizationId: f.organizationId,
+      applicationId: null,
+      assetNetworkId: null,
+      version: 1,
+      percentage: '1',
+      fixedAmount: '0',
+      minimumAmount: '0',
+      maximumAmount: null,
+      allowReversalAfterSettlement: false,
+      effectiveFrom: app.clock.now().toISOString(),
     });
     expect(g2.data!.adminConfigureRefundFeePolicy).toMatchObject({ version: 2, percentage: '2.25', allowReversalAfterSettlement: true });
     const [entry] = await app.deps.db.auditLogEntry.findMany({ where: { entityId: g2.data!.adminConfigureRefundFeePolicy.id as string } });
     expect(entry).toMatchObject({ action: 'refund_fee_policy.configured', actorType: 'OPERATOR', organizationId: f.organizationId });
-    const q = await app.gql<{ refundFeePolicies: { version: number }[] }>('query($o: ID) { refundFeePolicies(organizationId: $o) { version } }', { o: f.organizationId }, op);
+    const q = await app.gql<{ refundFeePolicies: { version: number }[] }>(
+      'query($o: ID) { refundFeePolicies(organizationId: $o) { version } }',
+      { o: f.organizationId },
+      op,
+    );
     expect(q.data!.refundFeePolicies.map((p) => p.version)).toEqual([1, 2]);
     const denied = await app.gql('query { refundFeePolicies { id } }', {}, f.member.headers);
     expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
@@ -551,7 +667,10 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
 
 describe('refunds after settlement (reversal from the beneficiaries)', () => {
   async function settle(f: MoneyFixture, transactionId: string, amount?: bigint) {
-    const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders, ...(amount ? { body: { amount: amount.toString() } } : {}) });
+    const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
+      headers: f.apiKeyHeaders,
+      ...(amount ? { body: { amount: amount.toString() } } : {}),
+    });
     expect(r.status, r.text).toBe(201);
     await drainMoneyWork(app);
     const s = await app.rest('GET', `/v1/settlements/${idOf(r)}`, { headers: f.apiKeyHeaders });
@@ -560,14 +679,23 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
   }
   const allocation = (id: string) => app.deps.db.settlementAllocation.findUniqueOrThrow({ where: { id } });
   const retainedBalance = async (f: MoneyFixture, allocationId: string) =>
-    (await ledgerBalanceOf(app.deps.db, { kind: 'RETAINED', ownerId: allocationId, organizationId: f.organizationId, assetNetworkId: f.catalog.assetNetworkId })).posted;
+    (
+      await ledgerBalanceOf(app.deps.db, {
+        kind: 'RETAINED',
+        ownerId: allocationId,
+        organizationId: f.organizationId,
+        assetNetworkId: f.catalog.assetNetworkId,
+      })
+    ).posted;
 
   test('refused without the policy; with it, RETAINED portions first, then released ones, newest settlement first', async () => {
     const f = await fixture();
     const { pi, transactionId } = await fund(f);
     const s1 = await settle(f, transactionId, 400_000n);
     expect(s1.allocations).toMatchObject([{ status: 'RELEASED', amount: '400000' }]);
-    expect((await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { headers: f.member.headers, body: { reason: 'KYC refresh' } })).status).toBe(204);
+    expect(
+      (await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { headers: f.member.headers, body: { reason: 'KYC refresh' } })).status,
+    ).toBe(204);
     app.clock.advance(1000);
     const s2 = await settle(f, transactionId, 300_000n);
     expect(s2.allocations).toMatchObject([{ status: 'RETAINED', amount: '300000' }]);
@@ -587,7 +715,13 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     expect((await allocation(s1.allocations[0]!.id)).reversedAmount.toFixed()).toBe('0');
     expect(await retainedBalance(f, s2.allocations[0]!.id)).toBe(100_000n);
     expect((await customer(f)).posted).toBe(400_000n);
-    expect(await txOf(f, transactionId)).toMatchObject({ status: 'SETTLED', settledAmount: '700000', refundedAmount: '500000', reversedAmount: '200000', escrowAmount: '0' });
+    expect(await txOf(f, transactionId)).toMatchObject({
+      status: 'SETTLED',
+      settledAmount: '700000',
+      refundedAmount: '500000',
+      reversedAmount: '200000',
+      escrowAmount: '0',
+    });
 
     // Next: 100,000 RETAINED, then 200,000 of the released portion, whose account is frozen: rejected, nothing moved.
     const b = await refund(f, transactionId, { amount: '300000' });
@@ -624,10 +758,13 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     await configure({ scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, allowReversalAfterSettlement: true, percentage: '1' });
     // A pending withdrawal of 600,000 holds part of the beneficiary's balance.
     const hold = await createHold(app.deps.db, {
-      idempotencyKey: `test-hold:${randomUUID()}`, nature: 'test.withdrawal', organizationId: f.organizationId,
+      idempotencyKey: `test-hold:${randomUUID()}`,
+      nature: 'test.withdrawal',
+      organizationId: f.organizationId,
       debit: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, organizationId: f.organizationId, assetNetworkId: an },
       credit: { kind: 'SUSPENSE', ownerId: f.organizationId, organizationId: f.organizationId, assetNetworkId: an },
-      amount: 600_000n, postedAt: app.clock.now(),
+      amount: 600_000n,
+      postedAt: app.clock.now(),
     });
     expect((await customer(f)).available).toBe(400_000n);
     const revenue = await system('PLATFORM_REVENUE', an);
@@ -639,7 +776,12 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     expect(await system('PLATFORM_REVENUE', an)).toBe(revenue);
     expect((await refundEvents(f)).map((e) => e.type)).toEqual(['refund.rejected']);
 
-    await voidHold(app.deps.db, { holdId: hold.holdId, idempotencyKey: `test-hold-void:${hold.holdId}`, nature: 'test.withdrawal.void', postedAt: app.clock.now() });
+    await voidHold(app.deps.db, {
+      holdId: hold.holdId,
+      idempotencyKey: `test-hold-void:${hold.holdId}`,
+      nature: 'test.withdrawal.void',
+      postedAt: app.clock.now(),
+    });
     const ok = await refund(f, transactionId, { amount: '500000' });
     expect(ok).toMatchObject({ status: 'EXECUTED', reversedAmount: '500000', feeAmount: '5000', netAmount: '495000', isTotal: true });
     expect((await customer(f)).posted).toBe(500_000n);

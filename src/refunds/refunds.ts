@@ -12,13 +12,16 @@ import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { sendFromTreasury } from '../treasury/payouts';
-import { auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../settlements/escrow';
-import { computeFee, refundFeePolicyInForce } from '../settlements/policies';
-import { sendRefundExecution } from '../settlements/queues';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
+import { computeFee, refundFeePolicyInForce } from '../settlements/policies/policies';
+import { sendRefundExecution } from '../kernel/queues';
 
 /**
  * Refunds (docs/refunds.md): money of a funded transaction goes back to the payer's origin on the
@@ -63,11 +66,13 @@ export const REJECTION_MESSAGES: Record<RejectionCode, string> = {
   BENEFICIARY_BALANCE_INSUFFICIENT: "A beneficiary's available balance cannot cover the reversal of its settled portion.",
   BENEFICIARY_ACCOUNT_UNAVAILABLE: "A beneficiary's account is frozen or closed: its settled portion cannot be taken back.",
   PAYER_ORIGIN_UNKNOWN: "The payer's origin address is unknown.",
-  SELF_CUSTODY_SIGNING_REQUIRED: 'The deposit address belongs to a SELF_CUSTODY wallet: the refund must be signed by the integrator (signing requests are not built yet).',
+  SELF_CUSTODY_SIGNING_REQUIRED:
+    'The deposit address belongs to a SELF_CUSTODY wallet: the refund must be signed by the integrator (signing requests are not built yet).',
   ASSET_NETWORK_UNAVAILABLE: 'The asset-network is not ENABLED (paused or disabled by the platform): nothing is sent on it.',
   BROADCAST_REFUSED: 'The network refused the refund transfer.',
   CONTROLLED_BALANCE_INSUFFICIENT:
-    "No address the platform controls for the organization on this asset-network can send the amount (the transaction's deposit address, the organization's other deposit addresses, the HOT treasury).",
+    'No address the platform controls for the organization on this asset-network can send the amount (the ' +
+    "transaction's deposit address, the organization's other deposit addresses, the HOT treasury).",
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -136,7 +141,12 @@ const REFUNDABLE_STATUSES = ['RESERVED', 'SETTLED', 'REFUNDED'] as const;
  * included); none: everything in its escrow when it executes. With an Idempotency-Key the same
  * request answers the same refund.
  */
-export async function requestRefund(ctx: Context, transactionIdArg: unknown, input: RequestRefundInput | null | undefined, idempotencyKey: string | null | undefined): Promise<Refund> {
+export async function requestRefund(
+  ctx: Context,
+  transactionIdArg: unknown,
+  input: RequestRefundInput | null | undefined,
+  idempotencyKey: string | null | undefined,
+): Promise<Refund> {
   const parsed = requestRefundInput.safeParse(input ?? {});
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
@@ -170,13 +180,25 @@ export async function requestRefund(ctx: Context, transactionIdArg: unknown, inp
         const id = uuidv7();
         await tx.refund.create({
           data: {
-            id, organizationId: t.organizationId, applicationId: t.applicationId, environmentId: t.environmentId, environmentType: t.environmentType,
-            transactionId: t.id, assetNetworkId: t.assetNetworkId, requestedAmount: amount ?? null, reason: reason ?? null, toAddress: destination,
-            createdAt: now, updatedAt: now,
+            id,
+            organizationId: t.organizationId,
+            applicationId: t.applicationId,
+            environmentId: t.environmentId,
+            environmentType: t.environmentType,
+            transactionId: t.id,
+            assetNetworkId: t.assetNetworkId,
+            requestedAmount: amount ?? null,
+            reason: reason ?? null,
+            toAddress: destination,
+            createdAt: now,
+            updatedAt: now,
           },
         });
         await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId: t.organizationId, entityType: 'Refund', entityId: id, action: 'refund.requested',
+          organizationId: t.organizationId,
+          entityType: 'Refund',
+          entityId: id,
+          action: 'refund.requested',
           after: { status: 'PENDING', transactionId: t.id, requestedAmount: amount ?? null, reason: reason ?? null, toAddress: destination },
         });
         await sendRefundExecution(tx, ctx.deps.boss, id);
@@ -190,14 +212,14 @@ export async function requestRefund(ctx: Context, transactionIdArg: unknown, inp
 // ------------------------------------------------------------------------------------------------
 // Execution (the refund.execute job)
 
-export type RefundOutcome =
-  | { status: 'EXECUTED'; isTotal: boolean }
-  | { status: 'REJECTED'; reason: RejectionCode }
-  | { status: 'SKIPPED' };
+export type RefundOutcome = { status: 'EXECUTED'; isTotal: boolean } | { status: 'REJECTED'; reason: RejectionCode } | { status: 'SKIPPED' };
 
 /** A refusal found after writes began: the transaction is rolled back and the rejection recorded in a new one. */
 class Rejection extends Error {
-  constructor(readonly code: RejectionCode, readonly detail: string) {
+  constructor(
+    readonly code: RejectionCode,
+    readonly detail: string,
+  ) {
     super(`${code}: ${detail}`);
   }
 }
@@ -292,7 +314,12 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   const escrow = escrowOf(t);
   const amount = r.requestedAmount === null ? escrow : numericToAmount(r.requestedAmount);
   if (amount === 0n) return refuse('NOTHING_TO_REFUND');
-  const policy = await refundFeePolicyInForce(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId, at: now });
+  const policy = await refundFeePolicyInForce(tx, {
+    organizationId: t.organizationId,
+    applicationId: t.applicationId,
+    assetNetworkId: t.assetNetworkId,
+    at: now,
+  });
   let allocations: AllocationRow[] = [];
   if (amount > escrow) {
     if (!policy?.allowReversalAfterSettlement)
@@ -318,9 +345,13 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   if (!r.toAddress) return refuse('PAYER_ORIGIN_UNKNOWN');
   const intent = await tx.paymentIntent.findUnique({ where: { transactionId: t.id }, select: { depositAddressId: true } });
   const depositAddressId =
-    intent?.depositAddressId ?? (await tx.deposit.findFirst({ where: { transactionId: t.id, creditedTo: 'ESCROW' }, select: { depositAddressId: true } }))?.depositAddressId;
+    intent?.depositAddressId ??
+    (await tx.deposit.findFirst({ where: { transactionId: t.id, creditedTo: 'ESCROW' }, select: { depositAddressId: true } }))?.depositAddressId;
   if (!depositAddressId) return refuse('PAYER_ORIGIN_UNKNOWN', 'The transaction has no deposit address to send the refund from.');
-  const address = await tx.depositAddress.findUniqueOrThrow({ where: { id: depositAddressId }, include: { wallet: { select: { id: true, custodyMode: true } } } });
+  const address = await tx.depositAddress.findUniqueOrThrow({
+    where: { id: depositAddressId },
+    include: { wallet: { select: { id: true, custodyMode: true } } },
+  });
   if (address.wallet.custodyMode === 'SELF_CUSTODY') return refuse('SELF_CUSTODY_SIGNING_REQUIRED');
   // A transfer on the chain, as a withdrawal's: only on an ENABLED asset-network (re-checked here, at execution).
   const assetNetwork = await tx.assetNetwork.findUniqueOrThrow({ where: { id: t.assetNetworkId }, select: { status: true } });
@@ -361,12 +392,19 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
       organizationId: t.organizationId,
       referenceType: 'Refund',
       referenceId: r.id,
-      metadata: { transactionId: t.id, toAddress: r.toAddress, fromEscrow: amountToString(fromEscrow), reversed: amountToString(reversed), fee: amountToString(fee) },
+      metadata: {
+        transactionId: t.id,
+        toAddress: r.toAddress,
+        fromEscrow: amountToString(fromEscrow),
+        reversed: amountToString(reversed),
+        fee: amountToString(fee),
+      },
       lines: mergeLines(lines),
       postedAt: deps.clock.now(),
     }));
   } catch (e) {
-    if (e instanceof LedgerError && e.reason === 'INSUFFICIENT_FUNDS' && parts.length) throw new Rejection('BENEFICIARY_BALANCE_INSUFFICIENT', `${REJECTION_MESSAGES.BENEFICIARY_BALANCE_INSUFFICIENT} (${e.message})`);
+    if (e instanceof LedgerError && e.reason === 'INSUFFICIENT_FUNDS' && parts.length)
+      throw new Rejection('BENEFICIARY_BALANCE_INSUFFICIENT', `${REJECTION_MESSAGES.BENEFICIARY_BALANCE_INSUFFICIENT} (${e.message})`);
     if (e instanceof LedgerError && (e.reason === 'ACCOUNT_FROZEN' || e.reason === 'ACCOUNT_CLOSED') && parts.length)
       throw new Rejection('BENEFICIARY_ACCOUNT_UNAVAILABLE', `${REJECTION_MESSAGES.BENEFICIARY_ACCOUNT_UNAVAILABLE} (${e.message})`);
     throw e;
@@ -378,7 +416,12 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   //    (same environment type, oldest first), then a HOT treasury address, as custodial withdrawals
   //    are paid. Refused only when none of them can spend the amount.
   const paid = await payFromControlledAddresses(tx, deps, network, address, {
-    assetNetworkId: t.assetNetworkId, organizationId: t.organizationId, environmentType: t.environmentType, toAddress: r.toAddress, amount: net, nonce: r.id,
+    assetNetworkId: t.assetNetworkId,
+    organizationId: t.organizationId,
+    environmentType: t.environmentType,
+    toAddress: r.toAddress,
+    amount: net,
+    nonce: r.id,
   });
   if ('refused' in paid)
     throw new Rejection('CONTROLLED_BALANCE_INSUFFICIENT', `${REJECTION_MESSAGES.CONTROLLED_BALANCE_INSUFFICIENT} Needed ${net}: ${paid.refused}`);
@@ -389,19 +432,46 @@ async function decideAndExecute(tx: Db, deps: MoneyDeps, refundId: string): Prom
   await tx.refund.update({
     where: { id: r.id },
     data: {
-      status: 'EXECUTED', amount: amountToNumeric(amount), feeAmount: amountToNumeric(fee), netAmount: amountToNumeric(net), reversedAmount: amountToNumeric(reversed),
-      refundFeePolicyId: policy?.id ?? null, fromAddress, txHash, isTotal, executedAt: now, ledgerTransactionId, updatedAt: deps.clock.now(),
+      status: 'EXECUTED',
+      amount: amountToNumeric(amount),
+      feeAmount: amountToNumeric(fee),
+      netAmount: amountToNumeric(net),
+      reversedAmount: amountToNumeric(reversed),
+      refundFeePolicyId: policy?.id ?? null,
+      fromAddress,
+      txHash,
+      isTotal,
+      executedAt: now,
+      ledgerTransactionId,
+      updatedAt: deps.clock.now(),
     },
   });
   await emit(tx, deps, t.organizationId, 'refund.executed', { RefundId: r.id, TransactionId: t.id, Amount: amount, ExecutedAt: now });
   await emit(tx, deps, t.organizationId, 'transaction.refunded', { TransactionId: t.id, RefundId: r.id, IsTotal: isTotal });
   await auditAs(tx, deps, systemActor(), {
-    organizationId: t.organizationId, entityType: 'Refund', entityId: r.id, action: 'refund.executed',
+    organizationId: t.organizationId,
+    entityType: 'Refund',
+    entityId: r.id,
+    action: 'refund.executed',
     before: { status: 'PENDING' },
     after: {
-      status: 'EXECUTED', amount: amountToString(amount), feeAmount: amountToString(fee), netAmount: amountToString(net), reversedAmount: amountToString(reversed),
-      reversals: parts.map((p) => ({ allocationId: p.allocation.id, accountId: p.allocation.accountId, status: p.allocation.status, amount: amountToString(p.amount) })),
-      refundFeePolicyId: policy?.id ?? null, fromAddress, toAddress: r.toAddress, txHash, isTotal, ledgerTransactionId,
+      status: 'EXECUTED',
+      amount: amountToString(amount),
+      feeAmount: amountToString(fee),
+      netAmount: amountToString(net),
+      reversedAmount: amountToString(reversed),
+      reversals: parts.map((p) => ({
+        allocationId: p.allocation.id,
+        accountId: p.allocation.accountId,
+        status: p.allocation.status,
+        amount: amountToString(p.amount),
+      })),
+      refundFeePolicyId: policy?.id ?? null,
+      fromAddress,
+      toAddress: r.toAddress,
+      txHash,
+      isTotal,
+      ledgerTransactionId,
     },
   });
   return { status: 'EXECUTED', isTotal };
@@ -426,10 +496,14 @@ async function payFromControlledAddresses(
 ): Promise<{ txHash: string; fromAddress: string } | { refused: string }> {
   const others = await tx.depositAddress.findMany({
     where: {
-      organizationId: p.organizationId, networkId: network.id, assetNetworkId: p.assetNetworkId, id: { not: first.id },
+      organizationId: p.organizationId,
+      networkId: network.id,
+      assetNetworkId: p.assetNetworkId,
+      id: { not: first.id },
       wallet: { custodyMode: 'CUSTODIAL', environmentType: p.environmentType },
     },
-    orderBy: { id: 'asc' }, take: MAX_REFUND_SOURCES,
+    orderBy: { id: 'asc' },
+    take: MAX_REFUND_SOURCES,
   });
   const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
   const refusals: string[] = [];
@@ -442,7 +516,15 @@ async function payFromControlledAddresses(
       const signed = await adapter
         .signTransfer(
           networkRef(network),
-          { networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: p.toAddress, amount: p.amount.toString(), nonce: p.nonce },
+          {
+            networkId: network.id,
+            assetNetworkId: p.assetNetworkId,
+            fromAddress: a.address,
+            fromPublicKey: a.publicKey,
+            toAddress: p.toAddress,
+            amount: p.amount.toString(),
+            nonce: p.nonce,
+          },
           key,
         )
         .finally(() => key.fill(0));
@@ -457,7 +539,13 @@ async function payFromControlledAddresses(
   } finally {
     for (const root of roots.values()) root.fill(0);
   }
-  const treasury = await sendFromTreasury(tx, deps, network, { assetNetworkId: p.assetNetworkId, toAddress: p.toAddress, amount: p.amount, nonce: p.nonce, organizationId: p.organizationId });
+  const treasury = await sendFromTreasury(tx, deps, network, {
+    assetNetworkId: p.assetNetworkId,
+    toAddress: p.toAddress,
+    amount: p.amount,
+    nonce: p.nonce,
+    organizationId: p.organizationId,
+  });
   if ('refused' in treasury) return { refused: [...refusals, treasury.refused].join('; ') };
   return { txHash: treasury.txHash, fromAddress: treasury.fromAddress };
 }
@@ -468,9 +556,12 @@ async function reject(tx: Db, deps: MoneyDeps, r: Refund, code: RejectionCode, d
   await tx.refund.update({ where: { id: r.id }, data: { status: 'REJECTED', rejectionReason: reason, rejectedAt: now, updatedAt: deps.clock.now() } });
   await emit(tx, deps, r.organizationId, 'refund.rejected', { RefundId: r.id, TransactionId: r.transactionId, Reason: reason });
   await auditAs(tx, deps, systemActor(), {
-    organizationId: r.organizationId, entityType: 'Refund', entityId: r.id, action: 'refund.rejected',
-    before: { status: 'PENDING' }, after: { status: 'REJECTED', rejectionReason: reason },
+    organizationId: r.organizationId,
+    entityType: 'Refund',
+    entityId: r.id,
+    action: 'refund.rejected',
+    before: { status: 'PENDING' },
+    after: { status: 'REJECTED', rejectionReason: reason },
   });
   return { status: 'REJECTED', reason: code };
 }
-

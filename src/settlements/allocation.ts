@@ -49,12 +49,17 @@ export interface Allocation {
 /** The split rules cannot cover the distributable amount exactly (percentages not 100, none at all with a remainder). */
 export class SplitRulesInvalid extends Error {}
 
-export function allocate(distributable: Amount, rules: readonly SplitRuleInput[], beneficiary: { participantId: string; accountId: string } | null): Allocation {
+export function allocate(
+  distributable: Amount,
+  rules: readonly SplitRuleInput[],
+  beneficiary: { participantId: string; accountId: string } | null,
+): Allocation {
   if (distributable < 0n) throw new RangeError('the distributable amount is never negative');
   const fixedAllocated = new Map<string, Amount>();
   if (!rules.length) {
     if (!beneficiary) throw new SplitRulesInvalid('the transaction has neither split rules nor a beneficiary');
-    const portions = distributable > 0n ? [{ splitRuleId: null, participantId: beneficiary.participantId, accountId: beneficiary.accountId, amount: distributable }] : [];
+    const portions =
+      distributable > 0n ? [{ splitRuleId: null, participantId: beneficiary.participantId, accountId: beneficiary.accountId, amount: distributable }] : [];
     return { portions, fixedAllocated };
   }
   const ordered = [...rules].sort((a, b) => a.position - b.position);
@@ -75,7 +80,10 @@ export function allocate(distributable: Amount, rules: readonly SplitRuleInput[]
     if (!percentageRules.length) throw new SplitRulesInvalid('no percentage rule takes what the fixed amounts leave');
     const total = percentageRules.reduce((s, r) => s + r.percentage!, 0n);
     if (total !== HUNDRED_PERCENT) throw new SplitRulesInvalid('the split percentages do not sum to exactly 100');
-    const shares = splitByPercentages(left, percentageRules.map((r) => r.percentage!));
+    const shares = splitByPercentages(
+      left,
+      percentageRules.map((r) => r.percentage!),
+    );
     percentageRules.forEach((r, i) => amounts.set(r.id, (amounts.get(r.id) ?? 0n) + shares[i]!));
   }
   const portions = ordered

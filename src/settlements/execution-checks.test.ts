@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { drainMoneyWork, fundedTransaction } from './testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 
 /**
  * Issue 25, point 4: settlement execution, the release of retained portions and refund execution
@@ -54,7 +54,9 @@ describe('refunds', () => {
     const { f, transactionId } = await fundedTransaction(app, 500_000n);
     const r1 = await app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: f.apiKeyHeaders, body: { amount: '100000' } });
     expect(r1.status, r1.text).toBe(201);
-    expect((await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/pause`, { headers: op, body: { reason: 'chain incident' } })).status).toBe(204);
+    expect(
+      (await app.rest('POST', `/v1/platform/asset-networks/${f.catalog.assetNetworkId}/pause`, { headers: op, body: { reason: 'chain incident' } })).status,
+    ).toBe(204);
     await drainMoneyWork(app);
     const got = (await app.rest('GET', `/v1/refunds/${idOf(r1)}`, { headers: f.apiKeyHeaders })).body;
     expect(got).toMatchObject({ status: 'REJECTED', rejectionReason: expect.stringMatching(/^ASSET_NETWORK_UNAVAILABLE: .*PAUSED/), txHash: null });

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork } from './testing';
+import { createIntent, drainChainSync, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 
 /**
  * Release, settlement and refund against a model (fast-check): random amounts (up to 18-decimal
@@ -35,8 +35,13 @@ beforeAll(async () => {
   const policy = await app.rest('POST', '/v1/admin/pricing-policy', {
     headers: f.catalog.operator.headers,
     body: {
-      scope: 'APPLICATION', organizationId: f.organizationId, applicationId: f.applicationId, assetNetworkId: f.catalog.assetNetworkId,
-      percentage: '2.5', minimumAmount: FEE.minimum.toString(), maximumAmount: FEE.maximum.toString(),
+      scope: 'APPLICATION',
+      organizationId: f.organizationId,
+      applicationId: f.applicationId,
+      assetNetworkId: f.catalog.assetNetworkId,
+      percentage: '2.5',
+      minimumAmount: FEE.minimum.toString(),
+      maximumAmount: FEE.maximum.toString(),
     },
   });
   expect(policy.status, policy.text).toBe(204);
@@ -54,7 +59,11 @@ function modelFee(gross: bigint): bigint {
   return fee;
 }
 
-interface SplitSpec { account: number; percentage?: bigint; fixed?: bigint }
+interface SplitSpec {
+  account: number;
+  percentage?: bigint;
+  fixed?: bigint;
+}
 
 /** Fixed amounts first (each at most what is still owed to it), then largest-remainder shares of the rest. */
 function modelSplit(d: bigint, splits: SplitSpec[], fixedPaid: Map<number, bigint>): Map<number, bigint> {
@@ -87,16 +96,16 @@ function modelSplit(d: bigint, splits: SplitSpec[], fixedPaid: Map<number, bigin
 // ---- the generated scenarios ---------------------------------------------------------------------
 
 type Action =
-  | { kind: 'settle'; share: number }
-  | { kind: 'approve'; milestone: number }
-  | { kind: 'refund'; share: number }
-  | { kind: 'freeze' }
-  | { kind: 'unfreeze' };
+  { kind: 'settle'; share: number } | { kind: 'approve'; milestone: number } | { kind: 'refund'; share: number } | { kind: 'freeze' } | { kind: 'unfreeze' };
 
 const amountArb = fc.oneof(fc.bigInt(1_000n, 10_000_000n), fc.bigInt(10n ** 17n, 10n ** 19n));
 /** 1 to 3 accounts sharing 100% (6 decimals), and maybe a fixed amount for one of them. */
 const splitsArb = fc
-  .tuple(fc.subarray([0, 1, 2], { minLength: 1 }), fc.array(fc.integer({ min: 1, max: 1_000_000 }), { minLength: 3, maxLength: 3 }), fc.option(fc.integer({ min: 0, max: 2 })))
+  .tuple(
+    fc.subarray([0, 1, 2], { minLength: 1 }),
+    fc.array(fc.integer({ min: 1, max: 1_000_000 }), { minLength: 3, maxLength: 3 }),
+    fc.option(fc.integer({ min: 0, max: 2 })),
+  )
   .map(([ids, weights, fixedOn]) => ({ ids, weights, fixedOn }));
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant('settle' as const), share: fc.integer({ min: 1, max: 120 }) }),
@@ -169,13 +178,18 @@ describe('release, settlement and refund against a model', () => {
             headers: H(),
             body: {
               milestones: milestones.map((a) => ({ amount: a.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] })),
-              splits: (splits ?? []).map((s) => ({ accountId: accounts[s.account], ...(s.fixed !== undefined ? { fixedAmount: s.fixed.toString() } : { percentage: pctString(s.percentage!) }) })),
+              splits: (splits ?? []).map((s) => ({
+                accountId: accounts[s.account],
+                ...(s.fixed !== undefined ? { fixedAmount: s.fixed.toString() } : { percentage: pctString(s.percentage!) }),
+              })),
             },
           });
           expect(rule.status, rule.text).toBe(200);
         }
         const conditionIds: string[] = milestones.length
-          ? (await app.rest('GET', `/v1/transactions/${id}/release-rule`, { headers: H() })).body.milestones.map((m: { conditions: { id: string }[] }) => m.conditions[0]!.id)
+          ? (await app.rest('GET', `/v1/transactions/${id}/release-rule`, { headers: H() })).body.milestones.map(
+              (m: { conditions: { id: string }[] }) => m.conditions[0]!.id,
+            )
           : [];
 
         const startBalances = await balances();
@@ -187,10 +201,19 @@ describe('release, settlement and refund against a model', () => {
 
         // The model.
         const m = {
-          escrow: amount, settled: 0n, refunded: 0n, frozen: false, closed: false,
+          escrow: amount,
+          settled: 0n,
+          refunded: 0n,
+          frozen: false,
+          closed: false,
           milestones: milestones.map((a) => ({ amount: a, approved: false, released: false })),
-          credited: accounts.map(() => 0n), revenue: 0n, fixedPaid: new Map<number, bigint>(), settlements: 0,
-          failedCount: 0, failedAsks: 0n, failedNull: false,
+          credited: accounts.map(() => 0n),
+          revenue: 0n,
+          fixedPaid: new Map<number, bigint>(),
+          settlements: 0,
+          failedCount: 0,
+          failedAsks: 0n,
+          failedNull: false,
         };
         const effective = splits ?? [{ account: 0, percentage: HUNDRED }];
         // A settlement that cannot pay its fee, or asks more than the escrow holds, fails, moves
@@ -293,7 +316,9 @@ describe('release, settlement and refund against a model', () => {
 
         const t = await getTx(id);
         expect({ escrow: BigInt(t.escrowAmount), settled: BigInt(t.settledAmount), refunded: BigInt(t.refundedAmount) }).toEqual({
-          escrow: m.escrow, settled: m.settled, refunded: m.refunded,
+          escrow: m.escrow,
+          settled: m.settled,
+          refunded: m.refunded,
         });
         expect(t.status).toBe(!m.closed ? 'RESERVED' : m.settled > 0n ? 'SETTLED' : 'REFUNDED');
         expect(BigInt(t.fundedAmount)).toBe(m.escrow + m.settled + m.refunded - BigInt(t.reversedAmount));

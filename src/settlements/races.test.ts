@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from './testing';
+import { moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { executeSettlement } from './settlements';
 import { executeRefund } from '../refunds/refunds';
 
@@ -78,7 +78,10 @@ describe('races on one transaction', () => {
     const id = await funded(f);
     const s = await pendingSettlement(f, id, 600_000n);
     const r = await pendingRefund(f, id, 600_000n);
-    const results = await Promise.allSettled([executeSettlement(moneyDeps(app), s), executeRefund({ ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never, r)]);
+    const results = await Promise.allSettled([
+      executeSettlement(moneyDeps(app), s),
+      executeRefund({ ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never, r),
+    ]);
     expect(results.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled']);
     await drainMoneyWork(app);
     const [sv, rv] = [await settlement(f, s), await refund(f, r)];

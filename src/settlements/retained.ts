@@ -4,10 +4,13 @@ import type { Db } from '../db/prisma';
 import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
 import { lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
-import { auditAll, emit, lockTransactionRow, nowFor, systemActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
+import { auditAll } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
 import type { AuditInput } from '../audit/audit';
-import { conditionsMet, nextDueAt } from './conditions';
-import { RETAINED_RELEASE_QUEUE, type RetainedReleaseJob } from './queues';
+import { conditionsMet, nextDueAt } from '../release/conditions';
+import { RETAINED_RELEASE_QUEUE, type RetainedReleaseJob } from '../kernel/queues';
 
 /**
  * Retained split portions (docs/settlements.md, "Retained portions"). A settlement credits a
@@ -46,7 +49,12 @@ export const ledgerCustomer = (accountId: string, organizationId: string, assetN
  * application, at the environment's `now`, under the accounts' ledger locks (held to the commit).
  * One query for the accounts and their authorizations.
  */
-export async function retainReasons(tx: Db, t: TxTimes, portions: readonly { accountId: string; holdConditions: readonly HoldCondition[] }[], now: Date): Promise<(RetainReason | null)[]> {
+export async function retainReasons(
+  tx: Db,
+  t: TxTimes,
+  portions: readonly { accountId: string; holdConditions: readonly HoldCondition[] }[],
+  now: Date,
+): Promise<(RetainReason | null)[]> {
   if (!portions.length) return [];
   const ids = [...new Set(portions.map((p) => p.accountId))];
   // The ledger lock first: a freeze or close in flight has committed before the status is read,
@@ -74,7 +82,13 @@ export async function retainReasons(tx: Db, t: TxTimes, portions: readonly { acc
  * real clock, so the delay is carried over (a sandbox clock advanced later is caught by the sweep
  * the advance queues).
  */
-export async function scheduleHoldRecheck(tx: Db, deps: MoneyDeps, t: Pick<Transaction, 'id' | 'reservedAt' | 'releaseRuleSetAt'>, conditions: readonly HoldCondition[], envNow: Date): Promise<void> {
+export async function scheduleHoldRecheck(
+  tx: Db,
+  deps: MoneyDeps,
+  t: Pick<Transaction, 'id' | 'reservedAt' | 'releaseRuleSetAt'>,
+  conditions: readonly HoldCondition[],
+  envNow: Date,
+): Promise<void> {
   if (!deps.boss) return;
   const due = nextDueAt(conditions, t, envNow);
   if (!due) return;
@@ -149,7 +163,12 @@ async function releaseForTransaction(tx: Db, deps: MoneyDeps, transactionId: str
   const conditions = ruleIds.length ? await tx.releaseCondition.findMany({ where: { splitRuleId: { in: ruleIds } } }) : [];
   const holdOf = (ruleId: string | null) => (ruleId ? conditions.filter((c) => c.splitRuleId === ruleId) : []);
   const now = await nowFor(tx, deps.clock, t.organizationId, t.environmentType);
-  const reasons = await retainReasons(tx, t, allocations.map((a) => ({ accountId: a.accountId, holdConditions: holdOf(a.splitRuleId) })), now);
+  const reasons = await retainReasons(
+    tx,
+    t,
+    allocations.map((a) => ({ accountId: a.accountId, holdConditions: holdOf(a.splitRuleId) })),
+    now,
+  );
   const audits: AuditInput[] = [];
   let released = 0;
   const stillHeld: typeof conditions = [];
@@ -160,7 +179,14 @@ async function releaseForTransaction(tx: Db, deps: MoneyDeps, transactionId: str
       if (reason !== a.retainReason) {
         // The cause changed (e.g. unfrozen, but not authorized): the reason says the current one.
         await tx.settlementAllocation.update({ where: { id: a.id }, data: { retainReason: reason } });
-        audits.push({ organizationId: a.organizationId, entityType: 'SettlementAllocation', entityId: a.id, action: 'settlement.split_portion_retain_reason_changed', before: { retainReason: a.retainReason }, after: { retainReason: reason } });
+        audits.push({
+          organizationId: a.organizationId,
+          entityType: 'SettlementAllocation',
+          entityId: a.id,
+          action: 'settlement.split_portion_retain_reason_changed',
+          before: { retainReason: a.retainReason },
+          after: { retainReason: reason },
+        });
       }
       continue;
     }
@@ -186,10 +212,19 @@ async function releaseForTransaction(tx: Db, deps: MoneyDeps, transactionId: str
     await tx.settlementAllocation.update({ where: { id: a.id }, data: { status: 'RELEASED', retainReason: null, releasedAt: now } });
     // A portion that refunds took back entirely has nothing left to release: no event (nothing reaches the account).
     if (amount > 0n)
-      await emit(tx, deps, a.organizationId, 'settlement.split_portion_released', { SettlementId: a.settlementId, AllocationId: a.id, AccountId: a.accountId, Amount: amount });
+      await emit(tx, deps, a.organizationId, 'settlement.split_portion_released', {
+        SettlementId: a.settlementId,
+        AllocationId: a.id,
+        AccountId: a.accountId,
+        Amount: amount,
+      });
     audits.push({
-      organizationId: a.organizationId, entityType: 'SettlementAllocation', entityId: a.id, action: 'settlement.split_portion_released',
-      before: { status: 'RETAINED', retainReason: a.retainReason }, after: { status: 'RELEASED', amount: amountToNumeric(amount), ledgerTransactionId },
+      organizationId: a.organizationId,
+      entityType: 'SettlementAllocation',
+      entityId: a.id,
+      action: 'settlement.split_portion_released',
+      before: { status: 'RETAINED', retainReason: a.retainReason },
+      after: { status: 'RELEASED', amount: amountToNumeric(amount), ledgerTransactionId },
     });
     released++;
   }

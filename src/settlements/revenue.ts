@@ -34,17 +34,32 @@ export async function registerRevenueDestination(ctx: Context, input: RevenueDes
     ? await ctx.deps.db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, include: { network: true } })
     : null;
   if (!an) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
-  if (!hasAdapter(an.network.kind)) throw fieldError('assetNetworkId', `its network (${an.network.kind}) has no adapter in this version: addresses cannot be validated (docs/chains.md)`);
+  if (!hasAdapter(an.network.kind))
+    throw fieldError('assetNetworkId', `its network (${an.network.kind}) has no adapter in this version: addresses cannot be validated (docs/chains.md)`);
   if (!adapterFor(an.network.kind).validateAddress(input.address)) throw fieldError('address', `is not a valid ${an.network.kind} address`);
   const now = ctx.deps.clock.now();
   return ctx.deps.db.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'revenue-destination:' + an.id}, 0))`;
-    const last = await tx.revenueExecutionDestination.findFirst({ where: { assetNetworkId: an.id }, orderBy: { version: 'desc' }, select: { version: true, address: true } });
+    const last = await tx.revenueExecutionDestination.findFirst({
+      where: { assetNetworkId: an.id },
+      orderBy: { version: 'desc' },
+      select: { version: true, address: true },
+    });
     const row = await tx.revenueExecutionDestination.create({
-      data: { assetNetworkId: an.id, version: (last?.version ?? 0) + 1, address: input.address, label: input.label ?? null, createdByOperatorId: operatorId, createdAt: now },
+      data: {
+        assetNetworkId: an.id,
+        version: (last?.version ?? 0) + 1,
+        address: input.address,
+        label: input.label ?? null,
+        createdByOperatorId: operatorId,
+        createdAt: now,
+      },
     });
     await audit(tx, ctx, {
-      organizationId: null, entityType: 'RevenueExecutionDestination', entityId: row.id, action: 'revenue_destination.registered',
+      organizationId: null,
+      entityType: 'RevenueExecutionDestination',
+      entityId: row.id,
+      action: 'revenue_destination.registered',
       before: last ? { version: last.version, address: last.address } : null,
       after: { assetNetworkId: an.id, version: row.version, address: row.address, label: row.label },
     });
@@ -62,7 +77,10 @@ export interface RevenueOverview {
 export async function globalRevenueAccount(ctx: Context): Promise<RevenueOverview[]> {
   const db = ctx.deps.db;
   const assetNetworks = await db.assetNetwork.findMany({ select: { id: true }, orderBy: { id: 'asc' } });
-  const destinations = await db.revenueExecutionDestination.findMany({ orderBy: [{ assetNetworkId: 'asc' }, { version: 'desc' }], distinct: ['assetNetworkId'] });
+  const destinations = await db.revenueExecutionDestination.findMany({
+    orderBy: [{ assetNetworkId: 'asc' }, { version: 'desc' }],
+    distinct: ['assetNetworkId'],
+  });
   const byNetwork = new Map(destinations.map((d) => [d.assetNetworkId, d]));
   const out: RevenueOverview[] = [];
   for (const an of assetNetworks)

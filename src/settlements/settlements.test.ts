@@ -2,13 +2,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../test/money-helpers';
-import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { balanceOf, type LedgerAccountRef } from '../ledger/ledger';
 import { parsePercentage } from '../money';
 import { allocate, SplitRulesInvalid } from './allocation';
 import { releaseRetained } from './retained';
 import { executeSettlement } from './settlements';
-import { drainMoneyWork } from './testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 
 /**
  * Settlements end to end, through REST and GraphQL against PostgreSQL, with the real job handlers
@@ -35,7 +35,10 @@ async function fixture(opts: { decimals?: number } = {}): Promise<Fixture> {
   if (opts.decimals === undefined) return moneyFixture(app, { requiredConfirmations: 1 });
   const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1, decimals: opts.decimals });
   const integrator = await setupIntegrator(app, catalog);
-  const acc = await app.rest('POST', `/v1/organizations/${integrator.organizationId}/accounts`, { body: { name: 'Seller' }, headers: integrator.apiKeyHeaders });
+  const acc = await app.rest('POST', `/v1/organizations/${integrator.organizationId}/accounts`, {
+    body: { name: 'Seller' },
+    headers: integrator.apiKeyHeaders,
+  });
   return { catalog, ...integrator, beneficiaryAccountId: idOf(acc) };
 }
 
@@ -74,7 +77,13 @@ async function fundedTransaction(f: Fixture, amount: bigint, splits?: Split[]): 
 
 /** The transaction as GraphQL shows it (its escrow totals and participant ids). */
 const getTransaction = async (f: Fixture, id: string) =>
-  (await gql('query($id: ID!) { transaction(id: $id) { id status frozen settledAmount escrowAmount participants { id accountId role } } }', { id }, f.apiKeyHeaders)).transaction;
+  (
+    await gql(
+      'query($id: ID!) { transaction(id: $id) { id status frozen settledAmount escrowAmount participants { id accountId role } } }',
+      { id },
+      f.apiKeyHeaders,
+    )
+  ).transaction;
 const getSettlement = async (f: Fixture, id: string) => {
   const r = await app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders });
   expect(r.status, r.text).toBe(200);
@@ -83,7 +92,10 @@ const getSettlement = async (f: Fixture, id: string) => {
 
 /** POST /v1/transactions/{id}/settlements (201, Location); answers the settlement id. */
 async function requestSettlement(f: Fixture, transactionId: string, amount?: bigint, headers: Record<string, string> = f.apiKeyHeaders): Promise<string> {
-  const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers, ...(amount === undefined ? {} : { body: { amount: amount.toString() } }) });
+  const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
+    headers,
+    ...(amount === undefined ? {} : { body: { amount: amount.toString() } }),
+  });
   expect(r.status, r.text).toBe(201);
   expect(r.headers.get('location')).toMatch(/^\/v1\/settlements\/[0-9a-f-]{36}$/);
   expect(r.body).toEqual({ id: idOf(r) }); // { id } beside Location
@@ -100,12 +112,19 @@ async function settle(f: Fixture, transactionId: string, amount?: bigint) {
 async function configurePricing(f: Fixture, body: Record<string, unknown>): Promise<string> {
   const r = await app.rest('POST', '/v1/admin/pricing-policy', { headers: f.catalog.operator.headers, body });
   expect(r.status, r.text).toBe(204);
-  const list = await gql<{ pricingPolicies: { id: string }[] }>('query($an: ID) { pricingPolicies(assetNetworkId: $an) { id } }', { an: body.assetNetworkId ?? null }, f.catalog.operator.headers);
+  const list = await gql<{ pricingPolicies: { id: string }[] }>(
+    'query($an: ID) { pricingPolicies(assetNetworkId: $an) { id } }',
+    { an: body.assetNetworkId ?? null },
+    f.catalog.operator.headers,
+  );
   return list.pricingPolicies.at(-1)!.id;
 }
 
 const ref = (f: Fixture, kind: LedgerAccountRef['kind'], ownerId: string | null): LedgerAccountRef => ({
-  kind, ownerId, organizationId: ownerId === null ? null : f.organizationId, assetNetworkId: f.catalog.assetNetworkId,
+  kind,
+  ownerId,
+  organizationId: ownerId === null ? null : f.organizationId,
+  assetNetworkId: f.catalog.assetNetworkId,
 });
 const balance = async (f: Fixture, kind: LedgerAccountRef['kind'], ownerId: string | null) => (await balanceOf(app.deps.db, ref(f, kind, ownerId))).posted;
 const escrow = (f: Fixture, transactionId: string) => balance(f, 'ESCROW', transactionId);
@@ -130,16 +149,32 @@ const types = (events: { type: string }[]) => events.map((e) => e.type);
 describe('the split arithmetic (pure)', () => {
   const rules = (...xs: [string | null, string | null][]) =>
     xs.map(([p, fixed], i) => ({
-      id: `r${i}`, position: i, participantId: `p${i}`, accountId: `a${i}`, percentage: p === null ? null : parsePercentage(p), fixedAmount: fixed === null ? null : BigInt(fixed), allocatedAmount: 0n,
+      id: `r${i}`,
+      position: i,
+      participantId: `p${i}`,
+      accountId: `a${i}`,
+      percentage: p === null ? null : parsePercentage(p),
+      fixedAmount: fixed === null ? null : BigInt(fixed),
+      allocatedAmount: 0n,
     }));
   const amounts = (d: bigint, r: ReturnType<typeof rules>) => allocate(d, r, null).portions.map((p) => [p.accountId, p.amount]);
 
   test('largest remainder, ties to the earlier position, zero portions dropped', () => {
-    expect(amounts(100n, rules(['33.333333', null], ['33.333333', null], ['33.333334', null]))).toEqual([['a0', 33n], ['a1', 33n], ['a2', 34n]]);
-    expect(amounts(7n, rules(['10', null], ['20', null], ['70', null]))).toEqual([['a0', 1n], ['a1', 1n], ['a2', 5n]]);
+    expect(amounts(100n, rules(['33.333333', null], ['33.333333', null], ['33.333334', null]))).toEqual([
+      ['a0', 33n],
+      ['a1', 33n],
+      ['a2', 34n],
+    ]);
+    expect(amounts(7n, rules(['10', null], ['20', null], ['70', null]))).toEqual([
+      ['a0', 1n],
+      ['a1', 1n],
+      ['a2', 5n],
+    ]);
     expect(amounts(1n, rules(['50', null], ['50', null]))).toEqual([['a0', 1n]]);
     expect(amounts(1000000000000000001n, rules(['33.333333', null], ['33.333333', null], ['33.333334', null]))).toEqual([
-      ['a0', 333333330000000000n], ['a1', 333333330000000000n], ['a2', 333333340000000001n],
+      ['a0', 333333330000000000n],
+      ['a1', 333333330000000000n],
+      ['a2', 333333340000000001n],
     ]);
   });
 
@@ -168,11 +203,26 @@ describe('settlements', () => {
     const s = await getSettlement(f, id);
     const beneficiary = (await getTransaction(f, transactionId)).participants.find((p: { role: string }) => p.role === 'BENEFICIARY');
     expect(s).toMatchObject({
-      status: 'EXECUTED', grossAmount: '1000000', feeAmount: '0', distributableAmount: '1000000', pricingPolicyId: null, feePercentage: null,
-      isTotal: true, attempts: 1, failureReason: null,
+      status: 'EXECUTED',
+      grossAmount: '1000000',
+      feeAmount: '0',
+      distributableAmount: '1000000',
+      pricingPolicyId: null,
+      feePercentage: null,
+      isTotal: true,
+      attempts: 1,
+      failureReason: null,
     });
     expect(s.allocations).toEqual([
-      expect.objectContaining({ accountId: f.beneficiaryAccountId, participantId: beneficiary.id, splitRuleId: null, amount: '1000000', status: 'RELEASED', retainReason: null, reversedAmount: '0' }),
+      expect.objectContaining({
+        accountId: f.beneficiaryAccountId,
+        participantId: beneficiary.id,
+        splitRuleId: null,
+        amount: '1000000',
+        status: 'RELEASED',
+        retainReason: null,
+        reversedAmount: '0',
+      }),
     ]);
     expect(await getTransaction(f, transactionId)).toMatchObject({ status: 'SETTLED', settledAmount: '1000000', escrowAmount: '0' });
     expect(await escrow(f, transactionId)).toBe(0n);
@@ -182,19 +232,45 @@ describe('settlements', () => {
 
     const events = await settlementEvents(f);
     expect(events).toEqual([
-      { type: 'settlement.split_portion_released', body: { SettlementId: id, AllocationId: s.allocations[0].id, AccountId: f.beneficiaryAccountId, Amount: '1000000' } },
+      {
+        type: 'settlement.split_portion_released',
+        body: { SettlementId: id, AllocationId: s.allocations[0].id, AccountId: f.beneficiaryAccountId, Amount: '1000000' },
+      },
       {
         type: 'settlement.executed',
-        body: { SettlementId: id, TransactionId: transactionId, AssetNetworkId: f.catalog.assetNetworkId, GrossAmount: '1000000', DistributableAmount: '1000000', PlatformFeeAmount: '0', ExecutedAt: s.executedAt },
+        body: {
+          SettlementId: id,
+          TransactionId: transactionId,
+          AssetNetworkId: f.catalog.assetNetworkId,
+          GrossAmount: '1000000',
+          DistributableAmount: '1000000',
+          PlatformFeeAmount: '0',
+          ExecutedAt: s.executedAt,
+        },
       },
       { type: 'transaction.settled', body: { TransactionId: transactionId, SettlementId: id, IsTotal: true } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
-    expect(audit.map((a) => [a.action, a.actorType])).toEqual([['settlement.requested', 'API_KEY'], ['settlement.executed', 'SYSTEM']]);
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityType: 'Settlement', entityId: id },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
+    expect(audit.map((a) => [a.action, a.actorType])).toEqual([
+      ['settlement.requested', 'API_KEY'],
+      ['settlement.executed', 'SYSTEM'],
+    ]);
 
     // GraphQL: the transaction's settlements, and nothing more to settle.
-    const data = await gql('query($id: ID!) { transaction(id: $id) { status settlements { id status grossAmount allocations { accountId amount status } } } }', { id: transactionId }, f.member.headers);
-    expect(data.transaction).toEqual({ status: 'SETTLED', settlements: [{ id, status: 'EXECUTED', grossAmount: '1000000', allocations: [{ accountId: f.beneficiaryAccountId, amount: '1000000', status: 'RELEASED' }] }] });
+    const data = await gql(
+      'query($id: ID!) { transaction(id: $id) { status settlements { id status grossAmount allocations { accountId amount status } } } }',
+      { id: transactionId },
+      f.member.headers,
+    );
+    expect(data.transaction).toEqual({
+      status: 'SETTLED',
+      settlements: [
+        { id, status: 'EXECUTED', grossAmount: '1000000', allocations: [{ accountId: f.beneficiaryAccountId, amount: '1000000', status: 'RELEASED' }] },
+      ],
+    });
     const again = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders });
     expect(again.status).toBe(409);
   });
@@ -219,7 +295,16 @@ describe('settlements', () => {
 
     await drainMoneyWork(app);
     const s1 = await getSettlement(f, idOf(first));
-    expect(s1).toMatchObject({ status: 'EXECUTED', requestedAmount: '400000', grossAmount: '400000', feeAmount: '6000', distributableAmount: '394000', pricingPolicyId: policyId, feePercentage: '1.5', isTotal: false });
+    expect(s1).toMatchObject({
+      status: 'EXECUTED',
+      requestedAmount: '400000',
+      grossAmount: '400000',
+      feeAmount: '6000',
+      distributableAmount: '394000',
+      pricingPolicyId: policyId,
+      feePercentage: '1.5',
+      isTotal: false,
+    });
     expect(await getTransaction(f, transactionId)).toMatchObject({ status: 'RESERVED', settledAmount: '400000', escrowAmount: '600000' });
     expect(await escrow(f, transactionId)).toBe(600_000n);
     expect(await customer(f, f.beneficiaryAccountId)).toBe(394_000n);
@@ -234,8 +319,14 @@ describe('settlements', () => {
 
     const events = await settlementEvents(f);
     expect(types(events)).toEqual([
-      'settlement.fee_applied', 'settlement.split_portion_released', 'settlement.executed', 'transaction.settled',
-      'settlement.fee_applied', 'settlement.split_portion_released', 'settlement.executed', 'transaction.settled',
+      'settlement.fee_applied',
+      'settlement.split_portion_released',
+      'settlement.executed',
+      'transaction.settled',
+      'settlement.fee_applied',
+      'settlement.split_portion_released',
+      'settlement.executed',
+      'transaction.settled',
     ]);
     expect(events[0]!.body).toEqual({ SettlementId: s1.id, PricingPolicyId: policyId, FeeAmount: '6000', FeePercentageApplied: '1.5' });
     expect(events[1]!.body).toEqual({ SettlementId: s1.id, AllocationId: s1.allocations[0].id, AccountId: f.beneficiaryAccountId, Amount: '394000' });
@@ -248,15 +339,34 @@ describe('settlements', () => {
   test('three-way splits with awkward amounts: the largest-remainder rule, exactly, down to 18-decimal amounts', async () => {
     const f = await fixture();
     const [a, b, c] = [await account(f, 'A'), await account(f, 'B'), await account(f, 'C')];
-    const thirds = [{ accountId: a, percentage: '33.333333' }, { accountId: b, percentage: '33.333333' }, { accountId: c, percentage: '33.333334' }];
+    const thirds = [
+      { accountId: a, percentage: '33.333333' },
+      { accountId: b, percentage: '33.333333' },
+      { accountId: c, percentage: '33.333334' },
+    ];
     const portions = async (s: { allocations: { accountId: string; amount: string }[] }) => s.allocations.map((x) => [x.accountId, x.amount]);
 
     const t100 = await fundedTransaction(f, 100n, thirds);
-    expect(await portions(await settle(f, t100))).toEqual([[a, '33'], [b, '33'], [c, '34']]);
-    const t7 = await fundedTransaction(f, 7n, [{ accountId: a, percentage: '10' }, { accountId: b, percentage: '20' }, { accountId: c, percentage: '70' }]);
-    expect(await portions(await settle(f, t7))).toEqual([[a, '1'], [b, '1'], [c, '5']]);
+    expect(await portions(await settle(f, t100))).toEqual([
+      [a, '33'],
+      [b, '33'],
+      [c, '34'],
+    ]);
+    const t7 = await fundedTransaction(f, 7n, [
+      { accountId: a, percentage: '10' },
+      { accountId: b, percentage: '20' },
+      { accountId: c, percentage: '70' },
+    ]);
+    expect(await portions(await settle(f, t7))).toEqual([
+      [a, '1'],
+      [b, '1'],
+      [c, '5'],
+    ]);
     // 1 base unit between two equal shares: the earlier position takes it; the other gets no allocation at all.
-    const t1 = await fundedTransaction(f, 1n, [{ accountId: a, percentage: '50' }, { accountId: b, percentage: '50' }]);
+    const t1 = await fundedTransaction(f, 1n, [
+      { accountId: a, percentage: '50' },
+      { accountId: b, percentage: '50' },
+    ]);
     const s1 = await settle(f, t1);
     expect(await portions(s1)).toEqual([[a, '1']]);
     expect(types(await settlementEvents(f)).filter((t) => t === 'settlement.split_portion_released')).toHaveLength(7);
@@ -269,11 +379,17 @@ describe('settlements', () => {
     const [x, y, z] = [await account(g, 'X'), await account(g, 'Y'), await account(g, 'Z')];
     await configurePricing(g, { scope: 'PLATFORM', assetNetworkId: g.catalog.assetNetworkId, percentage: '0.3' });
     const big = await fundedTransaction(g, 1_000_000_000_000_000_001n, [
-      { accountId: x, percentage: '33.333333' }, { accountId: y, percentage: '33.333333' }, { accountId: z, percentage: '33.333334' },
+      { accountId: x, percentage: '33.333333' },
+      { accountId: y, percentage: '33.333333' },
+      { accountId: z, percentage: '33.333334' },
     ]);
     const s = await settle(g, big);
     expect(s).toMatchObject({ grossAmount: '1000000000000000001', feeAmount: '3000000000000000', distributableAmount: '997000000000000001' });
-    expect(await portions(s)).toEqual([[x, '332333330010000000'], [y, '332333330010000000'], [z, '332333339980000001']]);
+    expect(await portions(s)).toEqual([
+      [x, '332333330010000000'],
+      [y, '332333330010000000'],
+      [z, '332333339980000001'],
+    ]);
     expect(await customer(g, z)).toBe(332_333_339_980_000_001n);
     expect(await revenue(g)).toBe(3_000_000_000_000_000n);
   });
@@ -282,18 +398,28 @@ describe('settlements', () => {
     const f = await fixture();
     const [a, b, c] = [await account(f, 'Fixed'), await account(f, 'Sixty'), await account(f, 'Forty')];
     const transactionId = await fundedTransaction(f, 1_000_000n, [
-      { accountId: a, fixedAmount: '300000' }, { accountId: b, percentage: '60' }, { accountId: c, percentage: '40' },
+      { accountId: a, fixedAmount: '300000' },
+      { accountId: b, percentage: '60' },
+      { accountId: c, percentage: '40' },
     ]);
     const amounts = (s: { allocations: { accountId: string; amount: string }[] }) => s.allocations.map((x) => [x.accountId, x.amount]);
     const allocated = async () =>
-      (await gql('query($id: ID!) { transaction(id: $id) { releaseRule { splits { accountId allocatedAmount } } } }', { id: transactionId }, f.apiKeyHeaders)).transaction.releaseRule.splits;
+      (await gql('query($id: ID!) { transaction(id: $id) { releaseRule { splits { accountId allocatedAmount } } } }', { id: transactionId }, f.apiKeyHeaders))
+        .transaction.releaseRule.splits;
 
     expect(amounts(await settle(f, transactionId, 200_000n))).toEqual([[a, '200000']]);
     expect((await allocated())[0]).toEqual({ accountId: a, allocatedAmount: '200000' });
-    expect(amounts(await settle(f, transactionId, 500_000n))).toEqual([[a, '100000'], [b, '240000'], [c, '160000']]);
+    expect(amounts(await settle(f, transactionId, 500_000n))).toEqual([
+      [a, '100000'],
+      [b, '240000'],
+      [c, '160000'],
+    ]);
     expect((await allocated())[0]).toEqual({ accountId: a, allocatedAmount: '300000' });
     const last = await settle(f, transactionId);
-    expect(amounts(last)).toEqual([[b, '180000'], [c, '120000']]);
+    expect(amounts(last)).toEqual([
+      [b, '180000'],
+      [c, '120000'],
+    ]);
     expect(last.isTotal).toBe(true);
     expect([await customer(f, a), await customer(f, b), await customer(f, c)]).toEqual([300_000n, 420_000n, 280_000n]);
     expect(await customer(f, f.beneficiaryAccountId)).toBe(0n);
@@ -315,11 +441,22 @@ describe('settlements', () => {
     expect(await fee(100_000n)).toEqual([organization, '5', '5000']);
     // The application's beats both: 2%, at least 3,000, at most 8,000.
     const application = await configurePricing(f, {
-      scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, percentage: '2', minimumAmount: '3000', maximumAmount: '8000',
+      scope: 'APPLICATION',
+      applicationId: f.applicationId,
+      assetNetworkId: an,
+      percentage: '2',
+      minimumAmount: '3000',
+      maximumAmount: '8000',
     });
     // Its next version is due tomorrow: not in force yet.
     const tomorrow = new Date(app.clock.now().getTime() + 24 * 3600_000).toISOString();
-    const next = await configurePricing(f, { scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, percentage: '50', effectiveFrom: tomorrow });
+    const next = await configurePricing(f, {
+      scope: 'APPLICATION',
+      applicationId: f.applicationId,
+      assetNetworkId: an,
+      percentage: '50',
+      effectiveFrom: tomorrow,
+    });
     expect(await fee(100_000n)).toEqual([application, '2', '3000']); // 2,000 raised to the minimum
     expect(await fee(900_000n)).toEqual([application, '2', '8000']); // 18,000 capped at the maximum
     // Two days later on the organization's sandbox clock, the new version applies.
@@ -327,7 +464,11 @@ describe('settlements', () => {
     expect(await fee(100_000n)).toEqual([next, '50', '50000']);
     expect(await revenue(f)).toBe(10_000n + 5_000n + 3_000n + 8_000n + 50_000n);
     expect(await customer(f, f.beneficiaryAccountId)).toBe(1_300_000n - 76_000n);
-    const versions = await gql('query($an: ID) { pricingPolicies(assetNetworkId: $an, scope: APPLICATION) { id version percentage minimumAmount maximumAmount } }', { an }, f.catalog.operator.headers);
+    const versions = await gql(
+      'query($an: ID) { pricingPolicies(assetNetworkId: $an, scope: APPLICATION) { id version percentage minimumAmount maximumAmount } }',
+      { an },
+      f.catalog.operator.headers,
+    );
     expect(versions.pricingPolicies).toEqual([
       { id: application, version: 1, percentage: '2', minimumAmount: '3000', maximumAmount: '8000' },
       { id: next, version: 2, percentage: '50', minimumAmount: '0', maximumAmount: null },
@@ -350,7 +491,14 @@ describe('settlements', () => {
     expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${failed.id}` } })).toBe(0);
 
     const exact = await settle(f, transactionId, 2_000n);
-    expect(exact).toMatchObject({ status: 'EXECUTED', grossAmount: '2000', feeAmount: '2000', distributableAmount: '0', pricingPolicyId: policyId, allocations: [] });
+    expect(exact).toMatchObject({
+      status: 'EXECUTED',
+      grossAmount: '2000',
+      feeAmount: '2000',
+      distributableAmount: '0',
+      pricingPolicyId: policyId,
+      allocations: [],
+    });
     expect(await revenue(f)).toBe(2_000n);
     expect(types(await settlementEvents(f))).toEqual(['settlement.failed', 'settlement.fee_applied', 'settlement.executed', 'transaction.settled']);
   });
@@ -365,19 +513,25 @@ describe('settlements', () => {
     // A new organization's sandbox clock is the service's clock.
     const inAnHour = new Date(app.clock.now().getTime() + 3600_000);
     const pi = await createIntent(app, f, { amount: '1000000' });
-    const rule = await gql(SET_RULE, {
-      transactionId: pi.transactionId,
-      input: {
-        splits: [
-          { accountId: frozen, percentage: '20' },
-          { accountId: unauthorized, percentage: '20' },
-          { accountId: closed, percentage: '20' },
-          { accountId: timed, percentage: '20', holdConditions: [{ kind: 'TIME_LOCK', releaseAfter: inAnHour.toISOString() }] },
-          { accountId: approval, percentage: '20', holdConditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
-        ],
+    const rule = await gql(
+      SET_RULE,
+      {
+        transactionId: pi.transactionId,
+        input: {
+          splits: [
+            { accountId: frozen, percentage: '20' },
+            { accountId: unauthorized, percentage: '20' },
+            { accountId: closed, percentage: '20' },
+            { accountId: timed, percentage: '20', holdConditions: [{ kind: 'TIME_LOCK', releaseAfter: inAnHour.toISOString() }] },
+            { accountId: approval, percentage: '20', holdConditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
+          ],
+        },
       },
-    }, f.apiKeyHeaders);
-    const participantOf = new Map<string, string>(rule.setTransactionReleaseRule.splits.map((s: { accountId: string; participantId: string }) => [s.accountId, s.participantId]));
+      f.apiKeyHeaders,
+    );
+    const participantOf = new Map<string, string>(
+      rule.setTransactionReleaseRule.splits.map((s: { accountId: string; participantId: string }) => [s.accountId, s.participantId]),
+    );
     expect((await app.rest('POST', `/v1/accounts/${frozen}/freeze`, { headers: f.member.headers, body: { reason: 'KYC review' } })).status).toBe(204);
     expect((await app.rest('DELETE', `/v1/accounts/${closed}`, { headers: f.member.headers })).status).toBe(204);
     await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: f.catalog.assetNetworkId });
@@ -388,8 +542,12 @@ describe('settlements', () => {
     // Half now: every portion is retained, each for its reason.
     const s = await settle(f, transactionId, 500_000n);
     expect(s.status).toBe('EXECUTED');
-    const byAccount = new Map<string, { id: string; status: string; retainReason: string; amount: string; participantId: string }>(s.allocations.map((a: { accountId: string }) => [a.accountId, a]));
-    expect([frozen, unauthorized, closed, timed, approval].map((acc) => [byAccount.get(acc)!.status, byAccount.get(acc)!.retainReason, byAccount.get(acc)!.amount])).toEqual([
+    const byAccount = new Map<string, { id: string; status: string; retainReason: string; amount: string; participantId: string }>(
+      s.allocations.map((a: { accountId: string }) => [a.accountId, a]),
+    );
+    expect(
+      [frozen, unauthorized, closed, timed, approval].map((acc) => [byAccount.get(acc)!.status, byAccount.get(acc)!.retainReason, byAccount.get(acc)!.amount]),
+    ).toEqual([
       ['RETAINED', 'ACCOUNT_FROZEN', '100000'],
       ['RETAINED', 'ACCOUNT_NOT_AUTHORIZED', '100000'],
       ['RETAINED', 'ACCOUNT_CLOSED', '100000'],
@@ -403,7 +561,14 @@ describe('settlements', () => {
     }
     const events = await settlementEvents(f);
     expect(types(events)).toEqual([...Array(5).fill('settlement.split_portion_retained'), 'settlement.executed', 'transaction.settled']);
-    expect(events[0]!.body).toEqual({ SettlementId: s.id, AllocationId: byAccount.get(frozen)!.id, ParticipantId: participantOf.get(frozen), AccountId: frozen, Amount: '100000', Reason: 'ACCOUNT_FROZEN' });
+    expect(events[0]!.body).toEqual({
+      SettlementId: s.id,
+      AllocationId: byAccount.get(frozen)!.id,
+      ParticipantId: participantOf.get(frozen),
+      AccountId: frozen,
+      Amount: '100000',
+      Reason: 'ACCOUNT_FROZEN',
+    });
     const releasedEvents = async () => (await settlementEvents(f)).filter((e) => e.type === 'settlement.split_portion_released').map((e) => e.body);
 
     // A frozen transaction releases nothing, even when the account's cause clears.
@@ -421,7 +586,10 @@ describe('settlements', () => {
     expect(await releasedEvents()).toEqual([{ SettlementId: s.id, AllocationId: byAccount.get(frozen)!.id, AccountId: frozen, Amount: '100000' }]);
 
     // Authorizing the account for the application releases its portion (the job the authorization queues).
-    const auth = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts/${unauthorized}/authorize-application`, { headers: f.member.headers, body: { applicationId: f.applicationId } });
+    const auth = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts/${unauthorized}/authorize-application`, {
+      headers: f.member.headers,
+      body: { applicationId: f.applicationId },
+    });
     expect(auth.status, auth.text).toBe(204);
     await drainMoneyWork(app);
     expect(await customer(f, unauthorized)).toBe(100_000n);
@@ -444,17 +612,27 @@ describe('settlements', () => {
     // The rest of the escrow: released at once to the accounts whose causes cleared; the closed account's portion stays retained.
     const rest = await settle(f, transactionId);
     expect(rest.allocations.map((a: { accountId: string; status: string; retainReason: string | null }) => [a.accountId, a.status, a.retainReason])).toEqual([
-      [frozen, 'RELEASED', null], [unauthorized, 'RELEASED', null], [closed, 'RETAINED', 'ACCOUNT_CLOSED'], [timed, 'RELEASED', null], [approval, 'RELEASED', null],
+      [frozen, 'RELEASED', null],
+      [unauthorized, 'RELEASED', null],
+      [closed, 'RETAINED', 'ACCOUNT_CLOSED'],
+      [timed, 'RELEASED', null],
+      [approval, 'RELEASED', null],
     ]);
     await releaseRetained(moneyDeps(app));
     const after = await getSettlement(f, s.id);
     expect(after.allocations.map((a: { accountId: string; status: string; retainReason: string | null }) => [a.accountId, a.status, a.retainReason])).toEqual([
-      [frozen, 'RELEASED', null], [unauthorized, 'RELEASED', null], [closed, 'RETAINED', 'ACCOUNT_CLOSED'], [timed, 'RELEASED', null], [approval, 'RELEASED', null],
+      [frozen, 'RELEASED', null],
+      [unauthorized, 'RELEASED', null],
+      [closed, 'RETAINED', 'ACCOUNT_CLOSED'],
+      [timed, 'RELEASED', null],
+      [approval, 'RELEASED', null],
     ]);
     for (const acc of [frozen, unauthorized, timed, approval]) expect(await customer(f, acc)).toBe(200_000n);
     expect(await retained(f, byAccount.get(closed)!.id)).toBe(100_000n);
     expect(await escrow(f, transactionId)).toBe(0n);
-    const ledger = await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: { startsWith: 'settlement-allocation:' }, organizationId: f.organizationId } });
+    const ledger = await app.deps.db.ledgerTransaction.count({
+      where: { idempotencyKey: { startsWith: 'settlement-allocation:' }, organizationId: f.organizationId },
+    });
     expect(ledger).toBe(4);
   });
 
@@ -463,7 +641,9 @@ describe('settlements', () => {
     const op = f.catalog.operator.headers;
     const transactionId = await fundedTransaction(f, 1_000_000n);
     const id = await requestSettlement(f, transactionId, undefined, f.member.headers);
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'chargeback' } })).status).toBe(204);
+    expect((await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'chargeback' } })).status).toBe(
+      204,
+    );
     await drainMoneyWork(app);
     const failed = await getSettlement(f, id);
     expect(failed).toMatchObject({ status: 'FAILED', attempts: 1 });
@@ -494,9 +674,25 @@ describe('settlements', () => {
     expect(await customer(f, f.beneficiaryAccountId)).toBe(1_000_000n);
     expect(await escrow(f, transactionId)).toBe(0n);
     expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
-    expect(types(await settlementEvents(f))).toEqual(['settlement.failed', 'settlement.failed', 'settlement.split_portion_released', 'settlement.executed', 'transaction.settled']);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Settlement', entityId: id }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
-    expect(audit.map((a) => a.action)).toEqual(['settlement.requested', 'settlement.failed', 'settlement.retry_requested', 'settlement.failed', 'settlement.retry_requested', 'settlement.executed']);
+    expect(types(await settlementEvents(f))).toEqual([
+      'settlement.failed',
+      'settlement.failed',
+      'settlement.split_portion_released',
+      'settlement.executed',
+      'transaction.settled',
+    ]);
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityType: 'Settlement', entityId: id },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
+    expect(audit.map((a) => a.action)).toEqual([
+      'settlement.requested',
+      'settlement.failed',
+      'settlement.retry_requested',
+      'settlement.failed',
+      'settlement.retry_requested',
+      'settlement.executed',
+    ]);
     expect((await app.rest('POST', `/v1/admin/settlements/${crypto.randomUUID()}/retry`, { headers: op })).status).toBe(404);
   });
 
@@ -523,7 +719,11 @@ describe('settlements', () => {
 
     // A rule with milestones governs the release: no direct request.
     const pi = await createIntent(app, f, { amount: '5000' });
-    await gql(SET_RULE, { transactionId: pi.transactionId, input: { milestones: [{ amount: '5000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } }, f.apiKeyHeaders);
+    await gql(
+      SET_RULE,
+      { transactionId: pi.transactionId, input: { milestones: [{ amount: '5000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } },
+      f.apiKeyHeaders,
+    );
     await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 5000n, assetNetworkId: f.catalog.assetNetworkId });
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
     await drainChainSync(app);
@@ -533,7 +733,11 @@ describe('settlements', () => {
     expect(governed.body.detail).toMatch(/milestones/);
 
     // GraphQL, with the member: the same rules.
-    const viaGql = await app.gql('mutation($t: ID!, $a: String) { requestSettlement(transactionId: $t, input: { amount: $a }) { id status requestedAmount } }', { t: transactionId, a: '40000' }, f.member.headers);
+    const viaGql = await app.gql(
+      'mutation($t: ID!, $a: String) { requestSettlement(transactionId: $t, input: { amount: $a }) { id status requestedAmount } }',
+      { t: transactionId, a: '40000' },
+      f.member.headers,
+    );
     expect(viaGql.errors).toBeUndefined();
     expect(viaGql.data).toMatchObject({ requestSettlement: { status: 'PENDING', requestedAmount: '40000' } });
     const settlementId = (viaGql.data as { requestSettlement: { id: string } }).requestSettlement.id;
@@ -544,7 +748,9 @@ describe('settlements', () => {
     expect((await app.rest('GET', `/v1/settlements/${settlementId}`, { headers: other.headers })).status).toBe(404);
     expect((await post(transactionId, undefined, other.headers)).status).toBe(404);
     expect((await app.rest('GET', `/v1/transactions/${transactionId}/settlements`, { headers: other.headers })).status).toBe(404);
-    expect((await app.gql('query($id: ID!) { settlement(id: $id) { id } }', { id: settlementId }, other.headers)).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect((await app.gql('query($id: ID!) { settlement(id: $id) { id } }', { id: settlementId }, other.headers)).errors?.[0]?.extensions?.code).toBe(
+      'NOT_FOUND',
+    );
     const otherEnvironment = await createApiKey(app, f.member);
     expect((await app.rest('GET', `/v1/settlements/${settlementId}`, { headers: otherEnvironment.headers })).status).toBe(404);
     expect((await app.rest('GET', `/v1/settlements/not-a-uuid`, { headers: f.apiKeyHeaders })).status).toBe(404);
@@ -575,12 +781,21 @@ describe('settlements', () => {
     expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
     expect(await app.deps.db.pricingPolicy.count({ where: { assetNetworkId: an } })).toBe(0);
 
-    const bad = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: { ...destination, address: '0xnothex' } });
+    const bad = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
+      headers: op,
+      body: { ...destination, address: '0xnothex' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([expect.objectContaining({ field: 'address' })]);
-    const unknown = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: { ...destination, assetNetworkId: crypto.randomUUID() } });
+    const unknown = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
+      headers: op,
+      body: { ...destination, assetNetworkId: crypto.randomUUID() },
+    });
     expect(unknown.body.errors).toEqual([expect.objectContaining({ field: 'assetNetworkId' })]);
-    const badPolicy = await app.rest('POST', '/v1/admin/pricing-policy', { headers: op, body: { scope: 'PLATFORM', assetNetworkId: an, minimumAmount: '10', maximumAmount: '5' } });
+    const badPolicy = await app.rest('POST', '/v1/admin/pricing-policy', {
+      headers: op,
+      body: { scope: 'PLATFORM', assetNetworkId: an, minimumAmount: '10', maximumAmount: '5' },
+    });
     expect(badPolicy.status).toBe(400);
 
     expect((await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: destination })).status).toBe(204);
@@ -594,11 +809,17 @@ describe('settlements', () => {
     await settle(f, transactionId);
     const overview = await gql('{ globalRevenueAccount { assetNetworkId balance destination { version address label } } }', {}, op);
     expect(overview.globalRevenueAccount.find((r: { assetNetworkId: string }) => r.assetNetworkId === an)).toEqual({
-      assetNetworkId: an, balance: '5000', destination: { version: 2, address: second.address, label: null },
+      assetNetworkId: an,
+      balance: '5000',
+      destination: { version: 2, address: second.address, label: null },
     });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'RevenueExecutionDestination' }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityType: 'RevenueExecutionDestination' },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
     expect(audit.filter((a) => (a.after as { assetNetworkId?: string }).assetNetworkId === an).map((a) => [a.action, a.actorType])).toEqual([
-      ['revenue_destination.registered', 'OPERATOR'], ['revenue_destination.registered', 'OPERATOR'],
+      ['revenue_destination.registered', 'OPERATOR'],
+      ['revenue_destination.registered', 'OPERATOR'],
     ]);
   });
 });

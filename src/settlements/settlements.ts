@@ -6,17 +6,30 @@ import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { postLedgerTransaction, type PostingLine } from '../ledger/ledger';
-import { amountToNumeric, amountToString, numericToAmount, numericToPercentage, percentageToNumeric, percentageToString, type Amount, positiveAmountText } from '../money';
+import {
+  amountToNumeric,
+  amountToString,
+  numericToAmount,
+  numericToPercentage,
+  percentageToNumeric,
+  percentageToString,
+  type Amount,
+  positiveAmountText,
+} from '../money';
 import type { AuditInput } from '../audit/audit';
-import { auditAll, auditAs, emit, lockTransactionRow, nowFor, requestActor, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAll, auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { nowFor } from '../chains/sandbox/clock';
+import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from './escrow';
-import { computeFee, pricingPolicyInForce } from './policies';
-import { sendSettlementExecution } from './queues';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
+import { computeFee, pricingPolicyInForce } from './policies/policies';
+import { sendSettlementExecution } from '../kernel/queues';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
+import { setSettlementRequester } from '../release/release-rules';
 
 /**
  * Settlements (docs/settlements.md): money leaves a transaction's escrow, pays the platform fee
@@ -43,13 +56,7 @@ async function withAllocations(db: Db, rows: Settlement[]): Promise<SettlementRo
 
 /** Why an attempt failed (the code starting settlement.failed's Reason and failureReason). */
 export type FailureCode =
-  | 'NOT_RESERVED'
-  | 'TRANSACTION_FROZEN'
-  | 'DEPOSIT_UNDER_REVIEW'
-  | 'NOTHING_TO_SETTLE'
-  | 'INSUFFICIENT_ESCROW'
-  | 'FEE_EXCEEDS_GROSS'
-  | 'SPLIT_RULES_INVALID';
+  'NOT_RESERVED' | 'TRANSACTION_FROZEN' | 'DEPOSIT_UNDER_REVIEW' | 'NOTHING_TO_SETTLE' | 'INSUFFICIENT_ESCROW' | 'FEE_EXCEEDS_GROSS' | 'SPLIT_RULES_INVALID';
 
 // ------------------------------------------------------------------------------------------------
 // Reads
@@ -90,14 +97,29 @@ export async function requestSettlementInTx(
   const id = uuidv7(now.getTime());
   await tx.settlement.create({
     data: {
-      id, organizationId: t.organizationId, applicationId: t.applicationId, environmentId: t.environmentId, environmentType: t.environmentType,
-      transactionId: t.id, assetNetworkId: t.assetNetworkId, milestoneId: input.milestoneId ?? null,
-      requestedAmount: amount === null ? null : amountToNumeric(amount), createdAt: now,
+      id,
+      organizationId: t.organizationId,
+      applicationId: t.applicationId,
+      environmentId: t.environmentId,
+      environmentType: t.environmentType,
+      transactionId: t.id,
+      assetNetworkId: t.assetNetworkId,
+      milestoneId: input.milestoneId ?? null,
+      requestedAmount: amount === null ? null : amountToNumeric(amount),
+      createdAt: now,
     },
   });
   await auditAs(tx, deps, actor, {
-    organizationId: t.organizationId, entityType: 'Settlement', entityId: id, action: 'settlement.requested',
-    after: { status: 'PENDING', transactionId: t.id, milestoneId: input.milestoneId ?? null, requestedAmount: amount === null ? null : amountToNumeric(amount) },
+    organizationId: t.organizationId,
+    entityType: 'Settlement',
+    entityId: id,
+    action: 'settlement.requested',
+    after: {
+      status: 'PENDING',
+      transactionId: t.id,
+      milestoneId: input.milestoneId ?? null,
+      requestedAmount: amount === null ? null : amountToNumeric(amount),
+    },
   });
   await sendSettlementExecution(tx, deps.boss, id);
   return { id };
@@ -113,30 +135,43 @@ export type RequestSettlementInput = z.infer<typeof requestSettlementInput>;
  * beyond what pending settlements already ask; no amount asks for everything left at execution
  * (or, while other settlements are pending, for exactly what they leave).
  */
-export async function requestSettlement(ctx: Context, transactionIdArg: unknown, input: RequestSettlementInput | null | undefined, idempotencyKey: string | null | undefined): Promise<SettlementRow> {
+export async function requestSettlement(
+  ctx: Context,
+  transactionIdArg: unknown,
+  input: RequestSettlementInput | null | undefined,
+  idempotencyKey: string | null | undefined,
+): Promise<SettlementRow> {
   const t0 = await loadTransaction(ctx, transactionIdArg);
   const amount = input?.amount == null ? null : BigInt(input.amount);
   const p = ctx.principal;
   const who = p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other';
   const created = await ctx.deps.db.$transaction(
     (tx) =>
-      idempotent(tx, ctx, { scope: `requestSettlement:${t0.id}:${who}`, key: idempotencyKey, request: { transactionId: t0.id, amount: input?.amount ?? null } }, async () => {
-        await lockTransactionRow(tx, t0.id);
-        const t = await tx.transaction.findUniqueOrThrow({ where: { id: t0.id } });
-        if (await tx.releaseMilestone.count({ where: { transactionId: t.id } }))
-          throw invalidState('The transaction has a release rule with milestones: the rule releases its funds (docs/release-rules.md).');
-        const blocker = await releaseBlocker(tx, t);
-        if (blocker) throw invalidState(BLOCKER_MESSAGES[blocker]);
-        const pending = await tx.settlement.findMany({ where: { transactionId: t.id, status: 'PENDING' }, select: { requestedAmount: true } });
-        if (pending.some((s) => s.requestedAmount === null)) throw invalidState('A pending settlement of the transaction already asks for everything left in its escrow.');
-        const available = escrowOf(t) - pending.reduce((sum, s) => sum + numericToAmount(s.requestedAmount!), 0n);
-        if (amount === null ? available <= 0n : amount > available)
-          throw invalidState(`The escrow holds ${amountToString(available > 0n ? available : 0n)} beyond what pending settlements ask${amount === null ? '' : `: ${amountToString(amount)} cannot be settled`}.`);
-        // No amount, while others are pending: ask for exactly what they leave, so the order the
-        // settlements execute in cannot matter (a null one executed first would leave them nothing).
-        const ask = amount === null && pending.length ? available : amount;
-        return requestSettlementInTx(tx, ctx.deps, requestActor(ctx), { transaction: t, amount: ask });
-      }),
+      idempotent(
+        tx,
+        ctx,
+        { scope: `requestSettlement:${t0.id}:${who}`, key: idempotencyKey, request: { transactionId: t0.id, amount: input?.amount ?? null } },
+        async () => {
+          await lockTransactionRow(tx, t0.id);
+          const t = await tx.transaction.findUniqueOrThrow({ where: { id: t0.id } });
+          if (await tx.releaseMilestone.count({ where: { transactionId: t.id } }))
+            throw invalidState('The transaction has a release rule with milestones: the rule releases its funds (docs/release-rules.md).');
+          const blocker = await releaseBlocker(tx, t);
+          if (blocker) throw invalidState(BLOCKER_MESSAGES[blocker]);
+          const pending = await tx.settlement.findMany({ where: { transactionId: t.id, status: 'PENDING' }, select: { requestedAmount: true } });
+          if (pending.some((s) => s.requestedAmount === null))
+            throw invalidState('A pending settlement of the transaction already asks for everything left in its escrow.');
+          const available = escrowOf(t) - pending.reduce((sum, s) => sum + numericToAmount(s.requestedAmount!), 0n);
+          if (amount === null ? available <= 0n : amount > available)
+            throw invalidState(
+              `The escrow holds ${amountToString(available > 0n ? available : 0n)} beyond what pending settlements ask${amount === null ? '' : `: ${amountToString(amount)} cannot be settled`}.`,
+            );
+          // No amount, while others are pending: ask for exactly what they leave, so the order the
+          // settlements execute in cannot matter (a null one executed first would leave them nothing).
+          const ask = amount === null && pending.length ? available : amount;
+          return requestSettlementInTx(tx, ctx.deps, requestActor(ctx), { transaction: t, amount: ask });
+        },
+      ),
     TX_OPTIONS,
   );
   return loadSettlement(ctx, created.id);
@@ -192,7 +227,12 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
     if (gross === 0n) return fail('NOTHING_TO_SETTLE');
     if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
 
-    const policy = await pricingPolicyInForce(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId, at: now });
+    const policy = await pricingPolicyInForce(tx, {
+      organizationId: t.organizationId,
+      applicationId: t.applicationId,
+      assetNetworkId: t.assetNetworkId,
+      at: now,
+    });
     const { fee, percentage } = computeFee(gross, policy);
     if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
     const distributable = gross - fee;
@@ -209,46 +249,96 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
       throw e;
     }
     const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((r) => r.id === ruleId)?.holdConditions ?? []) : []);
-    const reasons = await retainReasons(tx, t, split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })), now);
+    const reasons = await retainReasons(
+      tx,
+      t,
+      split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })),
+      now,
+    );
     const ids = sequentialIds(split.portions.length, deps.clock.now());
     const allocations = split.portions.map((p, i) => ({ id: ids[i]!, ...p, reason: reasons[i] as RetainReason | null }));
 
     if (allocations.length)
       await tx.settlementAllocation.createMany({
         data: allocations.map((a) => ({
-          id: a.id, settlementId: s.id, transactionId: t.id, organizationId: t.organizationId, splitRuleId: a.splitRuleId, participantId: a.participantId,
-          accountId: a.accountId, amount: amountToNumeric(a.amount), status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const), retainReason: a.reason,
-          releasedAt: a.reason ? null : now, createdAt: now,
+          id: a.id,
+          settlementId: s.id,
+          transactionId: t.id,
+          organizationId: t.organizationId,
+          splitRuleId: a.splitRuleId,
+          participantId: a.participantId,
+          accountId: a.accountId,
+          amount: amountToNumeric(a.amount),
+          status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const),
+          retainReason: a.reason,
+          releasedAt: a.reason ? null : now,
+          createdAt: now,
         })),
       });
-    for (const [ruleId, allocated] of split.fixedAllocated) await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
+    for (const [ruleId, allocated] of split.fixedAllocated)
+      await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
     const { isTotal, transaction: after } = await recordEscrowOutcome(tx, t, { settled: gross }, now);
     const org = t.organizationId;
     if (policy)
-      await emit(tx, deps, org, 'settlement.fee_applied', { SettlementId: s.id, PricingPolicyId: policy.id, FeeAmount: fee, FeePercentageApplied: percentageToString(percentage) });
+      await emit(tx, deps, org, 'settlement.fee_applied', {
+        SettlementId: s.id,
+        PricingPolicyId: policy.id,
+        FeeAmount: fee,
+        FeePercentageApplied: percentageToString(percentage),
+      });
     for (const a of allocations) {
       if (a.reason)
         await emit(tx, deps, org, 'settlement.split_portion_retained', {
-          SettlementId: s.id, AllocationId: a.id, ParticipantId: a.participantId, AccountId: a.accountId, Amount: a.amount, Reason: a.reason,
+          SettlementId: s.id,
+          AllocationId: a.id,
+          ParticipantId: a.participantId,
+          AccountId: a.accountId,
+          Amount: a.amount,
+          Reason: a.reason,
         });
       else await emit(tx, deps, org, 'settlement.split_portion_released', { SettlementId: s.id, AllocationId: a.id, AccountId: a.accountId, Amount: a.amount });
     }
     await emit(tx, deps, org, 'settlement.executed', {
-      SettlementId: s.id, TransactionId: t.id, AssetNetworkId: t.assetNetworkId, GrossAmount: gross, DistributableAmount: distributable, PlatformFeeAmount: fee, ExecutedAt: now,
+      SettlementId: s.id,
+      TransactionId: t.id,
+      AssetNetworkId: t.assetNetworkId,
+      GrossAmount: gross,
+      DistributableAmount: distributable,
+      PlatformFeeAmount: fee,
+      ExecutedAt: now,
     });
     await emit(tx, deps, org, 'transaction.settled', { TransactionId: t.id, SettlementId: s.id, IsTotal: isTotal });
 
     const audits: AuditInput[] = [
       {
-        organizationId: org, entityType: 'Settlement', entityId: s.id, action: 'settlement.executed', before: { status: 'PENDING' },
+        organizationId: org,
+        entityType: 'Settlement',
+        entityId: s.id,
+        action: 'settlement.executed',
+        before: { status: 'PENDING' },
         after: {
-          status: 'EXECUTED', grossAmount: amountToNumeric(gross), feeAmount: amountToNumeric(fee), distributableAmount: amountToNumeric(distributable),
-          pricingPolicyId: policy?.id ?? null, feePercentage: policy ? percentageToString(percentage) : null, isTotal, ledgerKey: `settlement:${s.id}`,
-          allocations: allocations.map((a) => ({ id: a.id, accountId: a.accountId, amount: amountToNumeric(a.amount), status: a.reason ? 'RETAINED' : 'RELEASED', retainReason: a.reason })),
+          status: 'EXECUTED',
+          grossAmount: amountToNumeric(gross),
+          feeAmount: amountToNumeric(fee),
+          distributableAmount: amountToNumeric(distributable),
+          pricingPolicyId: policy?.id ?? null,
+          feePercentage: policy ? percentageToString(percentage) : null,
+          isTotal,
+          ledgerKey: `settlement:${s.id}`,
+          allocations: allocations.map((a) => ({
+            id: a.id,
+            accountId: a.accountId,
+            amount: amountToNumeric(a.amount),
+            status: a.reason ? 'RETAINED' : 'RELEASED',
+            retainReason: a.reason,
+          })),
         },
       },
       {
-        organizationId: org, entityType: 'Transaction', entityId: t.id, action: 'transaction.settled',
+        organizationId: org,
+        entityType: 'Transaction',
+        entityId: t.id,
+        action: 'transaction.settled',
         before: { status: t.status, settledAmount: amountToNumeric(numericToAmount(t.settledAmount)) },
         after: { status: after.status, settledAmount: amountToNumeric(numericToAmount(after.settledAmount)), settlementId: s.id, isTotal },
       },
@@ -260,10 +350,17 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
     // The ledger last: every settlement of the asset-network credits the same PLATFORM_REVENUE row
     // (and often the same accounts), whose row locks are held from here to the commit.
     const lines: PostingLine[] = [{ account: ledgerAccounts.escrow(t), direction: 'DEBIT', amount: gross }];
-    if (fee > 0n) lines.push({ account: { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId: t.assetNetworkId }, direction: 'CREDIT', amount: fee });
+    if (fee > 0n)
+      lines.push({
+        account: { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId: t.assetNetworkId },
+        direction: 'CREDIT',
+        amount: fee,
+      });
     for (const a of allocations)
       lines.push({
-        account: a.reason ? ledgerRetained({ id: a.id, organizationId: t.organizationId }, t.assetNetworkId) : ledgerCustomer(a.accountId, t.organizationId, t.assetNetworkId),
+        account: a.reason
+          ? ledgerRetained({ id: a.id, organizationId: t.organizationId }, t.assetNetworkId)
+          : ledgerCustomer(a.accountId, t.organizationId, t.assetNetworkId),
         direction: 'CREDIT',
         amount: a.amount,
       });
@@ -281,9 +378,18 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
     await tx.settlement.update({
       where: { id: s.id },
       data: {
-        status: 'EXECUTED', attempts: s.attempts + 1, grossAmount: amountToNumeric(gross), feeAmount: amountToNumeric(fee), distributableAmount: amountToNumeric(distributable),
-        pricingPolicyId: policy?.id ?? null, feePercentage: policy ? percentageToNumeric(percentage) : null, isTotal, executedAt: now,
-        ledgerTransactionId: ledger.ledgerTransactionId, failureReason: null, failedAt: null,
+        status: 'EXECUTED',
+        attempts: s.attempts + 1,
+        grossAmount: amountToNumeric(gross),
+        feeAmount: amountToNumeric(fee),
+        distributableAmount: amountToNumeric(distributable),
+        pricingPolicyId: policy?.id ?? null,
+        feePercentage: policy ? percentageToNumeric(percentage) : null,
+        isTotal,
+        executedAt: now,
+        ledgerTransactionId: ledger.ledgerTransactionId,
+        failureReason: null,
+        failedAt: null,
       },
     });
     return { status: 'EXECUTED' as const, isTotal };
@@ -299,9 +405,20 @@ function sequentialIds(n: number, now: Date): string[] {
   return Array.from({ length: n }, (_x, i) => `${base.slice(0, 15)}${i.toString(16).padStart(3, '0')}${base.slice(18)}`);
 }
 
-function splitRuleInput(r: { id: string; position: number; participantId: string; accountId: string; percentage: { toFixed(dp: number): string } | null; fixedAmount: { toFixed(dp: number): string } | null; allocatedAmount: { toFixed(dp: number): string } }): SplitRuleInput {
+function splitRuleInput(r: {
+  id: string;
+  position: number;
+  participantId: string;
+  accountId: string;
+  percentage: { toFixed(dp: number): string } | null;
+  fixedAmount: { toFixed(dp: number): string } | null;
+  allocatedAmount: { toFixed(dp: number): string };
+}): SplitRuleInput {
   return {
-    id: r.id, position: r.position, participantId: r.participantId, accountId: r.accountId,
+    id: r.id,
+    position: r.position,
+    participantId: r.participantId,
+    accountId: r.accountId,
     percentage: r.percentage === null ? null : numericToPercentage(r.percentage),
     fixedAmount: r.fixedAmount === null ? null : numericToAmount(r.fixedAmount),
     allocatedAmount: numericToAmount(r.allocatedAmount),
@@ -313,8 +430,12 @@ async function failSettlement(tx: Db, deps: MoneyDeps, s: Settlement, code: Fail
   await tx.settlement.update({ where: { id: s.id }, data: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason, failedAt: now } });
   await emit(tx, deps, s.organizationId, 'settlement.failed', { SettlementId: s.id, TransactionId: s.transactionId, Reason: reason, FailedAt: now });
   await auditAs(tx, deps, systemActor(), {
-    organizationId: s.organizationId, entityType: 'Settlement', entityId: s.id, action: 'settlement.failed',
-    before: { status: 'PENDING', attempts: s.attempts }, after: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason },
+    organizationId: s.organizationId,
+    entityType: 'Settlement',
+    entityId: s.id,
+    action: 'settlement.failed',
+    before: { status: 'PENDING', attempts: s.attempts },
+    after: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason },
   });
   return { status: 'FAILED', reason: code };
 }
@@ -338,10 +459,16 @@ export async function retrySettlement(ctx: Context, idArg: unknown): Promise<Set
     if (s.status !== 'FAILED') throw new DomainError('INVALID_STATE', `Only a FAILED settlement can be retried; this one is ${s.status}.`);
     await tx.settlement.update({ where: { id }, data: { status: 'PENDING' } });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: s.organizationId, entityType: 'Settlement', entityId: id, action: 'settlement.retry_requested',
-      before: { status: 'FAILED', failureReason: s.failureReason, attempts: s.attempts }, after: { status: 'PENDING' },
+      organizationId: s.organizationId,
+      entityType: 'Settlement',
+      entityId: id,
+      action: 'settlement.retry_requested',
+      before: { status: 'FAILED', failureReason: s.failureReason, attempts: s.attempts },
+      after: { status: 'PENDING' },
     });
     await sendSettlementExecution(tx, ctx.deps.boss, id);
   }, TX_OPTIONS);
   return loadSettlement(ctx, id);
 }
+
+setSettlementRequester(requestSettlementInTx);

@@ -43,8 +43,7 @@ export async function changeApplicationStatus(ctx: Context, id: string, move: ke
       data: { status: to, statusReason: move === 'reactivate' ? null : (why ?? null) },
     });
     if (changed.count !== 1) throw invalidState(`An application in status ${app.status} cannot be ${done}.`);
-    if (move === 'archive')
-      await tx.apiKey.updateMany({ where: { applicationId: id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
+    if (move === 'archive') await tx.apiKey.updateMany({ where: { applicationId: id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
     await audit(tx, ctx, {
       organizationId: app.organizationId,
       entityType: 'Application',
@@ -70,7 +69,13 @@ export async function createEnvironment(ctx: Context, applicationId: string, inp
     const env = await tx.environment.create({
       data: { applicationId, organizationId: app.organizationId, type: input.type, name: input.name ?? input.type.toLowerCase() },
     });
-    await audit(tx, ctx, { organizationId: app.organizationId, entityType: 'Environment', entityId: env.id, action: 'environment.created', after: { type: env.type, name: env.name } });
+    await audit(tx, ctx, {
+      organizationId: app.organizationId,
+      entityType: 'Environment',
+      entityId: env.id,
+      action: 'environment.created',
+      after: { type: env.type, name: env.name },
+    });
     return env;
   });
 }
@@ -83,7 +88,13 @@ export async function generateApiKey(ctx: Context, environmentId: string) {
     const created = await tx.apiKey.create({
       data: { organizationId: env.organizationId, applicationId: env.applicationId, environmentId, displayPrefix, keyHash, createdAt: ctx.deps.clock.now() },
     });
-    await audit(tx, ctx, { organizationId: env.organizationId, entityType: 'ApiKey', entityId: created.id, action: 'api_key.generated', after: { environmentId, displayPrefix } });
+    await audit(tx, ctx, {
+      organizationId: env.organizationId,
+      entityType: 'ApiKey',
+      entityId: created.id,
+      action: 'api_key.generated',
+      after: { environmentId, displayPrefix },
+    });
     return created;
   });
   return { ...row, apiKey: key };
@@ -91,7 +102,12 @@ export async function generateApiKey(ctx: Context, environmentId: string) {
 
 export const rotateInput = z.object({
   /** How long the old key keeps working; 0 (the default) revokes it at once. At most 7 days. */
-  expiresInSeconds: z.number().int().min(0).max(7 * 24 * 3600).nullish(),
+  expiresInSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600)
+    .nullish(),
 });
 
 /**
@@ -144,7 +160,14 @@ export async function revokeApiKey(ctx: Context, id: string) {
   await ctx.deps.db.$transaction(async (tx) => {
     const revoked = await tx.apiKey.updateMany({ where: { id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
     if (revoked.count !== 1) throw invalidState('The API key is already revoked.');
-    await audit(tx, ctx, { organizationId: key.organizationId, entityType: 'ApiKey', entityId: id, action: 'api_key.revoked', before: { status: 'ACTIVE' }, after: { status: 'REVOKED' } });
+    await audit(tx, ctx, {
+      organizationId: key.organizationId,
+      entityType: 'ApiKey',
+      entityId: id,
+      action: 'api_key.revoked',
+      before: { status: 'ACTIVE' },
+      after: { status: 'REVOKED' },
+    });
   });
   invalidateApiKeyCache(ctx.deps);
 }

@@ -36,9 +36,24 @@ export async function signUp(ctx: Context, input: SignUpInput, idempotencyKey: s
       const member = await tx.member.create({
         data: { organizationId: org.id, email: input.email, name: input.name, passwordHash, role: 'OWNER', credentialsChangedAt: ctx.deps.clock.now() },
       });
-      const signedUp = { ...ctx, principal: { type: 'member' as const, memberId: member.id, organizationId: org.id, role: member.role, permissions: new Set<never>() } };
-      await audit(tx, signedUp, { organizationId: org.id, entityType: 'Organization', entityId: org.id, action: 'organization.created', after: { name: org.name } });
-      await audit(tx, signedUp, { organizationId: org.id, entityType: 'Member', entityId: member.id, action: 'member.signed_up', after: { email: member.email, role: member.role } });
+      const signedUp = {
+        ...ctx,
+        principal: { type: 'member' as const, memberId: member.id, organizationId: org.id, role: member.role, permissions: new Set<never>() },
+      };
+      await audit(tx, signedUp, {
+        organizationId: org.id,
+        entityType: 'Organization',
+        entityId: org.id,
+        action: 'organization.created',
+        after: { name: org.name },
+      });
+      await audit(tx, signedUp, {
+        organizationId: org.id,
+        entityType: 'Member',
+        entityId: member.id,
+        action: 'member.signed_up',
+        after: { email: member.email, role: member.role },
+      });
       return { organizationId: org.id, memberId: member.id, email: member.email };
     }),
   );
@@ -51,7 +66,12 @@ export function login(ctx: Context, input: z.infer<typeof loginInput>): Promise<
 }
 
 export function refresh(ctx: Context, refreshToken: string): Promise<TokenResult> {
-  return refreshSession(ctx, 'MEMBER', refreshToken, async (tx, id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId);
+  return refreshSession(
+    ctx,
+    'MEMBER',
+    refreshToken,
+    async (tx, id) => (await tx.member.findUnique({ where: { id }, select: { organizationId: true } }))?.organizationId,
+  );
 }
 
 export const SET_PASSWORD_TTL_MS = 72 * 3600_000;

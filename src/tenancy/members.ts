@@ -28,7 +28,13 @@ export async function addMember(ctx: Context, organizationId: string, input: { e
     const created = await tx.member.create({
       data: { organizationId, email: input.email, name: input.name, role: input.role, passwordHash, credentialsChangedAt: ctx.deps.clock.now() },
     });
-    await audit(tx, ctx, { organizationId, entityType: 'Member', entityId: created.id, action: 'member.added', after: { email: created.email, role: created.role } });
+    await audit(tx, ctx, {
+      organizationId,
+      entityType: 'Member',
+      entityId: created.id,
+      action: 'member.added',
+      after: { email: created.email, role: created.role },
+    });
     return created;
   });
   const token = await createPasswordToken(ctx, member.id, organizationId, SET_PASSWORD_TTL_MS, 'member.set_password_issued');
@@ -73,7 +79,8 @@ async function changeMember(ctx: Context, organizationIdArg: string, memberIdArg
     await tx.$queryRaw`SELECT "id" FROM "Organization" WHERE "id" = ${organizationId}::uuid FOR UPDATE`;
     const actor = await tx.member.findFirst({ where: { id: p.memberId, organizationId, removedAt: null }, select: { role: true } });
     if (!actor) throw new DomainError('INVALID_CREDENTIAL', 'The access token is no longer valid.');
-    if (!rolePermissions[actor.role].includes('member-manage')) throw new DomainError('PERMISSION_DENIED', 'This operation requires the member-manage permission.');
+    if (!rolePermissions[actor.role].includes('member-manage'))
+      throw new DomainError('PERMISSION_DENIED', 'This operation requires the member-manage permission.');
     const target = await tx.member.findFirst({ where: { id: memberId, organizationId, removedAt: null } });
     if (!target) throw notFound('Member');
     const role = 'role' in change ? change.role : null;

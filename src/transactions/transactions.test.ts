@@ -3,7 +3,7 @@ import { createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { hashPassword } from '../auth/passwords';
-import { createIntent, drainChainSync, eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { createIntent, drainChainSync, eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -19,7 +19,14 @@ const lastEvents = async (f: MoneyFixture, n: number) => (await eventsOf(app, f.
 async function viewerOf(f: MoneyFixture) {
   const email = `viewer.${crypto.randomUUID()}@example.com`;
   await app.deps.db.member.create({
-    data: { organizationId: f.organizationId, email, name: 'Viewer', role: 'VIEWER', passwordHash: await hashPassword('correct horse battery staple'), credentialsChangedAt: new Date(app.clock.now().getTime() - 5000) },
+    data: {
+      organizationId: f.organizationId,
+      email,
+      name: 'Viewer',
+      role: 'VIEWER',
+      passwordHash: await hashPassword('correct horse battery staple'),
+      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+    },
   });
   const login = await app.rest('POST', '/v1/auth/login', { body: { email, password: 'correct horse battery staple' } });
   return { authorization: `Bearer ${login.body.accessToken}` };
@@ -104,7 +111,12 @@ describe('freeze and unfreeze', () => {
     expect((await post(`${path}/freeze`, other.headers, { reason: 'x' })).status).toBe(404);
 
     expect((await post(`${path}/freeze`, f.member.headers, { reason: 'suspicious payer' })).status).toBe(204);
-    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'AWAITING_FUNDS', frozen: true, frozenReason: 'suspicious payer', frozenByMemberId: f.member.memberId });
+    expect(await txOf(f, pi.transactionId)).toMatchObject({
+      status: 'AWAITING_FUNDS',
+      frozen: true,
+      frozenReason: 'suspicious payer',
+      frozenByMemberId: f.member.memberId,
+    });
     expect((await post(`${path}/freeze`, f.member.headers, { reason: 'twice' })).status).toBe(409);
     expect((await post(`${path}/unfreeze`, f.member.headers)).status).toBe(204);
     expect(await txOf(f, pi.transactionId)).toMatchObject({ frozen: false, frozenReason: null, frozenByMemberId: null });
@@ -112,11 +124,20 @@ describe('freeze and unfreeze', () => {
       { type: 'transaction.frozen', body: { TransactionId: pi.transactionId, Reason: 'suspicious payer', ActorMemberId: f.member.memberId } },
       { type: 'transaction.unfrozen', body: { TransactionId: pi.transactionId, ActorMemberId: f.member.memberId } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: pi.transactionId, action: { startsWith: 'transaction.' } }, orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }] });
-    expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual(['transaction.created API_KEY', 'transaction.frozen MEMBER', 'transaction.unfrozen MEMBER']);
+    const audit = await app.deps.db.auditLogEntry.findMany({
+      where: { entityId: pi.transactionId, action: { startsWith: 'transaction.' } },
+      orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
+    });
+    expect(audit.map((a) => `${a.action} ${a.actorType}`).sort()).toEqual([
+      'transaction.created API_KEY',
+      'transaction.frozen MEMBER',
+      'transaction.unfrozen MEMBER',
+    ]);
     // GraphQL: the same operations.
     const g = await app.gql<{ freezeTransaction: { frozen: boolean } }>(
-      `mutation($id: ID!) { freezeTransaction(id: $id, input: { reason: "again" }) { frozen } }`, { id: pi.transactionId }, f.member.headers,
+      `mutation($id: ID!) { freezeTransaction(id: $id, input: { reason: "again" }) { frozen } }`,
+      { id: pi.transactionId },
+      f.member.headers,
     );
     expect(g.data?.freezeTransaction).toEqual({ frozen: true });
     // A cancelled transaction cannot be frozen.

@@ -5,9 +5,12 @@ import type { Prisma } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, lockTransactionRow, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { cancelIntentInTx, DEFAULT_CANCEL_REASON, visibleMoneyWhere } from '../deposits/payment-intents';
-import { sendReleaseEvaluation, sendRetainedRelease } from '../settlements/queues';
+import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Transactions: the money a payment intent collects, held in the transaction's ESCROW ledger
@@ -38,19 +41,16 @@ export const listInput = z.object({ limit: z.number().int().min(1).max(500).null
 export async function listTransactions(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery(args);
   const visible = visibleMoneyWhere(ctx);
   if (!visible) throw notFound('Organization');
   const rows = await ctx.deps.db.transaction.findMany({
-    where: { ...visible, organizationId, ...(args.after ? { id: { gt: args.after } } : {}) },
+    where: { ...visible, organizationId, ...page.where },
     include: transactionInclude,
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 export const reasonInput = z.string().trim().min(1, 'must not be empty').max(1000);
@@ -82,8 +82,12 @@ export async function freezeTransaction(ctx: Context, idArg: unknown, reason: st
     await tx.transaction.update({ where: { id: t.id }, data: { frozen: true, frozenByMemberId: p.memberId, frozenReason: reason } });
     await emit(tx, ctx.deps, cur.organizationId, 'transaction.frozen', { TransactionId: t.id, Reason: reason, ActorMemberId: p.memberId });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.frozen',
-      before: { frozen: cur.frozen }, after: { frozen: true, reason, frozenByDepositId: cur.frozenByDepositId },
+      organizationId: cur.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.frozen',
+      before: { frozen: cur.frozen },
+      after: { frozen: true, reason, frozenByDepositId: cur.frozenByDepositId },
     });
   }, TX_OPTIONS);
   return loadTransaction(ctx, t.id);
@@ -102,7 +106,9 @@ export async function unfreezeTransaction(ctx: Context, idArg: unknown) {
     await lockTransactionRow(tx, t.id);
     const cur = await tx.transaction.findUniqueOrThrow({ where: { id: t.id } });
     if (!cur.frozenByMemberId)
-      throw invalidState(cur.frozen ? 'The transaction is held by a deposit in doubt (a chain reorganization); an operator resolves it.' : 'The transaction is not frozen.');
+      throw invalidState(
+        cur.frozen ? 'The transaction is held by a deposit in doubt (a chain reorganization); an operator resolves it.' : 'The transaction is not frozen.',
+      );
     const stillHeld = cur.frozenByDepositId !== null;
     await tx.transaction.update({
       where: { id: t.id },
@@ -119,8 +125,12 @@ export async function unfreezeTransaction(ctx: Context, idArg: unknown) {
       await sendRetainedRelease(tx, ctx.deps.boss, { transactionId: t.id });
     }
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: cur.organizationId, entityType: 'Transaction', entityId: t.id, action: 'transaction.unfrozen',
-      before: { frozen: true, reason: cur.frozenReason }, after: { frozen: stillHeld, frozenByDepositId: cur.frozenByDepositId },
+      organizationId: cur.organizationId,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.unfrozen',
+      before: { frozen: true, reason: cur.frozenReason },
+      after: { frozen: stillHeld, frozenByDepositId: cur.frozenByDepositId },
     });
   }, TX_OPTIONS);
   return loadTransaction(ctx, t.id);

@@ -2,7 +2,7 @@ import type { Db } from '../db/prisma';
 import type { Network } from '../generated/prisma/client';
 import type { Amount } from '../money';
 import { adapterFor, networkRef } from '../chains/adapter';
-import type { MoneyDeps } from '../deposits/common';
+import type { MoneyDeps } from '../kernel/service';
 import { hotAddressFor, signFromControlledAddress } from './treasury';
 
 /**

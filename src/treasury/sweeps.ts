@@ -9,11 +9,12 @@ import { amountToNumeric, amountToString, numericToAmount, positiveAmountText } 
 import { adapterFor, hasAdapter, networkRef, type ObservedStatus } from '../chains/adapter';
 import { derivePrivateKey } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
-import { parsePaging, type Page } from '../admin/paging';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
+import { parsePaging, type Page } from '../kernel/paging';
 import { chainBalances } from './treasury';
-import { consumeReserveInTx } from './reserve';
-import { networkCostOf } from './costs';
+import { consumeReserveInTx } from './costs/reserve';
+import { networkCostOf } from './costs/costs';
 
 /**
  * Sweeps (docs/treasury.md): an operator moves the value of a deposit address to a HOT or WARM
@@ -29,7 +30,11 @@ import { networkCostOf } from './costs';
  * reserve when the network has one (409 RESERVE_EXHAUSTED when it is short), and charged to no one.
  */
 
-const uuid = (what: string) => z.string().refine(isUuid, `must be ${what} (uuid)`).transform((s) => s.toLowerCase());
+const uuid = (what: string) =>
+  z
+    .string()
+    .refine(isUuid, `must be ${what} (uuid)`)
+    .transform((s) => s.toLowerCase());
 
 export const executeSweepInput = z
   .object({
@@ -63,10 +68,21 @@ async function view(db: Db, s: TreasurySweep): Promise<SweepView> {
   const network = await db.network.findUniqueOrThrow({ where: { id: s.networkId } });
   const seen = hasAdapter(network.kind) ? await adapterFor(network.kind, db).transaction(networkRef(network), s.txHash) : null;
   return {
-    id: s.id, assetNetworkId: s.assetNetworkId, networkId: s.networkId, organizationId: s.organizationId, depositAddressId: s.depositAddressId,
-    fromAddress: s.fromAddress, toControlledAddressId: s.toControlledAddressId, toAddress: s.toAddress, amount: amountToString(numericToAmount(s.amount)),
-    networkCost: amountToString(numericToAmount(s.networkCost)), txHash: s.txHash, chainStatus: seen?.status ?? null, confirmations: seen?.confirmations ?? 0,
-    operatorId: s.operatorId, createdAt: s.createdAt,
+    id: s.id,
+    assetNetworkId: s.assetNetworkId,
+    networkId: s.networkId,
+    organizationId: s.organizationId,
+    depositAddressId: s.depositAddressId,
+    fromAddress: s.fromAddress,
+    toControlledAddressId: s.toControlledAddressId,
+    toAddress: s.toAddress,
+    amount: amountToString(numericToAmount(s.amount)),
+    networkCost: amountToString(numericToAmount(s.networkCost)),
+    txHash: s.txHash,
+    chainStatus: seen?.status ?? null,
+    confirmations: seen?.confirmations ?? 0,
+    operatorId: s.operatorId,
+    createdAt: s.createdAt,
   };
 }
 
@@ -104,15 +120,23 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         if (!an) throw notFound('AssetNetwork');
         const network = an.network;
         // SANDBOX networks, and EVM networks since issue 18 (the adapter signs and broadcasts real transactions).
-        if (!hasAdapter(network.kind)) throw invalidState(`Sweeps run on networks with an adapter (SANDBOX, configured EVM networks); this asset-network is on a ${network.kind} network.`);
-        const from = await tx.depositAddress.findUnique({ where: { id: data.fromDepositAddressId }, include: { wallet: { select: { id: true, custodyMode: true } } } });
+        if (!hasAdapter(network.kind))
+          throw invalidState(`Sweeps run on networks with an adapter (SANDBOX, configured EVM networks); this asset-network is on a ${network.kind} network.`);
+        const from = await tx.depositAddress.findUnique({
+          where: { id: data.fromDepositAddressId },
+          include: { wallet: { select: { id: true, custodyMode: true } } },
+        });
         if (!from) throw notFound('DepositAddress');
         if (from.assetNetworkId !== an.id) throw fieldError('fromDepositAddressId', 'must be a deposit address of the asset-network');
         if (from.wallet.custodyMode !== 'CUSTODIAL')
-          throw invalidState("The deposit address belongs to a SELF_CUSTODY wallet: the service holds no key for it, and a sweep cannot be made without the integrator's signature.");
+          throw invalidState(
+            'The deposit address belongs to a SELF_CUSTODY wallet: the service holds no key for it, and a sweep cannot be ' +
+              "made without the integrator's signature.",
+          );
         const to = await tx.controlledAddress.findUnique({ where: { id: data.toControlledAddressId } });
         if (!to) throw notFound('ControlledAddress');
-        if (to.networkId !== network.id || !to.assetNetworkIds.includes(an.id)) throw fieldError('toControlledAddressId', 'must be a controlled address holding the asset-network');
+        if (to.networkId !== network.id || !to.assetNetworkIds.includes(an.id))
+          throw fieldError('toControlledAddressId', 'must be a controlled address holding the asset-network');
         if (to.tier === 'COLD') throw fieldError('toControlledAddressId', 'must be a HOT or WARM address: sweeps never go straight to COLD storage');
         if (!to.active) throw invalidState('The controlled address is deactivated: it receives no sweeps.');
 
@@ -130,14 +154,25 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         // The network cost is paid from the network's resource reserve (docs/network-costs.md) when the network has one.
         const reserve = await consumeReserveInTx(tx, deps, { assetNetworkId: an.id, amount: networkCost, referenceType: 'TreasurySweep', referenceId: id });
         if (!reserve.ok)
-          throw new DomainError('CONFLICT', `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the sweep's network cost is ${networkCost}.`);
+          throw new DomainError(
+            'CONFLICT',
+            `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the sweep's network cost is ${networkCost}.`,
+          );
         const root = await custodialRootKey(tx, deps.sealingKey, from.wallet.id);
         const key = derivePrivateKey(root, from.derivationIndex);
         root.fill(0);
         const signed = await adapter
           .signTransfer(
             networkRef(network),
-            { networkId: network.id, assetNetworkId: an.id, fromAddress: from.address, fromPublicKey: from.publicKey, toAddress: to.address, amount: amount.toString(), nonce: id },
+            {
+              networkId: network.id,
+              assetNetworkId: an.id,
+              fromAddress: from.address,
+              fromPublicKey: from.publicKey,
+              toAddress: to.address,
+              amount: amount.toString(),
+              nonce: id,
+            },
             key,
           )
           .finally(() => key.fill(0));
@@ -151,16 +186,36 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         const now = deps.clock.now();
         await tx.treasurySweep.create({
           data: {
-            id, assetNetworkId: an.id, networkId: network.id, organizationId: from.organizationId, depositAddressId: from.id, fromAddress: from.address,
-            toControlledAddressId: to.id, toAddress: to.address, amount: amountToNumeric(amount), networkCost: amountToNumeric(networkCost), txHash,
-            operatorId: p.operatorId, createdAt: now,
+            id,
+            assetNetworkId: an.id,
+            networkId: network.id,
+            organizationId: from.organizationId,
+            depositAddressId: from.id,
+            fromAddress: from.address,
+            toControlledAddressId: to.id,
+            toAddress: to.address,
+            amount: amountToNumeric(amount),
+            networkCost: amountToNumeric(networkCost),
+            txHash,
+            operatorId: p.operatorId,
+            createdAt: now,
           },
         });
         await auditAs(tx, deps, requestActor(ctx), {
-          organizationId: from.organizationId, entityType: 'TreasurySweep', entityId: id, action: 'treasury.sweep.executed',
+          organizationId: from.organizationId,
+          entityType: 'TreasurySweep',
+          entityId: id,
+          action: 'treasury.sweep.executed',
           after: {
-            assetNetworkId: an.id, depositAddressId: from.id, fromAddress: from.address, toControlledAddressId: to.id, toAddress: to.address, tier: to.tier,
-            amount: amountToString(amount), networkCost: amountToString(networkCost), txHash,
+            assetNetworkId: an.id,
+            depositAddressId: from.id,
+            fromAddress: from.address,
+            toControlledAddressId: to.id,
+            toAddress: to.address,
+            tier: to.tier,
+            amount: amountToString(amount),
+            networkCost: amountToString(networkCost),
+            txHash,
           },
         });
         return { id };
@@ -171,14 +226,21 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
 }
 
 /** SearchTreasurySweeps: newest first (createdAt, then id, descending), with the exact total. */
-export async function searchSweeps(ctx: Context, args: { assetNetworkId?: string | null; skip?: number | null; take?: number | null }): Promise<Page<SweepView>> {
+export async function searchSweeps(
+  ctx: Context,
+  args: { assetNetworkId?: string | null; skip?: number | null; take?: number | null },
+): Promise<Page<SweepView>> {
   if (ctx.principal?.type !== 'operator') throw new DomainError('PRINCIPAL_NOT_ALLOWED', 'Platform operators only.');
   if (args.assetNetworkId != null && !isUuid(args.assetNetworkId)) throw fieldError('assetNetworkId', 'must be an asset-network id (uuid)');
   const { skip, take } = parsePaging(args);
   const where: Prisma.TreasurySweepWhereInput = args.assetNetworkId != null ? { assetNetworkId: args.assetNetworkId.toLowerCase() } : {};
   const db = ctx.deps.db;
   const [rows, total] = await db.$transaction(
-    async (tx) => [await tx.treasurySweep.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip, take }), await tx.treasurySweep.count({ where })] as const,
+    async (tx) =>
+      [
+        await tx.treasurySweep.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip, take }),
+        await tx.treasurySweep.count({ where }),
+      ] as const,
     { isolationLevel: 'RepeatableRead' },
   );
   const items: SweepView[] = [];

@@ -3,8 +3,8 @@ import { createApiKey, createOperator, createTestApp, signUpMember, type RestRes
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { webhookEnv } from '../../test/webhook-helpers';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { createIntent, moneyFixture, type MoneyFixture } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { createIntent, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { generateKeyPair } from '../chains/secp256k1';
 import { planMoves } from './treasury';
 
@@ -65,7 +65,14 @@ describe('controlled addresses', () => {
     expect(r.headers.get('location')).toMatch(/^\/v1\/admin\/treasury\/controlled-addresses\/[0-9a-f-]{36}$/);
     const got = await app.rest('GET', r.headers.get('location')!, { headers: op });
     expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({ tier: 'HOT', control: 'GENERATED', label: 'Hot 1', active: true, assetNetworkIds: [f.catalog.assetNetworkId], networkId: f.catalog.networkId });
+    expect(got.body).toMatchObject({
+      tier: 'HOT',
+      control: 'GENERATED',
+      label: 'Hot 1',
+      active: true,
+      assetNetworkIds: [f.catalog.assetNetworkId],
+      networkId: f.catalog.networkId,
+    });
     expect(got.body.address).toMatch(/^0x[0-9a-f]{40}$/);
     expect(got.body.publicKey).toMatch(/^0[23][0-9a-f]{64}$/);
     expect(JSON.stringify(got.body)).not.toMatch(/sealed|private/i);
@@ -131,8 +138,14 @@ describe('sweeps and the overview', () => {
     const hot = await controlled(an, 'HOT');
     const before = await overviewOf(an);
     expect(before).toMatchObject({
-      customerLiabilities: '1000000', liabilities: { customer: '0', escrow: '1000000', suspense: '0', retained: '0' }, platformFunds: '0',
-      chainClearing: '1000000', depositAddressHoldings: '1000000', assetsHeld: '1000000', difference: '0', clearingDifference: '0',
+      customerLiabilities: '1000000',
+      liabilities: { customer: '0', escrow: '1000000', suspense: '0', retained: '0' },
+      platformFunds: '0',
+      chainClearing: '1000000',
+      depositAddressHoldings: '1000000',
+      assetsHeld: '1000000',
+      difference: '0',
+      clearingDifference: '0',
     });
     expect(before.controlledHoldings).toEqual([
       { tier: 'HOT', addresses: 1, balance: '0' },
@@ -151,8 +164,16 @@ describe('sweeps and the overview', () => {
     const sweep = await app.rest('GET', s.headers.get('location')!, { headers: op });
     expect(sweep.status).toBe(200);
     expect(sweep.body).toMatchObject({
-      assetNetworkId: an, organizationId: f.organizationId, depositAddressId, fromAddress: intent.address, toControlledAddressId: hot.id, toAddress: hot.address,
-      amount: '1000000', networkCost: '21000', chainStatus: 'PENDING', confirmations: 0,
+      assetNetworkId: an,
+      organizationId: f.organizationId,
+      depositAddressId,
+      fromAddress: intent.address,
+      toControlledAddressId: hot.id,
+      toAddress: hot.address,
+      amount: '1000000',
+      networkCost: '21000',
+      chainStatus: 'PENDING',
+      confirmations: 0,
     });
     // The same Idempotency-Key answers the same sweep.
     const again = await app.rest('POST', '/v1/admin/treasury/sweeps', {
@@ -162,14 +183,22 @@ describe('sweeps and the overview', () => {
     expect(again.status).toBe(201);
     expect(again.headers.get('location')).toBe(s.headers.get('location'));
     // Pending: nothing left to spend, so a second sweep is refused.
-    const second = await app.rest('POST', '/v1/admin/treasury/sweeps', { body: { assetNetworkId: an, fromDepositAddressId: depositAddressId, toControlledAddressId: hot.id }, headers: op });
+    const second = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+      body: { assetNetworkId: an, fromDepositAddressId: depositAddressId, toControlledAddressId: hot.id },
+      headers: op,
+    });
     expect(second.status, second.text).toBe(409);
 
     await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
     await drainMoneyWork(app);
     const after = await overviewOf(an);
     expect(after).toMatchObject({
-      customerLiabilities: '1000000', chainClearing: '1000000', depositAddressHoldings: '0', assetsHeld: '1000000', difference: '0', clearingDifference: '0',
+      customerLiabilities: '1000000',
+      chainClearing: '1000000',
+      depositAddressHoldings: '0',
+      assetsHeld: '1000000',
+      difference: '0',
+      clearingDifference: '0',
     });
     expect(after.controlledHoldings[0]).toEqual({ tier: 'HOT', addresses: 1, balance: '1000000' });
     expect(await chainBalance(f, intent.address)).toBe('0');
@@ -200,7 +229,10 @@ describe('sweeps and the overview', () => {
     const cold = await controlled(an, 'COLD');
     const warm = await controlled(an, 'WARM');
     const sweep = (body: Record<string, unknown>) =>
-      app.rest('POST', '/v1/admin/treasury/sweeps', { body: { assetNetworkId: an, fromDepositAddressId: depositAddressId, toControlledAddressId: warm.id, ...body }, headers: op });
+      app.rest('POST', '/v1/admin/treasury/sweeps', {
+        body: { assetNetworkId: an, fromDepositAddressId: depositAddressId, toControlledAddressId: warm.id, ...body },
+        headers: op,
+      });
     expect((await sweep({ toControlledAddressId: cold.id })).status).toBe(400);
     expect((await sweep({ toControlledAddressId: crypto.randomUUID() })).status).toBe(404);
     expect((await sweep({ fromDepositAddressId: crypto.randomUUID() })).status).toBe(404);
@@ -220,7 +252,10 @@ describe('sweeps and the overview', () => {
 
     // A SELF_CUSTODY wallet's deposit address: the service cannot sign.
     const { publicKey } = generateKeyPair();
-    const w = await app.rest('POST', `/v1/applications/${f.applicationId}/wallets`, { headers: f.apiKeyHeaders, body: { networkId: f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey } });
+    const w = await app.rest('POST', `/v1/applications/${f.applicationId}/wallets`, {
+      headers: f.apiKeyHeaders,
+      body: { networkId: f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey },
+    });
     expect(w.status, w.text).toBe(201);
     const pi = await createIntent(app, f, { walletId: idOf(w), amount: '300' });
     await fund(f, pi.address, 300n);
@@ -261,7 +296,10 @@ describe('sweeps and the overview', () => {
     const from = await depositAddressIdOf(intent.address);
     const ids: string[] = [];
     for (const amount of ['100', '200', '300']) {
-      const r = await app.rest('POST', '/v1/admin/treasury/sweeps', { body: { assetNetworkId: an, fromDepositAddressId: from, toControlledAddressId: hot.id, amount }, headers: op });
+      const r = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+        body: { assetNetworkId: an, fromDepositAddressId: from, toControlledAddressId: hot.id, amount },
+        headers: op,
+      });
       expect(r.status, r.text).toBe(201);
       ids.push(idOf(r));
     }
@@ -313,7 +351,17 @@ describe('liquidity policy and rebalance plan', () => {
     ];
     expect((await configure({ assetNetworkId: an, tiers: [{ tier: 'HOT', min: '5', target: '4' }] })).status).toBe(400);
     expect((await configure({ assetNetworkId: an, tiers: [{ tier: 'HOT', min: '1', target: '4', max: '3' }] })).status).toBe(400);
-    expect((await configure({ assetNetworkId: an, tiers: [{ tier: 'HOT', min: '1', target: '4' }, { tier: 'HOT', min: '1', target: '4' }] })).status).toBe(400);
+    expect(
+      (
+        await configure({
+          assetNetworkId: an,
+          tiers: [
+            { tier: 'HOT', min: '1', target: '4' },
+            { tier: 'HOT', min: '1', target: '4' },
+          ],
+        })
+      ).status,
+    ).toBe(400);
     expect((await configure({ assetNetworkId: an, tiers: [{ tier: 'HOT', min: '1.5', target: '4' }] })).status).toBe(400);
     expect((await configure({ assetNetworkId: an, tiers: [] })).status).toBe(400);
     expect((await configure({ assetNetworkId: crypto.randomUUID(), tiers })).status).toBe(404);
@@ -351,7 +399,11 @@ describe('liquidity policy and rebalance plan', () => {
 
   test('planMoves: WATCH_ONLY addresses receive but never send; shortfalls are noted', () => {
     const policy = {
-      id: 'p', assetNetworkId: 'a', version: 1, operatorId: 'o', createdAt: new Date(0),
+      id: 'p',
+      assetNetworkId: 'a',
+      version: 1,
+      operatorId: 'o',
+      createdAt: new Date(0),
       tiers: [
         { tier: 'HOT' as const, min: '1000', target: '2000', max: null },
         { tier: 'WARM' as const, min: '0', target: '0', max: null },

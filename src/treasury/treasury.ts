@@ -7,10 +7,11 @@ import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { amountToString, numericToAmount, type Amount, amountText } from '../money';
 import { seal, unseal } from '../auth/secrets';
-import { auditAs, requestActor, TX_OPTIONS, type MoneyDeps } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import * as secp from '../chains/secp256k1';
-import { normalizeAddress } from '../withdrawals/destinations';
+import { normalizeAddress } from '../chains/address';
 
 /**
  * Treasury (docs/treasury.md): the addresses the platform controls on each network (HOT, WARM and
@@ -21,7 +22,11 @@ import { normalizeAddress } from '../withdrawals/destinations';
 
 export const TIERS: readonly TreasuryTier[] = ['HOT', 'WARM', 'COLD'];
 
-const uuid = (what: string) => z.string().refine(isUuid, `must be ${what} (uuid)`).transform((s) => s.toLowerCase());
+const uuid = (what: string) =>
+  z
+    .string()
+    .refine(isUuid, `must be ${what} (uuid)`)
+    .transform((s) => s.toLowerCase());
 
 function parseInput<T extends z.ZodTypeAny>(schema: T, input: unknown): z.infer<T> {
   const parsed = schema.safeParse(input ?? {});
@@ -95,8 +100,19 @@ export interface ControlledAddressView {
 }
 
 export const controlledAddressView = (r: ControlledAddress, balance: Amount | null = null): ControlledAddressView => ({
-  id: r.id, networkId: r.networkId, assetNetworkIds: r.assetNetworkIds, tier: r.tier, control: r.control, label: r.label, address: r.address,
-  publicKey: r.publicKey, active: r.active, deactivatedAt: r.deactivatedAt, createdByOperatorId: r.createdByOperatorId, createdAt: r.createdAt, updatedAt: r.updatedAt,
+  id: r.id,
+  networkId: r.networkId,
+  assetNetworkIds: r.assetNetworkIds,
+  tier: r.tier,
+  control: r.control,
+  label: r.label,
+  address: r.address,
+  publicKey: r.publicKey,
+  active: r.active,
+  deactivatedAt: r.deactivatedAt,
+  createdByOperatorId: r.createdByOperatorId,
+  createdAt: r.createdAt,
+  updatedAt: r.updatedAt,
   balance: balance === null ? null : amountToString(balance),
 });
 
@@ -141,7 +157,10 @@ export async function registerControlledAddress(ctx: Context, input: unknown): P
     const pair = adapter.generateKeyPair();
     const derived = adapter.deriveAddress(networkRef(network), { curve: pair.curve, publicKey: pair.publicKey }, 0);
     key = {
-      curve: pair.curve, rootPublicKey: pair.publicKey, derivationIndex: 0, publicKey: derived.publicKey,
+      curve: pair.curve,
+      rootPublicKey: pair.publicKey,
+      derivationIndex: 0,
+      publicKey: derived.publicKey,
       sealedPrivateKey: seal(ctx.deps.sealingKey, secp.bytesToHex(pair.privateKey), controlledKeyAad(id)),
     };
     pair.privateKey.fill(0);
@@ -160,14 +179,33 @@ export async function registerControlledAddress(ctx: Context, input: unknown): P
         throw new DomainError('CONFLICT', 'This address is registered already on this network.');
       const created = await tx.controlledAddress.create({
         data: {
-          id, networkId: network.id, assetNetworkIds, tier: data.tier, control: data.control, label: data.label, address, ...(key ?? {}),
-          createdByOperatorId: opId, createdAt: ctx.deps.clock.now(),
+          id,
+          networkId: network.id,
+          assetNetworkIds,
+          tier: data.tier,
+          control: data.control,
+          label: data.label,
+          address,
+          ...(key ?? {}),
+          createdByOperatorId: opId,
+          createdAt: ctx.deps.clock.now(),
         },
       });
       await adapterFor(network.kind, tx).watchAddresses(networkRef(network), [address]);
       await auditAs(tx, ctx.deps, requestActor(ctx), {
-        organizationId: null, entityType: 'ControlledAddress', entityId: id, action: 'treasury.controlled_address.registered',
-        after: { networkId: network.id, assetNetworkIds, tier: data.tier, control: data.control, label: data.label, address, publicKey: key?.publicKey ?? null },
+        organizationId: null,
+        entityType: 'ControlledAddress',
+        entityId: id,
+        action: 'treasury.controlled_address.registered',
+        after: {
+          networkId: network.id,
+          assetNetworkIds,
+          tier: data.tier,
+          control: data.control,
+          label: data.label,
+          address,
+          publicKey: key?.publicKey ?? null,
+        },
       });
       return created;
     });
@@ -197,8 +235,12 @@ export async function deactivateControlledAddress(ctx: Context, idArg: unknown):
     if (!current.active) return current;
     const updated = await tx.controlledAddress.update({ where: { id }, data: { active: false, deactivatedAt: ctx.deps.clock.now() } });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: null, entityType: 'ControlledAddress', entityId: id, action: 'treasury.controlled_address.deactivated',
-      before: { active: true }, after: { active: false },
+      organizationId: null,
+      entityType: 'ControlledAddress',
+      entityId: id,
+      action: 'treasury.controlled_address.deactivated',
+      before: { active: true },
+      after: { active: false },
     });
     return updated;
   });
@@ -213,7 +255,11 @@ async function loadAssetNetwork(db: Db, idArg: unknown) {
 }
 
 /** GetTreasuryControlledAddresses: the addresses holding the asset-network (oldest first), each with its mined balance of it. */
-export async function listControlledAddresses(ctx: Context, assetNetworkIdArg: unknown, activeOnly: boolean | null | undefined): Promise<ControlledAddressView[]> {
+export async function listControlledAddresses(
+  ctx: Context,
+  assetNetworkIdArg: unknown,
+  activeOnly: boolean | null | undefined,
+): Promise<ControlledAddressView[]> {
   operatorId(ctx);
   const db = ctx.deps.db;
   const an = await loadAssetNetwork(db, assetNetworkIdArg);
@@ -221,7 +267,12 @@ export async function listControlledAddresses(ctx: Context, assetNetworkIdArg: u
     where: { networkId: an.networkId, assetNetworkIds: { has: an.id }, ...(activeOnly ? { active: true } : {}) },
     orderBy: { id: 'asc' },
   });
-  const balances = await chainBalances(db, an.network, an.id, rows.map((r) => r.address));
+  const balances = await chainBalances(
+    db,
+    an.network,
+    an.id,
+    rows.map((r) => r.address),
+  );
   return rows.map((r) => controlledAddressView(r, balances ? balances.get(r.address)!.mined : null));
 }
 
@@ -252,7 +303,12 @@ export async function hotAddressFor(tx: Db, assetNetworkId: string, amount: Amou
     where: { networkId: an.networkId, assetNetworkIds: { has: an.id }, tier: 'HOT', control: 'GENERATED', active: true },
     orderBy: { id: 'asc' },
   });
-  const balances = await chainBalances(tx, an.network, an.id, rows.map((r) => r.address));
+  const balances = await chainBalances(
+    tx,
+    an.network,
+    an.id,
+    rows.map((r) => r.address),
+  );
   if (!balances) return null;
   let best: HotAddress | null = null;
   for (const r of rows) {
@@ -290,8 +346,13 @@ export async function signFromControlledAddress(
     return await adapterFor(network.kind, tx).signTransfer(
       networkRef(network),
       {
-        networkId: r.networkId, assetNetworkId: payload.assetNetworkId, fromAddress: r.address, fromPublicKey: r.publicKey!, toAddress: payload.toAddress,
-        amount: payload.amount.toString(), nonce: payload.nonce,
+        networkId: r.networkId,
+        assetNetworkId: payload.assetNetworkId,
+        fromAddress: r.address,
+        fromPublicKey: r.publicKey!,
+        toAddress: payload.toAddress,
+        amount: payload.amount.toString(),
+        nonce: payload.nonce,
       },
       key,
     );
@@ -347,7 +408,12 @@ async function overviewOf(db: Db, an: { id: string; networkId: string; network: 
   const customerLiabilities = LIABILITY_KINDS.reduce((s, kind) => s + k(kind), 0n);
   const clearing = -k('CHAIN_CLEARING');
   const addresses = await db.controlledAddress.findMany({ where: { networkId: an.networkId, assetNetworkIds: { has: an.id } }, orderBy: { id: 'asc' } });
-  const balances = await chainBalances(db, an.network, an.id, addresses.map((a) => a.address));
+  const balances = await chainBalances(
+    db,
+    an.network,
+    an.id,
+    addresses.map((a) => a.address),
+  );
   const deposits = await depositAddressHoldings(db, an.network, an.id);
   const holdings: TierHolding[] = TIERS.map((tier) => {
     const of = addresses.filter((a) => a.tier === tier);
@@ -356,9 +422,17 @@ async function overviewOf(db: Db, an: { id: string; networkId: string; network: 
   const controlled = balances ? addresses.reduce((s, a) => s + balances.get(a.address)!.mined, 0n) : null;
   const held = controlled !== null && deposits !== null ? controlled + deposits : null;
   return {
-    assetNetworkId: an.id, assetCode: an.asset.code, networkId: an.networkId, networkKind: an.network.kind,
+    assetNetworkId: an.id,
+    assetCode: an.asset.code,
+    networkId: an.networkId,
+    networkKind: an.network.kind,
     customerLiabilities: amountToString(customerLiabilities),
-    liabilities: { customer: amountToString(liabilities.customer), escrow: amountToString(liabilities.escrow), suspense: amountToString(liabilities.suspense), retained: amountToString(liabilities.retained) },
+    liabilities: {
+      customer: amountToString(liabilities.customer),
+      escrow: amountToString(liabilities.escrow),
+      suspense: amountToString(liabilities.suspense),
+      retained: amountToString(liabilities.retained),
+    },
     platformFunds: amountToString(k('FEES') + k('PLATFORM_REVENUE')),
     chainClearing: amountToString(clearing),
     controlledHoldings: holdings,
@@ -418,7 +492,12 @@ export const configureLiquidityPolicyInput = z
   .strict();
 
 const policyView = (p: TreasuryLiquidityPolicy): LiquidityPolicyView => ({
-  id: p.id, assetNetworkId: p.assetNetworkId, version: p.version, tiers: p.tiers as unknown as TierTarget[], operatorId: p.operatorId, createdAt: p.createdAt,
+  id: p.id,
+  assetNetworkId: p.assetNetworkId,
+  version: p.version,
+  tiers: p.tiers as unknown as TierTarget[],
+  operatorId: p.operatorId,
+  createdAt: p.createdAt,
 });
 
 /**
@@ -448,7 +527,10 @@ export async function configureLiquidityPolicy(ctx: Context, input: unknown): Pr
       data: { assetNetworkId: an.id, version, tiers: tiers as never, operatorId: opId, createdAt: ctx.deps.clock.now() },
     });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: null, entityType: 'TreasuryLiquidityPolicy', entityId: created.id, action: 'treasury.liquidity_policy.configured',
+      organizationId: null,
+      entityType: 'TreasuryLiquidityPolicy',
+      entityId: created.id,
+      action: 'treasury.liquidity_policy.configured',
       after: { assetNetworkId: an.id, version, tiers },
     });
     return created;
@@ -516,8 +598,13 @@ interface PlanAddress {
  * Sources are GENERATED addresses, largest spendable balance first; a destination is the tier's
  * active address with the smallest balance. What cannot be covered is reported in `notes`.
  */
-export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPolicyView | null): { positions: TierPosition[]; moves: RebalanceMove[]; notes: string[] } {
-  const targets = new Map(policy?.tiers.map((t) => [t.tier, { min: BigInt(t.min), target: BigInt(t.target), max: t.max === null ? null : BigInt(t.max) }]) ?? []);
+export function planMoves(
+  addresses: readonly PlanAddress[],
+  policy: LiquidityPolicyView | null,
+): { positions: TierPosition[]; moves: RebalanceMove[]; notes: string[] } {
+  const targets = new Map(
+    policy?.tiers.map((t) => [t.tier, { min: BigInt(t.min), target: BigInt(t.target), max: t.max === null ? null : BigInt(t.max) }]) ?? [],
+  );
   const state = addresses.map((a) => ({ ...a }));
   const balanceOf = (tier: TreasuryTier) => state.filter((a) => a.tier === tier).reduce((s, a) => s + a.balance, 0n);
   const positions: TierPosition[] = TIERS.map((tier) => {
@@ -525,7 +612,11 @@ export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPo
     const balance = balanceOf(tier);
     const movable = state.filter((a) => a.tier === tier && a.generated).reduce((s, a) => s + (a.spendable > 0n ? a.spendable : 0n), 0n);
     return {
-      tier, balance: amountToString(balance), movable: amountToString(movable), min: t ? amountToString(t.min) : null, target: t ? amountToString(t.target) : null,
+      tier,
+      balance: amountToString(balance),
+      movable: amountToString(movable),
+      min: t ? amountToString(t.min) : null,
+      target: t ? amountToString(t.target) : null,
       max: t?.max == null ? null : amountToString(t.max),
       position: !t ? 'NO_TARGET' : balance < t.min ? 'BELOW_MIN' : t.max !== null && balance > t.max ? 'ABOVE_MAX' : 'WITHIN',
     };
@@ -536,14 +627,17 @@ export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPo
     notes.push('No liquidity policy for this asset-network: nothing to plan (AdminConfigureTreasuryLiquidityPolicy).');
     return { positions, moves, notes };
   }
-  const destination = (tier: TreasuryTier) => [...state].filter((a) => a.tier === tier).sort((a, b) => (a.balance === b.balance ? (a.id < b.id ? -1 : 1) : a.balance < b.balance ? -1 : 1))[0];
+  const destination = (tier: TreasuryTier) =>
+    [...state].filter((a) => a.tier === tier).sort((a, b) => (a.balance === b.balance ? (a.id < b.id ? -1 : 1) : a.balance < b.balance ? -1 : 1))[0];
   /** Moves up to `amount` from `from`'s GENERATED addresses (never below `floor` for the tier); answers what moved. */
   const move = (from: TreasuryTier, to: TreasuryTier, amount: Amount, floor: Amount, reason: string): Amount => {
     const dest = destination(to);
     if (!dest || amount <= 0n) return 0n;
     let left = amount;
     let tierBalance = balanceOf(from);
-    const sources = state.filter((a) => a.tier === from && a.generated && a.spendable > 0n).sort((a, b) => (a.spendable === b.spendable ? (a.id < b.id ? -1 : 1) : a.spendable > b.spendable ? -1 : 1));
+    const sources = state
+      .filter((a) => a.tier === from && a.generated && a.spendable > 0n)
+      .sort((a, b) => (a.spendable === b.spendable ? (a.id < b.id ? -1 : 1) : a.spendable > b.spendable ? -1 : 1));
     for (const s of sources) {
       if (left === 0n) break;
       let take = s.spendable < left ? s.spendable : left;
@@ -555,8 +649,14 @@ export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPo
       tierBalance -= take;
       left -= take;
       moves.push({
-        fromTier: from, fromControlledAddressId: s.id, fromAddress: s.address, toTier: to, toControlledAddressId: dest.id, toAddress: dest.address,
-        amount: amountToString(take), reason,
+        fromTier: from,
+        fromControlledAddressId: s.id,
+        fromAddress: s.address,
+        toTier: to,
+        toControlledAddressId: dest.id,
+        toAddress: dest.address,
+        amount: amountToString(take),
+        reason,
       });
     }
     return amount - left;
@@ -577,9 +677,16 @@ export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPo
       if (!st || need === 0n) continue;
       const spare = balanceOf(src) - st.target;
       if (spare <= 0n) continue;
-      need -= move(src, tier, spare < need ? spare : need, st.target, `${tier} is below its minimum (${balance} < ${t.min}): refilled toward its target ${t.target} from ${src}, which holds more than its target ${st.target}.`);
+      need -= move(
+        src,
+        tier,
+        spare < need ? spare : need,
+        st.target,
+        `${tier} is below its minimum (${balance} < ${t.min}): refilled toward its target ${t.target} from ${src}, which holds more than its target ${st.target}.`,
+      );
     }
-    if (need > 0n) notes.push(`${tier} stays short of its target by ${need}: no tier holds enough above its own target (sweep deposit addresses, or fund the treasury).`);
+    if (need > 0n)
+      notes.push(`${tier} stays short of its target by ${need}: no tier holds enough above its own target (sweep deposit addresses, or fund the treasury).`);
   }
   const colder: Partial<Record<TreasuryTier, TreasuryTier>> = { HOT: 'WARM', WARM: 'COLD' };
   for (const tier of TIERS) {
@@ -597,7 +704,13 @@ export function planMoves(addresses: readonly PlanAddress[], policy: LiquidityPo
       continue;
     }
     const excess = balance - t.target;
-    const moved = move(tier, to, excess, t.target, `${tier} is above its maximum (${balance} > ${t.max}): down to its target ${t.target}, the excess to ${to}.`);
+    const moved = move(
+      tier,
+      to,
+      excess,
+      t.target,
+      `${tier} is above its maximum (${balance} > ${t.max}): down to its target ${t.target}, the excess to ${to}.`,
+    );
     if (moved < excess) notes.push(`${tier} keeps ${excess - moved} above its target: its WATCH_ONLY addresses cannot send, or transfers are pending.`);
   }
   return { positions, moves, notes };
@@ -609,13 +722,26 @@ export async function rebalancePlan(ctx: Context, assetNetworkIdArg: unknown): P
   const db = ctx.deps.db;
   const an = await loadAssetNetwork(db, assetNetworkIdArg);
   const policy = await liquidityPolicyInForce(db, an.id);
-  const rows = await db.controlledAddress.findMany({ where: { networkId: an.networkId, assetNetworkIds: { has: an.id }, active: true }, orderBy: { id: 'asc' } });
-  const balances = await chainBalances(db, an.network, an.id, rows.map((r) => r.address));
+  const rows = await db.controlledAddress.findMany({
+    where: { networkId: an.networkId, assetNetworkIds: { has: an.id }, active: true },
+    orderBy: { id: 'asc' },
+  });
+  const balances = await chainBalances(
+    db,
+    an.network,
+    an.id,
+    rows.map((r) => r.address),
+  );
   const deposits = await depositAddressHoldings(db, an.network, an.id);
   if (!balances)
     return {
-      assetNetworkId: an.id, policyId: policy?.id ?? null, policyVersion: policy?.version ?? null, tiers: [], moves: [],
-      notes: [`${an.network.kind} networks have no balance read in this version: no plan.`], depositAddressHoldings: null,
+      assetNetworkId: an.id,
+      policyId: policy?.id ?? null,
+      policyVersion: policy?.version ?? null,
+      tiers: [],
+      moves: [],
+      notes: [`${an.network.kind} networks have no balance read in this version: no plan.`],
+      depositAddressHoldings: null,
     };
   const addresses: PlanAddress[] = rows.map((r) => {
     const b = balances.get(r.address)!;
@@ -624,7 +750,12 @@ export async function rebalancePlan(ctx: Context, assetNetworkIdArg: unknown): P
   const { positions, moves, notes } = planMoves(addresses, policy);
   if (deposits !== null && deposits > 0n) notes.push(`Deposit addresses hold ${deposits}: sweeps (AdminExecuteSandboxSweep) move it to HOT or WARM.`);
   return {
-    assetNetworkId: an.id, policyId: policy?.id ?? null, policyVersion: policy?.version ?? null, tiers: positions, moves, notes,
+    assetNetworkId: an.id,
+    policyId: policy?.id ?? null,
+    policyVersion: policy?.version ?? null,
+    tiers: positions,
+    moves,
+    notes,
     depositAddressHoldings: deposits === null ? null : amountToString(deposits),
   };
 }

@@ -10,7 +10,11 @@ let app: TestApp;
 let worker: PgBoss;
 beforeAll(async () => {
   app = await createTestApp({ env: { ...webhookEnv, WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_BATCH_SIZE: '20' } });
-  worker = await startJobs(app.databaseUrl, { db: app.deps.db, clock: app.clock, log: createLogger('warn'), config: app.deps.config, sealingKey: app.deps.sealingKey }, { work: true });
+  worker = await startJobs(
+    app.databaseUrl,
+    { db: app.deps.db, clock: app.clock, log: createLogger('warn'), config: app.deps.config, sealingKey: app.deps.sealingKey },
+    { work: true },
+  );
 });
 afterAll(async () => {
   await stopJobs(worker);

@@ -14,7 +14,8 @@ import { deliveryEnvironmentType } from './environment';
 import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
-
+import { BULK_QUEUE } from '../kernel/queues';
+import { toPage } from '../kernel/paging';
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
 
@@ -52,8 +53,7 @@ export async function listDeliveries(ctx: Context, endpointIdArg: unknown, args:
     orderBy: { id: 'desc' },
     take: limit + 1,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, limit);
 }
 
 type NewDelivery = { id: string; endpointId: string; organizationId: string; eventType: string; originalDeliveryId: string; attemptCount: number };
@@ -62,7 +62,14 @@ type NewDelivery = { id: string; endpointId: string; organizationId: string; eve
  * Inserts redeliveries of `originalIds` (dead-lettered deliveries of `endpointId`) with the next
  * SequenceNumbers of the endpoint, their jobs and REDELIVERED notifications, in `tx`.
  */
-async function insertRedeliveries(tx: Db, boss: PgBoss | null, now: Date, endpointId: string, originalIds: string[], redeliveryJobId: string | null): Promise<NewDelivery[]> {
+async function insertRedeliveries(
+  tx: Db,
+  boss: PgBoss | null,
+  now: Date,
+  endpointId: string,
+  originalIds: string[],
+  redeliveryJobId: string | null,
+): Promise<NewDelivery[]> {
   if (!originalIds.length) return [];
   const created = await tx.$queryRaw<NewDelivery[]>`
     WITH originals AS (
@@ -83,15 +90,27 @@ async function insertRedeliveries(tx: Db, boss: PgBoss | null, now: Date, endpoi
     FROM numbered o
     ON CONFLICT ("redeliveryJobId", "originalDeliveryId") DO NOTHING
     RETURNING "id", "endpointId", "organizationId", "eventType", "originalDeliveryId", "attemptCount"`;
-  await sendDeliverJobs(tx, boss, created.map((d) => deliverJob(d.id, d.endpointId, 1)));
+  await sendDeliverJobs(
+    tx,
+    boss,
+    created.map((d) => deliverJob(d.id, d.endpointId, 1)),
+  );
   await notifyStatus(
     tx,
-    created.map(
-      (d): DeliveryStatusChange => ({
-        kind: 'REDELIVERED', deliveryId: d.id, endpointId: d.endpointId, organizationId: d.organizationId, eventType: d.eventType, status: 'ATTEMPT_PENDING',
-        attemptCount: 0, outcome: null, statusCode: null, nextAttemptAt: now.toISOString(), originalDeliveryId: d.originalDeliveryId, at: now.toISOString(),
-      }),
-    ),
+    created.map((d): DeliveryStatusChange => ({
+      kind: 'REDELIVERED',
+      deliveryId: d.id,
+      endpointId: d.endpointId,
+      organizationId: d.organizationId,
+      eventType: d.eventType,
+      status: 'ATTEMPT_PENDING',
+      attemptCount: 0,
+      outcome: null,
+      statusCode: null,
+      nextAttemptAt: now.toISOString(),
+      originalDeliveryId: d.originalDeliveryId,
+      at: now.toISOString(),
+    })),
   );
   return created;
 }
@@ -113,7 +132,10 @@ export async function redeliver(ctx: Context, idArg: unknown) {
     if (locked!.endpointStatus !== 'ACTIVE') throw invalidState('The endpoint is deactivated.');
     const [d] = await insertRedeliveries(tx, ctx.deps.boss, now, original.endpointId, [original.id], null);
     await audit(tx, ctx, {
-      organizationId: original.organizationId, entityType: 'WebhookDelivery', entityId: d!.id, action: 'webhook_delivery.redelivered',
+      organizationId: original.organizationId,
+      entityType: 'WebhookDelivery',
+      entityId: d!.id,
+      action: 'webhook_delivery.redelivered',
       after: { originalDeliveryId: original.id, endpointId: original.endpointId },
     });
     return d!;
@@ -125,7 +147,6 @@ export async function redeliver(ctx: Context, idArg: unknown) {
 // Bulk redelivery: an endpoint's dead-lettered deliveries created in [since, until), optionally of
 // one event type, redelivered by a background job in chunks, with progress on the job row.
 
-export const BULK_QUEUE = 'webhook.redeliver-bulk';
 const CHUNK = 200;
 
 export const bulkInput = z.object({
@@ -146,13 +167,21 @@ export async function startBulkRedelivery(ctx: Context, input: z.infer<typeof bu
   return ctx.deps.db.$transaction(async (tx) => {
     const job = await tx.webhookRedeliveryJob.create({
       data: {
-        organizationId: endpoint.organizationId, endpointId: endpoint.id, since: input.since, until: input.until, eventType: input.eventType ?? null,
-        requestedByMemberId: ctx.principal?.type === 'member' ? ctx.principal.memberId : null, createdAt: now,
+        organizationId: endpoint.organizationId,
+        endpointId: endpoint.id,
+        since: input.since,
+        until: input.until,
+        eventType: input.eventType ?? null,
+        requestedByMemberId: ctx.principal?.type === 'member' ? ctx.principal.memberId : null,
+        createdAt: now,
       },
     });
     await boss.send(BULK_QUEUE, { jobId: job.id }, { id: job.id, db: fromPrisma(tx as never) });
     await audit(tx, ctx, {
-      organizationId: endpoint.organizationId, entityType: 'WebhookRedeliveryJob', entityId: job.id, action: 'webhook_delivery.bulk_redelivery_requested',
+      organizationId: endpoint.organizationId,
+      entityType: 'WebhookRedeliveryJob',
+      entityId: job.id,
+      action: 'webhook_delivery.bulk_redelivery_requested',
       after: { endpointId: endpoint.id, since: input.since.toISOString(), until: input.until.toISOString(), eventType: input.eventType ?? null },
     });
     return job;
@@ -191,7 +220,14 @@ export async function runBulkRedelivery(deps: { db: PrismaClient; boss: PgBoss |
       if (!originals.length) return true;
       const endpoint = await tx.webhookEndpoint.findUnique({ where: { id: job.endpointId }, select: { status: true } });
       if (endpoint?.status !== 'ACTIVE') throw invalidState('The endpoint was deactivated during the bulk redelivery.');
-      const created = await insertRedeliveries(tx, deps.boss, deps.clock.now(), job.endpointId, originals.map((o) => o.id), job.id);
+      const created = await insertRedeliveries(
+        tx,
+        deps.boss,
+        deps.clock.now(),
+        job.endpointId,
+        originals.map((o) => o.id),
+        job.id,
+      );
       await tx.webhookRedeliveryJob.update({ where: { id: job.id }, data: { redelivered: { increment: created.length } } });
       return created.length === 0;
     });
@@ -201,7 +237,10 @@ export async function runBulkRedelivery(deps: { db: PrismaClient; boss: PgBoss |
 }
 
 export async function failBulkRedelivery(db: PrismaClient, jobId: string, error: string, at: Date): Promise<void> {
-  await db.webhookRedeliveryJob.updateMany({ where: { id: jobId, status: { in: ['PENDING', 'RUNNING'] } }, data: { status: 'FAILED', error, completedAt: at } });
+  await db.webhookRedeliveryJob.updateMany({
+    where: { id: jobId, status: { in: ['PENDING', 'RUNNING'] } },
+    data: { status: 'FAILED', error, completedAt: at },
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,7 +249,18 @@ export async function failBulkRedelivery(db: PrismaClient, jobId: string, error:
 export async function endpointHealth(db: PrismaClient, endpointId: string, now: Date) {
   const since = new Date(now.getTime() - 24 * 3600_000);
   const [row] = await db.$queryRaw<
-    { attempts: bigint; successes: bigint; deadLetters: bigint; pending: bigint; nextRetryAt: Date | null; lastErrorAt: Date | null; lastError: string | null; lastOutcome: string | null; lastStatusCode: number | null; lastSuccessAt: Date | null }[]
+    {
+      attempts: bigint;
+      successes: bigint;
+      deadLetters: bigint;
+      pending: bigint;
+      nextRetryAt: Date | null;
+      lastErrorAt: Date | null;
+      lastError: string | null;
+      lastOutcome: string | null;
+      lastStatusCode: number | null;
+      lastSuccessAt: Date | null;
+    }[]
   >`
     SELECT
       (SELECT count(*) FROM "WebhookDeliveryAttempt" a JOIN "WebhookDelivery" d ON d."id" = a."deliveryId" WHERE d."endpointId" = ${endpointId}::uuid AND a."attemptedAt" >= ${since}) AS "attempts",

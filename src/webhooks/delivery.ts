@@ -34,7 +34,6 @@ export function retryDelayMs(n: number, random: () => number = () => randomInt(0
   return Math.min(Math.round(base * (0.8 + 0.4 * random())), MAX_DELAY_MS);
 }
 
-
 export interface DeliveryDeps {
   db: PrismaClient;
   clock: Clock;
@@ -54,7 +53,16 @@ export function deliveryDeps(
   ca?: string,
 ): DeliveryDeps {
   const c = deps.config;
-  return { db: deps.db, clock: deps.clock, log: deps.log, boss, sealingKey: deps.sealingKey, policy: destinationPolicy(c), timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS, ca };
+  return {
+    db: deps.db,
+    clock: deps.clock,
+    log: deps.log,
+    boss,
+    sealingKey: deps.sealingKey,
+    policy: destinationPolicy(c),
+    timeoutMs: c.WEBHOOK_ATTEMPT_TIMEOUT_MS,
+    ca,
+  };
 }
 
 type Loaded = {
@@ -114,7 +122,13 @@ export async function prepareAttempts(deps: DeliveryDeps, jobs: DeliverJob[]): P
     else due.push({ job, d });
   }
   if (early.length)
-    await deps.db.$transaction((tx) => sendDeliverJobs(tx, deps.boss, early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!, job.fastForward))));
+    await deps.db.$transaction((tx) =>
+      sendDeliverJobs(
+        tx,
+        deps.boss,
+        early.map(({ job, d }) => deliverJob(d.id, d.endpointId, job.attempt, d.nextAttemptAt!, job.fastForward)),
+      ),
+    );
   return { due, early: early.length };
 }
 
@@ -174,7 +188,16 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     const next = status === 'AWAITING_RETRY' ? new Date(at.getTime() + (job.fastForward ? 0 : retryDelayMs(job.attempt))) : null;
     return { job, d, at, result, status, next };
   });
-  type Updated = { id: string; endpointId: string; organizationId: string; eventType: string; status: string; attemptCount: number; nextAttemptAt: Date | null; originalDeliveryId: string | null };
+  type Updated = {
+    id: string;
+    endpointId: string;
+    organizationId: string;
+    eventType: string;
+    status: string;
+    attemptCount: number;
+    nextAttemptAt: Date | null;
+    originalDeliveryId: string | null;
+  };
   await deps.db.$transaction(async (tx) => {
     const updated = await tx.$queryRaw<Updated[]>`
       WITH input AS (
@@ -218,9 +241,17 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     for (const u of updated) {
       const p = byId.get(u.id)!;
       const base = {
-        deliveryId: u.id, endpointId: u.endpointId, organizationId: u.organizationId, eventType: u.eventType, status: u.status, attemptCount: u.attemptCount,
-        outcome: p.result.outcome, statusCode: p.result.statusCode, nextAttemptAt: u.nextAttemptAt?.toISOString() ?? null,
-        originalDeliveryId: u.originalDeliveryId, at: p.at.toISOString(),
+        deliveryId: u.id,
+        endpointId: u.endpointId,
+        organizationId: u.organizationId,
+        eventType: u.eventType,
+        status: u.status,
+        attemptCount: u.attemptCount,
+        outcome: p.result.outcome,
+        statusCode: p.result.statusCode,
+        nextAttemptAt: u.nextAttemptAt?.toISOString() ?? null,
+        originalDeliveryId: u.originalDeliveryId,
+        at: p.at.toISOString(),
       };
       changes.push({ kind: 'ATTEMPTED', ...base });
       const kind: DeliveryStatusKind | null =

@@ -148,7 +148,8 @@ export async function checkDestination(
   policy: DestinationPolicy,
 ): Promise<{ ok: true; addresses: string[] } | { ok: false; outcome: 'BLOCKED_DESTINATION' | 'DNS_ERROR'; reason: string; addressRefused?: true }> {
   const syntax = checkUrlSyntax(raw, policy);
-  if (!syntax.ok) return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: syntax.reason, ...(syntax.addressRefused ? { addressRefused: true as const } : {}) };
+  if (!syntax.ok)
+    return { ok: false, outcome: 'BLOCKED_DESTINATION', reason: syntax.reason, ...(syntax.addressRefused ? { addressRefused: true as const } : {}) };
   try {
     const addresses = await resolveCheckedHost(syntax.url.hostname, policy);
     return { ok: true, addresses: addresses.map((a) => a.address) };

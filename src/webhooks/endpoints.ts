@@ -20,9 +20,16 @@ export const MAX_ACTIVE_ENDPOINTS = 50;
 export const registerInput = z.object({ url: z.string().trim().min(1, 'must not be empty').max(2048) });
 
 const endpointSelect = {
-  id: true, organizationId: true, url: true, status: true, secretVersion: true, createdAt: true, updatedAt: true, secretRotatedAt: true, deactivatedAt: true,
+  id: true,
+  organizationId: true,
+  url: true,
+  status: true,
+  secretVersion: true,
+  createdAt: true,
+  updatedAt: true,
+  secretRotatedAt: true,
+  deactivatedAt: true,
 } as const;
-
 
 /** Syntax, then the resolved addresses: a URL that is not a public https destination is refused at registration. */
 async function validateUrl(ctx: Context, raw: string): Promise<string> {
@@ -66,10 +73,23 @@ export async function registerEndpoint(ctx: Context, organizationIdArg: string, 
     const active = await tx.webhookEndpoint.count({ where: { organizationId, status: 'ACTIVE' } });
     if (active >= MAX_ACTIVE_ENDPOINTS) throw new DomainError('CONFLICT', `An organization has at most ${MAX_ACTIVE_ENDPOINTS} active webhook endpoints.`);
     const created = await tx.webhookEndpoint.create({
-      data: { id, organizationId, url, secretCiphertext: seal(ctx.deps.sealingKey, secret, secretAad(id)), createdByMemberId: memberId, createdAt: ctx.deps.clock.now() },
+      data: {
+        id,
+        organizationId,
+        url,
+        secretCiphertext: seal(ctx.deps.sealingKey, secret, secretAad(id)),
+        createdByMemberId: memberId,
+        createdAt: ctx.deps.clock.now(),
+      },
       select: endpointSelect,
     });
-    await audit(tx, ctx, { organizationId, entityType: 'WebhookEndpoint', entityId: id, action: 'webhook_endpoint.registered', after: { url, status: created.status } });
+    await audit(tx, ctx, {
+      organizationId,
+      entityType: 'WebhookEndpoint',
+      entityId: id,
+      action: 'webhook_endpoint.registered',
+      after: { url, status: created.status },
+    });
     return created;
   });
   return { ...endpoint, secret };
@@ -87,8 +107,12 @@ export async function rotateSecret(ctx: Context, idArg: unknown) {
     });
     if (!rows.length) throw invalidState('A deactivated endpoint has no secret to rotate.');
     await audit(tx, ctx, {
-      organizationId: current.organizationId, entityType: 'WebhookEndpoint', entityId: current.id, action: 'webhook_endpoint.secret_rotated',
-      before: { secretVersion: current.secretVersion }, after: { secretVersion: rows[0]!.secretVersion },
+      organizationId: current.organizationId,
+      entityType: 'WebhookEndpoint',
+      entityId: current.id,
+      action: 'webhook_endpoint.secret_rotated',
+      before: { secretVersion: current.secretVersion },
+      after: { secretVersion: rows[0]!.secretVersion },
     });
     return rows[0]!;
   });
@@ -119,14 +143,27 @@ export async function deactivateEndpoint(ctx: Context, idArg: unknown) {
     await notifyStatus(
       tx,
       cancelled.map((d) => ({
-        kind: 'CANCELLED' as const, deliveryId: d.id, endpointId: current.id, organizationId: current.organizationId, eventType: d.eventType,
-        status: 'CANCELLED', attemptCount: d.attemptCount, outcome: null, statusCode: null, nextAttemptAt: null, originalDeliveryId: d.originalDeliveryId,
+        kind: 'CANCELLED' as const,
+        deliveryId: d.id,
+        endpointId: current.id,
+        organizationId: current.organizationId,
+        eventType: d.eventType,
+        status: 'CANCELLED',
+        attemptCount: d.attemptCount,
+        outcome: null,
+        statusCode: null,
+        nextAttemptAt: null,
+        originalDeliveryId: d.originalDeliveryId,
         at: now.toISOString(),
       })),
     );
     await audit(tx, ctx, {
-      organizationId: current.organizationId, entityType: 'WebhookEndpoint', entityId: current.id, action: 'webhook_endpoint.deactivated',
-      before: { status: 'ACTIVE' }, after: { status: 'DEACTIVATED', cancelledDeliveries: cancelled.length },
+      organizationId: current.organizationId,
+      entityType: 'WebhookEndpoint',
+      entityId: current.id,
+      action: 'webhook_endpoint.deactivated',
+      before: { status: 'ACTIVE' },
+      after: { status: 'DEACTIVATED', cancelledDeliveries: cancelled.length },
     });
     return rows[0]!;
   });

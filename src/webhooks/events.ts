@@ -30,7 +30,13 @@ export interface EventFields {
   'deposit.reorg_frozen': { DepositId: Id; PaymentIntentId: Id; Amount: Amount };
   'deposit.under_review': { DepositId: Id; Reason: string };
   'settlement.executed': {
-    SettlementId: Id; TransactionId: Id; AssetNetworkId: Id; GrossAmount: Amount; DistributableAmount: Amount; PlatformFeeAmount: Amount; ExecutedAt: Date;
+    SettlementId: Id;
+    TransactionId: Id;
+    AssetNetworkId: Id;
+    GrossAmount: Amount;
+    DistributableAmount: Amount;
+    PlatformFeeAmount: Amount;
+    ExecutedAt: Date;
   };
   'settlement.failed': { SettlementId: Id; TransactionId: Id; Reason: string; FailedAt: Date };
   /** FeePercentageApplied: a decimal string ("1.25" for 1.25%), never a float. */

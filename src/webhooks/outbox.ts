@@ -2,7 +2,9 @@ import { fromPrisma } from 'pg-boss';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/prisma';
 import type { Clock } from '../clock';
-import type { WebhookEventData } from './events';
+import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from './events';
+import type { MoneyDeps } from '../kernel/service';
+import { DELIVER_QUEUE } from '../kernel/queues';
 
 /**
  * The transactional outbox. `emitEvent` runs inside the transaction of the change it describes and
@@ -18,7 +20,6 @@ import type { WebhookEventData } from './events';
  * than their numbers (the spec calls SequenceNumber a hint). The endpoint rows are only share-locked,
  * against a concurrent deactivation.
  */
-export const DELIVER_QUEUE = 'webhook.deliver';
 
 export interface DeliverJob {
   deliveryId: string;
@@ -84,6 +85,15 @@ export async function emitEvent(
     SELECT ev."id" AS "eventId", d."id", d."endpointId", d."sequenceNumber"
     FROM ev LEFT JOIN deliveries d ON true`;
   const deliveries = rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, endpointId: r.endpointId!, sequenceNumber: r.sequenceNumber! }));
-  await sendDeliverJobs(tx, deps.boss, deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)));
+  await sendDeliverJobs(
+    tx,
+    deps.boss,
+    deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
+  );
   return { eventId: rows[0]!.eventId, deliveries };
+}
+
+/** Emits a catalog event in the caller's transaction (the outbox). */
+export function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]) {
+  return emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
 }

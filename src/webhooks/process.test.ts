@@ -6,7 +6,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { emitTransactionCreated, registerEndpoint, startReceiver, webhookEnv } from '../../test/webhook-helpers';
-import { DELIVER_QUEUE } from './outbox';
+import { DELIVER_QUEUE } from '../kernel/queues';
 import { verifyWebhook } from './verify';
 import { STATUS_CHANNEL, type DeliveryStatusChange } from './status';
 
@@ -221,8 +221,18 @@ async function established(subs: Subscription[], endpointId: string, organizatio
       for (const s of subs) if (s.error() || s.completed()) throw new Error(`subscription ended: ${JSON.stringify(s.error())}`);
       if (subs.every((s) => s.probes.size > 0)) return true;
       const probe: DeliveryStatusChange = {
-        kind: 'ATTEMPTED', deliveryId: randomUUID(), endpointId, organizationId, eventType: 'probe', status: 'ATTEMPT_PENDING', attemptCount: 0,
-        outcome: null, statusCode: null, nextAttemptAt: null, originalDeliveryId: null, at: new Date().toISOString(),
+        kind: 'ATTEMPTED',
+        deliveryId: randomUUID(),
+        endpointId,
+        organizationId,
+        eventType: 'probe',
+        status: 'ATTEMPT_PENDING',
+        attemptCount: 0,
+        outcome: null,
+        statusCode: null,
+        nextAttemptAt: null,
+        originalDeliveryId: null,
+        at: new Date().toISOString(),
       };
       probeIds.add(probe.deliveryId);
       await app.deps.db.$executeRaw`SELECT pg_notify(${STATUS_CHANNEL}, ${JSON.stringify(probe)})`;
@@ -308,10 +318,14 @@ test('a job worker killed in the middle of a delivery loses nothing: another wor
   expect(done.deliveredAt).not.toBeNull();
 
   // The same job (id = delivery id) ran again after expiring; nothing else was queued.
-  const jobs = await waitFor('the job to be completed', async () => {
-    const j = await deliverJobs(deliveryId);
-    return j.every((x) => x.state === 'completed') ? j : undefined;
-  }, 10_000);
+  const jobs = await waitFor(
+    'the job to be completed',
+    async () => {
+      const j = await deliverJobs(deliveryId);
+      return j.every((x) => x.state === 'completed') ? j : undefined;
+    },
+    10_000,
+  );
   expect(jobs).toMatchObject([{ id: deliveryId, attempt: 1, state: 'completed' }]);
   expect(jobs[0]!.retryCount).toBeGreaterThanOrEqual(1);
 
@@ -397,10 +411,14 @@ test('deactivating an endpoint stops its pending retries, even for a worker in a
   await startWorker();
 
   const deliveryId = await emitOne(member, endpoint.id);
-  const failed = await waitFor('AWAITING_RETRY', async () => {
-    const d = await getDelivery(member, deliveryId);
-    return d.status === 'AWAITING_RETRY' ? d : undefined;
-  }, 30_000);
+  const failed = await waitFor(
+    'AWAITING_RETRY',
+    async () => {
+      const d = await getDelivery(member, deliveryId);
+      return d.status === 'AWAITING_RETRY' ? d : undefined;
+    },
+    30_000,
+  );
   expect(failed.attemptCount).toBe(1);
   expect(rcv.received).toHaveLength(1);
   // The worker queued the second attempt for ~30 s later.

@@ -63,7 +63,10 @@ test('REMAINING runs the rest of the schedule at once: DEAD_LETTER in seconds, t
     expect(late.body.code).toBe('INVALID_STATE');
 
     // Audited: who, what, before and after.
-    const entries = await app.deps.db.auditLogEntry.findMany({ where: { entityId: deliveryId, action: 'sandbox.webhook_delivery_fast_forwarded' }, orderBy: { id: 'asc' } });
+    const entries = await app.deps.db.auditLogEntry.findMany({
+      where: { entityId: deliveryId, action: 'sandbox.webhook_delivery_fast_forwarded' },
+      orderBy: { id: 'asc' },
+    });
     expect(entries).toHaveLength(2);
     expect(entries[1]).toMatchObject({ actorType: 'API_KEY', before: { status: 'AWAITING_RETRY', attemptCount: 2 }, after: { attempts: 'REMAINING' } });
 
@@ -84,7 +87,9 @@ test('a member may fast-forward too (GraphQL); production keys, production deliv
   const other = await sandboxEventDelivery(app, 'http://127.0.0.1:9/other', catalog);
 
   const byMember = await app.gql<{ sandboxFastForwardWebhookDelivery: { id: string; status: string } }>(
-    `mutation($id: ID!) { sandboxFastForwardWebhookDelivery(id: $id, input: { attempts: NEXT }) { id status } }`, { id: deliveryId }, member.headers,
+    `mutation($id: ID!) { sandboxFastForwardWebhookDelivery(id: $id, input: { attempts: NEXT }) { id status } }`,
+    { id: deliveryId },
+    member.headers,
   );
   expect(byMember.errors).toBeUndefined();
   expect(byMember.data!.sandboxFastForwardWebhookDelivery).toEqual({ id: deliveryId, status: 'ATTEMPT_PENDING' });

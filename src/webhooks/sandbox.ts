@@ -3,7 +3,7 @@ import type { Context } from '../context';
 import { invalidState, notFound } from '../errors';
 import { audit } from '../audit/audit';
 import { idempotent } from '../idempotency';
-import { sandboxCaller } from '../chains/sandbox/service';
+import { sandboxCaller } from '../tenancy/sandbox-caller';
 import { loadDelivery } from './deliveries';
 import { deliveryEnvironmentType } from './environment';
 import { deliverJob, sendDeliverJobs } from './outbox';
@@ -28,32 +28,56 @@ import { notifyStatus } from './status';
  */
 export const fastForwardInput = z.object({ attempts: z.enum(['NEXT', 'REMAINING']).nullish() });
 
-export async function fastForward(ctx: Context, idArg: unknown, input: z.infer<typeof fastForwardInput> | null | undefined, idempotencyKey?: string | null): Promise<{ id: string }> {
+export async function fastForward(
+  ctx: Context,
+  idArg: unknown,
+  input: z.infer<typeof fastForwardInput> | null | undefined,
+  idempotencyKey?: string | null,
+): Promise<{ id: string }> {
   const caller = await sandboxCaller(ctx);
   const delivery = await loadDelivery(ctx, idArg);
   if ((await deliveryEnvironmentType(ctx.deps.db, delivery.id)) !== 'SANDBOX') throw notFound('Sandbox webhook delivery');
   const attempts = input?.attempts ?? 'NEXT';
   return ctx.deps.db.$transaction((tx) =>
-    idempotent(tx, ctx, { scope: `sandbox.webhook_fast_forward:${caller.organizationId}:${caller.actor}`, key: idempotencyKey, request: { deliveryId: delivery.id, attempts } }, async () => {
-      const now = ctx.deps.clock.now();
-      const [locked] = await tx.$queryRaw<{ status: string; attemptCount: number; nextAttemptAt: Date | null }[]>`
+    idempotent(
+      tx,
+      ctx,
+      { scope: `sandbox.webhook_fast_forward:${caller.organizationId}:${caller.actor}`, key: idempotencyKey, request: { deliveryId: delivery.id, attempts } },
+      async () => {
+        const now = ctx.deps.clock.now();
+        const [locked] = await tx.$queryRaw<{ status: string; attemptCount: number; nextAttemptAt: Date | null }[]>`
         SELECT "status"::text AS "status", "attemptCount", "nextAttemptAt" FROM "WebhookDelivery" WHERE "id" = ${delivery.id}::uuid FOR UPDATE`;
-      if (locked!.status !== 'ATTEMPT_PENDING' && locked!.status !== 'AWAITING_RETRY')
-        throw invalidState(`Only a pending delivery (ATTEMPT_PENDING or AWAITING_RETRY) can be fast-forwarded; this one is ${locked!.status}.`);
-      await tx.webhookDelivery.update({ where: { id: delivery.id }, data: { nextAttemptAt: now } });
-      // A job of its own, due now (the one already scheduled finds its attempt made and does nothing).
-      await sendDeliverJobs(tx, ctx.deps.boss, [deliverJob(delivery.id, delivery.endpointId, locked!.attemptCount + 1, now, attempts === 'REMAINING')]);
-      await notifyStatus(tx, [{
-        kind: 'RETRY_SCHEDULED', deliveryId: delivery.id, endpointId: delivery.endpointId, organizationId: delivery.organizationId, eventType: delivery.eventType,
-        status: locked!.status, attemptCount: locked!.attemptCount, outcome: null, statusCode: null, nextAttemptAt: now.toISOString(),
-        originalDeliveryId: delivery.originalDeliveryId, at: now.toISOString(),
-      }]);
-      await audit(tx, ctx, {
-        organizationId: delivery.organizationId, entityType: 'WebhookDelivery', entityId: delivery.id, action: 'sandbox.webhook_delivery_fast_forwarded',
-        before: { status: locked!.status, attemptCount: locked!.attemptCount, nextAttemptAt: locked!.nextAttemptAt?.toISOString() ?? null },
-        after: { nextAttemptAt: now.toISOString(), attempts },
-      });
-      return { id: delivery.id };
-    }),
+        if (locked!.status !== 'ATTEMPT_PENDING' && locked!.status !== 'AWAITING_RETRY')
+          throw invalidState(`Only a pending delivery (ATTEMPT_PENDING or AWAITING_RETRY) can be fast-forwarded; this one is ${locked!.status}.`);
+        await tx.webhookDelivery.update({ where: { id: delivery.id }, data: { nextAttemptAt: now } });
+        // A job of its own, due now (the one already scheduled finds its attempt made and does nothing).
+        await sendDeliverJobs(tx, ctx.deps.boss, [deliverJob(delivery.id, delivery.endpointId, locked!.attemptCount + 1, now, attempts === 'REMAINING')]);
+        await notifyStatus(tx, [
+          {
+            kind: 'RETRY_SCHEDULED',
+            deliveryId: delivery.id,
+            endpointId: delivery.endpointId,
+            organizationId: delivery.organizationId,
+            eventType: delivery.eventType,
+            status: locked!.status,
+            attemptCount: locked!.attemptCount,
+            outcome: null,
+            statusCode: null,
+            nextAttemptAt: now.toISOString(),
+            originalDeliveryId: delivery.originalDeliveryId,
+            at: now.toISOString(),
+          },
+        ]);
+        await audit(tx, ctx, {
+          organizationId: delivery.organizationId,
+          entityType: 'WebhookDelivery',
+          entityId: delivery.id,
+          action: 'sandbox.webhook_delivery_fast_forwarded',
+          before: { status: locked!.status, attemptCount: locked!.attemptCount, nextAttemptAt: locked!.nextAttemptAt?.toISOString() ?? null },
+          after: { nextAttemptAt: now.toISOString(), attempts },
+        });
+        return { id: delivery.id };
+      },
+    ),
   );
 }

@@ -10,16 +10,39 @@ import { sendAttempt } from './sender';
 import type { DestinationPolicy } from './destination';
 
 /** Real receivers on 127.0.0.1; each records what reached it. */
-interface Received { method: string; url: string; headers: http.IncomingHttpHeaders; body: Buffer }
-interface Receiver { server: http.Server; port: number; received: Received[]; connections: number; close(): Promise<void> }
+interface Received {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+interface Receiver {
+  server: http.Server;
+  port: number;
+  received: Received[];
+  connections: number;
+  close(): Promise<void>;
+}
 
 const receivers: Receiver[] = [];
-async function receiver(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void, server: http.Server = http.createServer()): Promise<Receiver> {
+async function receiver(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void,
+  server: http.Server = http.createServer(),
+): Promise<Receiver> {
   const r: Receiver = {
-    server, port: 0, received: [], connections: 0,
-    close: () => new Promise((done) => { server.closeAllConnections(); server.close(() => done()); }),
+    server,
+    port: 0,
+    received: [],
+    connections: 0,
+    close: () =>
+      new Promise((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
   };
-  server.on('connection', () => { r.connections++; });
+  server.on('connection', () => {
+    r.connections++;
+  });
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -34,7 +57,9 @@ async function receiver(handler: (req: http.IncomingMessage, res: http.ServerRes
   receivers.push(r);
   return r;
 }
-afterAll(async () => { await Promise.all(receivers.map((r) => r.close())); });
+afterAll(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+});
 
 const local: DestinationPolicy = { requireHttps: false, allowlist: ['127.0.0.1/32'] };
 const loopbacks: DestinationPolicy = { requireHttps: false, allowlist: ['127.0.0.1/32', '::1/128'] };
@@ -69,7 +94,9 @@ describe('sendAttempt over http', () => {
 
   it('does not let caller headers override the transport-owned ones', async () => {
     const r = await receiver((_req, res) => res.writeHead(200).end());
-    const result = await send(`http://127.0.0.1:${r.port}/`, { headers: { ...webhookHeaders, 'Content-Type': 'text/plain', Host: 'evil.example', 'Content-Length': '1' } });
+    const result = await send(`http://127.0.0.1:${r.port}/`, {
+      headers: { ...webhookHeaders, 'Content-Type': 'text/plain', Host: 'evil.example', 'Content-Length': '1' },
+    });
     expect(result.outcome).toBe('SUCCESS');
     expect(r.received[0]!.headers).toMatchObject({ 'content-type': 'application/json', host: `127.0.0.1:${r.port}`, 'content-length': '11' });
     expect(r.received[0]!.body.toString()).toBe('{"ok":true}');
@@ -93,7 +120,12 @@ describe('sendAttempt over http', () => {
 
   it('captures the body of a 404', async () => {
     const r = await receiver((_req, res) => res.writeHead(404).end('no such hook'));
-    expect(await send(`http://127.0.0.1:${r.port}/`)).toMatchObject({ outcome: 'HTTP_ERROR', statusCode: 404, responseBody: 'no such hook', error: 'HTTP 404 Not Found' });
+    expect(await send(`http://127.0.0.1:${r.port}/`)).toMatchObject({
+      outcome: 'HTTP_ERROR',
+      statusCode: 404,
+      responseBody: 'no such hook',
+      error: 'HTTP 404 Not Found',
+    });
   });
 
   it('truncates a 100 KB error body at 16384 bytes', async () => {
@@ -113,7 +145,10 @@ describe('sendAttempt over http', () => {
       res.writeHead(200);
       const chunk = Buffer.alloc(8192, 'x');
       const timer = setInterval(() => res.write(chunk), 1);
-      res.on('close', () => { clearInterval(timer); receiverSawClose = true; });
+      res.on('close', () => {
+        clearInterval(timer);
+        receiverSawClose = true;
+      });
     });
     const result = await send(`http://127.0.0.1:${r.port}/`, { timeoutMs: 5000 });
     expect(result).toMatchObject({ outcome: 'SUCCESS', statusCode: 200 });
@@ -123,7 +158,9 @@ describe('sendAttempt over http', () => {
   });
 
   it('reports TIMEOUT within the budget when the receiver never answers', async () => {
-    const r = await receiver(() => { /* never answers */ });
+    const r = await receiver(() => {
+      /* never answers */
+    });
     const result = await send(`http://127.0.0.1:${r.port}/`, { timeoutMs: 300 });
     expect(result).toMatchObject({ outcome: 'TIMEOUT', statusCode: null, responseBody: null });
     expect(result.latencyMs).toBeGreaterThanOrEqual(295);
@@ -132,7 +169,10 @@ describe('sendAttempt over http', () => {
   });
 
   it('counts the body read in the budget: headers then a stalled body is a TIMEOUT', async () => {
-    const r = await receiver((_req, res) => { res.writeHead(200, { 'content-length': '100' }); res.write('partial'); });
+    const r = await receiver((_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('partial');
+    });
     const result = await send(`http://127.0.0.1:${r.port}/`, { timeoutMs: 300 });
     expect(result).toMatchObject({ outcome: 'TIMEOUT', statusCode: 200, responseBody: 'partial' });
     expect(result.latencyMs).toBeLessThan(1000);
@@ -147,7 +187,10 @@ describe('sendAttempt over http', () => {
   });
 
   it('reports CONNECTION_ERROR when the body breaks off mid-response', async () => {
-    const r = await receiver((req, res) => { res.writeHead(200, { 'content-length': '100' }); res.write('partial', () => req.socket.destroy()); });
+    const r = await receiver((req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('partial', () => req.socket.destroy());
+    });
     expect(await send(`http://127.0.0.1:${r.port}/`)).toMatchObject({ outcome: 'CONNECTION_ERROR', statusCode: 200 });
   });
 
@@ -188,7 +231,15 @@ describe('sendAttempt SSRF guard', () => {
   });
 
   it('blocks metadata, private and non-http(s) destinations without network I/O', async () => {
-    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/', 'http://[::1]/', 'http://10.0.0.1/', 'ftp://example.com/', 'not a url', 'http://localhost/']) {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/',
+      'http://[::1]/',
+      'http://10.0.0.1/',
+      'ftp://example.com/',
+      'not a url',
+      'http://localhost/',
+    ]) {
       const result = await send(url, { policy: { requireHttps: false, allowlist: [] }, timeoutMs: 50_000 });
       expect(result.outcome).toBe('BLOCKED_DESTINATION');
       expect(result.latencyMs).toBeLessThan(100);
@@ -240,11 +291,29 @@ describe('sendAttempt over https', () => {
 
   /** A throwaway self-signed certificate for 127.0.0.1 (IP SAN) with the given CN. */
   function makeCert(name: string, cn: string): { key: Buffer; cert: string } {
-    execFileSync('/usr/bin/openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', `/CN=${cn}`, '-addext', 'subjectAltName=IP:127.0.0.1',
-      '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.pem`),
-    ], { stdio: 'pipe' });
+    execFileSync(
+      '/usr/bin/openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${cn}`,
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, `${name}.key`),
+        '-out',
+        join(dir, `${name}.pem`),
+      ],
+      { stdio: 'pipe' },
+    );
     return { key: readFileSync(join(dir, `${name}.key`)), cert: readFileSync(join(dir, `${name}.pem`), 'utf8') };
   }
 
@@ -259,7 +328,9 @@ describe('sendAttempt over https', () => {
     otherCert = second.cert;
     other = await receiver((_req, res) => res.writeHead(200).end(), https.createServer(second));
   });
-  afterAll(() => { rmSync(dir, { recursive: true, force: true }); });
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('reports TLS_ERROR for a self-signed certificate', async () => {
     const result = await send(`https://127.0.0.1:${tls.port}/`);

@@ -6,7 +6,8 @@ import { BLOCKED_CODE, DNS_ERROR_CODES, checkUrlSyntax, resolveCheckedHost, type
 
 /** One delivery attempt: a single POST, no redirects, no retries (the scheduler owns retries). */
 
-export type AttemptOutcome = 'SUCCESS' | 'HTTP_ERROR' | 'TIMEOUT' | 'CONNECTION_REFUSED' | 'CONNECTION_ERROR' | 'DNS_ERROR' | 'TLS_ERROR' | 'BLOCKED_DESTINATION';
+export type AttemptOutcome =
+  'SUCCESS' | 'HTTP_ERROR' | 'TIMEOUT' | 'CONNECTION_REFUSED' | 'CONNECTION_ERROR' | 'DNS_ERROR' | 'TLS_ERROR' | 'BLOCKED_DESTINATION';
 export interface AttemptResult {
   outcome: AttemptOutcome;
   statusCode: number | null; // the HTTP status when a response arrived
@@ -21,8 +22,13 @@ const MAX_ERROR_LENGTH = 300;
 // Headers the transport owns: a caller-supplied Host or Content-Length could desynchronize the request.
 const MANAGED_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'user-agent']);
 const TLS_ERROR_CODES = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'HOSTNAME_MISMATCH', 'EPROTO',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'HOSTNAME_MISMATCH',
+  'EPROTO',
 ]);
 
 /**

@@ -32,7 +32,9 @@ describe('signWebhook', () => {
 
   it('signs raw bytes, not a re-decoded string', () => {
     const bytes = new Uint8Array([0x7b, 0xff, 0xfe, 0x00, 0x7d]); // not valid utf-8
-    const expected = createHmac('sha256', secret).update(Buffer.concat([Buffer.from(`${ts}.`, 'ascii'), bytes])).digest('hex');
+    const expected = createHmac('sha256', secret)
+      .update(Buffer.concat([Buffer.from(`${ts}.`, 'ascii'), bytes]))
+      .digest('hex');
     expect(signWebhook(secret, ts, bytes)).toBe(expected);
     expect(signWebhook(secret, ts, Buffer.from(body, 'utf8'))).toBe(signWebhook(secret, ts, body));
   });
@@ -75,10 +77,31 @@ describe('verifyWebhook', () => {
   });
 
   it('accepts only the exact lowercase hex signature', () => {
-    for (const sig of [good.toUpperCase(), `sha256=${good}`, good.slice(0, 63), `${good}0`, good.slice(0, 32), 'zz'.repeat(32), ` ${good}`, `${good}, ${good}`]) {
+    for (const sig of [
+      good.toUpperCase(),
+      `sha256=${good}`,
+      good.slice(0, 63),
+      `${good}0`,
+      good.slice(0, 32),
+      'zz'.repeat(32),
+      ` ${good}`,
+      `${good}, ${good}`,
+    ]) {
       expect(reasonOf(() => verifyWebhook(body, headersFor(sig), secret, { now }))).toBe('invalid_signature');
     }
-    expect(reasonOf(() => verifyWebhook(body, { ...headersFor(good), 'X-Webhook-Signature': undefined as unknown as string, 'x-webhook-signature': [good, good] } as Record<string, string | string[]>, secret, { now }))).toBe('invalid_signature');
+    expect(
+      reasonOf(() =>
+        verifyWebhook(
+          body,
+          { ...headersFor(good), 'X-Webhook-Signature': undefined as unknown as string, 'x-webhook-signature': [good, good] } as Record<
+            string,
+            string | string[]
+          >,
+          secret,
+          { now },
+        ),
+      ),
+    ).toBe('invalid_signature');
   });
 
   it('rejects timestamps more than the tolerance away, either way, even with a valid signature', () => {

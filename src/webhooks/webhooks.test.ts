@@ -4,14 +4,23 @@ import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { apiKey, createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import {
-  advanceAndDrain, deadLetteredDelivery, drainDeliveries, emit, emitTransactionCreated, registerEndpoint, startReceiver, webhookEnv,
+  advanceAndDrain,
+  deadLetteredDelivery,
+  drainDeliveries,
+  emit,
+  emitTransactionCreated,
+  registerEndpoint,
+  startReceiver,
+  webhookEnv,
 } from '../../test/webhook-helpers';
 import { unseal } from '../auth/secrets';
 import { secretAad, processDeliveries } from './delivery';
-import { emitEvent, DELIVER_QUEUE } from './outbox';
+import { emitEvent } from './outbox';
+import { DELIVER_QUEUE } from '../kernel/queues';
 import { aggregateIdField, eventTypes, webhookEvent } from './events';
 import { verifyWebhook } from './verify';
-import { BULK_QUEUE, runBulkRedelivery } from './deliveries';
+import { BULK_QUEUE } from '../kernel/queues';
+import { runBulkRedelivery } from './deliveries';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -23,13 +32,20 @@ type Member = Awaited<ReturnType<typeof signUpMember>>;
 const sign = (secret: string, ts: string, body: string) => createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex');
 const delivery = (id: string, m: Member) => app.rest('GET', `/v1/webhook-deliveries/${id}`, { headers: m.headers });
 const jobsOf = async (deliveryId: string) =>
-  (await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND data->>'deliveryId' = ${deliveryId}`)[0]!.n;
+  (await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND data->>'deliveryId' = ${deliveryId}`)[0]!
+    .n;
 
 describe('endpoint management', () => {
   test('register (with and without the trailing slash) shows the secret once; GET never does; it is sealed at rest', async () => {
     const m = await signUpMember(app);
-    const withSlash = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { body: { url: 'http://127.0.0.1:9/a' }, headers: m.headers });
-    const without = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints`, { body: { url: 'http://127.0.0.1:9/b' }, headers: m.headers });
+    const withSlash = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, {
+      body: { url: 'http://127.0.0.1:9/a' },
+      headers: m.headers,
+    });
+    const without = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints`, {
+      body: { url: 'http://127.0.0.1:9/b' },
+      headers: m.headers,
+    });
     for (const r of [withSlash, without]) {
       expect(r.status).toBe(201);
       expect(r.body.secret).toMatch(/^whsec_[0-9A-Za-z]{43}$/);
@@ -59,10 +75,18 @@ describe('endpoint management', () => {
     const other = await signUpMember(app);
     const key = await createApiKey(app, m);
     const { id } = await registerEndpoint(app, m, 'http://127.0.0.1:9/x');
-    const byKey = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { body: { url: 'http://127.0.0.1:9/y' }, headers: apiKey(key.key) });
+    const byKey = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, {
+      body: { url: 'http://127.0.0.1:9/y' },
+      headers: apiKey(key.key),
+    });
     expect(byKey.status).toBe(403);
     expect(byKey.body.code).toBe('PRINCIPAL_NOT_ALLOWED');
-    for (const [method, path] of [['GET', `/v1/webhook-endpoints/${id}`], ['POST', `/v1/webhook-endpoints/${id}/rotate-secret`], ['POST', `/v1/webhook-endpoints/${id}/deactivate`], ['GET', `/v1/webhook-endpoints/${id}/deliveries`]] as const) {
+    for (const [method, path] of [
+      ['GET', `/v1/webhook-endpoints/${id}`],
+      ['POST', `/v1/webhook-endpoints/${id}/rotate-secret`],
+      ['POST', `/v1/webhook-endpoints/${id}/deactivate`],
+      ['GET', `/v1/webhook-endpoints/${id}/deliveries`],
+    ] as const) {
       expect((await app.rest(method, path, { headers: key.headers })).status).toBe(403);
       expect((await app.rest(method, path, { headers: other.headers })).status).toBe(404);
     }
@@ -71,7 +95,15 @@ describe('endpoint management', () => {
 
   test('URLs: refused when malformed or not a public address, at registration', async () => {
     const m = await signUpMember(app);
-    for (const url of ['not a url', 'ftp://127.0.0.1/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://user:pw@127.0.0.1/x', 'http://100.64.0.1/']) {
+    for (const url of [
+      'not a url',
+      'ftp://127.0.0.1/x',
+      'http://10.0.0.1/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]/x',
+      'http://user:pw@127.0.0.1/x',
+      'http://100.64.0.1/',
+    ]) {
       const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { body: { url }, headers: m.headers });
       expect(r.status, url).toBe(400);
       expect(r.body.code).toBe('VALIDATION_FAILED');
@@ -89,7 +121,10 @@ describe('endpoint management', () => {
     const prod = await createTestApp({ env: { NODE_ENV: 'production' } });
     try {
       const m = await signUpMember(prod);
-      const r = await prod.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, { body: { url: 'http://127.0.0.1/x' }, headers: m.headers });
+      const r = await prod.rest('POST', `/v1/organizations/${m.organizationId}/webhook-endpoints/`, {
+        body: { url: 'http://127.0.0.1/x' },
+        headers: m.headers,
+      });
       expect(r.status).toBe(400);
       expect(r.body.detail).toMatch(/https/);
     } finally {
@@ -124,7 +159,11 @@ describe('the outbox', () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => emitTransactionCreated(app, m.organizationId)));
     for (const r of results) expect(r.deliveries.map((d) => d.endpointId).sort()).toEqual([a.id, b.id].sort());
     for (const e of [a, b]) {
-      const rows = await app.deps.db.webhookDelivery.findMany({ where: { endpointId: e.id }, orderBy: { sequenceNumber: 'asc' }, select: { sequenceNumber: true, createdAt: true } });
+      const rows = await app.deps.db.webhookDelivery.findMany({
+        where: { endpointId: e.id },
+        orderBy: { sequenceNumber: 'asc' },
+        select: { sequenceNumber: true, createdAt: true },
+      });
       expect(rows.map((r) => Number(r.sequenceNumber))).toEqual(Array.from({ length: 20 }, (_v, i) => i + 1));
     }
     expect(await app.deps.db.webhookDelivery.count({ where: { endpointId: gone.id } })).toBe(0);
@@ -156,11 +195,19 @@ describe('the outbox', () => {
     const released = new Promise<void>((r) => (release = r));
     let emitted!: (d: { id: string; sequenceNumber: bigint }[]) => void;
     const deliveries = new Promise<{ id: string; sequenceNumber: bigint }[]>((r) => (emitted = r));
-    const committed = app.deps.db.$transaction(async (tx) => {
-      const r = await emitEvent(tx, app.deps, organizationId, webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }));
-      emitted(r.deliveries);
-      await released;
-    }, { timeout: 20_000 });
+    const committed = app.deps.db.$transaction(
+      async (tx) => {
+        const r = await emitEvent(
+          tx,
+          app.deps,
+          organizationId,
+          webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }),
+        );
+        emitted(r.deliveries);
+        await released;
+      },
+      { timeout: 20_000 },
+    );
     return { deliveries, release, committed };
   }
   const settled = async (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise((r) => setTimeout(() => r(false), ms))]);
@@ -178,13 +225,22 @@ describe('the outbox', () => {
     await held.committed;
     await expect(
       app.deps.db.$transaction(async (tx) => {
-        await emitEvent(tx, app.deps, m.organizationId, webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }));
+        await emitEvent(
+          tx,
+          app.deps,
+          m.organizationId,
+          webhookEvent('transaction.created', { TransactionId: randomUUID(), ApplicationId: randomUUID(), ParticipantAccountIds: [] }),
+        );
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');
     const fourth = await emitTransactionCreated(app, m.organizationId);
     expect(fourth.deliveries.map((d) => d.sequenceNumber)).toEqual([4n]);
-    const numbers = await app.deps.db.webhookDelivery.findMany({ where: { endpointId: a.id }, orderBy: { sequenceNumber: 'asc' }, select: { sequenceNumber: true } });
+    const numbers = await app.deps.db.webhookDelivery.findMany({
+      where: { endpointId: a.id },
+      orderBy: { sequenceNumber: 'asc' },
+      select: { sequenceNumber: true },
+    });
     expect(numbers.map((n) => n.sequenceNumber)).toEqual([1n, 2n, 4n]);
   });
 
@@ -206,13 +262,23 @@ describe('the outbox', () => {
     const spec = readFileSync(resolve(import.meta.dirname, '../../docs/spec/api-v1.md'), 'utf8');
     const section = spec.slice(spec.indexOf('### Catalog'), spec.indexOf('### Delivery semantics'));
     const rows = [...section.matchAll(/^\| ([a-z_]+\.[a-z_]+) \|[^|]+\|([^|]*)\| (\w+) \|$/gm)].map((r) => ({
-      type: r[1]!, keys: r[2]!.split(',').map((k) => k.trim()).filter(Boolean), aggregate: r[3]!,
+      type: r[1]!,
+      keys: r[2]!
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+      aggregate: r[3]!,
     }));
     expect(rows).toHaveLength(36);
     expect(eventTypes).toEqual(rows.map((r) => r.type));
     for (const r of rows) expect(aggregateIdField[r.type as keyof typeof aggregateIdField], r.type).toBe(r.aggregate);
     // A builder's body: the aggregate id first, key fields, amounts as base-unit strings, times in ISO 8601.
-    const e = webhookEvent('payment_intent.created', { PaymentIntentId: 'p1', TransactionId: 't1', Amount: 1234567890123456789012n, ExpiresAt: new Date('2026-01-02T03:04:05Z') });
+    const e = webhookEvent('payment_intent.created', {
+      PaymentIntentId: 'p1',
+      TransactionId: 't1',
+      Amount: 1234567890123456789012n,
+      ExpiresAt: new Date('2026-01-02T03:04:05Z'),
+    });
     expect(e.body).toBe('{"PaymentIntentId":"p1","TransactionId":"t1","Amount":"1234567890123456789012","ExpiresAt":"2026-01-02T03:04:05.000Z"}');
     expect(Object.keys(JSON.parse(e.body))).not.toContain('type');
   });
@@ -224,7 +290,12 @@ describe('delivery to the letter', () => {
     const receiver = await startReceiver();
     try {
       const { id: endpointId, secret } = await registerEndpoint(app, m, receiver.url);
-      const { deliveries } = await emit(app, m.organizationId, 'deposit.confirmed', { DepositId: randomUUID(), PaymentIntentId: randomUUID(), TransactionId: randomUUID(), Amount: 5000n });
+      const { deliveries } = await emit(app, m.organizationId, 'deposit.confirmed', {
+        DepositId: randomUUID(),
+        PaymentIntentId: randomUUID(),
+        TransactionId: randomUUID(),
+        Amount: 5000n,
+      });
       const d = deliveries.find((x) => x.endpointId === endpointId)!;
       app.clock.advance(1500); // signed when sent, not when queued
       const sentAt = Math.floor(app.clock.now().getTime() / 1000);
@@ -233,7 +304,9 @@ describe('delivery to the letter', () => {
       const got = receiver.received[0]!;
       expect(got.method).toBe('POST');
       expect(got.headers['content-type']).toBe('application/json');
-      const webhookHeaders = Object.keys(got.headers).filter((h) => h.startsWith('x-webhook-')).sort();
+      const webhookHeaders = Object.keys(got.headers)
+        .filter((h) => h.startsWith('x-webhook-'))
+        .sort();
       expect(webhookHeaders).toEqual(['x-webhook-delivery-id', 'x-webhook-signature', 'x-webhook-timestamp']);
       expect(Object.keys(got.headers).some((h) => /event|type/i.test(h) && h !== 'content-type')).toBe(false);
       expect(got.headers['x-webhook-delivery-id']).toBe(d.id);
@@ -244,8 +317,17 @@ describe('delivery to the letter', () => {
       expect(got.body).toBe(event.body);
       expect(verifyWebhook(got.body, got.headers as Record<string, string>, secret, { now: app.clock.now() })).toEqual({ deliveryId: d.id, timestamp: sentAt });
       const r = await delivery(d.id, m);
-      expect(r.body).toMatchObject({ id: d.id, EventType: 'deposit.confirmed', SequenceNumber: '1', status: 'DELIVERED', attemptCount: 1, originalDeliveryId: null });
-      expect(r.body.attempts).toEqual([expect.objectContaining({ attemptNumber: 1, outcome: 'SUCCESS', statusCode: 200, responseBody: 'ok', nextAttemptAt: null })]);
+      expect(r.body).toMatchObject({
+        id: d.id,
+        EventType: 'deposit.confirmed',
+        SequenceNumber: '1',
+        status: 'DELIVERED',
+        attemptCount: 1,
+        originalDeliveryId: null,
+      });
+      expect(r.body.attempts).toEqual([
+        expect.objectContaining({ attemptNumber: 1, outcome: 'SUCCESS', statusCode: 200, responseBody: 'ok', nextAttemptAt: null }),
+      ]);
     } finally {
       await receiver.close();
     }
@@ -266,7 +348,13 @@ describe('delivery to the letter', () => {
       res.end('late');
     });
     try {
-      const expected = { redirect: ['HTTP_ERROR', 302], notfound: ['HTTP_ERROR', 404], error: ['HTTP_ERROR', 503], drop: ['CONNECTION_ERROR', null], slow: ['TIMEOUT', null] } as const;
+      const expected = {
+        redirect: ['HTTP_ERROR', 302],
+        notfound: ['HTTP_ERROR', 404],
+        error: ['HTTP_ERROR', 503],
+        drop: ['CONNECTION_ERROR', null],
+        slow: ['TIMEOUT', null],
+      } as const;
       const ids: Record<string, string> = {};
       for (const kind of Object.keys(expected)) ids[kind] = (await registerEndpoint(app, m, `${receiver.url}/${kind}`)).id;
       const closed = await registerEndpoint(app, m, 'http://127.0.0.1:9/refused');
@@ -299,7 +387,15 @@ describe('delivery to the letter', () => {
       const d = deliveries.find((x) => x.endpointId === id)!;
       // A worker whose policy no longer allows 127.0.0.1 (the allowlist was removed).
       await processDeliveries(
-        { db: app.deps.db, clock: app.clock, log: app.deps.log, boss: app.deps.boss, sealingKey: app.deps.sealingKey, policy: { requireHttps: false, allowlist: [] }, timeoutMs: 1000 },
+        {
+          db: app.deps.db,
+          clock: app.clock,
+          log: app.deps.log,
+          boss: app.deps.boss,
+          sealingKey: app.deps.sealingKey,
+          policy: { requireHttps: false, allowlist: [] },
+          timeoutMs: 1000,
+        },
         [{ deliveryId: d.id, attempt: 1 }],
       );
       expect(receiver.received).toHaveLength(0);
@@ -343,7 +439,9 @@ describe('retries and dead-letter', () => {
       await drainDeliveries(app);
       expect(receiver.received).toHaveLength(10);
       expect(await app.deps.db.webhookDeliveryAttempt.count({ where: { deliveryId: d.id } })).toBe(10);
-      const pending = await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND data->>'deliveryId' = ${d.id} AND state IN ('created', 'retry', 'active')`;
+      const pending = await app.deps.db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND data->>'deliveryId' = ${d.id} AND state IN ('created', 'retry', 'active')`;
       expect(pending[0]!.n).toBe(0n);
       app.clock.set(started);
     } finally {
@@ -407,7 +505,13 @@ describe('lookup, listing, redelivery', () => {
     const r = await app.rest('POST', `/v1/webhook-deliveries/${deliveryId}/redeliver`, { headers: m.headers });
     expect(r.status).toBe(201);
     expect(r.headers.get('location')).toBe(`/v1/webhook-deliveries/${r.body.id}`);
-    expect(r.body).toMatchObject({ status: 'ATTEMPT_PENDING', attemptCount: 0, originalDeliveryId: deliveryId, endpointId: endpoint.id, EventType: 'transaction.created' });
+    expect(r.body).toMatchObject({
+      status: 'ATTEMPT_PENDING',
+      attemptCount: 0,
+      originalDeliveryId: deliveryId,
+      endpointId: endpoint.id,
+      EventType: 'transaction.created',
+    });
     expect(r.body.id).not.toBe(deliveryId);
     expect(Number(r.body.SequenceNumber)).toBeGreaterThan(1);
     expect((await delivery(deliveryId, m)).body.status).toBe('DEAD_LETTER');
@@ -418,7 +522,10 @@ describe('lookup, listing, redelivery', () => {
     expect((await app.rest('POST', `/v1/webhook-deliveries/${deliveryId}/redeliver`, { headers: other.headers })).status).toBe(404);
     expect((await delivery(deliveryId, other)).status).toBe(404);
     // Same event, same body.
-    const [a, b] = await Promise.all([app.deps.db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } }), app.deps.db.webhookDelivery.findUniqueOrThrow({ where: { id: r.body.id } })]);
+    const [a, b] = await Promise.all([
+      app.deps.db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } }),
+      app.deps.db.webhookDelivery.findUniqueOrThrow({ where: { id: r.body.id } }),
+    ]);
     expect(b.eventId).toBe(a.eventId);
   });
 
@@ -448,7 +555,8 @@ describe('lookup, listing, redelivery', () => {
     const to = new Date(app.clock.now().getTime() + 3600_000).toISOString();
     const start = await app.gql<{ bulkRedeliverWebhookDeliveries: { id: string; status: string } }>(
       `mutation($i: BulkRedeliverWebhookDeliveriesInput!) { bulkRedeliverWebhookDeliveries(input: $i) { id status } }`,
-      { i: { endpointId: dead.endpoint.id, since: from, until: to, eventType: 'transaction.created' } }, m.headers,
+      { i: { endpointId: dead.endpoint.id, since: from, until: to, eventType: 'transaction.created' } },
+      m.headers,
     );
     expect(start.errors).toBeUndefined();
     const jobId = start.data!.bulkRedeliverWebhookDeliveries.id;
@@ -459,7 +567,11 @@ describe('lookup, listing, redelivery', () => {
     await runBulkRedelivery(deps, jobId);
     await app.deps.db.webhookRedeliveryJob.update({ where: { id: jobId }, data: { status: 'RUNNING' } });
     await runBulkRedelivery(deps, jobId);
-    const status = await app.gql<{ webhookRedeliveryJob: { status: string; total: number; redelivered: number } }>(`{ webhookRedeliveryJob(id: "${jobId}") { status total redelivered } }`, {}, m.headers);
+    const status = await app.gql<{ webhookRedeliveryJob: { status: string; total: number; redelivered: number } }>(
+      `{ webhookRedeliveryJob(id: "${jobId}") { status total redelivered } }`,
+      {},
+      m.headers,
+    );
     expect(status.data!.webhookRedeliveryJob).toEqual({ status: 'COMPLETED', total: 1, redelivered: 1 });
     expect(await app.deps.db.webhookDelivery.count({ where: { originalDeliveryId: dead.deliveryId } })).toBe(1);
     expect(await app.deps.db.webhookDelivery.count({ where: { originalDeliveryId: second.deliveryId } })).toBe(0);
@@ -469,10 +581,17 @@ describe('lookup, listing, redelivery', () => {
     const m = await signUpMember(app);
     const { endpoint } = await deadLetteredDelivery(app, m);
     const h = await app.gql<{ webhookEndpoint: { health: Record<string, unknown> } }>(
-      `{ webhookEndpoint(id: "${endpoint.id}") { health { attemptsLast24h successRateLast24h deadLetterCount pendingCount nextRetryAt lastError lastErrorAt } } }`, {}, m.headers,
+      `{ webhookEndpoint(id: "${endpoint.id}") { health { attemptsLast24h successRateLast24h deadLetterCount pendingCount nextRetryAt lastError lastErrorAt } } }`,
+      {},
+      m.headers,
     );
     expect(h.errors).toBeUndefined();
-    expect(h.data!.webhookEndpoint.health).toMatchObject({ deadLetterCount: 1, pendingCount: 0, nextRetryAt: null, lastError: expect.stringMatching(/500|HTTP_ERROR/) });
+    expect(h.data!.webhookEndpoint.health).toMatchObject({
+      deadLetterCount: 1,
+      pendingCount: 0,
+      nextRetryAt: null,
+      lastError: expect.stringMatching(/500|HTTP_ERROR/),
+    });
   });
 });
 
@@ -501,7 +620,8 @@ test('operators follow delivery status platform-wide over graphql-ws; a member m
     await registerEndpoint(app, m, receiver.url);
     const { deliveries } = await emitTransactionCreated(app, m.organizationId);
     await drainDeliveries(app);
-    for (let i = 0; i < 100 && platform.events.filter((e) => e.data?.webhookDeliveryStatus.deliveryId === deliveries[0]!.id).length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && platform.events.filter((e) => e.data?.webhookDeliveryStatus.deliveryId === deliveries[0]!.id).length < 2; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const mine = platform.events.filter((e) => e.data?.webhookDeliveryStatus.deliveryId === deliveries[0]!.id).map((e) => e.data!.webhookDeliveryStatus.kind);
     expect(mine).toEqual(['ATTEMPTED', 'DELIVERED']);
     expect(JSON.stringify(memberWide.events)).toMatch(/VALIDATION_FAILED|organizationId/);

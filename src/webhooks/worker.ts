@@ -1,5 +1,6 @@
 import { fromPrisma, type Job, type PgBoss } from 'pg-boss';
-import { DELIVER_QUEUE, type DeliverJob } from './outbox';
+import { DELIVER_QUEUE } from '../kernel/queues';
+import { type DeliverJob } from './outbox';
 import { attemptDelivery, prepareAttempts, recordAttempts, type DeliveryDeps } from './delivery';
 
 /**
@@ -19,7 +20,7 @@ import { attemptDelivery, prepareAttempts, recordAttempts, type DeliveryDeps } f
  * A receiver's refusal or timeout is an attempt outcome (recorded on the delivery, retried on its
  * schedule), not a failure of the job. A fault of the worker itself (fetching, reading the
  * deliveries, preparing an attempt, recording outcomes) is logged at level error with the queue and
- * the job ids it leaves uncompleted, as jobs/work.ts logs the failures of every other queue.
+ * the job ids it leaves uncompleted, as src/kernel/work.ts logs the failures of every other queue.
  */
 export interface DeliveryWorkerOptions {
   batchSize: number;
@@ -42,8 +43,15 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
 
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
-      const t = setTimeout(() => { wake = null; r(); }, ms);
-      wake = () => { clearTimeout(t); wake = null; r(); };
+      const t = setTimeout(() => {
+        wake = null;
+        r();
+      }, ms);
+      wake = () => {
+        clearTimeout(t);
+        wake = null;
+        r();
+      };
     });
 
   async function flush(): Promise<void> {
@@ -54,7 +62,11 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
     const done = toComplete.splice(0, toComplete.length);
     const ids = [...batch.map((b) => b.jobId), ...done];
     try {
-      await recordAttempts(deps, batch.map((b) => b.outcome), (tx) => boss.complete(DELIVER_QUEUE, ids, null, { db: fromPrisma(tx as never) }));
+      await recordAttempts(
+        deps,
+        batch.map((b) => b.outcome),
+        (tx) => boss.complete(DELIVER_QUEUE, ids, null, { db: fromPrisma(tx as never) }),
+      );
     } catch (err) {
       // Not recorded, jobs not completed: they expire and are attempted again.
       deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: ids }, 'recording delivery attempts failed (their jobs expire and are attempted again)');
@@ -101,7 +113,10 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
       }
       let prepared: Awaited<ReturnType<typeof prepareAttempts>>;
       try {
-        prepared = await prepareAttempts(deps, jobs.map((j) => j.data));
+        prepared = await prepareAttempts(
+          deps,
+          jobs.map((j) => j.data),
+        );
       } catch (err) {
         deps.log.error({ err, queue: DELIVER_QUEUE, jobIds: jobs.map((j) => j.id) }, 'reading deliveries failed (their jobs expire and are attempted again)');
         await sleep(1000);
@@ -116,7 +131,12 @@ export function startDeliveryWorker(boss: PgBoss, deps: DeliveryDeps, opts: Deli
         inFlight++;
         attemptDelivery(deps, item)
           .then((outcome) => waiting.push({ outcome, jobId }))
-          .catch((err: unknown) => deps.log.error({ err, queue: DELIVER_QUEUE, jobId, deliveryId: item.job.deliveryId }, 'delivery attempt failed before sending (its job expires and is attempted again)'))
+          .catch((err: unknown) =>
+            deps.log.error(
+              { err, queue: DELIVER_QUEUE, jobId, deliveryId: item.job.deliveryId },
+              'delivery attempt failed before sending (its job expires and is attempted again)',
+            ),
+          )
           .finally(() => {
             inFlight--;
             scheduleFlush();

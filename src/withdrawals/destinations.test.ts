@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, PASSWORD, signUpMember, uniqueEmail, bearer, type TestApp, createTestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { eventsOf, moneyFixture, type MoneyFixture } from '../deposits/testing';
+import { eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { assertDestinationUsable } from './destinations';
 
 /**
@@ -39,49 +39,74 @@ describe('withdrawal destinations', () => {
     const got = await app.rest('GET', `/v1/withdrawal-destinations/${id}`, { headers: f.member.headers });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({
-      id, organizationId: f.organizationId, networkId: f.catalog.networkId, environmentType: 'SANDBOX', address: raw.toLowerCase(),
-      label: 'Treasury cold wallet', status: 'ACTIVE', blockedReason: null, blockedAt: null, blockedByOperatorId: null,
+      id,
+      organizationId: f.organizationId,
+      networkId: f.catalog.networkId,
+      environmentType: 'SANDBOX',
+      address: raw.toLowerCase(),
+      label: 'Treasury cold wallet',
+      status: 'ACTIVE',
+      blockedReason: null,
+      blockedAt: null,
+      blockedByOperatorId: null,
     });
-    const events = (await eventsOf(app, f.organizationId)).filter((e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id);
+    const events = (await eventsOf(app, f.organizationId)).filter(
+      (e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id,
+    );
     expect(events).toHaveLength(1);
     expect(events[0]!.body).toMatchObject({ WithdrawalDestinationId: id, OrganizationId: f.organizationId, Address: raw.toLowerCase() });
     const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'WithdrawalDestination', entityId: id } });
     expect(audit.map((a) => [a.action, a.actorType])).toEqual([['withdrawal_destination.registered', 'MEMBER']]);
   });
 
-  test('an API key registers one over GraphQL; registering the same address again answers the existing one (no second event); an Idempotency-Key replays', async () => {
-    const raw = address();
-    const mutation = `mutation($o: ID!, $i: RegisterWithdrawalDestinationInput!, $k: String) {
+  test(
+    'an API key registers one over GraphQL; registering the same address again answers the existing one (no second ' + 'event); an Idempotency-Key replays',
+    async () => {
+      const raw = address();
+      const mutation = `mutation($o: ID!, $i: RegisterWithdrawalDestinationInput!, $k: String) {
       registerWithdrawalDestination(organizationId: $o, input: $i, idempotencyKey: $k) { id address status environmentType label } }`;
-    const g = await app.gql<{ registerWithdrawalDestination: { id: string; address: string; status: string } }>(
-      mutation, { o: f.organizationId, i: { networkId: f.catalog.networkId, address: raw } }, f.apiKeyHeaders,
-    );
-    expect(g.errors).toBeUndefined();
-    const id = g.data!.registerWithdrawalDestination.id;
-    expect(g.data!.registerWithdrawalDestination).toMatchObject({ address: raw.toLowerCase(), status: 'ACTIVE' });
+      const g = await app.gql<{ registerWithdrawalDestination: { id: string; address: string; status: string } }>(
+        mutation,
+        { o: f.organizationId, i: { networkId: f.catalog.networkId, address: raw } },
+        f.apiKeyHeaders,
+      );
+      expect(g.errors).toBeUndefined();
+      const id = g.data!.registerWithdrawalDestination.id;
+      expect(g.data!.registerWithdrawalDestination).toMatchObject({ address: raw.toLowerCase(), status: 'ACTIVE' });
 
-    const again = await register({ networkId: f.catalog.networkId, address: raw.toLowerCase(), label: 'other label' });
-    expect(again.status).toBe(201);
-    expect(idOf(again.headers.get('location'))).toBe(id);
-    const events = (await eventsOf(app, f.organizationId)).filter((e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id);
-    expect(events).toHaveLength(1);
-    expect((await app.rest('GET', `/v1/withdrawal-destinations/${id}`, { headers: f.apiKeyHeaders })).body.label).toBeNull();
+      const again = await register({ networkId: f.catalog.networkId, address: raw.toLowerCase(), label: 'other label' });
+      expect(again.status).toBe(201);
+      expect(idOf(again.headers.get('location'))).toBe(id);
+      const events = (await eventsOf(app, f.organizationId)).filter(
+        (e) => e.type === 'withdrawal_destination.registered' && e.body.WithdrawalDestinationId === id,
+      );
+      expect(events).toHaveLength(1);
+      expect((await app.rest('GET', `/v1/withdrawal-destinations/${id}`, { headers: f.apiKeyHeaders })).body.label).toBeNull();
 
-    const key = 'wd-' + crypto.randomUUID();
-    const body = { networkId: f.catalog.networkId, address: address() };
-    const first = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { body, headers: { ...f.member.headers, 'idempotency-key': key } });
-    const replay = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, { body, headers: { ...f.member.headers, 'idempotency-key': key } });
-    expect([first.status, replay.status]).toEqual([201, 201]);
-    expect(replay.headers.get('location')).toBe(first.headers.get('location'));
-    const other = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
-      body: { ...body, address: address() }, headers: { ...f.member.headers, 'idempotency-key': key },
-    });
-    expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
-  });
+      const key = 'wd-' + crypto.randomUUID();
+      const body = { networkId: f.catalog.networkId, address: address() };
+      const first = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body,
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      const replay = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body,
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      expect([first.status, replay.status]).toEqual([201, 201]);
+      expect(replay.headers.get('location')).toBe(first.headers.get('location'));
+      const other = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+        body: { ...body, address: address() },
+        headers: { ...f.member.headers, 'idempotency-key': key },
+      });
+      expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+    },
+  );
 
   test('malformed input answers 400 with the field, and writes nothing', async () => {
     const evm = await app.rest('POST', '/v1/platform/networks', {
-      headers: operator, body: { name: `EVM ${crypto.randomUUID().slice(0, 8)}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 },
+      headers: operator,
+      body: { name: `EVM ${crypto.randomUUID().slice(0, 8)}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 12 },
     });
     expect(evm.status, evm.text).toBe(201);
     const before = await app.deps.db.withdrawalDestination.count();
@@ -99,7 +124,11 @@ describe('withdrawal destinations', () => {
     for (const [body, field, headers] of cases) {
       const r = await register(body, headers);
       expect([r.status, r.body.code], JSON.stringify(body) + r.text).toEqual([400, 'VALIDATION_FAILED']);
-      if (field !== '(input)') expect(r.body.errors?.map((e: { field: string }) => e.field), JSON.stringify(body)).toEqual([field]);
+      if (field !== '(input)')
+        expect(
+          r.body.errors?.map((e: { field: string }) => e.field),
+          JSON.stringify(body),
+        ).toEqual([field]);
     }
     expect(await app.deps.db.withdrawalDestination.count()).toBe(before);
   });
@@ -126,7 +155,8 @@ describe('withdrawal destinations', () => {
   test('list: oldest first, limit and after with a Link to the next page', async () => {
     const m = await signUpMember(app);
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(idOf((await register({ networkId: f.catalog.networkId, address: address() }, m.headers, m.organizationId)).headers.get('location')));
+    for (let i = 0; i < 3; i++)
+      ids.push(idOf((await register({ networkId: f.catalog.networkId, address: address() }, m.headers, m.organizationId)).headers.get('location')));
     const p1 = await app.rest('GET', `/v1/organizations/${m.organizationId}/withdrawal-destinations?limit=2`, { headers: m.headers });
     expect(p1.status).toBe(200);
     expect(p1.body.map((d: { id: string }) => d.id)).toEqual(ids.slice(0, 2));
@@ -155,7 +185,9 @@ describe('withdrawal destinations', () => {
     expect([again.status, again.body.code]).toEqual([409, 'INVALID_STATE']);
     const g = await app.gql(`mutation($id: ID!) { adminBlockWithdrawalDestination(id: $id, input: { reason: "again" }) { id } }`, { id }, operator);
     expect(g.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
-    expect((await app.rest('POST', `/v1/admin/withdrawal-destinations/${crypto.randomUUID()}/block`, { headers: operator, body: { reason: 'x' } })).status).toBe(404);
+    expect(
+      (await app.rest('POST', `/v1/admin/withdrawal-destinations/${crypto.randomUUID()}/block`, { headers: operator, body: { reason: 'x' } })).status,
+    ).toBe(404);
 
     await expect(app.deps.db.$transaction((tx) => assertDestinationUsable(tx, id, f.organizationId))).rejects.toMatchObject({ code: 'INVALID_STATE' });
     const stranger = await signUpMember(app);
@@ -169,76 +201,169 @@ describe('ledger corrections', () => {
   const an = () => f.catalog.assetNetworkId;
   const customer = (ownerId = f.beneficiaryAccountId) => ({ kind: 'CUSTOMER', ownerId, assetNetworkId: an() });
   const suspense = () => ({ kind: 'SUSPENSE', assetNetworkId: an() });
-  const correction = (lines: unknown[], extra: Record<string, unknown> = {}) => ({ reason: 'reconciliation difference', organizationId: f.organizationId, lines, ...extra });
+  const correction = (lines: unknown[], extra: Record<string, unknown> = {}) => ({
+    reason: 'reconciliation difference',
+    organizationId: f.organizationId,
+    lines,
+    ...extra,
+  });
   const post = (body: unknown, headers: Record<string, string> = operator) => app.rest('POST', '/v1/admin/ledger-corrections', { body, headers });
   const balance = async () => {
     const r = await app.rest('GET', `/v1/accounts/${f.beneficiaryAccountId}/balances`, { headers: f.member.headers });
     expect(r.status).toBe(200);
-    return (r.body as { assetNetworkId: string; posted: string; available: string }[]).find((b) => b.assetNetworkId === an()) ?? { posted: '0', available: '0' };
+    return (
+      (r.body as { assetNetworkId: string; posted: string; available: string }[]).find((b) => b.assetNetworkId === an()) ?? { posted: '0', available: '0' }
+    );
   };
   const counts = async () => [await app.deps.db.ledgerCorrection.count(), await app.deps.db.ledgerTransaction.count(), await app.deps.db.auditLogEntry.count()];
 
-  test('an operator records a correction that moves a balance: 201 with Location, the ledger transaction, the record and the audit entry; GET reads it back', async () => {
-    const before = BigInt((await balance()).posted);
-    const r = await post(correction([
-      { account: suspense(), direction: 'DEBIT', amount: '700' },
-      { account: customer(), direction: 'CREDIT', amount: '700' },
-    ]));
-    expect(r.status, r.text).toBe(201);
-    const id = idOf(r.headers.get('location'));
-    expect(r.headers.get('location')).toBe(`/v1/admin/ledger-corrections/${id}`);
-    expect(BigInt((await balance()).posted)).toBe(before + 700n);
+  test(
+    'an operator records a correction that moves a balance: 201 with Location, the ledger transaction, the record ' + 'and the audit entry; GET reads it back',
+    async () => {
+      const before = BigInt((await balance()).posted);
+      const r = await post(
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '700' },
+          { account: customer(), direction: 'CREDIT', amount: '700' },
+        ]),
+      );
+      expect(r.status, r.text).toBe(201);
+      const id = idOf(r.headers.get('location'));
+      expect(r.headers.get('location')).toBe(`/v1/admin/ledger-corrections/${id}`);
+      expect(BigInt((await balance()).posted)).toBe(before + 700n);
 
-    const got = await app.rest('GET', `/v1/admin/ledger-corrections/${id}`, { headers: operator });
-    expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({
-      id, organizationId: f.organizationId, reason: 'reconciliation difference', correctsLedgerTransactionId: null,
-      lines: [
-        { account: { kind: 'SUSPENSE', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'DEBIT', amount: '700' },
-        { account: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, assetNetworkId: an() }, direction: 'CREDIT', amount: '700' },
-      ],
-    });
-    const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { id: got.body.ledgerTransactionId } });
-    expect(lt).toMatchObject({ nature: 'ledger.correction', referenceType: 'LedgerCorrection', referenceId: id, organizationId: f.organizationId });
-    expect(lt.metadata).toEqual({ reason: 'reconciliation difference', operatorId: got.body.operatorId, correctsLedgerTransactionId: null });
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'LedgerCorrection', entityId: id } });
-    expect(audit.map((a) => [a.action, a.actorType, a.actorId])).toEqual([['ledger.correction.recorded', 'OPERATOR', got.body.operatorId]]);
+      const got = await app.rest('GET', `/v1/admin/ledger-corrections/${id}`, { headers: operator });
+      expect(got.status).toBe(200);
+      expect(got.body).toMatchObject({
+        id,
+        organizationId: f.organizationId,
+        reason: 'reconciliation difference',
+        correctsLedgerTransactionId: null,
+        lines: [
+          { account: { kind: 'SUSPENSE', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'DEBIT', amount: '700' },
+          { account: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, assetNetworkId: an() }, direction: 'CREDIT', amount: '700' },
+        ],
+      });
+      const lt = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { id: got.body.ledgerTransactionId } });
+      expect(lt).toMatchObject({ nature: 'ledger.correction', referenceType: 'LedgerCorrection', referenceId: id, organizationId: f.organizationId });
+      expect(lt.metadata).toEqual({ reason: 'reconciliation difference', operatorId: got.body.operatorId, correctsLedgerTransactionId: null });
+      const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityType: 'LedgerCorrection', entityId: id } });
+      expect(audit.map((a) => [a.action, a.actorType, a.actorId])).toEqual([['ledger.correction.recorded', 'OPERATOR', got.body.operatorId]]);
 
-    // A correction of that correction over GraphQL, naming it; the record stays as it was.
-    const g = await app.gql<{ adminRecordLedgerCorrection: { id: string; correctsLedgerTransactionId: string } }>(
-      `mutation($i: RecordLedgerCorrectionInput!) { adminRecordLedgerCorrection(input: $i) { id correctsLedgerTransactionId } }`,
-      { i: correction([{ account: customer(), direction: 'DEBIT', amount: '200' }, { account: suspense(), direction: 'CREDIT', amount: '200' }], { reason: 'partly wrong', correctsLedgerTransactionId: lt.id }) },
-      operator,
-    );
-    expect(g.errors).toBeUndefined();
-    expect(g.data!.adminRecordLedgerCorrection.correctsLedgerTransactionId).toBe(lt.id);
-    expect(BigInt((await balance()).posted)).toBe(before + 500n);
-    // The service's role may not update it; the trigger refuses even the owner.
-    await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/permission denied/);
-    await expect(app.ownerDb.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
-  });
+      // A correction of that correction over GraphQL, naming it; the record stays as it was.
+      const g = await app.gql<{ adminRecordLedgerCorrection: { id: string; correctsLedgerTransactionId: string } }>(
+        `mutation($i: RecordLedgerCorrectionInput!) { adminRecordLedgerCorrection(input: $i) { id correctsLedgerTransactionId } }`,
+        {
+          i: correction(
+            [
+              { account: customer(), direction: 'DEBIT', amount: '200' },
+              { account: suspense(), direction: 'CREDIT', amount: '200' },
+            ],
+            { reason: 'partly wrong', correctsLedgerTransactionId: lt.id },
+          ),
+        },
+        operator,
+      );
+      expect(g.errors).toBeUndefined();
+      expect(g.data!.adminRecordLedgerCorrection.correctsLedgerTransactionId).toBe(lt.id);
+      expect(BigInt((await balance()).posted)).toBe(before + 500n);
+      // The service's role may not update it; the trigger refuses even the owner.
+      await expect(app.deps.db.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(
+        /permission denied/,
+      );
+      await expect(app.ownerDb.$executeRawUnsafe(`UPDATE "LedgerCorrection" SET "reason" = 'edited' WHERE "id" = $1::uuid`, id)).rejects.toThrow(/append-only/);
+    },
+  );
 
   test('unbalanced or malformed: 400 and nothing written', async () => {
     const stranger = await signUpMember(app);
     const before = await counts();
     const bad: [unknown, string][] = [
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '700' }, { account: customer(), direction: 'CREDIT', amount: '600' }]), 'lines'],
+      [
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '700' },
+          { account: customer(), direction: 'CREDIT', amount: '600' },
+        ]),
+        'lines',
+      ],
       [correction([{ account: suspense(), direction: 'DEBIT', amount: '700' }]), 'lines'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '0' }, { account: customer(), direction: 'CREDIT', amount: '0' }]), 'lines.0.amount'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '1.5' }, { account: customer(), direction: 'CREDIT', amount: '1.5' }]), 'lines.0.amount'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(crypto.randomUUID()), direction: 'CREDIT', amount: '5' }]), 'lines.1.account.ownerId'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: { kind: 'FEES', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'CREDIT', amount: '5' }]), 'lines.1.account.ownerId'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(), direction: 'CREDIT', amount: '5' }], { reason: '' }), 'reason'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(), direction: 'CREDIT', amount: '5' }], { organizationId: undefined }), 'organizationId'],
-      [correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(), direction: 'CREDIT', amount: '5' }], { correctsLedgerTransactionId: crypto.randomUUID() }), 'correctsLedgerTransactionId'],
+      [
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '0' },
+          { account: customer(), direction: 'CREDIT', amount: '0' },
+        ]),
+        'lines.0.amount',
+      ],
+      [
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '1.5' },
+          { account: customer(), direction: 'CREDIT', amount: '1.5' },
+        ]),
+        'lines.0.amount',
+      ],
+      [
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '5' },
+          { account: customer(crypto.randomUUID()), direction: 'CREDIT', amount: '5' },
+        ]),
+        'lines.1.account.ownerId',
+      ],
+      [
+        correction([
+          { account: suspense(), direction: 'DEBIT', amount: '5' },
+          { account: { kind: 'FEES', ownerId: f.organizationId, assetNetworkId: an() }, direction: 'CREDIT', amount: '5' },
+        ]),
+        'lines.1.account.ownerId',
+      ],
+      [
+        correction(
+          [
+            { account: suspense(), direction: 'DEBIT', amount: '5' },
+            { account: customer(), direction: 'CREDIT', amount: '5' },
+          ],
+          { reason: '' },
+        ),
+        'reason',
+      ],
+      [
+        correction(
+          [
+            { account: suspense(), direction: 'DEBIT', amount: '5' },
+            { account: customer(), direction: 'CREDIT', amount: '5' },
+          ],
+          { organizationId: undefined },
+        ),
+        'organizationId',
+      ],
+      [
+        correction(
+          [
+            { account: suspense(), direction: 'DEBIT', amount: '5' },
+            { account: customer(), direction: 'CREDIT', amount: '5' },
+          ],
+          { correctsLedgerTransactionId: crypto.randomUUID() },
+        ),
+        'correctsLedgerTransactionId',
+      ],
     ];
     for (const [body, field] of bad) {
       const r = await post(body);
       expect([r.status, r.body.code], JSON.stringify(body) + r.text).toEqual([400, 'VALIDATION_FAILED']);
-      expect(r.body.errors?.map((e: { field: string }) => e.field), JSON.stringify(body)).toEqual([field]);
+      expect(
+        r.body.errors?.map((e: { field: string }) => e.field),
+        JSON.stringify(body),
+      ).toEqual([field]);
     }
     // Another organization's account.
-    const r = await post(correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(), direction: 'CREDIT', amount: '5' }], { organizationId: stranger.organizationId }));
+    const r = await post(
+      correction(
+        [
+          { account: suspense(), direction: 'DEBIT', amount: '5' },
+          { account: customer(), direction: 'CREDIT', amount: '5' },
+        ],
+        { organizationId: stranger.organizationId },
+      ),
+    );
     expect(r.status).toBe(400);
     expect(await counts()).toEqual(before);
   });
@@ -246,18 +371,36 @@ describe('ledger corrections', () => {
   test("a ledger refusal (insufficient funds, frozen account) answers 409 with the ledger's reason, and nothing is written", async () => {
     const available = BigInt((await balance()).available);
     const before = await counts();
-    const r = await post(correction([{ account: customer(), direction: 'DEBIT', amount: (available + 1n).toString() }, { account: suspense(), direction: 'CREDIT', amount: (available + 1n).toString() }]));
+    const r = await post(
+      correction([
+        { account: customer(), direction: 'DEBIT', amount: (available + 1n).toString() },
+        { account: suspense(), direction: 'CREDIT', amount: (available + 1n).toString() },
+      ]),
+    );
     expect([r.status, r.body.code], r.text).toEqual([409, 'INVALID_STATE']);
     expect(r.body.detail).toContain('INSUFFICIENT_FUNDS');
     expect(await counts()).toEqual(before);
 
-    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Frozen', mode: 'SANDBOX' }, headers: f.member.headers });
+    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+      body: { name: 'Frozen', mode: 'SANDBOX' },
+      headers: f.member.headers,
+    });
     const frozenId = idOf(acc.headers.get('location'));
-    const fund = await post(correction([{ account: suspense(), direction: 'DEBIT', amount: '50' }, { account: customer(frozenId), direction: 'CREDIT', amount: '50' }]));
+    const fund = await post(
+      correction([
+        { account: suspense(), direction: 'DEBIT', amount: '50' },
+        { account: customer(frozenId), direction: 'CREDIT', amount: '50' },
+      ]),
+    );
     expect(fund.status).toBe(201);
     expect((await app.rest('POST', `/v1/accounts/${frozenId}/freeze`, { body: { reason: 'investigation' }, headers: f.member.headers })).status).toBe(204);
     const mid = await counts();
-    const frozen = await post(correction([{ account: customer(frozenId), direction: 'DEBIT', amount: '10' }, { account: suspense(), direction: 'CREDIT', amount: '10' }]));
+    const frozen = await post(
+      correction([
+        { account: customer(frozenId), direction: 'DEBIT', amount: '10' },
+        { account: suspense(), direction: 'CREDIT', amount: '10' },
+      ]),
+    );
     expect([frozen.status, frozen.body.code]).toEqual([409, 'INVALID_STATE']);
     expect(frozen.body.detail).toContain('ACCOUNT_FROZEN');
     expect(await counts()).toEqual(mid);
@@ -265,7 +408,13 @@ describe('ledger corrections', () => {
 
   test('idempotent replay: the same key and body answer the same correction once; another body under the key: 409', async () => {
     const key = 'corr-' + crypto.randomUUID();
-    const body = correction([{ account: suspense(), direction: 'DEBIT', amount: '11' }, { account: customer(), direction: 'CREDIT', amount: '11' }], { idempotencyKey: key });
+    const body = correction(
+      [
+        { account: suspense(), direction: 'DEBIT', amount: '11' },
+        { account: customer(), direction: 'CREDIT', amount: '11' },
+      ],
+      { idempotencyKey: key },
+    );
     const before = BigInt((await balance()).posted);
     const a = await post(body);
     const b = await app.rest('POST', '/v1/admin/ledger-corrections', { body, headers: { ...operator, 'idempotency-key': key } });
@@ -280,7 +429,10 @@ describe('ledger corrections', () => {
   });
 
   test('operators only: every other principal is refused, and nothing is written', async () => {
-    const body = correction([{ account: suspense(), direction: 'DEBIT', amount: '5' }, { account: customer(), direction: 'CREDIT', amount: '5' }]);
+    const body = correction([
+      { account: suspense(), direction: 'DEBIT', amount: '5' },
+      { account: customer(), direction: 'CREDIT', amount: '5' },
+    ]);
     const h = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail('holder'), password: PASSWORD, name: 'Holder' } });
     const before = await counts();
     const refused = [

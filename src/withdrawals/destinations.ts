@@ -6,9 +6,13 @@ import { DomainError, fieldError, invalidState, notFound, parseInput } from '../
 import { assertId, isUuid } from '../ids';
 import { idempotent } from '../idempotency';
 import { adapterFor, hasAdapter } from '../chains/adapter';
+import { normalizeAddress } from '../chains/address';
 import { assertOrganization } from '../tenancy/access';
-import { auditAs, emit, nowFor, requestActor, retryingTransaction, TX_OPTIONS } from '../deposits/common';
-import { stopWithdrawalsToDestination } from './withdrawals';
+import { auditAs } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { nowFor } from '../chains/sandbox/clock';
+import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
+import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Withdrawal destinations (docs/withdrawals.md): addresses an organization registers ahead of its
@@ -31,15 +35,6 @@ export type RegisterDestinationInput = z.infer<typeof registerDestinationInput>;
 
 export const blockDestinationInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) }).strict();
 
-/**
- * The address in the form the network stores it: trimmed; hexadecimal addresses (SANDBOX, EVM) in
- * lower case, since their case carries no meaning (an EIP-55 checksum is only a typing aid).
- */
-export function normalizeAddress(kind: NetworkKind, address: string): string {
-  const a = address.trim();
-  return kind === 'SANDBOX' || kind === 'EVM' ? a.toLowerCase() : a;
-}
-
 /** What the caller may see: its organization (API keys: only destinations of their environment type); operators all. */
 function visibleWhere(ctx: Context): { organizationId?: string; environmentType?: 'SANDBOX' | 'PRODUCTION' } | null {
   const p = ctx.principal;
@@ -60,17 +55,14 @@ export async function loadDestination(ctx: Context, idArg: unknown, db: Db = ctx
 export async function listDestinations(ctx: Context, organizationIdArg: unknown, args: { limit?: number | null; after?: string | null }) {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
   const visible = visibleWhere(ctx) ?? {};
   const rows = await ctx.deps.db.withdrawalDestination.findMany({
-    where: { ...visible, organizationId, ...(args.after ? { id: { gt: args.after.toLowerCase() } } : {}) },
+    where: { ...visible, organizationId, ...page.where },
     orderBy: { id: 'asc' },
-    take: limit + 1,
+    take: page.take,
   });
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return toPage(rows, page.limit);
 }
 
 /**
@@ -93,8 +85,7 @@ export async function registerDestination(
   const p = ctx.principal;
   const network = await ctx.deps.db.network.findUnique({ where: { id: data.networkId.toLowerCase() } });
   if (!network) throw fieldError('networkId', 'is not a network of the catalog');
-  if (p?.type === 'apiKey' && network.environmentType !== p.mode)
-    throw fieldError('networkId', `must be a ${p.mode} network (the API key's environment type)`);
+  if (p?.type === 'apiKey' && network.environmentType !== p.mode) throw fieldError('networkId', `must be a ${p.mode} network (the API key's environment type)`);
   if (!hasAdapter(network.kind)) throw fieldError('networkId', `${network.kind} networks have no adapter in this version: their addresses cannot be validated`);
   const address = normalizeAddress(network.kind, data.address);
   if (!adapterFor(network.kind).validateAddress(address))
@@ -106,17 +97,34 @@ export async function registerDestination(
       idempotent(tx, ctx, { scope: `registerWithdrawalDestination:${organizationId}:${who}`, key: idempotencyKey, request }, async () => {
         // Two registrations of one address wait for each other: the second answers the first's row.
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal-destination ${organizationId} ${network.id} ${address}`}, 0))`;
-        const existing = await tx.withdrawalDestination.findUnique({ where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } } });
+        const existing = await tx.withdrawalDestination.findUnique({
+          where: { organizationId_networkId_address: { organizationId, networkId: network.id, address } },
+        });
         if (existing) return { id: existing.id };
         // Stamped on the clock its age is measured on (the payout policy's minimum age): the
         // organization's sandbox clock for a SANDBOX destination, the real one otherwise (issue 26).
         const now = await nowFor(tx, ctx.deps.clock, organizationId, network.environmentType);
         const row = await tx.withdrawalDestination.create({
-          data: { organizationId, networkId: network.id, environmentType: network.environmentType, address, label: data.label ?? null, createdAt: now, updatedAt: now },
+          data: {
+            organizationId,
+            networkId: network.id,
+            environmentType: network.environmentType,
+            address,
+            label: data.label ?? null,
+            createdAt: now,
+            updatedAt: now,
+          },
         });
-        await emit(tx, ctx.deps, organizationId, 'withdrawal_destination.registered', { WithdrawalDestinationId: row.id, OrganizationId: organizationId, Address: address });
+        await emit(tx, ctx.deps, organizationId, 'withdrawal_destination.registered', {
+          WithdrawalDestinationId: row.id,
+          OrganizationId: organizationId,
+          Address: address,
+        });
         await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId, entityType: 'WithdrawalDestination', entityId: row.id, action: 'withdrawal_destination.registered',
+          organizationId,
+          entityType: 'WithdrawalDestination',
+          entityId: row.id,
+          action: 'withdrawal_destination.registered',
           after: { status: 'ACTIVE', networkId: network.id, address, label: row.label },
         });
         return { id: row.id };
@@ -124,37 +132,6 @@ export async function registerDestination(
     TX_OPTIONS,
   );
   return loadDestination(ctx, result.id);
-}
-
-/**
- * AdminBlockWithdrawalDestination (operators): ACTIVE -> BLOCKED with the reason, the operator and
- * the time, audited in the same transaction; 409 when already blocked, 404 when unknown. The catalog
- * has no event for it: the audit entry is the record. Pending withdrawals to it are stopped by the
- * withdrawal code (docs/withdrawals.md) once withdrawals exist.
- */
-export async function blockDestination(ctx: Context, idArg: unknown, input: unknown): Promise<WithdrawalDestination> {
-  const id = assertId(idArg, 'WithdrawalDestination');
-  const { reason } = parse(blockDestinationInput, input);
-  const p = ctx.principal;
-  if (p?.type !== 'operator') throw notFound('WithdrawalDestination');
-  // Destination first, then its withdrawals in id order (stopWithdrawalsToDestination): the order of
-  // every step that moves a withdrawal (lockDestinationThenWithdrawal); retried on a deadlock anyway.
-  await retryingTransaction(ctx.deps.db, async (tx) => {
-    const rows = await tx.$queryRaw<{ status: string; organizationId: string }[]>`
-      SELECT "status"::text AS "status", "organizationId"::text AS "organizationId" FROM "WithdrawalDestination" WHERE "id" = ${id}::uuid FOR UPDATE`;
-    const row = rows[0];
-    if (!row) throw notFound('WithdrawalDestination');
-    if (row.status === 'BLOCKED') throw invalidState('The withdrawal destination is blocked already.');
-    const now = ctx.deps.clock.now();
-    await tx.withdrawalDestination.update({ where: { id }, data: { status: 'BLOCKED', blockedReason: reason, blockedAt: now, blockedByOperatorId: p.operatorId, updatedAt: now } });
-    // Withdrawals to it not broadcast yet: REJECTED (DESTINATION_BLOCKED), holds released (docs/withdrawals.md).
-    await stopWithdrawalsToDestination(tx, ctx.deps, requestActor(ctx), id, reason);
-    await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: row.organizationId, entityType: 'WithdrawalDestination', entityId: id, action: 'withdrawal_destination.blocked',
-      before: { status: 'ACTIVE' }, after: { status: 'BLOCKED', reason },
-    });
-  });
-  return ctx.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } });
 }
 
 /**

@@ -3,10 +3,10 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxSend } from '../../test/money-helpers';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair, hexToBytes } from '../chains/secp256k1';
 import { RESERVE_RETRY_MS, RETRY_BASE_MS, sweepWithdrawals } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 25: the rules a withdrawal is checked against at request are checked again at every step
@@ -30,7 +30,8 @@ type Setup = WithdrawalSetup;
 
 async function withdraw(s: Setup, amount: bigint, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-    headers: s.f.apiKeyHeaders, body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId, ...extra },
+    headers: s.f.apiKeyHeaders,
+    body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId, ...extra },
   });
   expect(r.status, r.text).toBe(201);
   return idOf(r);
@@ -48,7 +49,10 @@ const unfreeze = async (s: Setup) => {
   expect(r.status, r.text).toBe(204);
 };
 const assetNetwork = async (s: Setup, move: 'pause' | 'disable' | 'enable') => {
-  const r = await app.rest('POST', `/v1/platform/asset-networks/${s.f.catalog.assetNetworkId}/${move}`, { headers: op.headers, ...(move === 'pause' ? { body: { reason: 'chain incident' } } : {}) });
+  const r = await app.rest('POST', `/v1/platform/asset-networks/${s.f.catalog.assetNetworkId}/${move}`, {
+    headers: op.headers,
+    ...(move === 'pause' ? { body: { reason: 'chain incident' } } : {}),
+  });
   expect(r.status, r.text).toBe(204);
 };
 const approve = (id: string) => app.rest('POST', `/v1/admin/withdrawals/${id}/approve`, { headers: op.headers });
@@ -85,7 +89,12 @@ describe('a frozen account pays nothing out', () => {
     const id = await withdraw(s, 300_000n);
     await freeze(s);
     await drainMoneyWork(app);
-    expect(await get(s, id)).toMatchObject({ status: 'APPROVED', broadcastAttempts: 0, txHash: null, lastBroadcastError: expect.stringMatching(/^ACCOUNT_FROZEN/) });
+    expect(await get(s, id)).toMatchObject({
+      status: 'APPROVED',
+      broadcastAttempts: 0,
+      txHash: null,
+      lastBroadcastError: expect.stringMatching(/^ACCOUNT_FROZEN/),
+    });
     expect(await sentToDestination()).toBe(sent);
     app.clock.advance(RESERVE_RETRY_MS);
     expect((await sweep(s)).DEFERRED).toBe(1); // still frozen: waits again
@@ -113,7 +122,12 @@ describe('a frozen account pays nothing out', () => {
     await freeze(s);
     app.clock.advance(RETRY_BASE_MS);
     expect((await sweep(s)).DEFERRED).toBe(1);
-    expect(await get(s, id)).toMatchObject({ status: 'BROADCAST_FAILED', broadcastAttempts: 1, txHash: null, lastBroadcastError: expect.stringMatching(/^ACCOUNT_FROZEN/) });
+    expect(await get(s, id)).toMatchObject({
+      status: 'BROADCAST_FAILED',
+      broadcastAttempts: 1,
+      txHash: null,
+      lastBroadcastError: expect.stringMatching(/^ACCOUNT_FROZEN/),
+    });
     expect(await sentToDestination()).toBe(sent);
     await unfreeze(s);
     app.clock.advance(RESERVE_RETRY_MS);
@@ -162,7 +176,8 @@ describe('asset-network status', () => {
     for (const move of ['pause', 'disable'] as const) {
       await assetNetwork(s, move);
       const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-        headers: s.f.apiKeyHeaders, body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+        headers: s.f.apiKeyHeaders,
+        body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
       });
       expect([r.status, r.body.detail]).toEqual([409, expect.stringMatching(move === 'pause' ? /PAUSED/ : /DISABLED/)]);
       expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 1_000_000n });
@@ -208,7 +223,8 @@ describe('asset-network status', () => {
 async function selfCustody(s: Setup, amount = 300_000n) {
   const root = generateKeyPair();
   const w = await app.rest('POST', `/v1/applications/${s.f.applicationId}/wallets`, {
-    headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
+    headers: s.f.apiKeyHeaders,
+    body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
   });
   expect(w.status, w.text).toBe(201);
   const walletId = idOf(w);
@@ -226,7 +242,8 @@ async function selfCustody(s: Setup, amount = 300_000n) {
   };
   const key = derivePrivateKey(root.privateKey, 7);
   const sign = (bytes: Uint8Array, k: Uint8Array = key) => bytesToHex(secp256k1.sign(bytes, k));
-  const submit = (srId: string, signature: string) => app.rest('POST', `/v1/signing-requests/${srId}/signature`, { headers: s.f.apiKeyHeaders, body: { signature } });
+  const submit = (srId: string, signature: string) =>
+    app.rest('POST', `/v1/signing-requests/${srId}/signature`, { headers: s.f.apiKeyHeaders, body: { signature } });
   const broadcastFrom = () => app.deps.db.sandboxTransaction.count({ where: { fromAddress: from } });
   return { request, sign, submit, broadcastFrom, key };
 }

@@ -3,10 +3,10 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxSend } from '../../test/money-helpers';
-import { drainMoneyWork } from '../settlements/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair } from '../chains/secp256k1';
 import { broadcastWithdrawal } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Issue 26, point 2: blocking a destination races approval, signature submission and the broadcast
@@ -30,18 +30,23 @@ const { idOf, setup, get } = withdrawalTesting(() => app, '0x0000000000000000000
 let seq = 0;
 async function destination(s: WithdrawalSetup): Promise<{ id: string; address: string }> {
   const address = '0x' + (++seq).toString(16).padStart(40, 'd');
-  const r = await app.rest('POST', `/v1/organizations/${s.f.organizationId}/withdrawal-destinations`, { headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, address } });
+  const r = await app.rest('POST', `/v1/organizations/${s.f.organizationId}/withdrawal-destinations`, {
+    headers: s.f.apiKeyHeaders,
+    body: { networkId: s.f.catalog.networkId, address },
+  });
   expect(r.status, r.text).toBe(201);
   return { id: idOf(r), address };
 }
 async function withdraw(s: WithdrawalSetup, destinationId: string, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-    headers: s.f.apiKeyHeaders, body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: destinationId, ...extra },
+    headers: s.f.apiKeyHeaders,
+    body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: destinationId, ...extra },
   });
   expect(r.status, r.text).toBe(201);
   return idOf(r);
 }
-const block = (destinationId: string) => app.rest('POST', `/v1/admin/withdrawal-destinations/${destinationId}/block`, { headers: op.headers, body: { reason: 'sanctions list' } });
+const block = (destinationId: string) =>
+  app.rest('POST', `/v1/admin/withdrawal-destinations/${destinationId}/block`, { headers: op.headers, body: { reason: 'sanctions list' } });
 const paidTo = (address: string) => app.deps.db.sandboxTransaction.count({ where: { toAddress: address } });
 const destinationStatus = async (id: string) => (await app.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } })).status;
 const deps = () => ({ db: app.deps.db, clock: app.deps.clock, boss: app.deps.boss, sealingKey: app.deps.sealingKey });
@@ -65,7 +70,10 @@ async function afterRace(s: WithdrawalSetup, d: { id: string; address: string },
 describe('blocking a destination races the steps that pay it', () => {
   test(`block vs approve, ${ROUNDS} rounds: never a 500, the block always holds, nothing is paid`, async () => {
     const s = await setup(100_000_000n);
-    const p = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, { headers: op.headers, body: { approvalThreshold: '100' } });
+    const p = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, {
+      headers: op.headers,
+      body: { approvalThreshold: '100' },
+    });
     expect(p.status, p.text).toBe(204);
     for (let round = 0; round < ROUNDS; round++) {
       const d = await destination(s);
@@ -83,7 +91,8 @@ describe('blocking a destination races the steps that pay it', () => {
     const s = await setup(1_000_000n);
     const root = generateKeyPair();
     const wallet = await app.rest('POST', `/v1/applications/${s.f.applicationId}/wallets`, {
-      headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
+      headers: s.f.apiKeyHeaders,
+      body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
     });
     expect(wallet.status, wallet.text).toBe(201);
     const from = addressOf(derivePublicKey(root.publicKey, 3));

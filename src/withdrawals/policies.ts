@@ -5,7 +5,8 @@ import type { PayoutPolicy, WithdrawalPolicy } from '../generated/prisma/client'
 import { fieldError, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { amountToNumeric, numericToAmount, type Amount, positiveAmountText, amountText } from '../money';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
 
 /**
  * Withdrawal and payout policies (docs/withdrawals.md "Policies"): operator-only, versioned per
@@ -17,12 +18,16 @@ import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
 
 const parse = parseInput;
 
-
 export const withdrawalPolicyInput = z
   .object({
     perWithdrawalLimit: positiveAmountText.nullish(),
     periodLimit: positiveAmountText.nullish(),
-    periodSeconds: z.number().int('must be an integer').min(1).max(366 * 86_400).nullish(),
+    periodSeconds: z
+      .number()
+      .int('must be an integer')
+      .min(1)
+      .max(366 * 86_400)
+      .nullish(),
     approvalThreshold: amountText.nullish(),
     assetNetworkId: z.string().refine(isUuid, 'must be an asset-network id (uuid)').nullish(),
   })
@@ -35,7 +40,12 @@ export const withdrawalPolicyInput = z
 export const payoutPolicyInput = z
   .object({
     allowedNetworkIds: z.array(z.string().refine(isUuid, 'must be network ids (uuid)')).max(100).nullish(),
-    minimumDestinationAgeSeconds: z.number().int('must be an integer').min(0).max(366 * 86_400).nullish(),
+    minimumDestinationAgeSeconds: z
+      .number()
+      .int('must be an integer')
+      .min(0)
+      .max(366 * 86_400)
+      .nullish(),
     requireApprovalForNewDestination: z.boolean().nullish(),
   })
   .strict();
@@ -62,13 +72,22 @@ export async function configureWithdrawalPolicy(ctx: Context, organizationIdArg:
     const last = await tx.withdrawalPolicy.findFirst({ where: { organizationId, assetNetworkId }, orderBy: { version: 'desc' }, select: { version: true } });
     const row = await tx.withdrawalPolicy.create({
       data: {
-        organizationId, assetNetworkId, version: (last?.version ?? 0) + 1,
-        perWithdrawalLimit: data.perWithdrawalLimit ?? null, periodLimit: data.periodLimit ?? null, periodSeconds: data.periodSeconds ?? null,
-        approvalThreshold: data.approvalThreshold ?? null, operatorId: p.operatorId, createdAt: ctx.deps.clock.now(),
+        organizationId,
+        assetNetworkId,
+        version: (last?.version ?? 0) + 1,
+        perWithdrawalLimit: data.perWithdrawalLimit ?? null,
+        periodLimit: data.periodLimit ?? null,
+        periodSeconds: data.periodSeconds ?? null,
+        approvalThreshold: data.approvalThreshold ?? null,
+        operatorId: p.operatorId,
+        createdAt: ctx.deps.clock.now(),
       },
     });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId, entityType: 'WithdrawalPolicy', entityId: row.id, action: 'withdrawal_policy.configured',
+      organizationId,
+      entityType: 'WithdrawalPolicy',
+      entityId: row.id,
+      action: 'withdrawal_policy.configured',
       after: { version: row.version, assetNetworkId, ...data },
     });
     return row;
@@ -91,14 +110,26 @@ export async function configurePayoutPolicy(ctx: Context, organizationIdArg: unk
     const last = await tx.payoutPolicy.findFirst({ where: { organizationId }, orderBy: { version: 'desc' }, select: { version: true } });
     const row = await tx.payoutPolicy.create({
       data: {
-        organizationId, version: (last?.version ?? 0) + 1, allowedNetworkIds: networkIds,
-        minimumDestinationAgeSeconds: data.minimumDestinationAgeSeconds ?? 0, requireApprovalForNewDestination: data.requireApprovalForNewDestination ?? false,
-        operatorId: p.operatorId, createdAt: ctx.deps.clock.now(),
+        organizationId,
+        version: (last?.version ?? 0) + 1,
+        allowedNetworkIds: networkIds,
+        minimumDestinationAgeSeconds: data.minimumDestinationAgeSeconds ?? 0,
+        requireApprovalForNewDestination: data.requireApprovalForNewDestination ?? false,
+        operatorId: p.operatorId,
+        createdAt: ctx.deps.clock.now(),
       },
     });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId, entityType: 'PayoutPolicy', entityId: row.id, action: 'payout_policy.configured',
-      after: { version: row.version, allowedNetworkIds: networkIds, minimumDestinationAgeSeconds: row.minimumDestinationAgeSeconds, requireApprovalForNewDestination: row.requireApprovalForNewDestination },
+      organizationId,
+      entityType: 'PayoutPolicy',
+      entityId: row.id,
+      action: 'payout_policy.configured',
+      after: {
+        version: row.version,
+        allowedNetworkIds: networkIds,
+        minimumDestinationAgeSeconds: row.minimumDestinationAgeSeconds,
+        requireApprovalForNewDestination: row.requireApprovalForNewDestination,
+      },
     });
     return row;
   }, TX_OPTIONS);

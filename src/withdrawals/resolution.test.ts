@@ -2,10 +2,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxReplace } from '../../test/money-helpers';
-import { eventsOf } from '../deposits/testing';
-import { drainMoneyWork } from '../settlements/testing';
+import { eventsOf } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { STUCK_AFTER_MS } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * AdminResolveWithdrawalReconciliation through REST and GraphQL: withdrawals brought to
@@ -30,7 +30,8 @@ type Setup = WithdrawalSetup;
 /** A custodial withdrawal of `amount`, broadcast; answers its id and transaction hash. */
 async function broadcast(s: Setup, amount: bigint): Promise<{ id: string; txHash: string }> {
   const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-    headers: s.f.apiKeyHeaders, body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+    headers: s.f.apiKeyHeaders,
+    body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
   });
   expect(r.status, r.text).toBe(201);
   await drainMoneyWork(app);
@@ -42,11 +43,16 @@ const resolve = (id: string, body: Record<string, unknown>, headers: Record<stri
   app.rest('POST', `/v1/admin/withdrawals/${id}/resolve-reconciliation`, { headers, body });
 const resolveGql = (id: string, input: Record<string, unknown>, headers: Record<string, string> = op.headers) =>
   app.gql<any>(
-    'mutation($id: ID!, $i: ResolveWithdrawalReconciliationInput!) { adminResolveWithdrawalReconciliation(withdrawalId: $id, input: $i) { id status txHash failureReason } }',
-    { id, i: input }, headers,
+    'mutation($id: ID!, $i: ResolveWithdrawalReconciliationInput!) { ' +
+      'adminResolveWithdrawalReconciliation(withdrawalId: $id, input: $i) { id status txHash failureReason } }',
+    { id, i: input },
+    headers,
   );
 const resolutionAudits = (id: string) =>
-  app.deps.db.auditLogEntry.findMany({ where: { entityType: 'Withdrawal', entityId: id, action: 'withdrawal.reconciliation_resolved' }, orderBy: { id: 'asc' } });
+  app.deps.db.auditLogEntry.findMany({
+    where: { entityType: 'Withdrawal', entityId: id, action: 'withdrawal.reconciliation_resolved' },
+    orderBy: { id: 'asc' },
+  });
 
 // ------------------------------------------------------------------------------------------------
 
@@ -60,7 +66,11 @@ describe('resolve FAILED', () => {
 
     // Nothing was mined: CONFIRMED is refused with the chain's state, nothing changes.
     const confirmed = await resolve(id, { outcome: 'CONFIRMED', reason: 'the customer says it arrived' });
-    expect([confirmed.status, confirmed.body.code, confirmed.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('DROPPED on the chain, not MINED')]);
+    expect([confirmed.status, confirmed.body.code, confirmed.body.detail]).toEqual([
+      409,
+      'INVALID_STATE',
+      expect.stringContaining('DROPPED on the chain, not MINED'),
+    ]);
     expect((await get(s, id)).status).toBe('REQUIRES_RECONCILIATION');
 
     const r = await resolve(id, { outcome: 'FAILED', reason: 'dropped from the mempool' });
@@ -73,9 +83,19 @@ describe('resolve FAILED', () => {
     const [audit, ...more] = await resolutionAudits(id);
     expect(more).toEqual([]);
     expect(audit).toMatchObject({
-      actorType: 'OPERATOR', actorId: op.operatorId, organizationId: s.f.organizationId,
+      actorType: 'OPERATOR',
+      actorId: op.operatorId,
+      organizationId: s.f.organizationId,
       before: { status: 'REQUIRES_RECONCILIATION', txHash },
-      after: { status: 'FAILED', outcome: 'FAILED', reason: 'dropped from the mempool', operatorId: op.operatorId, originalTxHash: txHash, txHash, chain: [{ txHash, status: 'DROPPED' }] },
+      after: {
+        status: 'FAILED',
+        outcome: 'FAILED',
+        reason: 'dropped from the mempool',
+        operatorId: op.operatorId,
+        originalTxHash: txHash,
+        txHash,
+        chain: [{ txHash, status: 'DROPPED' }],
+      },
     });
 
     // Resolved once: again 409 (either outcome), nothing changes.
@@ -105,7 +125,12 @@ describe('resolve FAILED', () => {
     await sandboxDrop(app, s.f.apiKeyHeaders, txHash);
     const g = await resolveGql(id, { outcome: 'FAILED', reason: 'dropped after the deadline' });
     expect(g.errors).toBeUndefined();
-    expect(g.data!.adminResolveWithdrawalReconciliation).toEqual({ id, status: 'FAILED', txHash, failureReason: 'RECONCILED_FAILED: dropped after the deadline' });
+    expect(g.data!.adminResolveWithdrawalReconciliation).toEqual({
+      id,
+      status: 'FAILED',
+      txHash,
+      failureReason: 'RECONCILED_FAILED: dropped after the deadline',
+    });
     expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 1_000_000n });
     expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation', 'failed']);
   });
@@ -114,8 +139,12 @@ describe('resolve FAILED', () => {
 describe('resolve FAILED and the network resource reserve', () => {
   test("nothing was mined, so no gas was paid: the withdrawal's reserve consumption is released (once)", async () => {
     const s = await setup();
-    const reserve = async () => (await app.rest('GET', `/v1/admin/network-resource-reserve/${s.f.catalog.assetNetworkId}/balance`, { headers: op.headers })).body;
-    const seeded = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', { headers: op.headers, body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: '1000000' } });
+    const reserve = async () =>
+      (await app.rest('GET', `/v1/admin/network-resource-reserve/${s.f.catalog.assetNetworkId}/balance`, { headers: op.headers })).body;
+    const seeded = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
+      headers: op.headers,
+      body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: '1000000' },
+    });
     expect(seeded.status, seeded.text).toBe(200);
     const { id, txHash } = await broadcast(s, 50_000n);
     // The broadcast consumed the network cost (reference Withdrawal/<id>:1).
@@ -124,7 +153,9 @@ describe('resolve FAILED and the network resource reserve', () => {
     await sweep(s);
     expect((await resolve(id, { outcome: 'FAILED', reason: 'dropped' })).status).toBe(204);
     expect((await reserve()).balance).toBe('1000000');
-    const releases = await app.deps.db.networkResourceReserveMovement.findMany({ where: { referenceType: 'Withdrawal', referenceId: `${id}:1`, kind: 'RELEASE' } });
+    const releases = await app.deps.db.networkResourceReserveMovement.findMany({
+      where: { referenceType: 'Withdrawal', referenceId: `${id}:1`, kind: 'RELEASE' },
+    });
     expect(releases).toHaveLength(1);
     expect((await resolutionAudits(id))[0]!.after).toMatchObject({ reserveReleased: expect.not.stringMatching(/^0$/) });
   });
@@ -168,9 +199,18 @@ describe('resolve CONFIRMED', () => {
     expect(events[4]!.body).toEqual({ WithdrawalId: id, TechnicalReference: replacement.txHash });
     const [audit] = await resolutionAudits(id);
     expect(audit).toMatchObject({
-      actorType: 'OPERATOR', actorId: op.operatorId,
+      actorType: 'OPERATOR',
+      actorId: op.operatorId,
       before: { status: 'REQUIRES_RECONCILIATION', txHash, failureReason: expect.stringMatching(/^REPLACED/) },
-      after: { status: 'CONFIRMED', outcome: 'CONFIRMED', reason: 'fee-bumped; the replacement was mined', operatorId: op.operatorId, originalTxHash: txHash, txHash: replacement.txHash, confirmations: 1 },
+      after: {
+        status: 'CONFIRMED',
+        outcome: 'CONFIRMED',
+        reason: 'fee-bumped; the replacement was mined',
+        operatorId: op.operatorId,
+        originalTxHash: txHash,
+        txHash: replacement.txHash,
+        confirmations: 1,
+      },
     });
 
     // Once: again 409, and the sweep does not touch it.
@@ -179,28 +219,34 @@ describe('resolve CONFIRMED', () => {
     expect(await balance(s)).toEqual({ posted: 600_000n, available: 600_000n });
   });
 
-  test("the chain must match the withdrawal: a replacement of another amount, or another withdrawal's transaction, is refused (409) and nothing changes", async () => {
-    const s = await setup();
-    const other = await broadcast(s, 100_000n);
-    const { id, txHash } = await broadcast(s, 100_000n);
-    const smaller = await sandboxReplace(app, s.f.apiKeyHeaders, txHash, 99_000n);
-    await mine(s);
-    const counts = await sweep(s);
-    expect([counts.REQUIRES_RECONCILIATION, counts.CONFIRMED]).toEqual([1, 1]);
-    expect((await get(s, other.id)).status).toBe('CONFIRMED');
+  test(
+    "the chain must match the withdrawal: a replacement of another amount, or another withdrawal's transaction, is " + 'refused (409) and nothing changes',
+    async () => {
+      const s = await setup();
+      const other = await broadcast(s, 100_000n);
+      const { id, txHash } = await broadcast(s, 100_000n);
+      const smaller = await sandboxReplace(app, s.f.apiKeyHeaders, txHash, 99_000n);
+      await mine(s);
+      const counts = await sweep(s);
+      expect([counts.REQUIRES_RECONCILIATION, counts.CONFIRMED]).toEqual([1, 1]);
+      expect((await get(s, other.id)).status).toBe('CONFIRMED');
 
-    const short = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: smaller.txHash });
-    expect([short.status, short.body.detail]).toEqual([409, expect.stringMatching(/moves 99000 of asset-network .* the withdrawal is 100000 .* does not settle this withdrawal/)]);
-    // Another withdrawal's mined transaction (same figures): not this withdrawal's chain.
-    const foreign = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: other.txHash });
-    expect([foreign.status, foreign.body.detail]).toEqual([409, expect.stringContaining("neither the withdrawal's transaction")]);
-    // Value left (99,000): FAILED refused too; it stays for a ledger correction.
-    expect((await resolve(id, { outcome: 'FAILED', reason: 'x' })).status).toBe(409);
-    expect(await get(s, id)).toMatchObject({ status: 'REQUIRES_RECONCILIATION', txHash });
-    expect(await balance(s)).toEqual({ posted: 900_000n, available: 800_000n });
-    expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation']);
-    expect(await resolutionAudits(id)).toEqual([]);
-  });
+      const short = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: smaller.txHash });
+      expect([short.status, short.body.detail]).toEqual([
+        409,
+        expect.stringMatching(/moves 99000 of asset-network .* the withdrawal is 100000 .* does not settle this withdrawal/),
+      ]);
+      // Another withdrawal's mined transaction (same figures): not this withdrawal's chain.
+      const foreign = await resolve(id, { outcome: 'CONFIRMED', reason: 'x', txHash: other.txHash });
+      expect([foreign.status, foreign.body.detail]).toEqual([409, expect.stringContaining("neither the withdrawal's transaction")]);
+      // Value left (99,000): FAILED refused too; it stays for a ledger correction.
+      expect((await resolve(id, { outcome: 'FAILED', reason: 'x' })).status).toBe(409);
+      expect(await get(s, id)).toMatchObject({ status: 'REQUIRES_RECONCILIATION', txHash });
+      expect(await balance(s)).toEqual({ posted: 900_000n, available: 800_000n });
+      expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved', 'broadcast', 'requires_reconciliation']);
+      expect(await resolutionAudits(id)).toEqual([]);
+    },
+  );
 });
 
 describe('refusals', () => {

@@ -4,9 +4,18 @@ import type { Db } from '../db/prisma';
 import type { Withdrawal } from '../generated/prisma/client';
 import { invalidState, notFound, parseInput } from '../errors';
 import { amountToString, numericToAmount } from '../money';
-import { adapterFor, MAX_REPLACEMENT_LINKS, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
-import { auditAs, requestActor, TX_OPTIONS } from '../deposits/common';
-import { releaseReserveInTx } from '../treasury/reserve';
+import {
+  adapterFor,
+  MAX_REPLACEMENT_LINKS,
+  networkRef,
+  replacementChain,
+  type NetworkAdapter,
+  type NetworkRef,
+  type ObservedTransfer,
+} from '../chains/adapter';
+import { auditAs } from '../audit/audit';
+import { requestActor, TX_OPTIONS } from '../kernel/service';
+import { releaseReserveInTx } from '../treasury/costs/reserve';
 import { close, confirm, loadWithdrawal, lockWithdrawal } from './withdrawals';
 
 /**
@@ -31,11 +40,18 @@ export const resolveReconciliationInput = z
   .object({
     outcome: z.enum(['CONFIRMED', 'FAILED'], { message: 'must be CONFIRMED or FAILED' }),
     reason: z.string().trim().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
-    txHash: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters').regex(/^\S+$/, 'must be a transaction hash (no spaces)').nullish(),
+    txHash: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .regex(/^\S+$/, 'must be a transaction hash (no spaces)')
+      .nullish(),
   })
   .strict()
   .superRefine((v, c) => {
-    if (v.outcome === 'FAILED' && v.txHash != null) c.addIssue({ code: 'custom', path: ['txHash'], message: 'names the mined transaction: only with outcome CONFIRMED' });
+    if (v.outcome === 'FAILED' && v.txHash != null)
+      c.addIssue({ code: 'custom', path: ['txHash'], message: 'names the mined transaction: only with outcome CONFIRMED' });
   });
 export type ResolveReconciliationInput = z.infer<typeof resolveReconciliationInput>;
 
@@ -57,7 +73,12 @@ async function checkConfirmed(tx: Db, w: Withdrawal, adapter: NetworkAdapter, re
   const link = chain.find((l) => l.txHash === hash);
   if (!link)
     throw invalidState(
-      `The transaction ${hash} is neither the withdrawal's transaction ${original} nor a replacement of it the chain reports (replacements: ${chain.slice(1).map((l) => l.txHash).join(', ') || 'none'}).`,
+      `The transaction ${hash} is neither the withdrawal's transaction ${original} nor a replacement of it the chain reports (replacements: ${
+        chain
+          .slice(1)
+          .map((l) => l.txHash)
+          .join(', ') || 'none'
+      }).`,
     );
   const seen = link.seen;
   if (!seen) throw invalidState(`The transaction ${hash} is unknown to the chain: nothing was mined.`);
@@ -66,7 +87,9 @@ async function checkConfirmed(tx: Db, w: Withdrawal, adapter: NetworkAdapter, re
     throw invalidState(`The transaction ${hash} is ${seen.status} on the chain, not MINED${next}.`);
   }
   if (seen.confirmations < ref.requiredConfirmations)
-    throw invalidState(`The transaction ${hash} has ${seen.confirmations} of the ${ref.requiredConfirmations} confirmations the network requires: wait and resolve again.`);
+    throw invalidState(
+      `The transaction ${hash} has ${seen.confirmations} of the ${ref.requiredConfirmations} confirmations the network requires: wait and resolve again.`,
+    );
   const amount = numericToAmount(w.amount);
   if (seen.fromAddress !== w.fromAddress || seen.toAddress !== w.toAddress || seen.assetNetworkId !== w.assetNetworkId || seen.amount !== amount)
     throw invalidState(
@@ -84,7 +107,9 @@ async function checkFailed(w: Withdrawal, adapter: NetworkAdapter, ref: NetworkR
   const chain = await replacementsOf(adapter, ref, w.txHash!);
   for (const { txHash, seen } of chain) {
     if (seen?.status === 'MINED')
-      throw invalidState(`The transaction ${txHash} was MINED (${figures(seen)}): the value left; resolve CONFIRMED${txHash !== w.txHash ? ` with txHash ${txHash}` : ''}.`);
+      throw invalidState(
+        `The transaction ${txHash} was MINED (${figures(seen)}): the value left; resolve CONFIRMED${txHash !== w.txHash ? ` with txHash ${txHash}` : ''}.`,
+      );
     if (seen?.status === 'PENDING' || seen?.status === 'ORPHANED')
       throw invalidState(`The transaction ${txHash} is still pending on the chain (${seen.status}): drop it or wait.`);
   }
@@ -102,21 +127,29 @@ export async function resolveWithdrawalReconciliation(ctx: Context, idArg: unkno
   if (p?.type !== 'operator') throw notFound('Withdrawal');
   await ctx.deps.db.$transaction(async (tx) => {
     const w = (await lockWithdrawal(tx, w0.id))!;
-    if (w.status !== 'REQUIRES_RECONCILIATION')
-      throw invalidState(`Only a REQUIRES_RECONCILIATION withdrawal can be resolved; this one is ${w.status}.`);
+    if (w.status !== 'REQUIRES_RECONCILIATION') throw invalidState(`Only a REQUIRES_RECONCILIATION withdrawal can be resolved; this one is ${w.status}.`);
     if (!w.txHash || !w.fromAddress) throw invalidState('The withdrawal has no broadcast transaction to check on the chain.');
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     const ref = networkRef(network);
     const adapter = adapterFor(network.kind, tx);
     const now = ctx.deps.clock.now();
     const actor = requestActor(ctx);
-    const resolution = { outcome: data.outcome, reason: data.reason, operatorId: p.operatorId, originalTxHash: w.txHash, previousFailureReason: w.failureReason };
+    const resolution = {
+      outcome: data.outcome,
+      reason: data.reason,
+      operatorId: p.operatorId,
+      originalTxHash: w.txHash,
+      previousFailureReason: w.failureReason,
+    };
 
     if (data.outcome === 'CONFIRMED') {
       const mined = await checkConfirmed(tx, w, adapter, ref, data.txHash);
       await confirm(tx, ctx.deps, w, mined.txHash, now);
       await auditAs(tx, ctx.deps, actor, {
-        organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.reconciliation_resolved',
+        organizationId: w.organizationId,
+        entityType: 'Withdrawal',
+        entityId: w.id,
+        action: 'withdrawal.reconciliation_resolved',
         before: { status: w.status, txHash: w.txHash, failureReason: w.failureReason },
         after: { status: 'CONFIRMED', ...resolution, txHash: mined.txHash, confirmations: mined.confirmations, blockHash: mined.blockHash },
       });
@@ -132,10 +165,16 @@ export async function resolveWithdrawalReconciliation(ctx: Context, idArg: unkno
     const reserveRef = { networkId: w.networkId, referenceType: 'Withdrawal', referenceId: `${w.id}:${w.broadcastAttempts}` };
     const released = gasPaid || w.custodyMode !== 'CUSTODIAL' ? 0n : (await releaseReserveInTx(tx, ctx.deps, reserveRef)).released;
     await auditAs(tx, ctx.deps, actor, {
-      organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.reconciliation_resolved',
+      organizationId: w.organizationId,
+      entityType: 'Withdrawal',
+      entityId: w.id,
+      action: 'withdrawal.reconciliation_resolved',
       before: { status: w.status, txHash: w.txHash, failureReason: w.failureReason },
       after: {
-        status: 'FAILED', ...resolution, txHash: w.txHash, reserveReleased: amountToString(released),
+        status: 'FAILED',
+        ...resolution,
+        txHash: w.txHash,
+        reserveReleased: amountToString(released),
         chain: chain.map((l) => ({ txHash: l.txHash, status: l.seen?.status ?? 'UNKNOWN' })),
       },
     });

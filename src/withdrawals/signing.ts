@@ -6,7 +6,8 @@ import { assertId, isUuid } from '../ids';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { canonicalTransferJson, type TransferPayload } from '../chains/secp256k1';
-import { requestActor, retryingTransaction, TX_OPTIONS, auditAs } from '../deposits/common';
+import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
+import { auditAs } from '../audit/audit';
 import { checkBeforeMoving, loadWithdrawal, lockDestinationThenWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
 
 /**
@@ -25,7 +26,13 @@ export const canonicalPayload = (p: TransferPayload): string => canonicalTransfe
 
 export const createSigningRequestInput = z.object({ withdrawalId: z.string().refine(isUuid, 'must be a withdrawal id (uuid)') }).strict();
 export const submitSignatureInput = z
-  .object({ signature: z.string().trim().toLowerCase().regex(/^[0-9a-f]{128}$/, 'must be a 64-byte compact secp256k1 signature (r||s), 128 hex digits') })
+  .object({
+    signature: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[0-9a-f]{128}$/, 'must be a 64-byte compact secp256k1 signature (r||s), 128 hex digits'),
+  })
   .strict();
 
 const parse = parseInput;
@@ -56,7 +63,8 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
   const { withdrawalId } = parse(createSigningRequestInput, input);
   // Another organization's (or an unknown) withdrawal: 404, as everywhere (docs/withdrawals.md).
   const w0 = await loadWithdrawal(ctx, withdrawalId);
-  if (w0.organizationId !== env.organizationId || w0.environmentType !== env.type) throw fieldError('withdrawalId', "must be a withdrawal of the environment's organization and type");
+  if (w0.organizationId !== env.organizationId || w0.environmentType !== env.type)
+    throw fieldError('withdrawalId', "must be a withdrawal of the environment's organization and type");
   const id = await ctx.deps.db.$transaction(async (tx) => {
     const w = (await lockWithdrawal(tx, w0.id))!;
     const existing = await tx.signingRequest.findUnique({ where: { withdrawalId: w.id } });
@@ -70,12 +78,23 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
     const now = ctx.deps.clock.now();
     const row = await tx.signingRequest.create({
       data: {
-        organizationId: w.organizationId, environmentId: env.id, environmentType: env.type, withdrawalId: w.id, payload: request.payload as never,
-        canonicalPayload: request.canonical, digest: request.digest, createdAt: now, updatedAt: now,
+        organizationId: w.organizationId,
+        environmentId: env.id,
+        environmentType: env.type,
+        withdrawalId: w.id,
+        payload: request.payload as never,
+        canonicalPayload: request.canonical,
+        digest: request.digest,
+        createdAt: now,
+        updatedAt: now,
       },
     });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: w.organizationId, entityType: 'SigningRequest', entityId: row.id, action: 'signing_request.created', after: { withdrawalId: w.id, digest: row.digest },
+      organizationId: w.organizationId,
+      entityType: 'SigningRequest',
+      entityId: row.id,
+      action: 'signing_request.created',
+      after: { withdrawalId: w.id, digest: row.digest },
     });
     return row.id;
   }, TX_OPTIONS);
@@ -96,15 +115,21 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
   const refusal = await retryingTransaction(ctx.deps.db, async (tx) => {
     const w = (await lockDestinationThenWithdrawal(tx, w0))!;
     const sr = await tx.signingRequest.findUniqueOrThrow({ where: { id: sr0.id } });
-    if (sr.status !== 'PENDING' || w.status !== 'AWAITING_SIGNATURE') throw invalidState(`The signing request is ${sr.status} and its withdrawal ${w.status}: no signature is expected.`);
+    if (sr.status !== 'PENDING' || w.status !== 'AWAITING_SIGNATURE')
+      throw invalidState(`The signing request is ${sr.status} and its withdrawal ${w.status}: no signature is expected.`);
     // The payload is rebuilt from the wallet's public material: the stored one must still be it.
     const payload = await selfCustodyPayload(tx, w);
     const { evm: _evm, ...stored } = sr.payload as Record<string, unknown>;
-    if (canonicalPayload(payload) !== canonicalPayload(stored as unknown as TransferPayload)) throw new Error('the stored signing payload no longer matches the withdrawal');
+    if (canonicalPayload(payload) !== canonicalPayload(stored as unknown as TransferPayload))
+      throw new Error('the stored signing payload no longer matches the withdrawal');
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     let signed: string;
     try {
-      signed = await adapterFor(network.kind, tx).assembleSigned(networkRef(network), { payload: sr.payload as Record<string, unknown>, canonical: sr.canonicalPayload }, signature);
+      signed = await adapterFor(network.kind, tx).assembleSigned(
+        networkRef(network),
+        { payload: sr.payload as Record<string, unknown>, canonical: sr.canonicalPayload },
+        signature,
+      );
     } catch (e) {
       if (e instanceof RangeError) throw fieldError('signature', `does not verify with the key of ${payload.fromAddress} (${e.message})`);
       throw e;
@@ -112,12 +137,20 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
     const now = ctx.deps.clock.now();
     const check = await checkBeforeMoving(tx, ctx.deps, requestActor(ctx), w, now);
     if (check?.outcome === 'REJECTED') return check.reason;
-    if (check) throw invalidState(`The signed transfer cannot be sent now: ${check.reason} Nothing was broadcast; the request stays PENDING: submit the signature again later.`);
+    if (check)
+      throw invalidState(
+        `The signed transfer cannot be sent now: ${check.reason} Nothing was broadcast; the request stays PENDING: submit the signature again later.`,
+      );
     let txHash: string;
     try {
-      ({ txHash } = await adapterFor(network.kind, tx, { clock: ctx.deps.clock, boss: ctx.deps.boss }).broadcast(networkRef(network), signed, w.organizationId));
+      ({ txHash } = await adapterFor(network.kind, tx, { clock: ctx.deps.clock, boss: ctx.deps.boss }).broadcast(
+        networkRef(network),
+        signed,
+        w.organizationId,
+      ));
     } catch (e) {
-      if (e instanceof RangeError) throw invalidState(`The network refused the signed transfer: ${e.message}. Nothing was broadcast; the request stays PENDING.`);
+      if (e instanceof RangeError)
+        throw invalidState(`The network refused the signed transfer: ${e.message}. Nothing was broadcast; the request stays PENDING.`);
       throw e;
     }
     await tx.signingRequest.update({ where: { id: sr.id }, data: { status: 'SIGNED', signature, signedAt: now, updatedAt: now } });

@@ -4,11 +4,11 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxDrop, sandboxSend } from '../../test/money-helpers';
-import { eventsOf } from '../deposits/testing';
-import { drainMoneyWork, fundedTransaction } from '../settlements/testing';
+import { eventsOf } from '../../test/fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { addressOf, bytesToHex, derivePrivateKey, derivePublicKey, generateKeyPair } from '../chains/secp256k1';
 import { RESERVE_RETRY_MS, RETRY_BASE_MS, STUCK_AFTER_MS } from './withdrawals';
-import { withdrawalTesting, type WithdrawalSetup } from './testing';
+import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 
 /**
  * Withdrawals, their policies and SelfCustody signing, through REST and GraphQL, with the real job
@@ -32,7 +32,8 @@ const { idOf, setup, sweep, balance, get, withdrawalEvents, mine } = withdrawalT
 type Setup = WithdrawalSetup;
 const request = (s: Setup, amount: bigint, extra: Record<string, unknown> = {}, headers: Record<string, string> = s.f.apiKeyHeaders) =>
   app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-    headers, body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId, ...extra },
+    headers,
+    body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId, ...extra },
   });
 async function withdraw(s: Setup, amount: bigint, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await request(s, amount, extra);
@@ -58,7 +59,14 @@ describe('custodial withdrawals', () => {
     const again = await request(s, 400_000n, {}, { ...s.f.apiKeyHeaders, 'idempotency-key': 'w-1' });
     expect([again.status, idOf(again)]).toEqual([201, id]);
     expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 600_000n });
-    expect(await get(s, id)).toMatchObject({ status: 'APPROVED', amount: '400000', custodyMode: 'CUSTODIAL', toAddress: DEST, approvalReason: null, txHash: null });
+    expect(await get(s, id)).toMatchObject({
+      status: 'APPROVED',
+      amount: '400000',
+      custodyMode: 'CUSTODIAL',
+      toAddress: DEST,
+      approvalReason: null,
+      txHash: null,
+    });
 
     await drainMoneyWork(app);
     const b = await get(s, id);
@@ -100,7 +108,10 @@ describe('custodial withdrawals', () => {
     expect(r.status, r.text).toBe(409);
     expect(await balance(s)).toEqual({ posted: 500_000n, available: 0n });
     for (const [body, field] of [
-      [{ amount: '0' }, 'amount'], [{ amount: '1.5' }, 'amount'], [{ assetNetworkId: 'x' }, 'assetNetworkId'], [{ walletId: s.f.walletId }, 'sourceIndex'],
+      [{ amount: '0' }, 'amount'],
+      [{ amount: '1.5' }, 'amount'],
+      [{ assetNetworkId: 'x' }, 'assetNetworkId'],
+      [{ walletId: s.f.walletId }, 'sourceIndex'],
     ] as const) {
       const bad = await request(s, 1n, body as Record<string, unknown>);
       expect([bad.status, bad.body.errors?.[0]?.field], JSON.stringify(body)).toEqual([400, field]);
@@ -138,46 +149,62 @@ describe('policies', () => {
     // A new version replaces the limits.
     await configure(s, 'withdrawal', {});
     await withdraw(s, 350_000n);
-    const list = await app.gql<any>('query($o: ID!) { withdrawalPolicies(organizationId: $o) { withdrawal { version perWithdrawalLimit periodLimit } payout { version } } }', { o: s.f.organizationId }, op.headers);
-    expect(list.data!.withdrawalPolicies.withdrawal).toEqual([{ version: 1, perWithdrawalLimit: '300000', periodLimit: '500000' }, { version: 2, perWithdrawalLimit: null, periodLimit: null }]);
+    const list = await app.gql<any>(
+      'query($o: ID!) { withdrawalPolicies(organizationId: $o) { withdrawal { version perWithdrawalLimit periodLimit } payout { version } } }',
+      { o: s.f.organizationId },
+      op.headers,
+    );
+    expect(list.data!.withdrawalPolicies.withdrawal).toEqual([
+      { version: 1, perWithdrawalLimit: '300000', periodLimit: '500000' },
+      { version: 2, perWithdrawalLimit: null, periodLimit: null },
+    ]);
     // Operators only; validation.
-    expect((await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, { headers: s.f.apiKeyHeaders, body: {} })).status).toBe(403);
+    expect((await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, { headers: s.f.apiKeyHeaders, body: {} })).status).toBe(
+      403,
+    );
     const bad = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, { headers: op.headers, body: { periodLimit: '5' } });
     expect([bad.status, bad.body.errors?.[0]?.field]).toEqual([400, 'periodSeconds']);
     expect((await app.rest('POST', `/v1/admin/organizations/${crypto.randomUUID()}/payout-policy`, { headers: op.headers, body: {} })).status).toBe(404);
     await drainMoneyWork(app);
   });
 
-  test('approval threshold: waits for an operator; approve (operator id in the event) or reject (reason, hold released); other principals refused', async () => {
-    const s = await setup();
-    await configure(s, 'withdrawal', { approvalThreshold: '100000' });
-    const small = await withdraw(s, 100_000n);
-    expect((await get(s, small)).status).toBe('APPROVED');
-    const big = await withdraw(s, 200_000n);
-    expect(await get(s, big)).toMatchObject({ status: 'PENDING_APPROVAL', approvalReason: expect.stringContaining('approval threshold') });
-    for (const headers of [s.f.member.headers, s.f.apiKeyHeaders])
-      expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers })).status).toBe(403);
-    const a = await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers });
-    expect([a.status, a.text]).toEqual([204, '']);
-    expect(await get(s, big)).toMatchObject({ status: 'APPROVED', approvedByOperatorId: op.operatorId });
-    expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers })).status).toBe(409);
-    const approvedEvent = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.approved' && e.body.WithdrawalId === big);
-    expect(approvedEvent!.body).toEqual({ WithdrawalId: big, ActorMemberId: op.operatorId });
+  test(
+    'approval threshold: waits for an operator; approve (operator id in the event) or reject (reason, hold ' + 'released); other principals refused',
+    async () => {
+      const s = await setup();
+      await configure(s, 'withdrawal', { approvalThreshold: '100000' });
+      const small = await withdraw(s, 100_000n);
+      expect((await get(s, small)).status).toBe('APPROVED');
+      const big = await withdraw(s, 200_000n);
+      expect(await get(s, big)).toMatchObject({ status: 'PENDING_APPROVAL', approvalReason: expect.stringContaining('approval threshold') });
+      for (const headers of [s.f.member.headers, s.f.apiKeyHeaders])
+        expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers })).status).toBe(403);
+      const a = await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers });
+      expect([a.status, a.text]).toEqual([204, '']);
+      expect(await get(s, big)).toMatchObject({ status: 'APPROVED', approvedByOperatorId: op.operatorId });
+      expect((await app.rest('POST', `/v1/admin/withdrawals/${big}/approve`, { headers: op.headers })).status).toBe(409);
+      const approvedEvent = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.approved' && e.body.WithdrawalId === big);
+      expect(approvedEvent!.body).toEqual({ WithdrawalId: big, ActorMemberId: op.operatorId });
 
-    const third = await withdraw(s, 300_000n);
-    expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 400_000n });
-    const noReason = await app.rest('POST', `/v1/admin/withdrawals/${third}/reject`, { headers: op.headers, body: { reason: ' ' } });
-    expect(noReason.status).toBe(400);
-    const r = await app.gql<any>('mutation($id: ID!) { adminRejectWithdrawal(id: $id, input: { reason: "KYC review failed" }) { status rejectionReason } }', { id: third }, op.headers);
-    expect(r.data!.adminRejectWithdrawal).toEqual({ status: 'REJECTED', rejectionReason: 'KYC review failed' });
-    expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 700_000n });
-    expect(await withdrawalEvents(s, third)).toEqual(['requested', 'rejected']);
-    const rejected = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.rejected');
-    expect(rejected!.body).toEqual({ WithdrawalId: third, Reason: 'KYC review failed' });
-    expect((await app.rest('POST', `/v1/admin/withdrawals/${crypto.randomUUID()}/approve`, { headers: op.headers })).status).toBe(404);
-    await drainMoneyWork(app);
-    expect((await get(s, big)).status).toBe('BROADCAST');
-  });
+      const third = await withdraw(s, 300_000n);
+      expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 400_000n });
+      const noReason = await app.rest('POST', `/v1/admin/withdrawals/${third}/reject`, { headers: op.headers, body: { reason: ' ' } });
+      expect(noReason.status).toBe(400);
+      const r = await app.gql<any>(
+        'mutation($id: ID!) { adminRejectWithdrawal(id: $id, input: { reason: "KYC review failed" }) { status rejectionReason } }',
+        { id: third },
+        op.headers,
+      );
+      expect(r.data!.adminRejectWithdrawal).toEqual({ status: 'REJECTED', rejectionReason: 'KYC review failed' });
+      expect(await balance(s)).toEqual({ posted: 1_000_000n, available: 700_000n });
+      expect(await withdrawalEvents(s, third)).toEqual(['requested', 'rejected']);
+      const rejected = (await eventsOf(app, s.f.organizationId)).find((e) => e.type === 'withdrawal.rejected');
+      expect(rejected!.body).toEqual({ WithdrawalId: third, Reason: 'KYC review failed' });
+      expect((await app.rest('POST', `/v1/admin/withdrawals/${crypto.randomUUID()}/approve`, { headers: op.headers })).status).toBe(404);
+      await drainMoneyWork(app);
+      expect((await get(s, big)).status).toBe('BROADCAST');
+    },
+  );
 
   test('payout policy: destination age and new destinations', async () => {
     const s = await setup();
@@ -223,7 +250,8 @@ describe('destination age on the sandbox clock (issue 26)', () => {
     expect(advanced.status, advanced.text).toBe(200);
     await configure(s, 'payout', { minimumDestinationAgeSeconds: 600 });
     const d = await app.rest('POST', `/v1/organizations/${s.f.organizationId}/withdrawal-destinations`, {
-      headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, address: '0x00000000000000000000000000000000000000a9' },
+      headers: s.f.apiKeyHeaders,
+      body: { networkId: s.f.catalog.networkId, address: '0x00000000000000000000000000000000000000a9' },
     });
     expect(d.status, d.text).toBe(201);
     const young = await request(s, 1000n, { withdrawalDestinationId: idOf(d) });
@@ -254,7 +282,10 @@ describe('destination blocked mid-flight', () => {
     const approved = await withdraw(s, 500n);
     const waiting = await withdraw(s, 5000n);
     // A block the block operation did not reach (as a concurrent one would): the row changed directly.
-    await app.deps.db.withdrawalDestination.update({ where: { id: s.destinationId }, data: { status: 'BLOCKED', blockedReason: 'late block', blockedAt: app.clock.now(), blockedByOperatorId: op.operatorId } });
+    await app.deps.db.withdrawalDestination.update({
+      where: { id: s.destinationId },
+      data: { status: 'BLOCKED', blockedReason: 'late block', blockedAt: app.clock.now(), blockedByOperatorId: op.operatorId },
+    });
     await drainMoneyWork(app);
     expect(await get(s, approved)).toMatchObject({ status: 'REJECTED', rejectionReason: expect.stringMatching(/^DESTINATION_BLOCKED/), txHash: null });
     const a = await app.rest('POST', `/v1/admin/withdrawals/${waiting}/approve`, { headers: op.headers });
@@ -333,11 +364,17 @@ describe('treasury payouts and the network resource reserve', () => {
   /** A HOT treasury address holding what the setup's deposit address held (swept, mined). */
   async function sweptToHot(s: Setup): Promise<{ id: string; address: string }> {
     const an = s.f.catalog.assetNetworkId;
-    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', { headers: op.headers, body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' } });
+    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: op.headers,
+      body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' },
+    });
     expect(reg.status, reg.text).toBe(201);
     const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op.headers })).body as { id: string; address: string };
     const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: s.depositAddress }, select: { id: true } });
-    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', { headers: op.headers, body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id } });
+    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', {
+      headers: op.headers,
+      body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id },
+    });
     expect(sw.status, sw.text).toBe(201);
     await mine(s);
     return hot;
@@ -348,7 +385,10 @@ describe('treasury payouts and the network resource reserve', () => {
     return r.body.balance as string;
   };
   const seed = async (s: Setup, amount: bigint) => {
-    const r = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', { headers: op.headers, body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: amount.toString() } });
+    const r = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
+      headers: op.headers,
+      body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: amount.toString() },
+    });
     expect(r.status, r.text).toBe(200);
   };
 
@@ -365,7 +405,12 @@ describe('treasury payouts and the network resource reserve', () => {
     // 9,000 left: the next withdrawal waits, APPROVED, without an attempt or a webhook.
     const second = await withdraw(s, 100_000n);
     await drainMoneyWork(app);
-    expect(await get(s, second)).toMatchObject({ status: 'APPROVED', broadcastAttempts: 0, txHash: null, lastBroadcastError: expect.stringMatching(/^RESERVE_EXHAUSTED/) });
+    expect(await get(s, second)).toMatchObject({
+      status: 'APPROVED',
+      broadcastAttempts: 0,
+      txHash: null,
+      lastBroadcastError: expect.stringMatching(/^RESERVE_EXHAUSTED/),
+    });
     expect(await withdrawalEvents(s, second)).toEqual(['requested', 'approved']);
     expect((await sweep(s)).DEFERRED).toBe(0); // not due yet
     app.clock.advance(RESERVE_RETRY_MS);
@@ -378,17 +423,31 @@ describe('treasury payouts and the network resource reserve', () => {
     await seed(s, 50_000n);
     app.clock.advance(RESERVE_RETRY_MS);
     expect((await sweep(s)).BROADCAST).toBe(1);
-    expect(await get(s, second)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1, nextAttemptAt: null, lastBroadcastError: null });
+    expect(await get(s, second)).toMatchObject({
+      status: 'BROADCAST',
+      fromAddress: hot.address,
+      broadcastAttempts: 1,
+      nextAttemptAt: null,
+      lastBroadcastError: null,
+    });
     expect(await reserveBalance(s)).toBe('38000');
     await mine(s);
     expect((await sweep(s)).CONFIRMED).toBe(2);
     expect(await balance(s)).toEqual({ posted: 500_000n, available: 500_000n });
     expect(await withdrawalEvents(s, second)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
     const sent = await app.deps.db.sandboxTransaction.findMany({ where: { fromAddress: hot.address }, select: { amount: true, status: true } });
-    expect(sent.map((t) => [t.amount.toString(), t.status]).sort()).toEqual([['100000', 'MINED'], ['400000', 'MINED']]);
+    expect(sent.map((t) => [t.amount.toString(), t.status]).sort()).toEqual([
+      ['100000', 'MINED'],
+      ['400000', 'MINED'],
+    ]);
     // One consumption per attempt, named by the withdrawal and the attempt.
-    const movements = await app.deps.db.networkResourceReserveMovement.findMany({ where: { referenceType: 'Withdrawal', referenceId: { in: [`${first}:1`, `${second}:1`] } } });
-    expect(movements.map((m) => [m.kind, m.amount.toString()])).toEqual([['CONSUME', '21000'], ['CONSUME', '21000']]);
+    const movements = await app.deps.db.networkResourceReserveMovement.findMany({
+      where: { referenceType: 'Withdrawal', referenceId: { in: [`${first}:1`, `${second}:1`] } },
+    });
+    expect(movements.map((m) => [m.kind, m.amount.toString()])).toEqual([
+      ['CONSUME', '21000'],
+      ['CONSUME', '21000'],
+    ]);
   });
 
   test('a refused broadcast gives its reserve consumption back; the next attempt consumes again', async () => {
@@ -397,9 +456,17 @@ describe('treasury payouts and the network resource reserve', () => {
     await seed(s, 100_000n);
     const id = await withdraw(s, 1_500_000n); // no single address holds it
     await drainMoneyWork(app);
-    expect(await get(s, id)).toMatchObject({ status: 'BROADCAST_FAILED', broadcastAttempts: 1, lastBroadcastError: expect.stringContaining('no HOT treasury address') });
+    expect(await get(s, id)).toMatchObject({
+      status: 'BROADCAST_FAILED',
+      broadcastAttempts: 1,
+      lastBroadcastError: expect.stringContaining('no HOT treasury address'),
+    });
     expect(await reserveBalance(s)).toBe('100000');
-    const kinds = await app.deps.db.networkResourceReserveMovement.findMany({ where: { referenceId: `${id}:1` }, orderBy: { createdAt: 'asc' }, select: { kind: true } });
+    const kinds = await app.deps.db.networkResourceReserveMovement.findMany({
+      where: { referenceId: `${id}:1` },
+      orderBy: { createdAt: 'asc' },
+      select: { kind: true },
+    });
     expect(kinds.map((k) => k.kind).sort()).toEqual(['CONSUME', 'RELEASE']);
     await withdraw(s, 100_000n); // one an address can pay consumes as usual
     await drainMoneyWork(app);
@@ -419,7 +486,8 @@ describe('SelfCustody signing', () => {
     const s = await setup();
     const root = generateKeyPair();
     const w = await app.rest('POST', `/v1/applications/${s.f.applicationId}/wallets`, {
-      headers: s.f.apiKeyHeaders, body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
+      headers: s.f.apiKeyHeaders,
+      body: { networkId: s.f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: root.publicKey },
     });
     expect(w.status, w.text).toBe(201);
     const walletId = idOf(w);
@@ -440,8 +508,16 @@ describe('SelfCustody signing', () => {
     expect(idOf(again)).toBe(srId);
     const sr = (await app.rest('GET', `/v1/signing-requests/${srId}`, { headers: s.f.apiKeyHeaders })).body;
     expect(sr).toMatchObject({
-      status: 'PENDING', withdrawalId: id,
-      payload: { networkId: s.f.catalog.networkId, assetNetworkId: s.f.catalog.assetNetworkId, fromAddress: from, toAddress: DEST, amount: '300000', nonce: id },
+      status: 'PENDING',
+      withdrawalId: id,
+      payload: {
+        networkId: s.f.catalog.networkId,
+        assetNetworkId: s.f.catalog.assetNetworkId,
+        fromAddress: from,
+        toAddress: DEST,
+        amount: '300000',
+        nonce: id,
+      },
     });
     expect(sr.digest).toBe(createHash('sha256').update(sr.canonicalPayload).digest('hex'));
     expect(JSON.parse(sr.canonicalPayload)).toEqual(sr.payload);
@@ -469,7 +545,10 @@ describe('SelfCustody signing', () => {
 
     // A custodial withdrawal has no signing request.
     const custodial = await withdraw(s, 1000n);
-    expect((await app.rest('POST', `/v1/environments/${s.f.environmentId}/signing-requests`, { headers: s.f.apiKeyHeaders, body: { withdrawalId: custodial } })).status).toBe(409);
+    expect(
+      (await app.rest('POST', `/v1/environments/${s.f.environmentId}/signing-requests`, { headers: s.f.apiKeyHeaders, body: { withdrawalId: custodial } }))
+        .status,
+    ).toBe(409);
     await drainMoneyWork(app);
   });
 });

@@ -11,15 +11,20 @@ import { amountToNumeric, amountToString, numericToAmount, type Amount, positive
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, emit, nowFor, requestActor, retryingTransaction, systemActor, TX_OPTIONS, type Actor, type MoneyDeps } from '../deposits/common';
-import { ledgerAccounts } from '../deposits/funding';
+import { auditAs, type Actor } from '../audit/audit';
+import { emit } from '../webhooks/outbox';
+import { nowFor } from '../chains/sandbox/clock';
+import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
-import { assertDestinationUsable } from './destinations';
-import { networkCostOf } from '../treasury/costs';
+import { assertDestinationUsable, blockDestinationInput } from './destinations';
+import type { WithdrawalDestination } from '../generated/prisma/client';
+import { networkCostOf } from '../treasury/costs/costs';
 import { sendFromTreasury } from '../treasury/payouts';
-import { consumeReserveInTx, releaseReserveInTx } from '../treasury/reserve';
+import { consumeReserveInTx, releaseReserveInTx } from '../treasury/costs/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 import { statusAllows } from '../catalog/catalog';
+import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -35,10 +40,12 @@ import { statusAllows } from '../catalog/catalog';
  * ledger move, events, audit entry and jobs in one database transaction.
  */
 
-export const WITHDRAWAL_BROADCAST_QUEUE = 'withdrawal.broadcast';
-export const WITHDRAWAL_SWEEP_QUEUE = 'withdrawal.sweep';
-export interface WithdrawalBroadcastJob { withdrawalId: string }
-export interface WithdrawalSweepJob { organizationId?: string }
+export interface WithdrawalBroadcastJob {
+  withdrawalId: string;
+}
+export interface WithdrawalSweepJob {
+  organizationId?: string;
+}
 
 /** Broadcast attempts before FAILED; the wait before attempt n+1 is RETRY_BASE_MS · 2^(n-1). */
 export const MAX_BROADCAST_ATTEMPTS = 3;
@@ -68,7 +75,9 @@ export async function loadWithdrawal(ctx: Context, idArg: unknown, db: Db = ctx.
   if (p.type === 'operator') return row;
   if (p.type === 'member' && p.organizationId === row.organizationId) return row;
   if (p.type === 'apiKey' && p.organizationId === row.organizationId && p.mode === row.environmentType) {
-    const authorized = await db.accountApplicationAuthorization.findUnique({ where: { accountId_applicationId: { accountId: row.accountId, applicationId: p.applicationId } } });
+    const authorized = await db.accountApplicationAuthorization.findUnique({
+      where: { accountId_applicationId: { accountId: row.accountId, applicationId: p.applicationId } },
+    });
     if (authorized) return row;
   }
   throw notFound('Withdrawal');
@@ -94,7 +103,10 @@ export async function lockWithdrawal(tx: Db, id: string): Promise<Withdrawal | n
 }
 
 const customer = (w: { accountId: string; organizationId: string; assetNetworkId: string }): LedgerAccountRef => ({
-  kind: 'CUSTOMER', ownerId: w.accountId, organizationId: w.organizationId, assetNetworkId: w.assetNetworkId,
+  kind: 'CUSTOMER',
+  ownerId: w.accountId,
+  organizationId: w.organizationId,
+  assetNetworkId: w.assetNetworkId,
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -111,7 +123,11 @@ export const requestWithdrawalInput = z
   .strict()
   .superRefine((v, c) => {
     if ((v.walletId == null) !== (v.sourceIndex == null))
-      c.addIssue({ code: 'custom', path: [v.walletId == null ? 'walletId' : 'sourceIndex'], message: 'walletId and sourceIndex go together (a SELF_CUSTODY source)' });
+      c.addIssue({
+        code: 'custom',
+        path: [v.walletId == null ? 'walletId' : 'sourceIndex'],
+        message: 'walletId and sourceIndex go together (a SELF_CUSTODY source)',
+      });
   });
 export type RequestWithdrawalInput = z.infer<typeof requestWithdrawalInput>;
 
@@ -141,7 +157,11 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
     if (!wallet || wallet.organizationId !== account.organizationId) throw notFound('Wallet');
     if (wallet.custodyMode !== 'SELF_CUSTODY') throw fieldError('walletId', 'must be a SELF_CUSTODY wallet (custodial withdrawals name no source)');
     if (wallet.networkId !== network.id) throw fieldError('walletId', "must be a wallet of the asset-network's network");
-    source = { walletId: wallet.id, sourceIndex: data.sourceIndex, fromAddress: adapterFor(network.kind).deriveAddress(networkRef(network), wallet, data.sourceIndex).address };
+    source = {
+      walletId: wallet.id,
+      sourceIndex: data.sourceIndex,
+      fromAddress: adapterFor(network.kind).deriveAddress(networkRef(network), wallet, data.sourceIndex).address,
+    };
   }
   const p = ctx.principal;
   const who = p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other';
@@ -166,12 +186,19 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
             await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal ${account.organizationId} ${assetNetwork.id}`}, 0))`;
             const since = new Date(now.getTime() - policy.periodSeconds * 1000);
             const sum = await tx.withdrawal.aggregate({
-              where: { organizationId: account.organizationId, assetNetworkId: assetNetwork.id, createdAt: { gt: since }, status: { notIn: ['REJECTED', 'CANCELLED', 'FAILED'] } },
+              where: {
+                organizationId: account.organizationId,
+                assetNetworkId: assetNetwork.id,
+                createdAt: { gt: since },
+                status: { notIn: ['REJECTED', 'CANCELLED', 'FAILED'] },
+              },
               _sum: { amount: true },
             });
             const used = sum._sum.amount ? numericToAmount(sum._sum.amount) : 0n;
             if (used + amount > periodLimit)
-              throw invalidState(`The amount exceeds the limit of ${amountToString(periodLimit)} per ${policy.periodSeconds} s: ${amountToString(used)} already withdrawn in the period (withdrawal policy v${policy.version}).`);
+              throw invalidState(
+                `The amount exceeds the limit of ${amountToString(periodLimit)} per ${policy.periodSeconds} s: ${amountToString(used)} already withdrawn in the period (withdrawal policy v${policy.version}).`,
+              );
           }
           const threshold = policyAmount(policy.approvalThreshold);
           if (threshold !== null && amount > threshold) approvalReasons.push(`the amount is above the approval threshold of ${amountToString(threshold)}`);
@@ -183,7 +210,9 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
             throw invalidState(`The payout policy (v${payout.version}) does not allow withdrawals on this network.`);
           const ageSeconds = Math.floor((ruleNow.getTime() - destination.createdAt.getTime()) / 1000);
           if (ageSeconds < payout.minimumDestinationAgeSeconds)
-            throw invalidState(`The destination is ${ageSeconds} s old: the payout policy (v${payout.version}) allows it from ${payout.minimumDestinationAgeSeconds} s.`);
+            throw invalidState(
+              `The destination is ${ageSeconds} s old: the payout policy (v${payout.version}) allows it from ${payout.minimumDestinationAgeSeconds} s.`,
+            );
           if (payout.requireApprovalForNewDestination) {
             const used = await tx.withdrawal.findFirst({ where: { withdrawalDestinationId: destination.id, status: 'CONFIRMED' }, select: { id: true } });
             if (!used) approvalReasons.push('the destination was never used by a confirmed withdrawal');
@@ -192,25 +221,65 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
         // The hold: the available balance drops now; an insufficient balance refuses the request (409).
         const id = uuidv7();
         const { holdId } = await createHold(tx, {
-          idempotencyKey: `withdrawal:${id}:hold`, nature: 'withdrawal.requested', organizationId: account.organizationId,
-          referenceType: 'Withdrawal', referenceId: id, debit: customer({ accountId: account.id, organizationId: account.organizationId, assetNetworkId: assetNetwork.id }),
-          credit: ledgerAccounts.clearing(assetNetwork.id), amount, postedAt: now,
+          idempotencyKey: `withdrawal:${id}:hold`,
+          nature: 'withdrawal.requested',
+          organizationId: account.organizationId,
+          referenceType: 'Withdrawal',
+          referenceId: id,
+          debit: customer({ accountId: account.id, organizationId: account.organizationId, assetNetworkId: assetNetwork.id }),
+          credit: ledgerAccounts.clearing(assetNetwork.id),
+          amount,
+          postedAt: now,
         });
         const waits = approvalReasons.length > 0;
         const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
         const w = await tx.withdrawal.create({
           data: {
-            id, organizationId: account.organizationId, environmentType: account.mode, applicationId: p?.type === 'apiKey' ? p.applicationId : null,
-            accountId: account.id, assetNetworkId: assetNetwork.id, networkId: network.id, withdrawalDestinationId: destination.id, toAddress: destination.address,
-            amount: amountToNumeric(amount), status, custodyMode: source ? 'SELF_CUSTODY' : 'CUSTODIAL', walletId: source?.walletId ?? null,
-            sourceIndex: source?.sourceIndex ?? null, fromAddress: source?.fromAddress ?? null, holdId, withdrawalPolicyId: policy?.id ?? null,
-            payoutPolicyId: payout?.id ?? null, approvalReason: waits ? approvalReasons.join('; ') : null, approvedAt: waits ? null : now, createdAt: now, updatedAt: now,
+            id,
+            organizationId: account.organizationId,
+            environmentType: account.mode,
+            applicationId: p?.type === 'apiKey' ? p.applicationId : null,
+            accountId: account.id,
+            assetNetworkId: assetNetwork.id,
+            networkId: network.id,
+            withdrawalDestinationId: destination.id,
+            toAddress: destination.address,
+            amount: amountToNumeric(amount),
+            status,
+            custodyMode: source ? 'SELF_CUSTODY' : 'CUSTODIAL',
+            walletId: source?.walletId ?? null,
+            sourceIndex: source?.sourceIndex ?? null,
+            fromAddress: source?.fromAddress ?? null,
+            holdId,
+            withdrawalPolicyId: policy?.id ?? null,
+            payoutPolicyId: payout?.id ?? null,
+            approvalReason: waits ? approvalReasons.join('; ') : null,
+            approvedAt: waits ? null : now,
+            createdAt: now,
+            updatedAt: now,
           },
         });
-        await emit(tx, ctx.deps, w.organizationId, 'withdrawal.requested', { WithdrawalId: id, AccountId: account.id, Amount: amount, WithdrawalDestinationId: destination.id });
+        await emit(tx, ctx.deps, w.organizationId, 'withdrawal.requested', {
+          WithdrawalId: id,
+          AccountId: account.id,
+          Amount: amount,
+          WithdrawalDestinationId: destination.id,
+        });
         await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId: w.organizationId, entityType: 'Withdrawal', entityId: id, action: 'withdrawal.requested',
-          after: { status, accountId: account.id, assetNetworkId: assetNetwork.id, amount: amountToString(amount), withdrawalDestinationId: destination.id, custodyMode: w.custodyMode, approvalReason: w.approvalReason, holdId },
+          organizationId: w.organizationId,
+          entityType: 'Withdrawal',
+          entityId: id,
+          action: 'withdrawal.requested',
+          after: {
+            status,
+            accountId: account.id,
+            assetNetworkId: assetNetwork.id,
+            amount: amountToString(amount),
+            withdrawalDestinationId: destination.id,
+            custodyMode: w.custodyMode,
+            approvalReason: w.approvalReason,
+            holdId,
+          },
         });
         if (!waits) await approved(tx, ctx.deps, w, null);
         return { id };
@@ -237,7 +306,10 @@ export async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal
   const updated = await tx.withdrawal.update({
     where: { id: w.id },
     data: {
-      status: c.status, closedAt: now, updatedAt: now, nextAttemptAt: null,
+      status: c.status,
+      closedAt: now,
+      updatedAt: now,
+      nextAttemptAt: null,
       ...(c.status === 'REJECTED' ? { rejectionReason: c.reason } : c.status === 'FAILED' ? { failureReason: c.reason } : {}),
     },
   });
@@ -246,8 +318,12 @@ export async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal
   else if (c.status === 'FAILED') await emit(tx, deps, w.organizationId, 'withdrawal.failed', { WithdrawalId: w.id, Reason: c.reason ?? '' });
   else await emit(tx, deps, w.organizationId, 'withdrawal.cancelled', { WithdrawalId: w.id });
   await auditAs(tx, deps, actor, {
-    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: `withdrawal.${c.status.toLowerCase()}`,
-    before: { status: w.status }, after: { status: c.status, reason: c.reason },
+    organizationId: w.organizationId,
+    entityType: 'Withdrawal',
+    entityId: w.id,
+    action: `withdrawal.${c.status.toLowerCase()}`,
+    before: { status: w.status },
+    after: { status: c.status, reason: c.reason },
   });
   return updated;
 }
@@ -259,7 +335,10 @@ export async function close(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal
  */
 export async function confirm(tx: Db, deps: MoneyDeps, w: Withdrawal, txHash: string, now: Date): Promise<void> {
   await postHold(tx, { holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now });
-  await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'CONFIRMED', txHash, failureReason: null, confirmedAt: now, closedAt: now, updatedAt: now } });
+  await tx.withdrawal.update({
+    where: { id: w.id },
+    data: { status: 'CONFIRMED', txHash, failureReason: null, confirmedAt: now, closedAt: now, updatedAt: now },
+  });
   await emit(tx, deps, w.organizationId, 'withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: txHash });
 }
 
@@ -278,7 +357,13 @@ export async function confirm(tx: Db, deps: MoneyDeps, w: Withdrawal, txHash: st
  * null: the step may go on. What a WAITS means is the caller's: approval and signature answer 409,
  * the broadcast job defers (the sweep tries again).
  */
-export async function checkBeforeMoving(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, now: Date): Promise<{ outcome: 'REJECTED' | 'WAITS'; reason: string } | null> {
+export async function checkBeforeMoving(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  w: Withdrawal,
+  now: Date,
+): Promise<{ outcome: 'REJECTED' | 'WAITS'; reason: string } | null> {
   await lockAccountsForMove(tx, [w.accountId]);
   const [account, assetNetwork] = await Promise.all([
     tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } }),
@@ -299,19 +384,66 @@ export async function checkBeforeMoving(tx: Db, deps: MoneyDeps, actor: Actor, w
   }
   if (account!.status === 'FROZEN') return { outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' };
   if (!statusAllows.withdrawals(assetNetwork.status))
-    return { outcome: 'WAITS', reason: `ASSET_NETWORK_${assetNetwork.status}: The asset-network is ${assetNetwork.status}: nothing is sent on it until it is enabled.` };
+    return {
+      outcome: 'WAITS',
+      reason: `ASSET_NETWORK_${assetNetwork.status}: The asset-network is ${assetNetwork.status}: nothing is sent on it until it is enabled.`,
+    };
   return null;
 }
 
 /** Called by AdminBlockWithdrawalDestination in its transaction: every withdrawal to it not broadcast yet is REJECTED (DESTINATION_BLOCKED). */
 export async function stopWithdrawalsToDestination(tx: Db, deps: MoneyDeps, actor: Actor, destinationId: string, reason: string): Promise<number> {
-  const pending = await tx.withdrawal.findMany({ where: { withdrawalDestinationId: destinationId, status: { in: [...BEFORE_BROADCAST] } }, select: { id: true }, orderBy: { id: 'asc' } });
+  const pending = await tx.withdrawal.findMany({
+    where: { withdrawalDestinationId: destinationId, status: { in: [...BEFORE_BROADCAST] } },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
   const now = deps.clock.now();
   for (const { id } of pending) {
     const w = await lockWithdrawal(tx, id);
-    if (w && BEFORE_BROADCAST.includes(w.status)) await close(tx, deps, actor, w, { status: 'REJECTED', reason: `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${reason}.` }, now);
+    if (w && BEFORE_BROADCAST.includes(w.status))
+      await close(tx, deps, actor, w, { status: 'REJECTED', reason: `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${reason}.` }, now);
   }
   return pending.length;
+}
+
+/**
+ * AdminBlockWithdrawalDestination (operators): ACTIVE -> BLOCKED with the reason, the operator and
+ * the time, audited in the same transaction; 409 when already blocked, 404 when unknown. The catalog
+ * has no event for it: the audit entry is the record. Pending withdrawals to it are stopped by the
+ * withdrawal code (docs/withdrawals.md). It lives here, beside stopWithdrawalsToDestination, so
+ * destinations.ts never imports withdrawals.ts.
+ */
+export async function blockDestination(ctx: Context, idArg: unknown, input: unknown): Promise<WithdrawalDestination> {
+  const id = assertId(idArg, 'WithdrawalDestination');
+  const { reason } = parseInput(blockDestinationInput, input);
+  const p = ctx.principal;
+  if (p?.type !== 'operator') throw notFound('WithdrawalDestination');
+  // Destination first, then its withdrawals in id order (stopWithdrawalsToDestination): the order of
+  // every step that moves a withdrawal (lockDestinationThenWithdrawal); retried on a deadlock anyway.
+  await retryingTransaction(ctx.deps.db, async (tx) => {
+    const rows = await tx.$queryRaw<{ status: string; organizationId: string }[]>`
+      SELECT "status"::text AS "status", "organizationId"::text AS "organizationId" FROM "WithdrawalDestination" WHERE "id" = ${id}::uuid FOR UPDATE`;
+    const row = rows[0];
+    if (!row) throw notFound('WithdrawalDestination');
+    if (row.status === 'BLOCKED') throw invalidState('The withdrawal destination is blocked already.');
+    const now = ctx.deps.clock.now();
+    await tx.withdrawalDestination.update({
+      where: { id },
+      data: { status: 'BLOCKED', blockedReason: reason, blockedAt: now, blockedByOperatorId: p.operatorId, updatedAt: now },
+    });
+    // Withdrawals to it not broadcast yet: REJECTED (DESTINATION_BLOCKED), holds released (docs/withdrawals.md).
+    await stopWithdrawalsToDestination(tx, ctx.deps, requestActor(ctx), id, reason);
+    await auditAs(tx, ctx.deps, requestActor(ctx), {
+      organizationId: row.organizationId,
+      entityType: 'WithdrawalDestination',
+      entityId: id,
+      action: 'withdrawal_destination.blocked',
+      before: { status: 'ACTIVE' },
+      after: { status: 'BLOCKED', reason },
+    });
+  });
+  return ctx.deps.db.withdrawalDestination.findUniqueOrThrow({ where: { id } });
 }
 
 /** Runs `f` in a transaction; a refusal it records (DESTINATION_BLOCKED) commits, then answers 409. */
@@ -338,7 +470,12 @@ export async function approveWithdrawal(ctx: Context, idArg: unknown): Promise<W
     const status = w.custodyMode === 'SELF_CUSTODY' ? 'AWAITING_SIGNATURE' : 'APPROVED';
     const updated = await tx.withdrawal.update({ where: { id: w.id }, data: { status, approvedAt: now, approvedByOperatorId: p.operatorId, updatedAt: now } });
     await auditAs(tx, ctx.deps, requestActor(ctx), {
-      organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.approved', before: { status: w.status }, after: { status },
+      organizationId: w.organizationId,
+      entityType: 'Withdrawal',
+      entityId: w.id,
+      action: 'withdrawal.approved',
+      before: { status: w.status },
+      after: { status },
     });
     await approved(tx, ctx.deps, updated, p.operatorId);
     return null;
@@ -375,18 +512,47 @@ export async function cancelWithdrawal(ctx: Context, idArg: unknown): Promise<Wi
 // ------------------------------------------------------------------------------------------------
 // Broadcast (custodial: the withdrawal.broadcast job and the retries of the sweep)
 
-export type StepOutcome = 'BROADCAST' | 'DEFERRED' | 'BROADCAST_FAILED' | 'FAILED' | 'REJECTED' | 'CONFIRMED' | 'REQUIRES_RECONCILIATION' | 'WAITING' | 'SKIPPED';
+export type StepOutcome =
+  'BROADCAST' | 'DEFERRED' | 'BROADCAST_FAILED' | 'FAILED' | 'REJECTED' | 'CONFIRMED' | 'REQUIRES_RECONCILIATION' | 'WAITING' | 'SKIPPED';
 
 /** Marks BROADCAST with its hash; withdrawal.broadcast {TechnicalReference} and the audit entry. */
-export async function markBroadcast(tx: Db, deps: MoneyDeps, actor: Actor, w: Withdrawal, txHash: string, fromAddress: string, now: Date, networkCost: Amount | null = null): Promise<void> {
+export async function markBroadcast(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  w: Withdrawal,
+  txHash: string,
+  fromAddress: string,
+  now: Date,
+  networkCost: Amount | null = null,
+): Promise<void> {
   await tx.withdrawal.update({
     where: { id: w.id },
-    data: { status: 'BROADCAST', txHash, fromAddress, broadcastAt: now, broadcastAttempts: w.broadcastAttempts + 1, nextAttemptAt: null, lastBroadcastError: null, updatedAt: now },
+    data: {
+      status: 'BROADCAST',
+      txHash,
+      fromAddress,
+      broadcastAt: now,
+      broadcastAttempts: w.broadcastAttempts + 1,
+      nextAttemptAt: null,
+      lastBroadcastError: null,
+      updatedAt: now,
+    },
   });
   await emit(tx, deps, w.organizationId, 'withdrawal.broadcast', { WithdrawalId: w.id, TechnicalReference: txHash });
   await auditAs(tx, deps, actor, {
-    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast',
-    before: { status: w.status }, after: { status: 'BROADCAST', txHash, fromAddress, attempt: w.broadcastAttempts + 1, networkCost: networkCost === null ? null : amountToString(networkCost) },
+    organizationId: w.organizationId,
+    entityType: 'Withdrawal',
+    entityId: w.id,
+    action: 'withdrawal.broadcast',
+    before: { status: w.status },
+    after: {
+      status: 'BROADCAST',
+      txHash,
+      fromAddress,
+      attempt: w.broadcastAttempts + 1,
+      networkCost: networkCost === null ? null : amountToString(networkCost),
+    },
   });
 }
 
@@ -424,7 +590,8 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     const reserveRef = { assetNetworkId: w.assetNetworkId, referenceType: 'Withdrawal', referenceId: `${w.id}:${attempt}` };
     const { networkCost } = await networkCostOf(tx, { assetNetworkId: w.assetNetworkId, operation: 'WITHDRAWAL', amount, at: now });
     const reserve = await consumeReserveInTx(tx, deps, { ...reserveRef, amount: networkCost });
-    if (!reserve.ok) return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
+    if (!reserve.ok)
+      return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
 
     const payload = { assetNetworkId: w.assetNetworkId, toAddress: w.toAddress, amount, nonce: w.id, organizationId: w.organizationId };
     const fromTreasury = await sendFromTreasury(tx, deps, network, payload);
@@ -434,8 +601,14 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
     }
     const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
     const candidates = await tx.depositAddress.findMany({
-      where: { organizationId: w.organizationId, networkId: w.networkId, assetNetworkId: w.assetNetworkId, wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType } },
-      orderBy: { id: 'asc' }, take: 50,
+      where: {
+        organizationId: w.organizationId,
+        networkId: w.networkId,
+        assetNetworkId: w.assetNetworkId,
+        wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType },
+      },
+      orderBy: { id: 'asc' },
+      take: 50,
     });
     let lastError = `${fromTreasury.refused}; no custodial deposit address of the organization holds the amount on this network`;
     const roots = new Map<string, Uint8Array>();
@@ -444,7 +617,13 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
         const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
         roots.set(a.walletId, root);
         const transfer: TransferPayload = {
-          networkId: network.id, assetNetworkId: w.assetNetworkId, fromAddress: a.address, fromPublicKey: a.publicKey, toAddress: w.toAddress, amount: amount.toString(), nonce: w.id,
+          networkId: network.id,
+          assetNetworkId: w.assetNetworkId,
+          fromAddress: a.address,
+          fromPublicKey: a.publicKey,
+          toAddress: w.toAddress,
+          amount: amount.toString(),
+          nonce: w.id,
         };
         try {
           const key = derivePrivateKey(root, a.derivationIndex);
@@ -480,8 +659,12 @@ async function deferred(tx: Db, deps: MoneyDeps, w: Withdrawal, reason: string, 
   const code = (r: string | null) => r?.split(':')[0];
   if (code(w.lastBroadcastError) !== code(reason))
     await auditAs(tx, deps, systemActor(), {
-      organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast_deferred',
-      before: { status: w.status }, after: { status: w.status, reason, nextAttemptAt: nextAttemptAt.toISOString() },
+      organizationId: w.organizationId,
+      entityType: 'Withdrawal',
+      entityId: w.id,
+      action: 'withdrawal.broadcast_deferred',
+      before: { status: w.status },
+      after: { status: w.status, reason, nextAttemptAt: nextAttemptAt.toISOString() },
     });
   return 'DEFERRED';
 }
@@ -492,14 +675,28 @@ async function broadcastFailed(tx: Db, deps: MoneyDeps, w: Withdrawal, reason: s
   await emit(tx, deps, w.organizationId, 'withdrawal.broadcast_failed', { WithdrawalId: w.id, Reason: reason });
   if (attempts >= MAX_BROADCAST_ATTEMPTS) {
     const updated = await tx.withdrawal.update({ where: { id: w.id }, data: { broadcastAttempts: attempts, lastBroadcastError: reason, updatedAt: now } });
-    await close(tx, deps, systemActor(), updated, { status: 'FAILED', reason: `BROADCAST_ATTEMPTS_EXHAUSTED: ${attempts} attempts refused; last: ${reason}` }, now);
+    await close(
+      tx,
+      deps,
+      systemActor(),
+      updated,
+      { status: 'FAILED', reason: `BROADCAST_ATTEMPTS_EXHAUSTED: ${attempts} attempts refused; last: ${reason}` },
+      now,
+    );
     return 'FAILED';
   }
   const nextAttemptAt = new Date(now.getTime() + RETRY_BASE_MS * 2 ** (attempts - 1));
-  await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'BROADCAST_FAILED', broadcastAttempts: attempts, lastBroadcastError: reason, nextAttemptAt, updatedAt: now } });
+  await tx.withdrawal.update({
+    where: { id: w.id },
+    data: { status: 'BROADCAST_FAILED', broadcastAttempts: attempts, lastBroadcastError: reason, nextAttemptAt, updatedAt: now },
+  });
   await auditAs(tx, deps, systemActor(), {
-    organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.broadcast_failed',
-    before: { status: w.status }, after: { status: 'BROADCAST_FAILED', reason, attempt: attempts, nextAttemptAt: nextAttemptAt.toISOString() },
+    organizationId: w.organizationId,
+    entityType: 'Withdrawal',
+    entityId: w.id,
+    action: 'withdrawal.broadcast_failed',
+    before: { status: w.status },
+    after: { status: 'BROADCAST_FAILED', reason, attempt: attempts, nextAttemptAt: nextAttemptAt.toISOString() },
   });
   return 'BROADCAST_FAILED';
 }
@@ -528,8 +725,12 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
       if (account?.status === 'FROZEN') return 'WAITING';
       await confirm(tx, deps, w, w.txHash, now);
       await auditAs(tx, deps, systemActor(), {
-        organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.confirmed',
-        before: { status: 'BROADCAST' }, after: { status: 'CONFIRMED', txHash: w.txHash, confirmations: seen.confirmations },
+        organizationId: w.organizationId,
+        entityType: 'Withdrawal',
+        entityId: w.id,
+        action: 'withdrawal.confirmed',
+        before: { status: 'BROADCAST' },
+        after: { status: 'CONFIRMED', txHash: w.txHash, confirmations: seen.confirmations },
       });
       return 'CONFIRMED';
     }
@@ -541,11 +742,18 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
     const stuck = w.broadcastAt !== null && now.getTime() - w.broadcastAt.getTime() >= STUCK_AFTER_MS && seen?.status !== 'MINED';
     if (gone || stuck) {
       const why = !seen ? 'UNKNOWN_TO_CHAIN' : gone ? seen.status : 'STUCK';
-      await tx.withdrawal.update({ where: { id: w.id }, data: { status: 'REQUIRES_RECONCILIATION', failureReason: `${why}: the outcome on the chain is unknown`, updatedAt: now } });
+      await tx.withdrawal.update({
+        where: { id: w.id },
+        data: { status: 'REQUIRES_RECONCILIATION', failureReason: `${why}: the outcome on the chain is unknown`, updatedAt: now },
+      });
       await emit(tx, deps, w.organizationId, 'withdrawal.requires_reconciliation', { WithdrawalId: w.id });
       await auditAs(tx, deps, systemActor(), {
-        organizationId: w.organizationId, entityType: 'Withdrawal', entityId: w.id, action: 'withdrawal.requires_reconciliation',
-        before: { status: 'BROADCAST' }, after: { status: 'REQUIRES_RECONCILIATION', chainStatus: seen?.status ?? null, replacedByTxHash: seen?.replacedByTxHash ?? null, why },
+        organizationId: w.organizationId,
+        entityType: 'Withdrawal',
+        entityId: w.id,
+        action: 'withdrawal.requires_reconciliation',
+        before: { status: 'BROADCAST' },
+        after: { status: 'REQUIRES_RECONCILIATION', chainStatus: seen?.status ?? null, replacedByTxHash: seen?.replacedByTxHash ?? null, why },
       });
       return 'REQUIRES_RECONCILIATION';
     }
@@ -558,9 +766,18 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
  * of every change of that chain (each produced or mined block), so a withdrawal confirms at the
  * block that gives it its confirmations, not at the next minute's sweep.
  */
-export async function followNetworkWithdrawals(deps: MoneyDeps, networkId: string, opts: { limit?: number } = {}): Promise<Partial<Record<StepOutcome, number>>> {
+export async function followNetworkWithdrawals(
+  deps: MoneyDeps,
+  networkId: string,
+  opts: { limit?: number } = {},
+): Promise<Partial<Record<StepOutcome, number>>> {
   const counts: Partial<Record<StepOutcome, number>> = {};
-  const broadcast = await deps.db.withdrawal.findMany({ where: { status: 'BROADCAST', networkId }, select: { id: true }, orderBy: { broadcastAt: 'asc' }, take: opts.limit ?? 500 });
+  const broadcast = await deps.db.withdrawal.findMany({
+    where: { status: 'BROADCAST', networkId },
+    select: { id: true },
+    orderBy: { broadcastAt: 'asc' },
+    take: opts.limit ?? 500,
+  });
   for (const { id } of broadcast) {
     const outcome = await followWithdrawal(deps, id);
     counts[outcome] = (counts[outcome] ?? 0) + 1;
@@ -574,7 +791,17 @@ export async function followNetworkWithdrawals(deps: MoneyDeps, networkId: strin
  * follows the BROADCAST ones, at most `limit` of each.
  */
 export async function sweepWithdrawals(deps: MoneyDeps, opts: { organizationId?: string; limit?: number } = {}): Promise<Record<StepOutcome, number>> {
-  const counts = { BROADCAST: 0, DEFERRED: 0, BROADCAST_FAILED: 0, FAILED: 0, REJECTED: 0, CONFIRMED: 0, REQUIRES_RECONCILIATION: 0, WAITING: 0, SKIPPED: 0 } as Record<StepOutcome, number>;
+  const counts = {
+    BROADCAST: 0,
+    DEFERRED: 0,
+    BROADCAST_FAILED: 0,
+    FAILED: 0,
+    REJECTED: 0,
+    CONFIRMED: 0,
+    REQUIRES_RECONCILIATION: 0,
+    WAITING: 0,
+    SKIPPED: 0,
+  } as Record<StepOutcome, number>;
   const scope = opts.organizationId ? { organizationId: opts.organizationId } : {};
   const take = opts.limit ?? 500;
   const now = deps.clock.now();
@@ -582,16 +809,24 @@ export async function sweepWithdrawals(deps: MoneyDeps, opts: { organizationId?:
   // an APPROVED one still waiting LOST_JOB_AFTER_MS after its approval (its broadcast job failed for good).
   const due = await deps.db.withdrawal.findMany({
     where: {
-      ...scope, custodyMode: 'CUSTODIAL',
+      ...scope,
+      custodyMode: 'CUSTODIAL',
       OR: [
         { status: { in: ['BROADCAST_FAILED', 'APPROVED'] }, nextAttemptAt: { lte: now } },
         { status: 'APPROVED', nextAttemptAt: null, approvedAt: { lte: new Date(now.getTime() - LOST_JOB_AFTER_MS) } },
       ],
     },
-    select: { id: true }, orderBy: { nextAttemptAt: 'asc' }, take,
+    select: { id: true },
+    orderBy: { nextAttemptAt: 'asc' },
+    take,
   });
   for (const { id } of due) counts[await broadcastWithdrawal(deps, id)]++;
-  const broadcast = await deps.db.withdrawal.findMany({ where: { ...scope, status: 'BROADCAST' }, select: { id: true }, orderBy: { broadcastAt: 'asc' }, take });
+  const broadcast = await deps.db.withdrawal.findMany({
+    where: { ...scope, status: 'BROADCAST' },
+    select: { id: true },
+    orderBy: { broadcastAt: 'asc' },
+    take,
+  });
   for (const { id } of broadcast) counts[await followWithdrawal(deps, id)]++;
   return counts;
 }
@@ -601,12 +836,21 @@ export async function sweepWithdrawals(deps: MoneyDeps, opts: { organizationId?:
 
 /** The exact transfer a SELF_CUSTODY withdrawal needs signed (nonce = the withdrawal id). */
 export async function selfCustodyPayload(db: Db, w: Withdrawal): Promise<TransferPayload> {
-  if (w.custodyMode !== 'SELF_CUSTODY' || !w.walletId || w.sourceIndex === null || !w.fromAddress) throw invalidState('Only a SELF_CUSTODY withdrawal is signed by the integrator.');
+  if (w.custodyMode !== 'SELF_CUSTODY' || !w.walletId || w.sourceIndex === null || !w.fromAddress)
+    throw invalidState('Only a SELF_CUSTODY withdrawal is signed by the integrator.');
   const wallet = await db.wallet.findUniqueOrThrow({ where: { id: w.walletId } });
   const fromPublicKey = derivePublicKey(wallet.publicKey, w.sourceIndex);
   // Compared case-insensitively: EVM addresses are stored EIP-55 checksummed.
   if (addressOf(fromPublicKey) !== w.fromAddress.toLowerCase()) throw new Error('the source address does not derive from the wallet');
-  return { networkId: w.networkId, assetNetworkId: w.assetNetworkId, fromAddress: w.fromAddress, fromPublicKey, toAddress: w.toAddress, amount: numericToAmount(w.amount).toString(), nonce: w.id };
+  return {
+    networkId: w.networkId,
+    assetNetworkId: w.assetNetworkId,
+    fromAddress: w.fromAddress,
+    fromPublicKey,
+    toAddress: w.toAddress,
+    amount: numericToAmount(w.amount).toString(),
+    nonce: w.id,
+  };
 }
 
 export { LedgerError, type Amount };

@@ -1,7 +1,20 @@
 import { privateKeyToAccount } from 'viem/accounts';
 import {
-  bytesToHex, decodeFunctionData, encodeFunctionData, erc20Abi, getAddress, isAddress, keccak256, parseTransaction, recoverTransactionAddress, serializeTransaction,
-  TransactionNotFoundError, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionSerializableEIP1559,
+  bytesToHex,
+  decodeFunctionData,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  isAddress,
+  keccak256,
+  parseTransaction,
+  recoverTransactionAddress,
+  serializeTransaction,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+  type Hex,
+  type PublicClient,
+  type TransactionSerializableEIP1559,
 } from 'viem';
 import { numericToAmount } from '../../money';
 import type { Db } from '../../db/prisma';
@@ -45,7 +58,17 @@ export function evmAdapter(db?: Db): NetworkAdapter {
     async signingRequest(network, p) {
       const tx = await unsignedTransfer(database(), network, p);
       const canonical = serializeTransaction(tx);
-      const evm = { type: 'eip1559', chainId: tx.chainId, nonce: tx.nonce, to: tx.to, value: tx.value!.toString(), data: tx.data ?? '0x', gas: tx.gas!.toString(), maxFeePerGas: tx.maxFeePerGas!.toString(), maxPriorityFeePerGas: tx.maxPriorityFeePerGas!.toString() };
+      const evm = {
+        type: 'eip1559',
+        chainId: tx.chainId,
+        nonce: tx.nonce,
+        to: tx.to,
+        value: tx.value!.toString(),
+        data: tx.data ?? '0x',
+        gas: tx.gas!.toString(),
+        maxFeePerGas: tx.maxFeePerGas!.toString(),
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas!.toString(),
+      };
       return { payload: { ...p, evm }, canonical, digest: keccak256(canonical).slice(2) };
     },
     /** The stored unsigned transaction with the signature: the recovery bit is the one that recovers the payload's sender. */
@@ -115,7 +138,8 @@ export function evmAdapter(db?: Db): NetworkAdapter {
       } catch {
         throw new RangeError('not a signed EVM transaction (0x-prefixed RLP, legacy or EIP-1559)');
       }
-      if (parsed.chainId !== s.chainId) throw new RangeError(`the transaction is signed for chain id ${parsed.chainId ?? 'none'}, the network's is ${s.chainId}`);
+      if (parsed.chainId !== s.chainId)
+        throw new RangeError(`the transaction is signed for chain id ${parsed.chainId ?? 'none'}, the network's is ${s.chainId}`);
       if (parsed.nonce === undefined || !parsed.to) throw new RangeError('a transfer names its recipient and nonce');
       const moved = await movedBy(d, network.id, { to: parsed.to, value: parsed.value ?? 0n, data: parsed.data });
       const client = await checkedClientOf(network.id);
@@ -128,8 +152,14 @@ export function evmAdapter(db?: Db): NetworkAdapter {
       await d.evmBroadcast.upsert({
         where: { txHash },
         create: {
-          txHash, networkId: network.id, assetNetworkId: moved.assetNetworkId, fromAddress: from, nonce: parsed.nonce, toAddress: moved.toAddress,
-          amount: moved.amount.toString(), organizationId,
+          txHash,
+          networkId: network.id,
+          assetNetworkId: moved.assetNetworkId,
+          fromAddress: from,
+          nonce: parsed.nonce,
+          toAddress: moved.toAddress,
+          amount: moved.amount.toString(),
+          organizationId,
         },
         update: {},
       });
@@ -179,16 +209,29 @@ export function evmAdapter(db?: Db): NetworkAdapter {
 }
 
 type TransferRow = {
-  txHash: string; fromAddress: string; toAddress: string; assetNetworkId: string; amount: { toFixed(): string } | string | number | bigint;
-  status: string; blockHash: string | null; blockHeight: number | null;
+  txHash: string;
+  fromAddress: string;
+  toAddress: string;
+  assetNetworkId: string;
+  amount: { toFixed(): string } | string | number | bigint;
+  status: string;
+  blockHash: string | null;
+  blockHeight: number | null;
 };
 
 function observe(r: TransferRow, tip: number): ObservedTransfer {
   const mined = r.status === 'MINED' && r.blockHeight !== null;
   return {
-    txHash: r.txHash, fromAddress: r.fromAddress, toAddress: r.toAddress, assetNetworkId: r.assetNetworkId, amount: numericToAmount(r.amount as never),
-    status: r.status as ObservedTransfer['status'], blockHash: mined ? r.blockHash : null, blockHeight: mined ? r.blockHeight : null,
-    confirmations: mined ? Math.max(0, tip - r.blockHeight! + 1) : 0, replacedByTxHash: null,
+    txHash: r.txHash,
+    fromAddress: r.fromAddress,
+    toAddress: r.toAddress,
+    assetNetworkId: r.assetNetworkId,
+    amount: numericToAmount(r.amount as never),
+    status: r.status as ObservedTransfer['status'],
+    blockHash: mined ? r.blockHash : null,
+    blockHeight: mined ? r.blockHeight : null,
+    confirmations: mined ? Math.max(0, tip - r.blockHeight! + 1) : 0,
+    replacedByTxHash: null,
   };
 }
 
@@ -208,7 +251,11 @@ async function pendingInPool(client: PublicClient, hash: string): Promise<boolea
 }
 
 /** What a transaction moves: a token's transfer(to, amount) to a configured contract, else its native value. */
-async function movedBy(db: Db, networkId: string, t: { to: string; value: bigint; data?: Hex }): Promise<{ assetNetworkId: string | null; toAddress: string; amount: bigint }> {
+async function movedBy(
+  db: Db,
+  networkId: string,
+  t: { to: string; value: bigint; data?: Hex },
+): Promise<{ assetNetworkId: string | null; toAddress: string; amount: bigint }> {
   const s = requireEvmSettings(networkId);
   const to = t.to.toLowerCase();
   const token = Object.entries(s.tokens).find(([, c]) => c === to)?.[0];
@@ -238,8 +285,20 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
   if (!tx) {
     if (!ours) return null;
     // Unknown to the node: another transaction of ours with its nonce was mined (REPLACED), or it left the pool (DROPPED).
-    const base = { txHash: hash, fromAddress: ours.fromAddress, toAddress: ours.toAddress, assetNetworkId: ours.assetNetworkId ?? '', amount: numericToAmount(ours.amount), blockHash: null, blockHeight: null, confirmations: 0 };
-    const siblings = await db.evmBroadcast.findMany({ where: { networkId: network.id, fromAddress: ours.fromAddress, nonce: ours.nonce, txHash: { not: hash } }, orderBy: { createdAt: 'asc' } });
+    const base = {
+      txHash: hash,
+      fromAddress: ours.fromAddress,
+      toAddress: ours.toAddress,
+      assetNetworkId: ours.assetNetworkId ?? '',
+      amount: numericToAmount(ours.amount),
+      blockHash: null,
+      blockHeight: null,
+      confirmations: 0,
+    };
+    const siblings = await db.evmBroadcast.findMany({
+      where: { networkId: network.id, fromAddress: ours.fromAddress, nonce: ours.nonce, txHash: { not: hash } },
+      orderBy: { createdAt: 'asc' },
+    });
     const nonce = await client.getTransactionCount({ address: getAddress(ours.fromAddress), blockTag: 'latest' });
     if (nonce > ours.nonce) {
       for (const sib of siblings) {
@@ -252,7 +311,12 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
   }
   const moved = tx.to ? await movedBy(db, network.id, { to: tx.to, value: tx.value, data: tx.input }) : { assetNetworkId: null, toAddress: '', amount: 0n };
   const base = {
-    txHash: hash, fromAddress: tx.from.toLowerCase(), toAddress: moved.toAddress, assetNetworkId: moved.assetNetworkId ?? '', amount: moved.amount, replacedByTxHash: null,
+    txHash: hash,
+    fromAddress: tx.from.toLowerCase(),
+    toAddress: moved.toAddress,
+    assetNetworkId: moved.assetNetworkId ?? '',
+    amount: moved.amount,
+    replacedByTxHash: null,
   };
   if (tx.blockNumber === null) return { ...base, status: 'PENDING', blockHash: null, blockHeight: null, confirmations: 0 };
   const receipt = await receiptOf(client, hash);

@@ -15,7 +15,11 @@ function entryOf(networkId: string) {
   const s = requireEvmSettings(networkId);
   let e = clients.get(networkId);
   if (!e || e.url !== s.rpcUrl) {
-    e = { url: s.rpcUrl, client: createPublicClient({ cacheTime: 0, transport: http(s.rpcUrl, { batch: { batchSize: 200 }, retryCount: 2, timeout: 15_000 }) }), chainChecked: false };
+    e = {
+      url: s.rpcUrl,
+      client: createPublicClient({ cacheTime: 0, transport: http(s.rpcUrl, { batch: { batchSize: 200 }, retryCount: 2, timeout: 15_000 }) }),
+      chainChecked: false,
+    };
     clients.set(networkId, e);
   }
   return e;

@@ -2,7 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import { createPublicClient, parseAbiItem, TransactionNotFoundError, webSocket, type Block, type Hex, type Log, type PublicClient } from 'viem';
 import type { PrismaClient } from '../../db/prisma';
-import { sendChainSync } from '../sync-queue';
+import { EVM_WATCH_QUEUE, sendChainSync, type EvmWatchJob } from '../../kernel/queues';
 import { configuredEvmNetworks, requireEvmSettings } from './config';
 import { checkedClientOf } from './client';
 import { assetNetworksOf, cursorOf, lockEvmNetwork } from './index-store';
@@ -19,7 +19,6 @@ import { assetNetworksOf, cursorOf, lockEvmNetwork } from './index-store';
  * step that fails commits nothing, and a step repeated stores the same rows (unique per network,
  * transaction and log).
  */
-export const EVM_WATCH_QUEUE = 'evm.watch';
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 /** Watched addresses per eth_getLogs call (the `to` topic list). */
 const TOPIC_CHUNK = 1000;
@@ -44,7 +43,9 @@ export interface StepResult {
 
 export class DeepReorg extends Error {
   constructor(networkId: string, depth: number) {
-    super(`EVM network ${networkId}: a reorganization deeper than the blocks kept (finalityDepth ${depth}); the watcher stops until an operator looks (docs/chains.md)`);
+    super(
+      `EVM network ${networkId}: a reorganization deeper than the blocks kept (finalityDepth ${depth}); the watcher stops until an operator looks (docs/chains.md)`,
+    );
     this.name = 'DeepReorg';
   }
 }
@@ -80,27 +81,47 @@ export async function watchStep(deps: WatchDeps, networkId: string): Promise<Ste
   if (watched.size && tokens.size) {
     const list = [...watched] as Hex[];
     for (let i = 0; i < list.length; i += TOPIC_CHUNK) {
-      const logs = await client.getLogs({ address: [...tokens.keys()] as Hex[], event: TRANSFER, args: { to: list.slice(i, i + TOPIC_CHUNK) }, fromBlock: BigInt(from), toBlock: BigInt(to) });
+      const logs = await client.getLogs({
+        address: [...tokens.keys()] as Hex[],
+        event: TRANSFER,
+        args: { to: list.slice(i, i + TOPIC_CHUNK) },
+        fromBlock: BigInt(from),
+        toBlock: BigInt(to),
+      });
       for (const l of logs as Log<bigint, number, false, typeof TRANSFER>[]) {
         if (l.removed || hashes.get(Number(l.blockNumber)) !== l.blockHash) return result; // the chain moved: next step
         const toAddress = (l.args.to as string).toLowerCase();
         if (!watched.has(toAddress) || !l.args.value) continue;
         found.push({
-          assetNetworkId: tokens.get(l.address.toLowerCase())!, txHash: l.transactionHash!.toLowerCase(), logIndex: l.logIndex!,
-          fromAddress: (l.args.from as string).toLowerCase(), toAddress, amount: l.args.value, blockHeight: Number(l.blockNumber), blockHash: l.blockHash!,
+          assetNetworkId: tokens.get(l.address.toLowerCase())!,
+          txHash: l.transactionHash!.toLowerCase(),
+          logIndex: l.logIndex!,
+          fromAddress: (l.args.from as string).toLowerCase(),
+          toAddress,
+          amount: l.args.value,
+          blockHeight: Number(l.blockNumber),
+          blockHash: l.blockHash!,
         });
       }
     }
   }
   if (watched.size && native) {
-    const candidates = blocks.flatMap((b) => (b.transactions as Exclude<Block<bigint, true>['transactions'][number], string>[]).filter((t) => t.to && t.value > 0n && watched.has(t.to.toLowerCase())));
+    const candidates = blocks.flatMap((b) =>
+      (b.transactions as Exclude<Block<bigint, true>['transactions'][number], string>[]).filter((t) => t.to && t.value > 0n && watched.has(t.to.toLowerCase())),
+    );
     const receipts = await Promise.all(candidates.map((t) => client.getTransactionReceipt({ hash: t.hash })));
     candidates.forEach((t, i) => {
       const r = receipts[i]!;
       if (r.status !== 'success' || r.blockHash !== hashes.get(Number(r.blockNumber))) return; // reverted: no value moved
       found.push({
-        assetNetworkId: native, txHash: t.hash.toLowerCase(), logIndex: -1, fromAddress: t.from.toLowerCase(), toAddress: t.to!.toLowerCase(), amount: t.value,
-        blockHeight: Number(t.blockNumber), blockHash: t.blockHash!,
+        assetNetworkId: native,
+        txHash: t.hash.toLowerCase(),
+        logIndex: -1,
+        fromAddress: t.from.toLowerCase(),
+        toAddress: t.to!.toLowerCase(),
+        amount: t.value,
+        blockHeight: Number(t.blockNumber),
+        blockHash: t.blockHash!,
       });
     });
   }
@@ -110,7 +131,15 @@ export async function watchStep(deps: WatchDeps, networkId: string): Promise<Ste
     if ((now?.height ?? null) !== (cursor?.height ?? null) || (now?.hash ?? null) !== (cursor?.hash ?? null)) return false; // another watcher stepped
     await tx.evmBlock.createMany({ data: blocks.map((b) => ({ networkId, height: Number(b.number), hash: b.hash!, parentHash: b.parentHash })) });
     for (const f of found) {
-      const row = { assetNetworkId: f.assetNetworkId, fromAddress: f.fromAddress, toAddress: f.toAddress, amount: f.amount.toString(), status: 'MINED', blockHeight: f.blockHeight, blockHash: f.blockHash };
+      const row = {
+        assetNetworkId: f.assetNetworkId,
+        fromAddress: f.fromAddress,
+        toAddress: f.toAddress,
+        amount: f.amount.toString(),
+        status: 'MINED',
+        blockHeight: f.blockHeight,
+        blockHash: f.blockHash,
+      };
       await tx.evmTransfer.upsert({
         where: { networkId_txHash_logIndex: { networkId, txHash: f.txHash, logIndex: f.logIndex } },
         create: { networkId, txHash: f.txHash, logIndex: f.logIndex, ...row },
@@ -137,7 +166,11 @@ interface FoundTransfer {
 }
 
 /** Steps until the cursor is at the head (or `maxSteps`): what a watch job does. */
-export async function watchNetwork(deps: WatchDeps, networkId: string, maxSteps = 50): Promise<{ steps: number; head: number; cursor: number | null; transfers: number; reorgs: number }> {
+export async function watchNetwork(
+  deps: WatchDeps,
+  networkId: string,
+  maxSteps = 50,
+): Promise<{ steps: number; head: number; cursor: number | null; transfers: number; reorgs: number }> {
   let transfers = 0;
   let reorgs = 0;
   let last: StepResult | null = null;
@@ -166,7 +199,14 @@ async function blockAt(client: PublicClient, height: number): Promise<{ hash: st
 }
 
 /** Rewinds to the common ancestor (the highest stored block the node still has); answers its height. */
-async function rewind(deps: WatchDeps, client: PublicClient, networkId: string, cursor: { height: number; hash: string }, head: number, depth: number): Promise<number> {
+async function rewind(
+  deps: WatchDeps,
+  client: PublicClient,
+  networkId: string,
+  cursor: { height: number; hash: string },
+  head: number,
+  depth: number,
+): Promise<number> {
   const stored = await deps.db.evmBlock.findMany({ where: { networkId }, orderBy: { height: 'desc' }, select: { height: true, hash: true } });
   let ancestor: number | null = null;
   for (const b of stored) {
@@ -198,7 +238,14 @@ async function rewind(deps: WatchDeps, client: PublicClient, networkId: string, 
 async function settleOrphans(deps: WatchDeps, client: PublicClient, networkId: string): Promise<number> {
   const orphans = await deps.db.evmTransfer.findMany({ where: { networkId, status: 'ORPHANED' }, select: { txHash: true }, distinct: ['txHash'], take: 1000 });
   if (!orphans.length) return 0;
-  const known = await Promise.all(orphans.map((o) => client.getTransaction({ hash: o.txHash as Hex }).then(() => true, (e: unknown) => (e instanceof TransactionNotFoundError ? false : Promise.reject(e)))));
+  const known = await Promise.all(
+    orphans.map((o) =>
+      client.getTransaction({ hash: o.txHash as Hex }).then(
+        () => true,
+        (e: unknown) => (e instanceof TransactionNotFoundError ? false : Promise.reject(e)),
+      ),
+    ),
+  );
   const gone = orphans.filter((_, i) => !known[i]).map((o) => o.txHash);
   if (!gone.length) return 0;
   return deps.db.$transaction(async (tx) => {
@@ -213,10 +260,6 @@ const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i)
 
 // ------------------------------------------------------------------------------------------------
 // The job: one live `evm.watch` job per network across processes
-
-export interface EvmWatchJob {
-  networkId: string;
-}
 
 /** Queue options: `exclusive` with the network id as singleton key, so one job per network is queued or active at a time, whatever the number of processes. */
 export const EVM_WATCH_QUEUE_OPTIONS = { policy: 'exclusive', retryLimit: 0, deleteAfterSeconds: 3600, notify: true } as const;
@@ -245,7 +288,11 @@ export function startEvmWatchTicker(boss: PgBoss, log: Logger): { stop: () => vo
     const unwatch = client.watchBlockNumber({
       emitMissed: false,
       onBlockNumber: () => ask(id),
-      onError: (err) => log.warn({ networkId: id, err: { message: err.message.split('\n')[0]!.replace(/wss?:\/\/\S+/g, '<wsUrl>') } }, 'EVM watcher: head subscription error (polling goes on)'),
+      onError: (err) =>
+        log.warn(
+          { networkId: id, err: { message: err.message.split('\n')[0]!.replace(/wss?:\/\/\S+/g, '<wsUrl>') } },
+          'EVM watcher: head subscription error (polling goes on)',
+        ),
     });
     subscriptions.set(id, { url, unwatch });
   };
@@ -276,12 +323,18 @@ export async function evmNodesReadiness(timeoutMs = 2000): Promise<Record<string
   await Promise.all(
     configuredEvmNetworks().map(async (id) => {
       try {
-        const client = await Promise.race([checkedClientOf(id), new Promise<never>((_, no) => setTimeout(() => no(new Error('timed out')), timeoutMs).unref())]);
+        const client = await Promise.race([
+          checkedClientOf(id),
+          new Promise<never>((_, no) => setTimeout(() => no(new Error('timed out')), timeoutMs).unref()),
+        ]);
         await Promise.race([client.getBlockNumber(), new Promise<never>((_, no) => setTimeout(() => no(new Error('timed out')), timeoutMs).unref())]);
         out[id] = null;
       } catch (e) {
         const m = e as { shortMessage?: string; message?: string };
-        out[id] = (m.shortMessage ?? m.message ?? 'unreachable').split('\n')[0]!.replace(/https?:\/\/\S+/g, '<rpcUrl>').slice(0, 200);
+        out[id] = (m.shortMessage ?? m.message ?? 'unreachable')
+          .split('\n')[0]!
+          .replace(/https?:\/\/\S+/g, '<rpcUrl>')
+          .slice(0, 200);
       }
     }),
   );

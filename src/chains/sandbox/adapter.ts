@@ -43,7 +43,10 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       if (!addresses.length) return [];
       const d = database();
       const { height } = await tip(d, network.id);
-      const rows = await d.sandboxTransaction.findMany({ where: { networkId: network.id, toAddress: { in: addresses } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+      const rows = await d.sandboxTransaction.findMany({
+        where: { networkId: network.id, toAddress: { in: addresses } },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
       return rows.map((r) => observe(r, height));
     },
     async transaction(network, txHash) {
@@ -72,7 +75,13 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
         if (spendable < amount) throw new RangeError(`insufficient funds: ${p.fromAddress} can spend ${spendable}, not ${amount}`);
         try {
           const row = await sendTransaction(d, deps, {
-            networkId: network.id, assetNetworkId: p.assetNetworkId, fromAddress: p.fromAddress, toAddress: p.toAddress, amount, replaceable: true, revert: false,
+            networkId: network.id,
+            assetNetworkId: p.assetNetworkId,
+            fromAddress: p.fromAddress,
+            toAddress: p.toAddress,
+            amount,
+            replaceable: true,
+            revert: false,
             senderOrganizationId: organizationId,
           });
           return { txHash: row.txHash };

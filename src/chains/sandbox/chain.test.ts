@@ -2,11 +2,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../../test/harness';
 import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
 import {
-  sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog,
+  sandboxAdvanceClock,
+  sandboxDrop,
+  sandboxMine,
+  sandboxReorg,
+  sandboxReplace,
+  sandboxSend,
+  setupIntegrator,
+  setupSandboxCatalog,
 } from '../../../test/money-helpers';
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
-import { CHAIN_SYNC_QUEUE } from '../sync-queue';
+import { CHAIN_SYNC_QUEUE } from '../../kernel/queues';
 import { blockHash, payerAddress } from './chain';
 import { sandboxNow } from './clock';
 import { produceSandboxBlocks } from './producer';
@@ -43,15 +50,29 @@ async function adapterChain() {
 
 async function tx(txHash: string) {
   const r = await app.gql<{ sandboxTransaction: Record<string, unknown> }>(
-    'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight confirmations replacedByTxHash fromAddress toAddress willRevert } }',
+    'query($h: String!) { sandboxTransaction(txHash: $h) { txHash status amount blockHash blockHeight ' +
+      'confirmations replacedByTxHash fromAddress toAddress willRevert } }',
     { h: txHash },
     h,
   );
   expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
-  return r.data!.sandboxTransaction as { status: string; amount: string; blockHash: string | null; blockHeight: number | null; confirmations: number; replacedByTxHash: string | null; fromAddress: string; toAddress: string };
+  return r.data!.sandboxTransaction as {
+    status: string;
+    amount: string;
+    blockHash: string | null;
+    blockHeight: number | null;
+    confirmations: number;
+    replacedByTxHash: string | null;
+    fromAddress: string;
+    toAddress: string;
+  };
 }
 async function balance(assetNetworkId: string, addr: string) {
-  const r = await app.gql<{ sandboxBalance: { balance: string } }>('query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }', { a: assetNetworkId, x: addr }, h);
+  const r = await app.gql<{ sandboxBalance: { balance: string } }>(
+    'query($a: ID!, $x: String!) { sandboxBalance(assetNetworkId: $a, address: $x) { balance } }',
+    { a: assetNetworkId, x: addr },
+    h,
+  );
   expect(r.errors).toBeUndefined();
   return BigInt(r.data!.sandboxBalance.balance);
 }
@@ -61,11 +82,21 @@ describe('sending and mining', () => {
   test('send: 201 {txHash, status PENDING} from the organization payer; mining confirms; confirmations = tip - height + 1; balances per address', async () => {
     const c = await freshChain();
     const to = address();
-    const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to.toUpperCase().replace('0X', '0x'), amount: '2500000', assetNetworkId: c.assetNetworkId } });
+    const r = await app.rest('POST', '/v1/sandbox/deposits', {
+      headers: h,
+      body: { address: to.toUpperCase().replace('0X', '0x'), amount: '2500000', assetNetworkId: c.assetNetworkId },
+    });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({ txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), status: 'PENDING' });
     const sent = await tx(r.body.txHash);
-    expect(sent).toMatchObject({ status: 'PENDING', amount: '2500000', blockHash: null, confirmations: 0, fromAddress: payerAddress(integ.organizationId), toAddress: to });
+    expect(sent).toMatchObject({
+      status: 'PENDING',
+      amount: '2500000',
+      blockHash: null,
+      confirmations: 0,
+      fromAddress: payerAddress(integ.organizationId),
+      toAddress: to,
+    });
     expect(await balance(c.assetNetworkId, to)).toBe(0n);
 
     expect(await sandboxMine(app, h, c.networkId)).toEqual({ height: 1 });
@@ -83,7 +114,11 @@ describe('sending and mining', () => {
     // A body-less mine mines one block; the tip is readable through GraphQL.
     const bare = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h });
     expect([bare.status, bare.body]).toEqual([200, { height: 8 }]);
-    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: c.networkId }, h);
+    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>(
+      'query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }',
+      { n: c.networkId },
+      h,
+    );
     expect(tip.data!.sandboxChain.height).toBe(8);
   });
 
@@ -112,7 +147,15 @@ describe('sending and mining', () => {
       const forks = Array.from({ length: seen }, (_x, f) => blockHash(c.networkId, b.height, b.parentHash, f, txs));
       expect(forks, `block ${b.height}`).toContain(b.hash);
     }
-    expect(blocks[0]!.hash).toBe(blockHash(c.networkId, 1, null, 0, (await app.deps.db.sandboxTransaction.findMany({ where: { blockHeight: 1, networkId: c.networkId } })).map((t) => t.txHash)));
+    expect(blocks[0]!.hash).toBe(
+      blockHash(
+        c.networkId,
+        1,
+        null,
+        0,
+        (await app.deps.db.sandboxTransaction.findMany({ where: { blockHeight: 1, networkId: c.networkId } })).map((t) => t.txHash),
+      ),
+    );
   });
 });
 
@@ -161,10 +204,13 @@ describe('reorganizations', () => {
     await sandboxMine(app, h, c.networkId, 2);
     const deep = await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: h, body: { depth: 3 } });
     expect([deep.status, deep.body.code]).toEqual([409, 'INVALID_STATE']);
-    for (const depth of [0, 101, 1.5]) expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: h, body: { depth } })).status).toBe(400);
-    for (const blocks of [0, 101]) expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h, body: { blocks } })).status).toBe(400);
+    for (const depth of [0, 101, 1.5])
+      expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/reorg`, { headers: h, body: { depth } })).status).toBe(400);
+    for (const blocks of [0, 101])
+      expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h, body: { blocks } })).status).toBe(400);
     const evm = await app.rest('POST', '/v1/platform/networks', {
-      headers: c.operator.headers, body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
+      headers: c.operator.headers,
+      body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
     });
     expect((await app.rest('POST', `/v1/sandbox/networks/${evm.body.id}/mine`, { headers: h, body: {} })).status).toBe(404);
     expect((await app.rest('POST', `/v1/sandbox/networks/${crypto.randomUUID()}/reorg`, { headers: h, body: { depth: 1 } })).status).toBe(404);
@@ -217,41 +263,60 @@ describe('drop and replace', () => {
     expect((await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash: again.txHash } })).status).toBe(409);
   });
 
-  test('replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer it re-sends (409, nothing changes)', async () => {
-    const { c, network, adapter, sender, from, to } = await adapterChain();
-    await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
-    await sandboxMine(app, h, c.networkId);
-    const signed = keys.signTransfer(
-      { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '500000', nonce: '1' },
-      sender.privateKey,
-    );
-    const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
-    const count = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
-    const replace = (amount: string) => app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash, amount } });
-    // 5,000,000 from an address that holds 1,000,000: refused, nothing written.
-    const more = await replace('5000000');
-    expect([more.status, more.body.code, more.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('insufficient funds')]);
-    const gql = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, h);
-    expect(gql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
-    // Within the balance but more than the transfer it re-sends: refused too.
-    const larger = await replace('900000');
-    expect([larger.status, larger.body.detail]).toEqual([409, expect.stringContaining('at most 500000')]);
-    expect(await tx(txHash)).toMatchObject({ status: 'PENDING', amount: '500000', replacedByTxHash: null });
-    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(count);
-    // A smaller replacement goes through; mined, only it moves value.
-    const smaller = await replace('400000');
-    expect(smaller.status).toBe(200);
-    await sandboxMine(app, h, c.networkId);
-    expect(await tx(smaller.body.txHash)).toMatchObject({ status: 'MINED', amount: '400000' });
-    expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600_000n, 400_000n]);
-  });
+  test(
+    'replacing a broadcast is checked as a broadcast: never more than the sender can spend nor than the transfer ' + 'it re-sends (409, nothing changes)',
+    async () => {
+      const { c, network, adapter, sender, from, to } = await adapterChain();
+      await sandboxSend(app, h, { address: from, amount: 1_000_000n, assetNetworkId: c.assetNetworkId });
+      await sandboxMine(app, h, c.networkId);
+      const signed = keys.signTransfer(
+        {
+          networkId: c.networkId,
+          assetNetworkId: c.assetNetworkId,
+          fromAddress: from,
+          fromPublicKey: sender.publicKey,
+          toAddress: to,
+          amount: '500000',
+          nonce: '1',
+        },
+        sender.privateKey,
+      );
+      const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
+      const count = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+      const replace = (amount: string) => app.rest('POST', '/v1/sandbox/transactions/replace', { headers: h, body: { txHash, amount } });
+      // 5,000,000 from an address that holds 1,000,000: refused, nothing written.
+      const more = await replace('5000000');
+      expect([more.status, more.body.code, more.body.detail]).toEqual([409, 'INVALID_STATE', expect.stringContaining('insufficient funds')]);
+      const gql = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, h);
+      expect(gql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
+      // Within the balance but more than the transfer it re-sends: refused too.
+      const larger = await replace('900000');
+      expect([larger.status, larger.body.detail]).toEqual([409, expect.stringContaining('at most 500000')]);
+      expect(await tx(txHash)).toMatchObject({ status: 'PENDING', amount: '500000', replacedByTxHash: null });
+      expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(count);
+      // A smaller replacement goes through; mined, only it moves value.
+      const smaller = await replace('400000');
+      expect(smaller.status).toBe(200);
+      await sandboxMine(app, h, c.networkId);
+      expect(await tx(smaller.body.txHash)).toMatchObject({ status: 'MINED', amount: '400000' });
+      expect([await balance(c.assetNetworkId, from), await balance(c.assetNetworkId, to)]).toEqual([600_000n, 400_000n]);
+    },
+  );
 
   test('mining a transfer its sender cannot pay reverts it: no value is created', async () => {
     const { c, network, adapter, sender, from, to } = await adapterChain();
     const funding = await sandboxSend(app, h, { address: from, amount: 600n, assetNetworkId: c.assetNetworkId });
     await sandboxMine(app, h, c.networkId);
     const signed = keys.signTransfer(
-      { networkId: c.networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount: '600', nonce: '1' },
+      {
+        networkId: c.networkId,
+        assetNetworkId: c.assetNetworkId,
+        fromAddress: from,
+        fromPublicKey: sender.publicKey,
+        toAddress: to,
+        amount: '600',
+        nonce: '1',
+      },
       sender.privateKey,
     );
     const { txHash } = await adapter.broadcast(network, signed, integ.organizationId);
@@ -272,7 +337,11 @@ describe('the sandbox API itself', () => {
     const post = (body: Record<string, unknown>) =>
       app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: address(), amount: '1', assetNetworkId: c.assetNetworkId, ...body } });
     for (const [body, field] of [
-      [{ amount: '0' }, 'amount'], [{ amount: '1.5' }, 'amount'], [{ amount: '-3' }, 'amount'], [{ address: '0x123' }, 'address'], [{ address: 'bc1qxyz' }, 'address'],
+      [{ amount: '0' }, 'amount'],
+      [{ amount: '1.5' }, 'amount'],
+      [{ amount: '-3' }, 'amount'],
+      [{ address: '0x123' }, 'address'],
+      [{ address: 'bc1qxyz' }, 'address'],
       [{ assetNetworkId: crypto.randomUUID() }, 'assetNetworkId'],
     ] as const) {
       const r = await post(body);
@@ -282,9 +351,13 @@ describe('the sandbox API itself', () => {
     expect(await app.deps.db.sandboxTransaction.count()).toBe(before);
     // An asset-network of a non-sandbox network: 400.
     const evm = await app.rest('POST', '/v1/platform/networks', {
-      headers: c.operator.headers, body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
+      headers: c.operator.headers,
+      body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
     });
-    const an = await app.rest('POST', '/v1/platform/asset-networks', { headers: c.operator.headers, body: { assetId: c.assetId, networkId: evm.body.id, decimals: 6 } });
+    const an = await app.rest('POST', '/v1/platform/asset-networks', {
+      headers: c.operator.headers,
+      body: { assetId: c.assetId, networkId: evm.body.id, decimals: 6 },
+    });
     const r = await post({ assetNetworkId: an.body.id });
     expect([r.status, r.body.errors?.[0]?.field]).toEqual([400, 'assetNetworkId']);
   });
@@ -314,7 +387,9 @@ describe('the sandbox API itself', () => {
     expect([ok.status, ok.body]).toEqual([200, { height: 1 }]);
     expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: {} })).body).toEqual({ height: 2 });
     // Another organization's environment: 404 as well.
-    expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: { environmentId: integ.environmentId } })).status).toBe(404);
+    expect(
+      (await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: m.headers, body: { environmentId: integ.environmentId } })).status,
+    ).toBe(404);
     const gql = await app.gql('query($h: String!) { sandboxTransaction(txHash: $h) { status } }', { h: '0x' + '12'.repeat(32) }, live.headers);
     expect(gql.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
   });
@@ -392,7 +467,8 @@ describe('the sandbox API itself', () => {
     expect(b.now).toBe(new Date(start + 3660_000).toISOString());
     expect((await sandboxNow(app.deps.db, app.clock, other.organizationId)).toISOString()).toBe(b.now);
     expect((await sandboxNow(app.deps.db, app.clock, integ.organizationId)).getTime()).toBeLessThan(start + 3600_000);
-    for (const seconds of [0, -5, 1.5, 366 * 86_400 + 1]) expect((await app.rest('POST', '/v1/sandbox/clock/advance', { headers: other.apiKeyHeaders, body: { seconds } })).status).toBe(400);
+    for (const seconds of [0, -5, 1.5, 366 * 86_400 + 1])
+      expect((await app.rest('POST', '/v1/sandbox/clock/advance', { headers: other.apiKeyHeaders, body: { seconds } })).status).toBe(400);
     const entries = await app.deps.db.auditLogEntry.findMany({ where: { organizationId: other.organizationId, action: 'sandbox.clock_advanced' } });
     expect(entries).toHaveLength(2);
   });
@@ -406,7 +482,11 @@ describe('the sandbox API itself', () => {
       h,
     );
     expect(s.data!.sandboxSendDeposit).toMatchObject({ status: 'PENDING', amount: '77', networkId: c.networkId });
-    const m = await app.gql<{ sandboxMineBlocks: { height: number } }>('mutation($n: ID!) { sandboxMineBlocks(networkId: $n, input: { blocks: 2 }) { height } }', { n: c.networkId }, h);
+    const m = await app.gql<{ sandboxMineBlocks: { height: number } }>(
+      'mutation($n: ID!) { sandboxMineBlocks(networkId: $n, input: { blocks: 2 }) { height } }',
+      { n: c.networkId },
+      h,
+    );
     expect(m.data!.sandboxMineBlocks.height).toBe(2);
     const r = await app.gql<{ sandboxReorg: { height: number } }>(
       'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 2, includeOrphanedTransactions: false }) { height } }',
@@ -451,34 +531,50 @@ describe('the network adapter over the sandbox chain', () => {
     await expect(adapterFor('SANDBOX').blockHeight(network)).rejects.toThrow(/database handle/);
   });
 
-  test('broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad signature, another network or an overspend writes nothing', async () => {
-    const { c, network, adapter, sender, from, to } = await adapterChain();
-    await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
-    await sandboxMine(app, h, c.networkId, 1);
-    const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
-      networkId, assetNetworkId: c.assetNetworkId, fromAddress: from, fromPublicKey: sender.publicKey, toAddress: to, amount, nonce,
-    });
-    const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
-    const syncBefore = await syncJobs(c.networkId);
-    // Tampered: the amount changed after signing.
-    const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
-    signed.payload.amount = '61';
-    await expect(adapter.broadcast(network, JSON.stringify(signed), integ.organizationId)).rejects.toThrow(/does not verify/);
-    // Signed by another key than the one that owns fromAddress.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(/does not verify/);
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId)).rejects.toThrow(/another network/);
-    await expect(adapter.broadcast(network, 'not json', integ.organizationId)).rejects.toThrow(/JSON/);
-    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
-    const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey), integ.organizationId);
-    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
-    // 100 mined, 60 pending: 41 more is an overspend.
-    await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey), integ.organizationId)).rejects.toThrow(/insufficient funds/);
-    expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
-    await sandboxMine(app, h, c.networkId, 1);
-    expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
-    expect(await balance(c.assetNetworkId, from)).toBe(40n);
-    expect(await balance(c.assetNetworkId, to)).toBe(60n);
-  });
+  test(
+    'broadcast: a signed transfer from a funded address goes PENDING, is mined and moves balances; a bad ' +
+      'signature, another network or an overspend writes nothing',
+    async () => {
+      const { c, network, adapter, sender, from, to } = await adapterChain();
+      await sandboxSend(app, h, { address: from, amount: 100n, assetNetworkId: c.assetNetworkId });
+      await sandboxMine(app, h, c.networkId, 1);
+      const transfer = (amount: string, nonce: string, networkId = c.networkId): keys.TransferPayload => ({
+        networkId,
+        assetNetworkId: c.assetNetworkId,
+        fromAddress: from,
+        fromPublicKey: sender.publicKey,
+        toAddress: to,
+        amount,
+        nonce,
+      });
+      const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+      const syncBefore = await syncJobs(c.networkId);
+      // Tampered: the amount changed after signing.
+      const signed = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
+      signed.payload.amount = '61';
+      await expect(adapter.broadcast(network, JSON.stringify(signed), integ.organizationId)).rejects.toThrow(/does not verify/);
+      // Signed by another key than the one that owns fromAddress.
+      await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(
+        /does not verify/,
+      );
+      await expect(
+        adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId),
+      ).rejects.toThrow(/another network/);
+      await expect(adapter.broadcast(network, 'not json', integ.organizationId)).rejects.toThrow(/JSON/);
+      expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
+      const { txHash } = await adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), sender.privateKey), integ.organizationId);
+      expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'PENDING', fromAddress: from, toAddress: to, amount: 60n });
+      // 100 mined, 60 pending: 41 more is an overspend.
+      await expect(adapter.broadcast(network, keys.signTransfer(transfer('41', '2'), sender.privateKey), integ.organizationId)).rejects.toThrow(
+        /insufficient funds/,
+      );
+      expect((await syncJobs(c.networkId)) - syncBefore).toBe(1);
+      await sandboxMine(app, h, c.networkId, 1);
+      expect(await adapter.transaction(network, txHash)).toMatchObject({ status: 'MINED', confirmations: 1 });
+      expect(await balance(c.assetNetworkId, from)).toBe(40n);
+      expect(await balance(c.assetNetworkId, to)).toBe(60n);
+    },
+  );
 });
 
 describe('the adapter balance read', () => {

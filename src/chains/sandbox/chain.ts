@@ -5,7 +5,7 @@ import type { Db } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
-import { sendChainSync } from '../sync-queue';
+import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
 import type { ObservedTransfer } from '../adapter';
 
@@ -43,7 +43,7 @@ import type { ObservedTransfer } from '../adapter';
  *   balances are not tracked.
  *
  * Every change of a network runs under that network's advisory lock (one writer at a time, so nonces
- * and heights never race) and sends a `chain.sync` job in its transaction (src/chains/sync-queue.ts).
+ * and heights never race) and sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
 
@@ -122,7 +122,11 @@ export function observe(t: SandboxTransactionRow, tipHeight: number): ObservedTr
 async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetworkId: string; toAddress: string; fromAddress: string }[]): Promise<void> {
   // Both sides of each transfer: received minus sent, over canonical mined transactions. The
   // organizations' payer (faucet) addresses only ever send: they are unbounded sources and stay at 0.
-  const pairs = [...new Map(rows.flatMap((r) => [r.toAddress, r.fromAddress].map((addr) => [`${r.assetNetworkId} ${addr}`, { a: r.assetNetworkId, addr }] as const))).values()];
+  const pairs = [
+    ...new Map(
+      rows.flatMap((r) => [r.toAddress, r.fromAddress].map((addr) => [`${r.assetNetworkId} ${addr}`, { a: r.assetNetworkId, addr }] as const)),
+    ).values(),
+  ];
   if (!pairs.length) return;
   const assetNetworkIds = pairs.map((p) => p.a);
   const addresses = pairs.map((p) => p.addr);
@@ -157,11 +161,17 @@ export interface SendArgs {
  * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
  * whatever order the mempool is mined in. The caller holds the network lock.
  */
-async function assertRecipientCanHold(tx: Db, a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string }): Promise<void> {
+async function assertRecipientCanHold(
+  tx: Db,
+  a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string },
+): Promise<void> {
   if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
   const incoming = await tx.sandboxTransaction.aggregate({
     where: {
-      networkId: a.networkId, assetNetworkId: a.assetNetworkId, toAddress: a.toAddress, status: { in: ['PENDING', 'ORPHANED'] },
+      networkId: a.networkId,
+      assetNetworkId: a.assetNetworkId,
+      toAddress: a.toAddress,
+      status: { in: ['PENDING', 'ORPHANED'] },
       ...(a.replacesId ? { id: { not: a.replacesId } } : {}),
     },
     _sum: { amount: true },
@@ -180,9 +190,19 @@ async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipi
   const now = deps.clock.now();
   return tx.sandboxTransaction.create({
     data: {
-      networkId: a.networkId, assetNetworkId: a.assetNetworkId, txHash, fromAddress: a.fromAddress, toAddress: a.toAddress,
-      amount: a.amount.toString(), status: 'PENDING', replaceable: a.replaceable, willRevert: a.revert,
-      senderOrganizationId: a.senderOrganizationId, recipientOrganizationId: a.recipientOrganizationId, createdAt: now, updatedAt: now,
+      networkId: a.networkId,
+      assetNetworkId: a.assetNetworkId,
+      txHash,
+      fromAddress: a.fromAddress,
+      toAddress: a.toAddress,
+      amount: a.amount.toString(),
+      status: 'PENDING',
+      replaceable: a.replaceable,
+      willRevert: a.revert,
+      senderOrganizationId: a.senderOrganizationId,
+      recipientOrganizationId: a.recipientOrganizationId,
+      createdAt: now,
+      updatedAt: now,
     },
   });
 }
@@ -191,14 +211,18 @@ async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipi
 export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
   if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
   await lockNetwork(tx, a.networkId);
-  const recipient = await tx.depositAddress.findUnique({ where: { networkId_address: { networkId: a.networkId, address: a.toAddress } }, select: { organizationId: true } });
+  const recipient = await tx.depositAddress.findUnique({
+    where: { networkId_address: { networkId: a.networkId, address: a.toAddress } },
+    select: { organizationId: true },
+  });
   const row = await insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
   await sendChainSync(tx, deps.boss, a.networkId);
   return row;
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
-const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | null }) => t.senderOrganizationId !== null && t.fromAddress === payerAddress(t.senderOrganizationId);
+const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | null }) =>
+  t.senderOrganizationId !== null && t.fromAddress === payerAddress(t.senderOrganizationId);
 
 /**
  * Which of a block's transactions, in block order, their senders can pay (the faucet always can):
@@ -208,13 +232,23 @@ const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | nul
 async function fundedInOrder(
   tx: Db,
   networkId: string,
-  block: { assetNetworkId: string; fromAddress: string; toAddress: string; amount: { toFixed(): string }; willRevert: boolean; senderOrganizationId: string | null }[],
+  block: {
+    assetNetworkId: string;
+    fromAddress: string;
+    toAddress: string;
+    amount: { toFixed(): string };
+    willRevert: boolean;
+    senderOrganizationId: string | null;
+  }[],
 ): Promise<boolean[]> {
   const senders = block.filter((t) => !t.willRevert && !fromFaucet(t));
   const held = new Map<string, bigint>();
   if (senders.length) {
     const rows = await tx.sandboxAddressBalance.findMany({
-      where: { networkId, OR: [...new Map(senders.map((t) => [`${t.assetNetworkId} ${t.fromAddress}`, { assetNetworkId: t.assetNetworkId, address: t.fromAddress }])).values()] },
+      where: {
+        networkId,
+        OR: [...new Map(senders.map((t) => [`${t.assetNetworkId} ${t.fromAddress}`, { assetNetworkId: t.assetNetworkId, address: t.fromAddress }])).values()],
+      },
     });
     for (const t of senders) held.set(`${t.assetNetworkId} ${t.fromAddress}`, 0n);
     for (const r of rows) held.set(`${r.assetNetworkId} ${r.address}`, numericToAmount(r.balance));
@@ -239,7 +273,13 @@ async function fundedInOrder(
  * `carried` (transactions of an orphaned block at this height that keep their status: a reorganization
  * by another organization; they only change block).
  */
-async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: string[], carried: { id: string; txHash: string }[] = []): Promise<{ height: number; hash: string }> {
+async function mineOne(
+  tx: Db,
+  deps: ChainDeps,
+  networkId: string,
+  exclude: string[],
+  carried: { id: string; txHash: string }[] = [],
+): Promise<{ height: number; hash: string }> {
   const parent = await tip(tx, networkId);
   const height = parent.height + 1;
   const mempool = await tx.sandboxTransaction.findMany({
@@ -249,7 +289,13 @@ async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: stri
     select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true, fromAddress: true, amount: true, senderOrganizationId: true },
   });
   const fork = await tx.sandboxBlock.count({ where: { networkId, height } });
-  const hash = blockHash(networkId, height, parent.hash, fork, [...carried, ...mempool].map((t) => t.txHash));
+  const hash = blockHash(
+    networkId,
+    height,
+    parent.hash,
+    fork,
+    [...carried, ...mempool].map((t) => t.txHash),
+  );
   const now = deps.clock.now();
   await tx.sandboxBlock.create({ data: { networkId, height, hash, parentHash: parent.hash, canonical: true, minedAt: now } });
   if (carried.length) await tx.sandboxTransaction.updateMany({ where: { id: { in: carried.map((t) => t.id) } }, data: { blockHash: hash, updatedAt: now } });
@@ -257,14 +303,27 @@ async function mineOne(tx: Db, deps: ChainDeps, networkId: string, exclude: stri
   const succeeded = mempool.filter((t, i) => !t.willRevert && funded[i]);
   const reverted = mempool.filter((t, i) => t.willRevert || !funded[i]);
   if (succeeded.length)
-    await tx.sandboxTransaction.updateMany({ where: { id: { in: succeeded.map((t) => t.id) } }, data: { status: 'MINED', blockHash: hash, blockHeight: height, updatedAt: now } });
+    await tx.sandboxTransaction.updateMany({
+      where: { id: { in: succeeded.map((t) => t.id) } },
+      data: { status: 'MINED', blockHash: hash, blockHeight: height, updatedAt: now },
+    });
   if (reverted.length)
-    await tx.sandboxTransaction.updateMany({ where: { id: { in: reverted.map((t) => t.id) } }, data: { status: 'REVERTED', blockHash: hash, blockHeight: height, updatedAt: now } });
+    await tx.sandboxTransaction.updateMany({
+      where: { id: { in: reverted.map((t) => t.id) } },
+      data: { status: 'REVERTED', blockHash: hash, blockHeight: height, updatedAt: now },
+    });
   await recomputeBalances(tx, networkId, succeeded);
   return { height, hash };
 }
 
-async function mineMany(tx: Db, deps: ChainDeps, networkId: string, blocks: number, exclude: string[] = [], carried = new Map<number, { id: string; txHash: string }[]>()) {
+async function mineMany(
+  tx: Db,
+  deps: ChainDeps,
+  networkId: string,
+  blocks: number,
+  exclude: string[] = [],
+  carried = new Map<number, { id: string; txHash: string }[]>(),
+) {
   let last = await tip(tx, networkId);
   for (let i = 0; i < blocks; i++) last = await mineOne(tx, deps, networkId, exclude, carried.get(last.height + 1));
   return last;
@@ -326,8 +385,15 @@ export async function reorganize(
       { OR: [{ recipientOrganizationId: organizationId }, { recipientOrganizationId: null }] },
     ],
   };
-  const mine = await tx.sandboxTransaction.findMany({ where: { ...inOrphanedBlocks, ...callers }, select: { id: true, assetNetworkId: true, toAddress: true, status: true } });
-  const receivers = [...new Map(mine.filter((t) => t.status === 'MINED').map((t) => [`${t.assetNetworkId} ${t.toAddress}`, { assetNetworkId: t.assetNetworkId, address: t.toAddress }])).values()];
+  const mine = await tx.sandboxTransaction.findMany({
+    where: { ...inOrphanedBlocks, ...callers },
+    select: { id: true, assetNetworkId: true, toAddress: true, status: true },
+  });
+  const receivers = [
+    ...new Map(
+      mine.filter((t) => t.status === 'MINED').map((t) => [`${t.assetNetworkId} ${t.toAddress}`, { assetNetworkId: t.assetNetworkId, address: t.toAddress }]),
+    ).values(),
+  ];
   const before = await netOf(tx, networkId, receivers);
   const transactions = await tx.sandboxTransaction.updateManyAndReturn({
     where: { id: { in: mine.map((t) => t.id) } },
@@ -342,14 +408,19 @@ export async function reorganize(
   const after = await netOf(tx, networkId, receivers);
   for (const [key, net] of after)
     if (net < 0n && (before.get(key) ?? 0n) >= 0n)
-      throw invalidState(`This reorganization would orphan value that other organizations' transactions have spent since (${key.split(' ')[1]}); reorganize fewer blocks or re-include the orphaned transactions.`);
+      throw invalidState(
+        `This reorganization would orphan value that other organizations' transactions have spent since (${key.split(' ')[1]}); reorganize fewer blocks or re-include the orphaned transactions.`,
+      );
   await sendChainSync(tx, deps.boss, networkId);
   return { ...r, orphanedBlocks: orphaned.length, orphanedTransactions: transactions.length };
 }
 
 /** Loads a transaction by hash and locks its network; 404 when the chain never saw it or the organization may not alter it (mayAlter). */
 async function lockedTransaction(tx: Db, txHash: string, organizationId: string): Promise<SandboxTransactionRow> {
-  const found = await tx.sandboxTransaction.findUnique({ where: { txHash }, select: { networkId: true, senderOrganizationId: true, recipientOrganizationId: true } });
+  const found = await tx.sandboxTransaction.findUnique({
+    where: { txHash },
+    select: { networkId: true, senderOrganizationId: true, recipientOrganizationId: true },
+  });
   if (!found || !mayAlter(found, organizationId)) throw notFound('Sandbox transaction');
   await lockNetwork(tx, found.networkId);
   return tx.sandboxTransaction.findUniqueOrThrow({ where: { txHash } });
@@ -371,7 +442,13 @@ export async function dropTransaction(tx: Db, deps: ChainDeps, txHash: string, o
  */
 export async function spendableOf(tx: Db, a: { networkId: string; assetNetworkId: string; address: string }, except?: string): Promise<bigint> {
   const pending = await tx.sandboxTransaction.aggregate({
-    where: { networkId: a.networkId, assetNetworkId: a.assetNetworkId, fromAddress: a.address, status: { in: ['PENDING', 'ORPHANED'] }, ...(except ? { id: { not: except } } : {}) },
+    where: {
+      networkId: a.networkId,
+      assetNetworkId: a.assetNetworkId,
+      fromAddress: a.address,
+      status: { in: ['PENDING', 'ORPHANED'] },
+      ...(except ? { id: { not: except } } : {}),
+    },
     _sum: { amount: true },
   });
   return (await balanceOf(tx, a.networkId, a.assetNetworkId, a.address)) - numericToAmount(pending._sum.amount ?? 0n);
@@ -404,8 +481,15 @@ export async function replaceTransaction(
     if (next > original) throw invalidState(`A replacement re-sends the transfer: at most ${original} from ${row.fromAddress}, not ${next}.`);
   }
   const replacement = await insertTransaction(tx, deps, {
-    networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
-    amount: next, replaceable: true, revert: row.willRevert, senderOrganizationId: row.senderOrganizationId, recipientOrganizationId: row.recipientOrganizationId,
+    networkId: row.networkId,
+    assetNetworkId: row.assetNetworkId,
+    fromAddress: row.fromAddress,
+    toAddress: row.toAddress,
+    amount: next,
+    replaceable: true,
+    revert: row.willRevert,
+    senderOrganizationId: row.senderOrganizationId,
+    recipientOrganizationId: row.recipientOrganizationId,
     replacesId: row.id,
   });
   const replaced = await tx.sandboxTransaction.update({

@@ -27,3 +27,11 @@ export async function advanceSandboxClock(tx: Db, clock: Clock, organizationId: 
   });
   return new Date(clock.now().getTime() + Number(row.offsetMs));
 }
+
+/**
+ * "Now" for the rules of an organization's environment: the real clock in production, the
+ * organization's sandbox clock (which the integrator may advance) in a sandbox.
+ */
+export async function nowFor(db: Db, clock: Clock, organizationId: string, environmentType: 'SANDBOX' | 'PRODUCTION'): Promise<Date> {
+  return environmentType === 'SANDBOX' ? sandboxNow(db, clock, organizationId) : clock.now();
+}

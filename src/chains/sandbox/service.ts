@@ -9,8 +9,9 @@ import { idempotent } from '../../idempotency';
 import { adapterFor } from '../adapter';
 import * as chain from './chain';
 import { advanceSandboxClock, sandboxOffsetMs } from './clock';
-import { sendExpirySweep } from '../../deposits/jobs';
-import { sendReleaseSweep, sendRetainedRelease } from '../../settlements/queues';
+import { sandboxCaller } from '../../tenancy/sandbox-caller';
+import { sendExpirySweep } from '../../kernel/queues';
+import { sendReleaseSweep, sendRetainedRelease } from '../../kernel/queues';
 
 /**
  * The sandbox chain for integrators (test helpers, like BTCPay's regtest "cheat mode" and Stripe's
@@ -43,10 +44,21 @@ export const sendInput = z.object({
   environmentId,
 });
 export const mineInput = z.object({ blocks: z.number().int('must be an integer').min(1).max(100).nullish(), environmentId });
-export const reorgInput = z.object({ depth: z.number().int('must be an integer').min(1).max(100), includeOrphanedTransactions: z.boolean().nullish(), environmentId });
+export const reorgInput = z.object({
+  depth: z.number().int('must be an integer').min(1).max(100),
+  includeOrphanedTransactions: z.boolean().nullish(),
+  environmentId,
+});
 export const dropInput = z.object({ txHash, environmentId });
 export const replaceInput = z.object({ txHash, amount: positiveAmountText.nullish(), environmentId });
-export const advanceClockInput = z.object({ seconds: z.number().int('must be an integer').min(1).max(366 * 86_400), environmentId });
+export const advanceClockInput = z.object({
+  seconds: z
+    .number()
+    .int('must be an integer')
+    .min(1)
+    .max(366 * 86_400),
+  environmentId,
+});
 
 /** A transaction as the sandbox API answers it (JSON-safe: it is also the stored idempotent answer). */
 export interface SandboxTransactionView {
@@ -78,30 +90,20 @@ export interface SandboxClockView {
 export function view(row: chain.SandboxTransactionRow, tipHeight: number): SandboxTransactionView {
   const o = chain.observe(row, tipHeight);
   return {
-    txHash: row.txHash, status: row.status, networkId: row.networkId, assetNetworkId: row.assetNetworkId, fromAddress: row.fromAddress, toAddress: row.toAddress,
-    amount: o.amount.toString(), replaceable: row.replaceable, willRevert: row.willRevert, replacedByTxHash: row.replacedByTxHash,
-    blockHash: row.blockHash, blockHeight: row.blockHeight, confirmations: o.confirmations,
+    txHash: row.txHash,
+    status: row.status,
+    networkId: row.networkId,
+    assetNetworkId: row.assetNetworkId,
+    fromAddress: row.fromAddress,
+    toAddress: row.toAddress,
+    amount: o.amount.toString(),
+    replaceable: row.replaceable,
+    willRevert: row.willRevert,
+    replacedByTxHash: row.replacedByTxHash,
+    blockHash: row.blockHash,
+    blockHeight: row.blockHeight,
+    confirmations: o.confirmations,
   };
-}
-
-/** Who acts on the sandbox: its organization and an idempotency scope of its own; 404 outside SANDBOX. */
-export async function sandboxCaller(ctx: Context, environmentIdArg?: string | null): Promise<{ organizationId: string; actor: string }> {
-  const p = ctx.principal;
-  if (p?.type === 'apiKey') {
-    if (p.mode !== 'SANDBOX') throw notFound('Sandbox');
-    if (environmentIdArg != null && environmentIdArg.toLowerCase() !== p.environmentId) throw fieldError('environmentId', "must be omitted or the API key's own environment");
-    return { organizationId: p.organizationId, actor: `apiKey:${p.environmentId}` };
-  }
-  if (p?.type === 'member') {
-    if (environmentIdArg != null) {
-      const env = isUuid(environmentIdArg)
-        ? await ctx.deps.db.environment.findFirst({ where: { id: environmentIdArg.toLowerCase(), organizationId: p.organizationId }, select: { type: true } })
-        : null;
-      if (!env || env.type !== 'SANDBOX') throw notFound('Environment');
-    }
-    return { organizationId: p.organizationId, actor: `member:${p.memberId}` };
-  }
-  throw notFound('Sandbox');
 }
 
 /** A SANDBOX network by id; 404 for anything else. */
@@ -125,15 +127,30 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
   if (!assetNetwork) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
   if (assetNetwork.network.kind !== 'SANDBOX') throw fieldError('assetNetworkId', 'must be an asset-network of a SANDBOX network');
   if (!adapterFor('SANDBOX').validateAddress(input.address)) throw fieldError('address', 'must be a sandbox address: 0x and 40 hex digits');
-  const request = { address: input.address, amount: input.amount, assetNetworkId: assetNetwork.id, replaceable: input.replaceable ?? false, revert: input.revert ?? false };
+  const request = {
+    address: input.address,
+    amount: input.amount,
+    assetNetworkId: assetNetwork.id,
+    replaceable: input.replaceable ?? false,
+    revert: input.revert ?? false,
+  };
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('deposit', caller), key: idempotencyKey, request }, async () => {
       const row = await chain.sendTransaction(tx, ctx.deps, {
-        networkId: assetNetwork.networkId, assetNetworkId: assetNetwork.id, fromAddress: chain.payerAddress(caller.organizationId), toAddress: request.address,
-        amount: BigInt(request.amount), replaceable: request.replaceable, revert: request.revert, senderOrganizationId: caller.organizationId,
+        networkId: assetNetwork.networkId,
+        assetNetworkId: assetNetwork.id,
+        fromAddress: chain.payerAddress(caller.organizationId),
+        toAddress: request.address,
+        amount: BigInt(request.amount),
+        replaceable: request.replaceable,
+        revert: request.revert,
+        senderOrganizationId: caller.organizationId,
       });
       await audit(tx, ctx, {
-        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_sent',
+        organizationId: caller.organizationId,
+        entityType: 'SandboxTransaction',
+        entityId: row.id,
+        action: 'sandbox.transaction_sent',
         after: { txHash: row.txHash, ...request, networkId: assetNetwork.networkId },
       });
       return view(row, await tipHeight(tx, row.networkId));
@@ -141,14 +158,25 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
   );
 }
 
-export async function mine(ctx: Context, networkIdArg: string, input: z.infer<typeof mineInput> | null | undefined, idempotencyKey?: string | null): Promise<ChainTipView> {
+export async function mine(
+  ctx: Context,
+  networkIdArg: string,
+  input: z.infer<typeof mineInput> | null | undefined,
+  idempotencyKey?: string | null,
+): Promise<ChainTipView> {
   const caller = await sandboxCaller(ctx, input?.environmentId);
   const network = await loadSandboxNetwork(ctx.deps.db, networkIdArg);
   const blocks = input?.blocks ?? 1;
   return ctx.deps.db.$transaction((tx) =>
     idempotent(tx, ctx, { scope: scope('mine', caller), key: idempotencyKey, request: { networkId: network.id, blocks } }, async () => {
       const r = await chain.mineBlocks(tx, ctx.deps, network.id, blocks);
-      await audit(tx, ctx, { organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.blocks_mined', after: { blocks, height: r.height } });
+      await audit(tx, ctx, {
+        organizationId: caller.organizationId,
+        entityType: 'Network',
+        entityId: network.id,
+        action: 'sandbox.blocks_mined',
+        after: { blocks, height: r.height },
+      });
       return { networkId: network.id, height: r.height, tipHash: r.hash };
     }),
   );
@@ -162,8 +190,16 @@ export async function reorg(ctx: Context, networkIdArg: string, input: z.infer<t
     idempotent(tx, ctx, { scope: scope('reorg', caller), key: idempotencyKey, request }, async () => {
       const r = await chain.reorganize(tx, ctx.deps, network.id, request.depth, request.includeOrphanedTransactions, caller.organizationId);
       await audit(tx, ctx, {
-        organizationId: caller.organizationId, entityType: 'Network', entityId: network.id, action: 'sandbox.reorganized',
-        after: { depth: request.depth, includeOrphanedTransactions: request.includeOrphanedTransactions, height: r.height, orphanedTransactions: r.orphanedTransactions },
+        organizationId: caller.organizationId,
+        entityType: 'Network',
+        entityId: network.id,
+        action: 'sandbox.reorganized',
+        after: {
+          depth: request.depth,
+          includeOrphanedTransactions: request.includeOrphanedTransactions,
+          height: r.height,
+          orphanedTransactions: r.orphanedTransactions,
+        },
       });
       return { networkId: network.id, height: r.height, tipHash: r.hash };
     }),
@@ -176,7 +212,11 @@ export async function drop(ctx: Context, input: z.infer<typeof dropInput>, idemp
     idempotent(tx, ctx, { scope: scope('drop', caller), key: idempotencyKey, request: { txHash: input.txHash } }, async () => {
       const row = await chain.dropTransaction(tx, ctx.deps, input.txHash, caller.organizationId);
       await audit(tx, ctx, {
-        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: row.id, action: 'sandbox.transaction_dropped', after: { txHash: row.txHash, status: row.status },
+        organizationId: caller.organizationId,
+        entityType: 'SandboxTransaction',
+        entityId: row.id,
+        action: 'sandbox.transaction_dropped',
+        after: { txHash: row.txHash, status: row.status },
       });
       return view(row, await tipHeight(tx, row.networkId));
     }),
@@ -190,7 +230,10 @@ export async function replace(ctx: Context, input: z.infer<typeof replaceInput>,
     idempotent(tx, ctx, { scope: scope('replace', caller), key: idempotencyKey, request: { txHash: input.txHash, amount: input.amount ?? null } }, async () => {
       const { replaced, replacement } = await chain.replaceTransaction(tx, ctx.deps, input.txHash, caller.organizationId, amount);
       await audit(tx, ctx, {
-        organizationId: caller.organizationId, entityType: 'SandboxTransaction', entityId: replaced.id, action: 'sandbox.transaction_replaced',
+        organizationId: caller.organizationId,
+        entityType: 'SandboxTransaction',
+        entityId: replaced.id,
+        action: 'sandbox.transaction_replaced',
         after: { txHash: replaced.txHash, status: replaced.status, replacedByTxHash: replacement.txHash, amount: replacement.amount.toFixed() },
       });
       return view(replacement, await tipHeight(tx, replacement.networkId));
@@ -210,7 +253,10 @@ export async function advanceClock(ctx: Context, input: z.infer<typeof advanceCl
       await sendReleaseSweep(tx, ctx.deps.boss, caller.organizationId);
       await sendRetainedRelease(tx, ctx.deps.boss, { organizationId: caller.organizationId });
       await audit(tx, ctx, {
-        organizationId: caller.organizationId, entityType: 'SandboxClock', entityId: caller.organizationId, action: 'sandbox.clock_advanced',
+        organizationId: caller.organizationId,
+        entityType: 'SandboxClock',
+        entityId: caller.organizationId,
+        action: 'sandbox.clock_advanced',
         after: { seconds: input.seconds, offsetSeconds: offsetMs / 1000 },
       });
       return { organizationId: caller.organizationId, now, offsetSeconds: offsetMs / 1000 };

@@ -3,9 +3,9 @@ import { createTestApp, type TestApp } from '../../../test/harness';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants';
 import { sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../../test/money-helpers';
 import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
-import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../deposits/testing';
-import { drainMoneyWork } from '../../settlements/testing';
-import { withdrawalTesting } from '../../withdrawals/testing';
+import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
+import { drainMoneyWork } from '../../../test/fixtures/settlements/testing';
+import { withdrawalTesting } from '../../../test/fixtures/withdrawals/testing';
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
 
@@ -56,14 +56,21 @@ async function chainTx(headers: Record<string, string>, txHash: string) {
 async function expectForeign(headers: Record<string, string>, txHash: string) {
   const drop = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers, body: { txHash } });
   expect([drop.status, drop.body.code]).toEqual([404, 'NOT_FOUND']);
-  const replace = await app.rest('POST', '/v1/sandbox/transactions/replace', { headers: { ...headers, 'idempotency-key': crypto.randomUUID() }, body: { txHash, amount: '1' } });
+  const replace = await app.rest('POST', '/v1/sandbox/transactions/replace', {
+    headers: { ...headers, 'idempotency-key': crypto.randomUUID() },
+    body: { txHash, amount: '1' },
+  });
   expect([replace.status, replace.body.code]).toEqual([404, 'NOT_FOUND']);
   // Exactly what a hash the chain never saw answers: nothing tells the two apart.
   const unknown = await app.rest('POST', '/v1/sandbox/transactions/drop', { headers, body: { txHash: '0x' + 'cd'.repeat(32) } });
   expect(drop.body.detail).toBe(unknown.body.detail);
   const gqlDrop = await app.gql('mutation($h: String!) { sandboxDropTransaction(input: { txHash: $h }) { status } }', { h: txHash }, headers);
   expect(gqlDrop.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-  const gqlReplace = await app.gql('mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }', { h: txHash }, headers);
+  const gqlReplace = await app.gql(
+    'mutation($h: String!) { sandboxReplaceTransaction(input: { txHash: $h, amount: "5000000" }) { txHash } }',
+    { h: txHash },
+    headers,
+  );
   expect(gqlReplace.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
 }
 
@@ -71,7 +78,12 @@ describe('drop and replace: only the organization that sent the transaction', ()
   test("B cannot drop or replace A's deposit (404, nothing changes); the deposit still confirms; A's own drop and replace work", async () => {
     const { A, B } = await twoOrganizations();
     const pi = await createIntent(app, A, { amount: '1000000' });
-    const { txHash } = await sandboxSend(app, A.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: A.catalog.assetNetworkId, replaceable: true });
+    const { txHash } = await sandboxSend(app, A.apiKeyHeaders, {
+      address: pi.address,
+      amount: 1_000_000n,
+      assetNetworkId: A.catalog.assetNetworkId,
+      replaceable: true,
+    });
     const before = await chainTx(A.apiKeyHeaders, txHash);
     const sandboxTransactions = await app.deps.db.sandboxTransaction.count();
 
@@ -100,7 +112,8 @@ describe('drop and replace: only the organization that sent the transaction', ()
     const s = await w.setup();
     const B = await setupIntegrator(app, s.f.catalog);
     const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
-      headers: s.f.apiKeyHeaders, body: { amount: '300000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      headers: s.f.apiKeyHeaders,
+      body: { amount: '300000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
     });
     expect(r.status, r.text).toBe(201);
     await drainMoneyWork(app);
@@ -122,48 +135,52 @@ describe('drop and replace: only the organization that sent the transaction', ()
   });
 });
 
-describe('reorganizations: only the caller\'s transactions', () => {
-  test("B's reorganizations (REST and GraphQL) leave A's confirmed deposit CONFIRMED and its transaction unfrozen; B's own are orphaned; A's own reorganization still freezes A's deposit", async () => {
-    const { A, B } = await twoOrganizations(2);
-    const pi = await createIntent(app, A, { amount: '1000000' });
-    const a = await sandboxSend(app, A.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: A.catalog.assetNetworkId });
-    const bAddress = '0x' + 'b0'.repeat(20);
-    const b = await sandboxSend(app, B.apiKeyHeaders, { address: bAddress, amount: 40n, assetNetworkId: A.catalog.assetNetworkId });
-    await sandboxMine(app, A.apiKeyHeaders, A.catalog.networkId, 2);
-    await drainChainSync(app);
-    const [depositId] = (await get(A.apiKeyHeaders, `/v1/payment-intents/${pi.id}`)).depositIds;
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', confirmations: 2 });
-    const events = (await eventsOf(app, A.organizationId)).length;
+describe("reorganizations: only the caller's transactions", () => {
+  test(
+    "B's reorganizations (REST and GraphQL) leave A's confirmed deposit CONFIRMED and its transaction unfrozen; " +
+      "B's own are orphaned; A's own reorganization still freezes A's deposit",
+    async () => {
+      const { A, B } = await twoOrganizations(2);
+      const pi = await createIntent(app, A, { amount: '1000000' });
+      const a = await sandboxSend(app, A.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: A.catalog.assetNetworkId });
+      const bAddress = '0x' + 'b0'.repeat(20);
+      const b = await sandboxSend(app, B.apiKeyHeaders, { address: bAddress, amount: 40n, assetNetworkId: A.catalog.assetNetworkId });
+      await sandboxMine(app, A.apiKeyHeaders, A.catalog.networkId, 2);
+      await drainChainSync(app);
+      const [depositId] = (await get(A.apiKeyHeaders, `/v1/payment-intents/${pi.id}`)).depositIds;
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', confirmations: 2 });
+      const events = (await eventsOf(app, A.organizationId)).length;
 
-    // B, REST: depth 2 without re-inclusion. A's transfer is carried into the replacement block at its height.
-    expect(await sandboxReorg(app, B.apiKeyHeaders, A.catalog.networkId, 2, false)).toEqual({ height: 3 });
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 3 });
-    expect(await chainTx(B.apiKeyHeaders, b.txHash)).toMatchObject({ status: 'ORPHANED', confirmations: 0 });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', creditedTo: 'ESCROW' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false, frozenByDepositId: null });
+      // B, REST: depth 2 without re-inclusion. A's transfer is carried into the replacement block at its height.
+      expect(await sandboxReorg(app, B.apiKeyHeaders, A.catalog.networkId, 2, false)).toEqual({ height: 3 });
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 3 });
+      expect(await chainTx(B.apiKeyHeaders, b.txHash)).toMatchObject({ status: 'ORPHANED', confirmations: 0 });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED', creditedTo: 'ESCROW' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false, frozenByDepositId: null });
 
-    // B, GraphQL: the same.
-    const g = await app.gql<{ sandboxReorg: { height: number } }>(
-      'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 3, includeOrphanedTransactions: false }) { height } }',
-      { n: A.catalog.networkId },
-      B.apiKeyHeaders,
-    );
-    expect(g.errors, JSON.stringify(g.errors)).toBeUndefined();
-    expect(g.data!.sandboxReorg.height).toBe(4);
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 4 });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false });
-    expect((await eventsOf(app, A.organizationId)).slice(events).map((e) => e.type)).not.toContain('deposit.reorg_frozen');
+      // B, GraphQL: the same.
+      const g = await app.gql<{ sandboxReorg: { height: number } }>(
+        'mutation($n: ID!) { sandboxReorg(networkId: $n, input: { depth: 3, includeOrphanedTransactions: false }) { height } }',
+        { n: A.catalog.networkId },
+        B.apiKeyHeaders,
+      );
+      expect(g.errors, JSON.stringify(g.errors)).toBeUndefined();
+      expect(g.data!.sandboxReorg.height).toBe(4);
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'MINED', blockHeight: 1, confirmations: 4 });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'CONFIRMED' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: false });
+      expect((await eventsOf(app, A.organizationId)).slice(events).map((e) => e.type)).not.toContain('deposit.reorg_frozen');
 
-    // A's own reorganization: its deposit is in doubt, as before.
-    await sandboxReorg(app, A.apiKeyHeaders, A.catalog.networkId, 4, false);
-    expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'ORPHANED' });
-    await drainChainSync(app);
-    expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'REORG_FROZEN' });
-    expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: true, frozenByDepositId: depositId });
-  });
+      // A's own reorganization: its deposit is in doubt, as before.
+      await sandboxReorg(app, A.apiKeyHeaders, A.catalog.networkId, 4, false);
+      expect(await chainTx(A.apiKeyHeaders, a.txHash)).toMatchObject({ status: 'ORPHANED' });
+      await drainChainSync(app);
+      expect(await get(A.apiKeyHeaders, `/v1/deposits/${depositId}`)).toMatchObject({ status: 'REORG_FROZEN' });
+      expect(await get(A.apiKeyHeaders, `/v1/transactions/${pi.transactionId}`)).toMatchObject({ frozen: true, frozenByDepositId: depositId });
+    },
+  );
 
   test("a deposit from one organization to another's address is both organizations' money: neither's reorganization orphans it", async () => {
     const { A, B } = await twoOrganizations(1);
@@ -193,15 +210,34 @@ describe('reorganizations: only the caller\'s transactions', () => {
     await sandboxSend(app, A.apiKeyHeaders, { address: held, amount: 100n, assetNetworkId: catalog.assetNetworkId });
     await sandboxMine(app, A.apiKeyHeaders, catalog.networkId);
     const signed = keys.signTransfer(
-      { networkId: catalog.networkId, assetNetworkId: catalog.assetNetworkId, fromAddress: held, fromPublicKey: holder.publicKey, toAddress: '0x' + 'e1'.repeat(20), amount: '100', nonce: '1' },
+      {
+        networkId: catalog.networkId,
+        assetNetworkId: catalog.assetNetworkId,
+        fromAddress: held,
+        fromPublicKey: holder.publicKey,
+        toAddress: '0x' + 'e1'.repeat(20),
+        amount: '100',
+        nonce: '1',
+      },
       holder.privateKey,
     );
     const spend = await adapterFor('SANDBOX', app.deps.db, { clock: app.clock, boss: app.deps.boss }).broadcast(network, signed, B.organizationId);
     await sandboxMine(app, A.apiKeyHeaders, catalog.networkId);
-    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: catalog.networkId }, A.apiKeyHeaders);
-    const refused = await app.rest('POST', `/v1/sandbox/networks/${catalog.networkId}/reorg`, { headers: A.apiKeyHeaders, body: { depth: 2, includeOrphanedTransactions: false } });
+    const tip = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>(
+      'query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }',
+      { n: catalog.networkId },
+      A.apiKeyHeaders,
+    );
+    const refused = await app.rest('POST', `/v1/sandbox/networks/${catalog.networkId}/reorg`, {
+      headers: A.apiKeyHeaders,
+      body: { depth: 2, includeOrphanedTransactions: false },
+    });
     expect([refused.status, refused.body.code]).toEqual([409, 'INVALID_STATE']);
-    const after = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>('query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }', { n: catalog.networkId }, A.apiKeyHeaders);
+    const after = await app.gql<{ sandboxChain: { height: number; tipHash: string } }>(
+      'query($n: ID!) { sandboxChain(networkId: $n) { height tipHash } }',
+      { n: catalog.networkId },
+      A.apiKeyHeaders,
+    );
     expect(after.data).toEqual(tip.data);
     expect(await chainTx(B.apiKeyHeaders, spend.txHash)).toMatchObject({ status: 'MINED', blockHeight: 2 });
     // Re-including its transactions, A may reorganize: nothing is lost.

@@ -1,0 +1,52 @@
+import type { Logger } from 'pino';
+import { evmNetworksOf, type Config } from './config';
+import { configureEvmNetworks } from './chains/evm/config';
+import type { Deps } from './context';
+import { systemClock } from './clock';
+import { createPrisma } from './db/prisma';
+import { loadTokenKeys } from './auth/tokens';
+import { loadSealingKey } from './auth/secrets';
+import { RateLimiter } from './auth/rate-limit';
+import { createMailer } from './mailer';
+import { DeliveryStatusHub } from './webhooks/status';
+import { handBackJobs, startJobs, stopJobs } from '../jobs/index';
+import { restPlugin } from '../rest/adapter';
+import { createYogaApp } from './app';
+
+/**
+ * The composition root: the one module of `src/` that imports `rest/` and `jobs/`
+ * (.dependency-cruiser.cjs). `src/main.ts` (the process), `server.ts` and `shutdown.ts` take the
+ * app, the dependencies and the job runner from here; tests, scripts and benchmarks do the same.
+ */
+
+/** The HTTP app: yoga with every plugin, the REST adapter of `rest/` among them. */
+export function createApp(deps: Deps) {
+  // The EVM networks' connection settings (issue 18): the adapter of each configured network reads them.
+  configureEvmNetworks(evmNetworksOf(deps.config));
+  return createYogaApp(deps, restPlugin);
+}
+
+/** Stopping the job runner, for the shutdown (src/shutdown.ts). */
+export { handBackJobs, stopJobs };
+
+/**
+ * The production wiring of a process: Prisma, the job runner (it always sends jobs; it works the
+ * queues when JOBS=on), keys, clock, mail, the delivery status listener.
+ */
+export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
+  const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
+  const sealingKey = loadSealingKey(config);
+  const boss = await startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' });
+  return {
+    config,
+    db,
+    clock: systemClock,
+    log,
+    tokenKeys: await loadTokenKeys(config),
+    boss,
+    rateLimiter: new RateLimiter(db, systemClock),
+    mailer: createMailer(config, log),
+    sealingKey,
+    deliveryStatus: new DeliveryStatusHub(url, log),
+  };
+}

@@ -1,0 +1,464 @@
+import { z } from 'zod';
+import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
+import { pageQuery, toPage } from '../kernel/paging';
+import { builder } from '../builder';
+import { logout, refreshTokenInput } from '../auth/sessions';
+import { policies } from '../auth/policy';
+import { rolePermissions } from '../auth/permissions';
+import { DomainError, notFound } from '../errors';
+import { assertId } from '../ids';
+import { assertOrganization, loadApplication, loadEnvironment, ownOrganization } from './access';
+import * as auth from './member-auth';
+import * as apps from './applications';
+import { addMember, addMemberInput, changeMemberRole, changeRoleInput, removeMember } from './members';
+
+export const MemberRole = builder.enumType('MemberRole', { values: ['OWNER', 'ADMIN', 'DEVELOPER', 'OPERATIONS', 'VIEWER'] as const });
+export const EnvironmentType = builder.enumType('EnvironmentType', { values: ['SANDBOX', 'PRODUCTION'] as const });
+const ApplicationStatus = builder.enumType('ApplicationStatus', { values: ['ACTIVE', 'SUSPENDED', 'ARCHIVED'] as const });
+const ApiKeyStatus = builder.enumType('ApiKeyStatus', {
+  description: 'EXPIRING: rotated, still accepted until expiresAt. EXPIRED: rotated and past expiresAt.',
+  values: ['ACTIVE', 'EXPIRING', 'EXPIRED', 'REVOKED'] as const,
+});
+
+builder.prismaObject('Organization', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    members: t.relation('members', {
+      description: 'The members, removed ones excluded.',
+      authScopes: { policy: policies.memberAny },
+      query: { where: { removedAt: null }, orderBy: { id: 'asc' } },
+    }),
+    applications: t.relation('applications', { authScopes: { policy: policies.member('application-manage') } }),
+  }),
+});
+
+builder.prismaObject('Member', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    email: t.exposeString('email'),
+    name: t.exposeString('name'),
+    role: t.expose('role', { type: MemberRole }),
+    permissions: t.stringList({ select: { role: true }, resolve: (m) => [...rolePermissions[m.role]] }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    removedAt: t.expose('removedAt', { type: 'DateTime', nullable: true, description: 'When the organization removed the member (removeMember).' }),
+  }),
+});
+
+builder.prismaObject('Application', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    name: t.exposeString('name'),
+    status: t.expose('status', { type: ApplicationStatus }),
+    statusReason: t.exposeString('statusReason', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    environments: t.relation('environments'),
+  }),
+});
+
+const Environment = builder.prismaObject('Environment', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    applicationId: t.exposeID('applicationId'),
+    type: t.expose('type', { type: EnvironmentType }),
+    name: t.exposeString('name'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const ApiKeyMetadata = builder.prismaObject('ApiKey', {
+  name: 'ApiKeyMetadata',
+  description: 'An API key without its secret. The secret is shown once, by GenerateApiKey or RotateApiKey.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    environmentId: t.exposeID('environmentId'),
+    applicationId: t.exposeID('applicationId'),
+    displayPrefix: t.exposeString('displayPrefix'),
+    status: t.field({
+      type: ApiKeyStatus,
+      select: { status: true, expiresAt: true },
+      resolve: (k, _a, ctx) => (k.status === 'REVOKED' ? 'REVOKED' : !k.expiresAt ? 'ACTIVE' : k.expiresAt > ctx.deps.clock.now() ? 'EXPIRING' : 'EXPIRED'),
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
+    revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+    rotatedFromId: t.exposeID('rotatedFromId', { nullable: true }),
+  }),
+});
+
+const nextCursorField = { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' } as const;
+
+const ApiKeyMetadataPage = builder.objectRef<{ items: ApiKey[]; nextCursor: string | null }>('ApiKeyMetadataPage').implement({
+  description: "A page of an environment's API keys, oldest first.",
+  fields: (t) => ({
+    items: t.field({ type: [ApiKeyMetadata], resolve: (p) => p.items }),
+    nextCursor: t.exposeID('nextCursor', nextCursorField),
+  }),
+});
+
+const EnvironmentPage = builder.objectRef<{ items: EnvironmentRow[]; nextCursor: string | null }>('EnvironmentPage').implement({
+  description: "A page of an application's environments, oldest first.",
+  fields: (t) => ({
+    items: t.field({ type: [Environment], resolve: (p) => p.items }),
+    nextCursor: t.exposeID('nextCursor', nextCursorField),
+  }),
+});
+
+interface SecretKey {
+  id: string;
+  apiKey: string;
+  displayPrefix: string;
+  environmentId: string;
+  createdAt: Date;
+}
+const GenerateApiKeyResult = builder.objectRef<SecretKey>('GenerateApiKeyResult').implement({
+  description: 'The new key. apiKey is the secret, returned this once and never again.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    apiKey: t.exposeString('apiKey'),
+    displayPrefix: t.exposeString('displayPrefix'),
+    environmentId: t.exposeID('environmentId'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+const RotateApiKeyResult = builder.objectRef<SecretKey & { previousApiKeyId: string; previousKeyExpiresAt: Date }>('RotateApiKeyResult').implement({
+  description: 'The replacement key (apiKey shown this once) and when the previous key stops working.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    apiKey: t.exposeString('apiKey'),
+    displayPrefix: t.exposeString('displayPrefix'),
+    environmentId: t.exposeID('environmentId'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    previousApiKeyId: t.exposeID('previousApiKeyId'),
+    previousKeyExpiresAt: t.expose('previousKeyExpiresAt', { type: 'DateTime' }),
+  }),
+});
+
+export const CreatedResourceResponse = builder.objectRef<{ id: string }>('CreatedResourceResponse').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+export const TokenResult = builder.objectRef<auth.TokenResultShape>('TokenResult').implement({
+  description: 'Member session tokens. Send accessToken as "Authorization: Bearer <accessToken>".',
+  fields: (t) => ({
+    succeeded: t.exposeBoolean('succeeded'),
+    tokenType: t.exposeString('tokenType'),
+    accessToken: t.exposeString('accessToken'),
+    accessTokenExpiresAt: t.expose('accessTokenExpiresAt', { type: 'DateTime' }),
+    refreshToken: t.exposeString('refreshToken'),
+    refreshTokenExpiresAt: t.expose('refreshTokenExpiresAt', { type: 'DateTime' }),
+    memberId: t.exposeID('memberId'),
+    organizationId: t.exposeID('organizationId'),
+  }),
+});
+
+const SignUpResponse = builder.objectRef<auth.SignUpResponse>('SignUpResponse').implement({
+  fields: (t) => ({
+    organizationId: t.exposeID('organizationId'),
+    memberId: t.exposeID('memberId'),
+    email: t.exposeString('email'),
+  }),
+});
+
+const SignUpInput = builder.inputType('SignUpInput', {
+  fields: (t) => ({
+    email: t.string({ required: true }),
+    password: t.string({ required: true }),
+    name: t.string({ required: true }),
+    organizationName: t.string({ required: true }),
+  }),
+  validate: auth.signUpInput,
+});
+const LoginInput = builder.inputType('LoginInput', {
+  fields: (t) => ({ email: t.string({ required: true }), password: t.string({ required: true }) }),
+  validate: auth.loginInput,
+});
+const RefreshTokenInput = builder.inputType('RefreshTokenInput', {
+  fields: (t) => ({ refreshToken: t.string({ required: true }) }),
+  validate: refreshTokenInput,
+});
+export const RequestPasswordResetInput = builder.inputType('RequestPasswordResetInput', {
+  fields: (t) => ({ email: t.string({ required: true }) }),
+  validate: z.object({ email: auth.email }),
+});
+export const ResetPasswordInput = builder.inputType('ResetPasswordInput', {
+  fields: (t) => ({ token: t.string({ required: true }), newPassword: t.string({ required: true }) }),
+  validate: auth.resetPasswordInput,
+});
+const CreateApplicationInput = builder.inputType('CreateApplicationInput', {
+  fields: (t) => ({ name: t.string({ required: true }) }),
+  validate: z.object({ name: apps.applicationName }),
+});
+const SuspendInput = builder.inputType('SuspendInput', {
+  fields: (t) => ({ reason: t.string({ required: true }) }),
+  validate: z.object({ reason: apps.reason }),
+});
+const CreateEnvironmentInput = builder.inputType('CreateEnvironmentInput', {
+  fields: (t) => ({ type: t.field({ type: EnvironmentType, required: true }), name: t.string() }),
+  validate: z.object({ type: z.enum(['SANDBOX', 'PRODUCTION']), name: apps.applicationName.nullish() }),
+});
+const AddMemberInput = builder.inputType('AddMemberInput', {
+  fields: (t) => ({
+    email: t.string({ required: true }),
+    name: t.string({ required: true }),
+    role: t.field({ type: MemberRole, required: true, description: 'Any role but OWNER.' }),
+  }),
+  validate: addMemberInput,
+});
+const ChangeMemberRoleInput = builder.inputType('ChangeMemberRoleInput', {
+  fields: (t) => ({ role: t.field({ type: MemberRole, required: true, description: 'Only an OWNER appoints or demotes an OWNER.' }) }),
+  validate: changeRoleInput,
+});
+const RotateApiKeyInput = builder.inputType('RotateApiKeyInput', {
+  fields: (t) => ({
+    expiresInSeconds: t.int({ description: 'Seconds the previous key keeps working (0 to 604800; default 0: revoked at once).' }),
+  }),
+  validate: apps.rotateInput,
+});
+
+builder.queryFields((t) => ({
+  viewer: t.prismaField({
+    type: 'Member',
+    description: 'The member of the session.',
+    authScopes: { policy: policies.memberAny },
+    resolve: async (query, _p, _a, ctx) => {
+      const p = ctx.principal;
+      if (p?.type !== 'member') throw notFound('Member');
+      return ctx.deps.db.member.findUniqueOrThrow({ ...query, where: { id: p.memberId } });
+    },
+  }),
+  organization: t.prismaField({
+    type: 'Organization',
+    authScopes: { policy: policies.memberAny },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      assertOrganization(ctx, String(args.id), 'Organization');
+      const org = await ctx.deps.db.organization.findUnique({ ...query, where: { id: String(args.id) } });
+      if (!org) throw notFound('Organization');
+      return org;
+    },
+  }),
+  applications: t.prismaField({
+    type: ['Application'],
+    authScopes: { policy: policies.member('application-manage') },
+    args: { organizationId: t.arg.id({ required: true }) },
+    resolve: (query, _p, args, ctx) => {
+      assertOrganization(ctx, String(args.organizationId), 'Organization');
+      return ctx.deps.db.application.findMany({ ...query, where: { organizationId: String(args.organizationId) }, orderBy: { id: 'asc' } });
+    },
+  }),
+  application: t.prismaField({
+    type: 'Application',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const where = { id: assertId(String(args.id), 'Application'), ...ownOrganization(ctx, 'Application') };
+      const app = await ctx.deps.db.application.findFirst({ ...query, where });
+      if (!app) throw notFound('Application');
+      return app;
+    },
+  }),
+  environments: t.prismaField({
+    type: ['Environment'],
+    description: 'Every environment of the application, oldest first (environmentPage pages them).',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { applicationId: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const app = await loadApplication(ctx, String(args.applicationId));
+      return ctx.deps.db.environment.findMany({ ...query, where: { applicationId: app.id }, orderBy: { id: 'asc' } });
+    },
+  }),
+  apiKeys: t.prismaField({
+    type: ['ApiKey'],
+    description: 'Every API key of the environment, oldest first (apiKeyPage pages them).',
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: { environmentId: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const env = await loadEnvironment(ctx, String(args.environmentId));
+      return ctx.deps.db.apiKey.findMany({ ...query, where: { environmentId: env.id }, orderBy: { id: 'asc' } });
+    },
+  }),
+  apiKeyPage: t.field({
+    type: ApiKeyMetadataPage,
+    description: "A page of the environment's API keys, oldest first (REST ListApiKeys).",
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: {
+      environmentId: t.arg.id({ required: true }),
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+    },
+    resolve: async (_p, args, ctx) => {
+      const env = await loadEnvironment(ctx, String(args.environmentId));
+      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
+      const rows = await ctx.deps.db.apiKey.findMany({ where: { environmentId: env.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
+      return toPage(rows, page.limit);
+    },
+  }),
+  environmentPage: t.field({
+    type: EnvironmentPage,
+    description: "A page of the application's environments, oldest first (REST ListEnvironments).",
+    authScopes: { policy: policies.member('application-manage') },
+    args: {
+      applicationId: t.arg.id({ required: true }),
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+    },
+    resolve: async (_p, args, ctx) => {
+      const app = await loadApplication(ctx, String(args.applicationId));
+      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
+      const rows = await ctx.deps.db.environment.findMany({ where: { applicationId: app.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
+      return toPage(rows, page.limit);
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  signUp: t.field({
+    type: SignUpResponse,
+    description: 'Creates an organization and its first member (OWNER). Same idempotencyKey and input: same answer.',
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: SignUpInput, required: true }), idempotencyKey: t.arg.string() },
+    resolve: (_p, args, ctx) => auth.signUp(ctx, args.input as auth.SignUpInput, args.idempotencyKey),
+  }),
+  login: t.field({
+    type: TokenResult,
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: LoginInput, required: true }) },
+    resolve: async (_p, args, ctx) => asMemberTokens(await auth.login(ctx, args.input)),
+  }),
+  refreshToken: t.field({
+    type: TokenResult,
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: RefreshTokenInput, required: true }) },
+    resolve: async (_p, args, ctx) => asMemberTokens(await auth.refresh(ctx, args.input.refreshToken)),
+  }),
+  requestPasswordReset: t.boolean({
+    description: 'Always true, whether or not the email is registered.',
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: RequestPasswordResetInput, required: true }) },
+    resolve: async (_p, args, ctx) => {
+      await auth.requestPasswordReset(ctx, args.input.email);
+      return true;
+    },
+  }),
+  confirmPasswordReset: t.boolean({
+    authScopes: { policy: policies.public },
+    args: { input: t.arg({ type: ResetPasswordInput, required: true }) },
+    resolve: async (_p, args, ctx) => {
+      await auth.confirmPasswordReset(ctx, args.input);
+      return true;
+    },
+  }),
+  logout: t.boolean({
+    description: 'Ends the session of the access token: its refresh token and every access token of the session stop working at once. Always true.',
+    authScopes: { policy: policies.memberAny },
+    resolve: async (_p, _a, ctx) => {
+      await logout(ctx);
+      return true;
+    },
+  }),
+  addMember: t.prismaField({
+    type: 'Member',
+    description: 'Adds a member; a set-password token is mailed to them (spend it with confirmPasswordReset).',
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: AddMemberInput, required: true }) },
+    resolve: (_q, _p, args, ctx) => addMember(ctx, String(args.organizationId), args.input as never),
+  }),
+  removeMember: t.prismaField({
+    type: 'Member',
+    description:
+      'Removes a member from the organization: their sessions, access tokens and subscriptions end at once. Only an ' +
+      'OWNER removes an OWNER; the last OWNER cannot be removed (409).',
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const m = await removeMember(ctx, String(args.organizationId), String(args.id));
+      return ctx.deps.db.member.findUniqueOrThrow({ ...query, where: { id: m.id } });
+    },
+  }),
+  changeMemberRole: t.prismaField({
+    type: 'Member',
+    description:
+      'Gives a member another role: their sessions, access tokens and subscriptions end at once (they log in again ' +
+      'with the new permissions). The same role changes nothing. Only an OWNER appoints or demotes an OWNER; the ' +
+      'last OWNER cannot be demoted (409).',
+    authScopes: { policy: policies.member('member-manage') },
+    args: { organizationId: t.arg.id({ required: true }), id: t.arg.id({ required: true }), input: t.arg({ type: ChangeMemberRoleInput, required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const m = await changeMemberRole(ctx, String(args.organizationId), String(args.id), args.input.role);
+      return ctx.deps.db.member.findUniqueOrThrow({ ...query, where: { id: m.id } });
+    },
+  }),
+  createApplication: t.prismaField({
+    type: 'Application',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: CreateApplicationInput, required: true }) },
+    resolve: (_q, _p, args, ctx) => apps.createApplication(ctx, String(args.organizationId), args.input),
+  }),
+  archiveApplication: t.prismaField({
+    type: 'Application',
+    description: 'Terminal: revokes every API key of the application.',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      await apps.changeApplicationStatus(ctx, String(args.id), 'archive');
+      return ctx.deps.db.application.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
+    },
+  }),
+  suspendApplication: t.prismaField({
+    type: 'Application',
+    description: "Refuses the application's API keys until reactivated.",
+    authScopes: { policy: policies.member('application-manage') },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: SuspendInput, required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      await apps.changeApplicationStatus(ctx, String(args.id), 'suspend', args.input.reason);
+      return ctx.deps.db.application.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
+    },
+  }),
+  reactivateApplication: t.prismaField({
+    type: 'Application',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      await apps.changeApplicationStatus(ctx, String(args.id), 'reactivate');
+      return ctx.deps.db.application.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
+    },
+  }),
+  createEnvironment: t.prismaField({
+    type: 'Environment',
+    authScopes: { policy: policies.member('application-manage') },
+    args: { applicationId: t.arg.id({ required: true }), input: t.arg({ type: CreateEnvironmentInput, required: true }) },
+    resolve: (_q, _p, args, ctx) => apps.createEnvironment(ctx, String(args.applicationId), args.input),
+  }),
+  generateApiKey: t.field({
+    type: GenerateApiKeyResult,
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: { environmentId: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => apps.generateApiKey(ctx, String(args.environmentId)),
+  }),
+  rotateApiKey: t.field({
+    type: RotateApiKeyResult,
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: RotateApiKeyInput }) },
+    resolve: (_p, args, ctx) => apps.rotateApiKey(ctx, String(args.id), args.input ?? {}),
+  }),
+  revokeApiKey: t.prismaField({
+    type: 'ApiKey',
+    authScopes: { policy: policies.member('api-key-manage') },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      await apps.revokeApiKey(ctx, String(args.id));
+      return ctx.deps.db.apiKey.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
+    },
+  }),
+}));
+
+function asMemberTokens(r: import('../auth/sessions').TokenResult): auth.TokenResultShape {
+  if (!r.memberId || !r.organizationId) throw new DomainError('INTERNAL');
+  return { ...r, memberId: r.memberId, organizationId: r.organizationId };
+}

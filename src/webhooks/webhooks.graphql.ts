@@ -1,0 +1,355 @@
+import { builder } from '../builder';
+import { policies, type Policy } from '../auth/policy';
+import { DomainError, notFound } from '../errors';
+import { assertId } from '../ids';
+import { assertOrganization } from '../tenancy/access';
+import * as endpoints from './endpoints';
+import * as deliveries from './deliveries';
+import { eventTypes } from './events';
+import type { DeliveryStatusChange } from './status';
+import { deliveryEnvironmentType } from './environment';
+import * as sandboxWebhooks from './sandbox';
+import { EnvironmentType } from '../tenancy/tenancy.graphql';
+
+const manage = policies.member('webhook-endpoint-manage');
+/** Reading a delivery (its EventType and attempts), and fast-forwarding a sandbox one: also the organization's API keys, for the events of their mode. */
+export const readDelivery = policies.memberOrApiKey('webhook-endpoint-manage');
+const manageOrOperator: Policy = { member: 'webhook-endpoint-manage', operator: true };
+
+const WebhookEndpointStatus = builder.enumType('WebhookEndpointStatus', {
+  description: 'ACTIVE -> DEACTIVATED (terminal).',
+  values: ['ACTIVE', 'DEACTIVATED'] as const,
+});
+const WebhookDeliveryStatus = builder.enumType('WebhookDeliveryStatus', {
+  description:
+    "The spec's delivery states: ATTEMPT_PENDING (attempt pending), AWAITING_RETRY, DELIVERED, DEAD_LETTER; and " +
+    'CANCELLED: the endpoint was deactivated before the delivery finished.',
+  values: ['ATTEMPT_PENDING', 'AWAITING_RETRY', 'DELIVERED', 'DEAD_LETTER', 'CANCELLED'] as const,
+});
+const WebhookAttemptOutcome = builder.enumType('WebhookAttemptOutcome', {
+  description: 'SUCCESS: a 2xx answer. HTTP_ERROR: any other status (redirects are not followed). The rest: no answer.',
+  values: ['SUCCESS', 'HTTP_ERROR', 'TIMEOUT', 'CONNECTION_REFUSED', 'CONNECTION_ERROR', 'DNS_ERROR', 'TLS_ERROR', 'BLOCKED_DESTINATION'] as const,
+});
+const WebhookDeliveryStatusKind = builder.enumType('WebhookDeliveryStatusKind', {
+  values: ['ATTEMPTED', 'DELIVERED', 'RETRY_SCHEDULED', 'DEAD_LETTERED', 'REDELIVERED', 'CANCELLED'] as const,
+});
+const WebhookRedeliveryJobStatus = builder.enumType('WebhookRedeliveryJobStatus', { values: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED'] as const });
+
+type Health = Awaited<ReturnType<typeof deliveries.endpointHealth>>;
+const WebhookEndpointHealth = builder.objectRef<Health>('WebhookEndpointHealth').implement({
+  fields: (t) => ({
+    attemptsLast24h: t.exposeInt('attemptsLast24h'),
+    successRateLast24h: t.exposeFloat('successRateLast24h', {
+      nullable: true,
+      description: 'Successful attempts / attempts over the last 24 hours (null: no attempt).',
+    }),
+    deadLetterCount: t.exposeInt('deadLetterCount'),
+    pendingCount: t.exposeInt('pendingCount', { description: 'Deliveries waiting for their first attempt or a retry.' }),
+    nextRetryAt: t.expose('nextRetryAt', { type: 'DateTime', nullable: true }),
+    lastSuccessAt: t.expose('lastSuccessAt', { type: 'DateTime', nullable: true }),
+    lastErrorAt: t.expose('lastErrorAt', { type: 'DateTime', nullable: true }),
+    lastError: t.exposeString('lastError', { nullable: true }),
+  }),
+});
+
+type EndpointFields = {
+  id: string;
+  organizationId: string;
+  url: string;
+  status: 'ACTIVE' | 'DEACTIVATED';
+  secretVersion: number;
+  createdAt: Date;
+  updatedAt: Date;
+  secretRotatedAt: Date | null;
+  deactivatedAt: Date | null;
+};
+const WebhookEndpointFields = builder.interfaceRef<EndpointFields>('WebhookEndpointFields').implement({
+  description: 'The fields of a webhook endpoint, with or without its secret.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    url: t.exposeString('url'),
+    status: t.field({ type: WebhookEndpointStatus, resolve: (e) => e.status }),
+    secretVersion: t.exposeInt('secretVersion', { description: 'Increases with each rotation; only the current secret signs.' }),
+    createdAt: t.field({ type: 'DateTime', resolve: (e) => e.createdAt }),
+    updatedAt: t.field({ type: 'DateTime', resolve: (e) => e.updatedAt }),
+    secretRotatedAt: t.field({ type: 'DateTime', nullable: true, resolve: (e) => e.secretRotatedAt }),
+    deactivatedAt: t.field({ type: 'DateTime', nullable: true, resolve: (e) => e.deactivatedAt }),
+  }),
+});
+
+const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').implement({
+  description: 'A webhook endpoint of an organization. It receives every event of the catalog. The secret is never readable here.',
+  interfaces: [WebhookEndpointFields],
+  isTypeOf: (v) => typeof v === 'object' && v !== null && !('secret' in v),
+  fields: (t) => ({
+    health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
+  }),
+});
+const WebhookEndpointWithSecret = builder.objectRef<EndpointFields & { secret: string }>('WebhookEndpointWithSecret').implement({
+  description: 'The answer of registration and of rotation: the endpoint with its signing secret, shown this once.',
+  interfaces: [WebhookEndpointFields],
+  isTypeOf: (v) => typeof v === 'object' && v !== null && 'secret' in v,
+  fields: (t) => ({
+    secret: t.exposeString('secret', { description: 'HMAC-SHA256 key: the UTF-8 bytes of this whole string.' }),
+  }),
+});
+
+const WebhookDeliveryAttempt = builder.prismaObject('WebhookDeliveryAttempt', {
+  fields: (t) => ({
+    attemptNumber: t.exposeInt('attemptNumber'),
+    attemptedAt: t.expose('attemptedAt', { type: 'DateTime' }),
+    outcome: t.expose('outcome', { type: WebhookAttemptOutcome }),
+    statusCode: t.exposeInt('statusCode', { nullable: true }),
+    latencyMs: t.exposeInt('latencyMs'),
+    responseBody: t.exposeString('responseBody', { nullable: true, description: 'The first 16 KiB of the answer.' }),
+    error: t.exposeString('error', { nullable: true }),
+    nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime', nullable: true, description: 'When the retry after this attempt was scheduled.' }),
+  }),
+});
+
+const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
+  description: 'One event for one endpoint, with its attempts.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'Sent as X-Webhook-Delivery-Id.' }),
+    endpointId: t.exposeID('endpointId'),
+    eventId: t.exposeID('eventId'),
+    eventType: t.exposeString('eventType'),
+    environmentType: t.field({
+      type: EnvironmentType,
+      nullable: true,
+      description: "SANDBOX or PRODUCTION: the environment type of the event's aggregate (null when it cannot be told).",
+      resolve: (d, _a, ctx) => deliveryEnvironmentType(ctx.deps.db, d.id),
+    }),
+    sequenceNumber: t.string({ description: 'Per endpoint, strictly increasing; a hint only. A decimal string.', resolve: (d) => d.sequenceNumber.toString() }),
+    status: t.expose('status', { type: WebhookDeliveryStatus }),
+    attemptCount: t.exposeInt('attemptCount'),
+    nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime', nullable: true }),
+    lastAttemptAt: t.expose('lastAttemptAt', { type: 'DateTime', nullable: true }),
+    deliveredAt: t.expose('deliveredAt', { type: 'DateTime', nullable: true }),
+    deadLetteredAt: t.expose('deadLetteredAt', { type: 'DateTime', nullable: true }),
+    cancelledAt: t.expose('cancelledAt', { type: 'DateTime', nullable: true }),
+    originalDeliveryId: t.exposeID('originalDeliveryId', { nullable: true, description: 'Set on a redelivery: the dead-lettered delivery it repeats.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    payload: t.string({
+      description: 'The exact body delivered (the event, PascalCase, no envelope).',
+      select: { event: { select: { body: true } } },
+      resolve: (d) => d.event.body,
+    }),
+    attempts: t.relation('attempts', { query: { orderBy: { attemptNumber: 'asc' } } }),
+  }),
+});
+
+const WebhookDeliveryPage = builder
+  .objectRef<{ items: Awaited<ReturnType<typeof deliveries.listDeliveries>>['items']; nextCursor: string | null }>('WebhookDeliveryPage')
+  .implement({
+    fields: (t) => ({
+      items: t.field({ type: [WebhookDelivery], resolve: (p) => p.items }),
+      nextCursor: t.exposeString('nextCursor', { nullable: true }),
+    }),
+  });
+
+const WebhookRedeliveryJob = builder.prismaObject('WebhookRedeliveryJob', {
+  description: "Bulk redelivery of an endpoint's dead-lettered deliveries, run in the background.",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    endpointId: t.exposeID('endpointId'),
+    since: t.expose('since', { type: 'DateTime' }),
+    until: t.expose('until', { type: 'DateTime' }),
+    eventType: t.exposeString('eventType', { nullable: true }),
+    status: t.expose('status', { type: WebhookRedeliveryJobStatus }),
+    total: t.exposeInt('total', { description: 'Dead-lettered deliveries matched when the job started.' }),
+    redelivered: t.exposeInt('redelivered'),
+    error: t.exposeString('error', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+const WebhookDeliveryStatusChange = builder.objectRef<DeliveryStatusChange>('WebhookDeliveryStatusChange').implement({
+  fields: (t) => ({
+    kind: t.field({ type: WebhookDeliveryStatusKind, resolve: (c) => c.kind }),
+    deliveryId: t.exposeID('deliveryId'),
+    endpointId: t.exposeID('endpointId'),
+    organizationId: t.exposeID('organizationId'),
+    eventType: t.exposeString('eventType'),
+    status: t.field({ type: WebhookDeliveryStatus, resolve: (c) => c.status as never }),
+    attemptCount: t.exposeInt('attemptCount'),
+    outcome: t.field({ type: WebhookAttemptOutcome, nullable: true, resolve: (c) => c.outcome as never }),
+    statusCode: t.exposeInt('statusCode', { nullable: true }),
+    nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (c) => c.nextAttemptAt }),
+    originalDeliveryId: t.exposeID('originalDeliveryId', { nullable: true }),
+    at: t.field({ type: 'DateTime', resolve: (c) => c.at }),
+  }),
+});
+
+const RegisterWebhookEndpointInput = builder.inputType('RegisterWebhookEndpointInput', {
+  fields: (t) => ({ url: t.string({ required: true, description: 'https, public address (checked at registration and at every attempt).' }) }),
+  validate: endpoints.registerInput,
+});
+const WebhookFastForwardAttempts = builder.enumType('WebhookFastForwardAttempts', {
+  description: 'NEXT: the next attempt is due now. REMAINING: every remaining attempt runs at once, one after the other, until a 2xx or DEAD_LETTER.',
+  values: ['NEXT', 'REMAINING'] as const,
+});
+const SandboxFastForwardInput = builder.inputType('SandboxFastForwardWebhookDeliveryInput', {
+  fields: (t) => ({ attempts: t.field({ type: WebhookFastForwardAttempts, description: 'Default NEXT.' }) }),
+  validate: sandboxWebhooks.fastForwardInput,
+});
+const BulkRedeliverInput = builder.inputType('BulkRedeliverWebhookDeliveriesInput', {
+  fields: (t) => ({
+    endpointId: t.id({ required: true }),
+    since: t.field({ type: 'DateTime', required: true, description: 'Deliveries created at or after this time.' }),
+    until: t.field({ type: 'DateTime', required: true, description: 'Deliveries created before this time.' }),
+    eventType: t.string({ description: `One of: ${eventTypes.length} catalog event types.` }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  webhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => endpoints.loadEndpoint(ctx, String(args.id)),
+  }),
+  webhookEndpoints: t.field({
+    type: [WebhookEndpoint],
+    description: "The organization's endpoints, oldest first.",
+    authScopes: { policy: manage },
+    args: { organizationId: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => {
+      const organizationId = assertId(String(args.organizationId), 'Organization');
+      assertOrganization(ctx, organizationId, 'Organization');
+      return ctx.deps.db.webhookEndpoint.findMany({ where: { organizationId }, orderBy: { id: 'asc' } });
+    },
+  }),
+  webhookDelivery: t.prismaField({
+    type: 'WebhookDelivery',
+    description:
+      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of ' +
+      'the organization for the events of its mode (sandbox or production).',
+    authScopes: { policy: readDelivery },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const d = await deliveries.loadDelivery(ctx, String(args.id));
+      const row = await ctx.deps.db.webhookDelivery.findUnique({ ...query, where: { id: d.id } });
+      if (!row) throw notFound('WebhookDelivery');
+      return row;
+    },
+  }),
+  webhookDeliveries: t.field({
+    type: WebhookDeliveryPage,
+    description: "An endpoint's deliveries, newest first.",
+    authScopes: { policy: manage },
+    args: {
+      endpointId: t.arg.id({ required: true }),
+      eventType: t.arg.string(),
+      limit: t.arg.int({ description: '1 to 500; default 100.' }),
+      after: t.arg.id({ description: 'nextCursor of the previous page.' }),
+    },
+    resolve: (_p, args, ctx) =>
+      deliveries.listDeliveries(ctx, String(args.endpointId), {
+        eventType: args.eventType,
+        limit: args.limit,
+        after: args.after == null ? null : String(args.after),
+      }),
+  }),
+  webhookRedeliveryJob: t.field({
+    type: WebhookRedeliveryJob,
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => deliveries.loadBulkRedelivery(ctx, String(args.id)),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  registerWebhookEndpoint: t.field({
+    type: WebhookEndpointWithSecret,
+    authScopes: { policy: manage },
+    args: { organizationId: t.arg.id({ required: true }), input: t.arg({ type: RegisterWebhookEndpointInput, required: true }) },
+    resolve: (_p, args, ctx) => endpoints.registerEndpoint(ctx, String(args.organizationId), args.input),
+  }),
+  rotateWebhookEndpointSecret: t.field({
+    type: WebhookEndpointWithSecret,
+    description: 'Replaces the secret at once: the old one signs nothing more, even retries already scheduled.',
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => endpoints.rotateSecret(ctx, String(args.id)),
+  }),
+  deactivateWebhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    description: 'ACTIVE -> DEACTIVATED: no new deliveries; pending ones are CANCELLED. Idempotent.',
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_p, args, ctx) => endpoints.deactivateEndpoint(ctx, String(args.id)),
+  }),
+  redeliverWebhookDelivery: t.prismaField({
+    type: 'WebhookDelivery',
+    description: 'A new delivery from a dead-lettered one (which stays dead-letter).',
+    authScopes: { policy: manage },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _p, args, ctx) => {
+      const d = await deliveries.redeliver(ctx, String(args.id));
+      return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
+    },
+  }),
+  sandboxFastForwardWebhookDelivery: t.prismaField({
+    type: 'WebhookDelivery',
+    description:
+      'Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its ' +
+      'whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and ' +
+      'production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.',
+    authScopes: { policy: readDelivery },
+    args: {
+      id: t.arg.id({ required: true }),
+      input: t.arg({ type: SandboxFastForwardInput }),
+      idempotencyKey: t.arg.string({
+        description: 'The Idempotency-Key header: same key and input, the first answer again; same key with another input, 409.',
+      }),
+    },
+    resolve: async (query, _p, args, ctx) => {
+      const d = await sandboxWebhooks.fastForward(ctx, String(args.id), args.input, args.idempotencyKey);
+      return ctx.deps.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: d.id } });
+    },
+  }),
+  bulkRedeliverWebhookDeliveries: t.field({
+    type: WebhookRedeliveryJob,
+    description: "Redelivers an endpoint's dead-lettered deliveries created in [since, until), in the background; an original is never redelivered twice.",
+    authScopes: { policy: manage },
+    args: { input: t.arg({ type: BulkRedeliverInput, required: true }) },
+    resolve: (_p, args, ctx) =>
+      deliveries.startBulkRedelivery(ctx, {
+        endpointId: String(args.input.endpointId),
+        since: args.input.since,
+        until: args.input.until,
+        eventType: args.input.eventType,
+      }),
+  }),
+}));
+
+builder.subscriptionField('webhookDeliveryStatus', (t) =>
+  t.field({
+    type: WebhookDeliveryStatusChange,
+    description:
+      'Delivery status changes as they commit, from every process: one endpoint (endpointId), one organization ' +
+      '(organizationId), or the whole platform (neither; operators only).',
+    authScopes: { policy: manageOrOperator },
+    args: { endpointId: t.arg.id(), organizationId: t.arg.id() },
+    subscribe: async (_root, args, ctx) => {
+      if (args.endpointId != null) {
+        const e = await endpoints.loadEndpoint(ctx, String(args.endpointId));
+        return ctx.deps.deliveryStatus.subscribe({ endpointId: e.id });
+      }
+      if (args.organizationId != null) {
+        const organizationId = assertId(String(args.organizationId), 'Organization');
+        assertOrganization(ctx, organizationId, 'Organization');
+        return ctx.deps.deliveryStatus.subscribe({ organizationId });
+      }
+      if (ctx.principal?.type !== 'operator')
+        throw new DomainError('VALIDATION_FAILED', 'Give endpointId or organizationId; only operators follow the whole platform.', {
+          fieldErrors: [{ field: 'organizationId', message: 'required unless authenticated as a platform operator' }],
+        });
+      return ctx.deps.deliveryStatus.subscribe({});
+    },
+    resolve: (change) => change,
+  }),
+);

@@ -1,0 +1,64 @@
+import type { PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock';
+import type { PrismaClient } from '../db/prisma';
+import type { MoneyDeps } from '../kernel/service';
+import { broadcastWithdrawal, sweepWithdrawals, type WithdrawalBroadcastJob, type WithdrawalSweepJob } from './withdrawals';
+import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
+import { dataOf, workEach, ensureQueue } from '../kernel/work';
+
+/**
+ * Withdrawal jobs (registered by jobs/index.ts):
+ * - `withdrawal.broadcast` {withdrawalId}: sent with an approval of a custodial withdrawal; signs and
+ *   broadcasts it (broadcastWithdrawal). Idempotent: anything but APPROVED (or a due
+ *   BROADCAST_FAILED) is skipped.
+ * - `withdrawal.sweep` {organizationId?}: scheduled every minute (no data: every organization);
+ *   retries due BROADCAST_FAILED withdrawals (backoff) and deferred APPROVED ones, and follows
+ *   BROADCAST ones to CONFIRMED, FAILED or REQUIRES_RECONCILIATION (sweepWithdrawals). The safety
+ *   net: BROADCAST withdrawals are followed at each block by `chain.sync` (src/deposits/deposits.jobs.ts).
+ * The job runner runs exactly these handlers (withdrawalHandlers), as the tests do.
+ */
+export interface WithdrawalJobDeps {
+  db: PrismaClient;
+  clock: Clock;
+  log: Logger;
+  sealingKey: Buffer;
+}
+
+/** The handlers, as the job runner and the tests' drain helper run them (deps must carry sealingKey). */
+export const withdrawalHandlers = {
+  [WITHDRAWAL_BROADCAST_QUEUE]: (deps: MoneyDeps, data: WithdrawalBroadcastJob) => broadcastWithdrawal(deps, data.withdrawalId),
+  [WITHDRAWAL_SWEEP_QUEUE]: (deps: MoneyDeps, data: WithdrawalSweepJob | null | undefined) =>
+    sweepWithdrawals(deps, data?.organizationId ? { organizationId: data.organizationId } : {}),
+};
+
+export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDeps, work: boolean): Promise<void> {
+  await ensureQueue(boss, WITHDRAWAL_BROADCAST_QUEUE, {
+    retryLimit: 10,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    deleteAfterSeconds: 3600,
+    notify: true,
+  });
+  await ensureQueue(boss, WITHDRAWAL_SWEEP_QUEUE, { policy: 'singleton', retryLimit: 3, retryDelay: 10, deleteAfterSeconds: 3600 });
+  if (!work) return;
+  const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
+  await boss.schedule(WITHDRAWAL_SWEEP_QUEUE, '* * * * *');
+  await workEach<WithdrawalBroadcastJob>(
+    boss,
+    deps.log,
+    WITHDRAWAL_BROADCAST_QUEUE,
+    { batchSize: 4, burstWhenBatchFull: true, localConcurrency: 4 },
+    async (job) => {
+      const { withdrawalId } = dataOf(job);
+      const r = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](moneyDeps, { withdrawalId });
+      if (r !== 'BROADCAST' && r !== 'SKIPPED') deps.log.info({ withdrawalId, outcome: r }, 'withdrawal not broadcast');
+    },
+  );
+  await workEach<WithdrawalSweepJob>(boss, deps.log, WITHDRAWAL_SWEEP_QUEUE, {}, async ({ data }) => {
+    const counts = await withdrawalHandlers[WITHDRAWAL_SWEEP_QUEUE](moneyDeps, data);
+    const moved = Object.entries(counts).filter(([k, n]) => n && k !== 'WAITING' && k !== 'SKIPPED');
+    if (moved.length) deps.log.info(Object.fromEntries(moved), 'withdrawal sweep');
+  });
+}
