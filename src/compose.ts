@@ -36,13 +36,16 @@ export { handBackJobs, stopJobs };
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
   const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
   const sealingKey = loadSealingKey(config);
-  const boss = await startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' });
+  const [boss, tokenKeys] = await Promise.all([
+    startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' }),
+    loadTokenKeys(config),
+  ]);
   return {
     config,
     db,
     clock: systemClock,
     log,
-    tokenKeys: await loadTokenKeys(config),
+    tokenKeys,
     boss,
     rateLimiter: new RateLimiter(db, systemClock),
     mailer: createMailer(config, log),

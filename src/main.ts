@@ -1,6 +1,6 @@
 import { booted } from './boot'; // first: an invalid setting is one line, not a stack
 import { config, missingProductionSettings, missingSharedDatabaseKeys, postureOf } from './config';
-import { openDatabase, prepareDatabase, unsupportedServer, type Database } from './db/database';
+import { openDatabase, prepareDatabase, type Database } from './db/database';
 import { createLogger } from './app';
 import { createDeps } from './compose';
 import { assertPortFree, startServer, type RunningServer } from './server';
@@ -40,9 +40,7 @@ let server: RunningServer;
 try {
   await assertPortFree(config.PORT, config.HOST);
   db = await openDatabase();
-  // A server older than the supported minimum: one line naming it, before anything is changed.
-  const unsupported = await unsupportedServer(db.url);
-  if (unsupported) throw new Error(unsupported);
+  // A server older than the supported minimum is refused by prepareDatabase with one line naming it, before anything is changed.
   const { applied } = await prepareDatabase(db, config, log);
   log.info({ applied, embedded: db.embedded }, 'database ready');
   deps = await createDeps(config, db.url, log);

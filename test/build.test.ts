@@ -36,6 +36,15 @@ test('the built server starts on an existing database, is ready and serves REST'
   expect(signup.status, JSON.stringify(signup.body)).toBe(201);
   expect(signup.body).toMatchObject({ organizationId: expect.any(String), memberId: expect.any(String) });
   expect((await svc.rest('GET', '/v1/openapi.json')).status).toBe(200);
+  // The bundled packages at work: a session (argon2, jose), GraphQL over HTTP, the API reference and its assets.
+  const login = await svc.rest('POST', '/v1/auth/login', { body: { email: `built-${process.pid}@example.com`, password: 'correct horse battery' } });
+  expect(login.status, JSON.stringify(login.body)).toBe(200);
+  const token = (login.body as { accessToken: string }).accessToken;
+  const me = await svc.rest('POST', '/graphql', { headers: { authorization: `Bearer ${token}` }, body: { query: '{ viewer { email } }' } });
+  expect(me.body).toEqual({ data: { viewer: { email: `built-${process.pid}@example.com` } } });
+  const docs = await svc.rest('GET', '/docs', { headers: { accept: 'text/html' } });
+  expect(docs.status).toBe(200);
+  for (const asset of docs.text.match(/\/assets\/[^"']+/g) ?? []) expect((await svc.rest('GET', asset)).status, asset).toBe(200);
   expect(svc.logs().filter((l) => l.level >= ERROR_LEVEL)).toEqual([]);
   expect(await svc.stop()).toMatchObject({ code: 0 });
   svc = undefined;

@@ -56,11 +56,15 @@ const processLog: Log = { info: ((m: unknown) => console.error(m)) as Log['info'
  *   Production refuses to start with one; other modes warn.
  */
 export async function prepareDatabase(db: Database, c: Config, log: Log, opts: { requireOwner?: boolean } = {}): Promise<{ applied: string[] }> {
-  const unsupported = await unsupportedServer(db.url);
+  // Three reads at once (each its own connection): start-up time. The version is judged before anything changes.
+  const [unsupported, serviceRole, ownsSchema] = await Promise.all([
+    unsupportedServer(db.url),
+    roleOf(db.url),
+    db.ownerUrl ? Promise.resolve(false) : isSchemaOwner(db.url),
+  ]);
   if (unsupported) throw new Error(unsupported);
-  const serviceRole = await roleOf(db.url);
   let owner = db.ownerUrl;
-  if (!owner && (await isSchemaOwner(db.url))) owner = db.url;
+  if (!owner && ownsSchema) owner = db.url;
   let applied: string[] = [];
   if (owner) {
     const ownerRole = owner === db.url ? serviceRole : await roleOf(owner);
