@@ -22,6 +22,9 @@ import { registerReserveJobs } from '../src/treasury/costs/reserve.jobs';
 import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
 import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
 import { RECOVER_QUEUE } from '../src/kernel/queues';
+import { registerEvmJobs } from '../src/chains/evm/evm.jobs';
+import { configureEvmNetworks } from '../src/chains/evm/config';
+import { evmNetworksOf } from '../src/config';
 import { RECOVERY_INTERVAL_MS, recoverOperations } from '../src/operations/recovery';
 
 /**
@@ -144,6 +147,9 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerReconciliationJobs(boss, deps, opts.work);
   await registerReserveJobs(boss, deps, opts.work);
   await registerWithdrawalJobs(boss, deps, opts.work);
+  // EVM watchers (issue 18, src/chains/evm/evm.jobs.ts): one live job per configured network.
+  configureEvmNetworks(evmNetworksOf(deps.config));
+  const evmWatch = await registerEvmJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await workEach(boss, deps.log, queues.purgeExpired, {}, async () => {
@@ -159,7 +165,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
     });
     const producer = startBlockProduction(boss, { db: deps.db, clock: deps.clock, log: deps.log, intervalMs: deps.config.SANDBOX_BLOCK_INTERVAL_MS });
     const recovery = await startRecovery(boss, deps);
-    runners.set(boss, [producer, recovery, worker]);
+    runners.set(boss, [producer, recovery, worker, ...(evmWatch ? [evmWatch] : [])]);
     await workEach<{ jobId: string }>(boss, deps.log, queues.webhookBulkRedeliver, {}, async (job) => {
       const { jobId } = dataOf(job);
       try {

@@ -18,6 +18,12 @@ ALTER TABLE "DepositAddress" DROP CONSTRAINT "DepositAddress_assetNetworkId_fkey
 ALTER TABLE "DepositAddress" DROP CONSTRAINT "DepositAddress_networkId_fkey";
 ALTER TABLE "DepositAddress" DROP CONSTRAINT "DepositAddress_organizationId_fkey";
 ALTER TABLE "DepositAddress" DROP CONSTRAINT "DepositAddress_paymentIntentId_fkey";
+ALTER TABLE "EvmBlock" DROP CONSTRAINT "EvmBlock_networkId_fkey";
+ALTER TABLE "EvmBroadcast" DROP CONSTRAINT "EvmBroadcast_networkId_fkey";
+ALTER TABLE "EvmNonce" DROP CONSTRAINT "EvmNonce_networkId_fkey";
+ALTER TABLE "EvmTransfer" DROP CONSTRAINT "EvmTransfer_assetNetworkId_fkey";
+ALTER TABLE "EvmTransfer" DROP CONSTRAINT "EvmTransfer_networkId_fkey";
+ALTER TABLE "EvmWatchedAddress" DROP CONSTRAINT "EvmWatchedAddress_networkId_fkey";
 ALTER TABLE "LedgerAccount" DROP CONSTRAINT "LedgerAccount_assetNetworkId_fkey";
 ALTER TABLE "LedgerAccount" DROP CONSTRAINT "LedgerAccount_organizationId_fkey";
 ALTER TABLE "LedgerCorrection" DROP CONSTRAINT "LedgerCorrection_correctsLedgerTransactionId_fkey";

@@ -26,6 +26,8 @@ import { openApiDocument } from './openapi';
 import { stuckCountForReadiness } from '../src/operations/recovery';
 import { isUuid } from '../src/ids';
 import { projectRoot } from '../src/root';
+import { configuredEvmNetworks } from '../src/chains/evm/config';
+import { evmNodesReadiness } from '../src/chains/evm/watcher';
 
 const MAX_BODY_BYTES = 1 << 20;
 const operationsDir = resolve(projectRoot, 'rest/operations');
@@ -225,7 +227,14 @@ async function readiness(deps: Deps, requestId: string): Promise<Response> {
   const ok = checks.database === 'ok' && checks.jobs !== 'unreachable';
   // Money operations idle past STUCK_AFTER_SECONDS (GET /v1/admin/stuck-operations lists them): reported, not a reason to be unready.
   const stuckOperations = checks.database === 'ok' ? await stuckCountForReadiness(deps).catch(() => null) : null;
-  return Response.json({ status: ok ? 'ready' : 'unavailable', checks, stuckOperations }, { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } });
+  // EVM networks' nodes (issue 18): each says whether its node answers; one down is reported, not a reason to be unready (the others and the API go on).
+  const evm = configuredEvmNetworks().length
+    ? { evmNetworks: Object.fromEntries(Object.entries(await evmNodesReadiness()).map(([id, why]) => [id, why === null ? 'ok' : `unreachable: ${why}`])) }
+    : {};
+  return Response.json(
+    { status: ok ? 'ready' : 'unavailable', checks, stuckOperations, ...evm },
+    { status: ok ? 200 : 503, headers: { 'x-request-id': requestId } },
+  );
 }
 
 async function handle(

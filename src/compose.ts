@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config } from './config';
+import { evmNetworksOf, type Config } from './config';
+import { configureEvmNetworks } from './chains/evm/config';
 import type { Deps } from './context';
 import { systemClock } from './clock';
 import { createPrisma } from './db/prisma';
@@ -20,6 +21,8 @@ import { createYogaApp } from './app';
 
 /** The HTTP app: yoga with every plugin, the REST adapter of `rest/` among them. */
 export function createApp(deps: Deps) {
+  // The EVM networks' connection settings (issue 18): the adapter of each configured network reads them.
+  configureEvmNetworks(evmNetworksOf(deps.config));
   return createYogaApp(deps, restPlugin);
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseEvmNetworks, type EvmNetworks } from './kernel/evm-settings';
 
 /** An exact browser origin: scheme, host and port only (https://app.example.com). */
 const origin = z.string().transform((s, ctx) => {
@@ -102,8 +103,15 @@ const schema = z
       .min(10)
       .max(30 * 86_400)
       .default(300),
+
+    // --- EVM networks (issue 18; docs/chains.md) ---
+    /** JSON: per EVM network id, its connection settings ({rpcUrl, chainId, finalityDepth?, pollIntervalMs?, tokens?, …}). */
+    EVM_NETWORKS: z.string().optional(),
+    /** The same settings in a JSON file (instead of EVM_NETWORKS). */
+    EVM_NETWORKS_FILE: z.string().optional(),
   })
   .superRefine((c, ctx) => {
+    parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, ctx);
     if (c.MIGRATION_DATABASE_URL && !c.DATABASE_URL)
       ctx.addIssue({
         code: 'custom',
@@ -187,6 +195,11 @@ export function missingSharedDatabaseKeys(c: Config): string[] {
         'process, or what one seals another cannot open)',
     );
   return missing;
+}
+
+/** The EVM networks' settings (validated with the rest of the configuration by loadConfig). */
+export function evmNetworksOf(c: Config): EvmNetworks {
+  return parseEvmNetworks(c.EVM_NETWORKS, c.EVM_NETWORKS_FILE, { addIssue: () => {} } as never);
 }
 
 export class ConfigError extends Error {

@@ -53,6 +53,13 @@ export const createNetworkInput = z
   .superRefine((v, ctx) => {
     if (v.kind === 'SANDBOX' && v.environmentType !== 'SANDBOX')
       ctx.addIssue({ code: 'custom', path: ['environmentType'], message: 'a SANDBOX network serves SANDBOX environments only' });
+    // Issue 18: a real network (EVM, UTXO, TRON, SOLANA) moves real money: PRODUCTION environments only.
+    if (v.kind !== 'SANDBOX' && v.environmentType !== 'PRODUCTION')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['environmentType'],
+        message: `a ${v.kind} network moves real money: it serves PRODUCTION environments only (sandbox environments use SANDBOX networks)`,
+      });
   });
 
 export const createAssetNetworkInput = z.object({

@@ -2,12 +2,15 @@ import type { NetworkKind } from '../generated/prisma/enums';
 import type { Db } from '../db/prisma';
 import { sandboxAdapter } from './sandbox/adapter';
 import type { ChainDeps } from './sandbox/chain';
+import type { TransferPayload } from './secp256k1';
+import { evmAdapter } from './evm/adapter';
+import { configuredEvmNetworks } from './evm/config';
 
 /**
  * The one seam between domain code and a blockchain. Domain code (custody, deposits, withdrawals,
  * treasury) never reads chain tables or calls a node directly: it asks the adapter of the network.
- * One implementation today: the sandbox chain (src/chains/sandbox/), persisted in PostgreSQL.
- * docs/chains.md says how a real chain (an EVM chain through viem) plugs in.
+ * Two implementations: the sandbox chain (src/chains/sandbox/), persisted in PostgreSQL, and EVM
+ * chains on viem over JSON-RPC (src/chains/evm/, issue 18). docs/chains.md.
  */
 export interface NetworkRef {
   id: string;
@@ -80,6 +83,28 @@ export interface NetworkAdapter {
   /** One transaction by hash, or null when the chain never saw it. */
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
   /**
+   * Signs a transfer with the sending address's private key, for `broadcast` (custodial withdrawals,
+   * refunds, sweeps, treasury payouts). The sandbox: the signed-transfer JSON (src/chains/secp256k1.ts
+   * signTransfer). EVM: an EIP-1559 transaction (native value, or the token's transfer(to, amount))
+   * with the sender's next nonce, taken under a row lock held by the caller's transaction (so two
+   * workers never sign one nonce), and the node's fees now. `payload.nonce` is the sandbox's; EVM
+   * chains number transactions per sender themselves.
+   */
+  signTransfer(network: NetworkRef, payload: TransferPayload, privateKey: Uint8Array): Promise<string>;
+  /**
+   * A SELF_CUSTODY signing request for a transfer: the payload stored and shown, the exact text the
+   * integrator signs (`canonical`) and its digest (hex). The sandbox: the canonical JSON of the
+   * payload and its SHA-256. EVM: the unsigned EIP-1559 transaction (0x RLP, with the sender's next
+   * nonce and the fees now) and its keccak-256, the transaction's signing hash.
+   */
+  signingRequest(network: NetworkRef, payload: TransferPayload): Promise<{ payload: Record<string, unknown>; canonical: string; digest: string }>;
+  /**
+   * The signed transaction for `broadcast`, from a stored signing request and the integrator's
+   * 64-byte compact signature (r||s, hex). RangeError when it does not verify for the payload's
+   * sending address; nothing is sent.
+   */
+  assembleSigned(network: NetworkRef, request: { payload: Record<string, unknown>; canonical: string }, signature: string): Promise<string>;
+  /**
    * Sends a signed transaction; answers its hash. `organizationId`: the organization whose transfer it
    * is (its withdrawal, refund or sweep; null for none). A real chain cannot record it; the sandbox
    * does, so that only that organization may drop, replace or reorganize the transfer (docs/chains.md).
@@ -125,9 +150,12 @@ export async function replacementChain(
   return { links, truncated: false };
 }
 
-/** Whether this version has an adapter for the kind (only SANDBOX today; docs/chains.md). */
+/**
+ * Whether this version has an adapter for the kind: SANDBOX, and EVM when the process has EVM
+ * networks configured (EVM_NETWORKS; docs/chains.md). UTXO, TRON and SOLANA have none.
+ */
 export function hasAdapter(kind: NetworkKind): boolean {
-  return kind === 'SANDBOX';
+  return kind === 'SANDBOX' || (kind === 'EVM' && configuredEvmNetworks().length > 0);
 }
 
 /**
@@ -137,5 +165,6 @@ export function hasAdapter(kind: NetworkKind): boolean {
  */
 export function adapterFor(kind: NetworkKind, db?: Db, deps?: ChainDeps): NetworkAdapter {
   if (kind === 'SANDBOX') return sandboxAdapter(db, deps);
+  if (kind === 'EVM' && configuredEvmNetworks().length > 0) return evmAdapter(db);
   throw new Error(`no network adapter for ${kind} networks in this version (docs/chains.md)`);
 }

@@ -48,6 +48,24 @@ export function generateKeyPair(): { publicKey: string; privateKey: Uint8Array }
   return { publicKey: bytesToHex(publicKey), privateKey: secretKey };
 }
 
+/**
+ * The key operations of a NetworkAdapter whose keys are secp256k1 (the sandbox and EVM adapters):
+ * root key generation and public-key validation, the same for both. Addresses differ (derive).
+ */
+export const secp256k1KeyOps = {
+  curve: CURVE,
+  generateKeyPair(): { curve: typeof CURVE; publicKey: string; privateKey: Uint8Array } {
+    return { curve: CURVE, ...generateKeyPair() };
+  },
+  normalizePublicKey: (publicKey: string) => normalizePublicKey(publicKey),
+  validatePublicKey: (curve: string, publicKey: string) => curve === CURVE && normalizePublicKey(publicKey) !== null,
+  /** The child public key at `index` under a wallet's root (throws for a root of another curve). */
+  deriveChild(family: string, wallet: { curve: string; publicKey: string }, index: number): string {
+    if (wallet.curve !== CURVE) throw new Error(`${family} wallets are ${CURVE}, not ${wallet.curve}`);
+    return derivePublicKey(wallet.publicKey, index);
+  },
+};
+
 export function publicKeyOf(privateKey: Uint8Array): string {
   return bytesToHex(secp256k1.getPublicKey(privateKey, true));
 }
@@ -123,8 +141,10 @@ export interface TransferPayload {
   nonce: string;
 }
 
-const canonical = (p: TransferPayload) =>
-  new TextEncoder().encode(JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))));
+/** The canonical JSON of a transfer payload (keys sorted, no spaces): what is signed. */
+export const canonicalTransferJson = (p: TransferPayload): string =>
+  JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+const canonical = (p: TransferPayload) => new TextEncoder().encode(canonicalTransferJson(p));
 
 /** Signs a transfer (integrators' SELF_CUSTODY signing does this on their side; tests and custodial wallets here). */
 export function signTransfer(payload: TransferPayload, privateKey: Uint8Array): string {

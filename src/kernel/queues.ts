@@ -107,6 +107,17 @@ export async function sendChainSync(tx: Db, boss: PgBoss | null, networkId: stri
 }
 
 /**
+ * The watcher of an EVM network (issue 18, src/chains/evm/watcher.ts): one job per network at a
+ * time across processes (policy `exclusive`, singleton key = the network id), asked for by every
+ * worker's ticker (and, with a wsUrl, at each new head).
+ */
+export const EVM_WATCH_QUEUE = 'evm.watch';
+
+export interface EvmWatchJob {
+  networkId: string;
+}
+
+/**
  * A deposit address whose reconciliation failed alone (issue 26): taken out of its network's
  * `chain.sync` chunks and retried by its own job `{ networkId, depositAddressId }` with backoff until
  * it reconciles. The queue's `exclusive` policy with the singleton key `networkId/depositAddressId`

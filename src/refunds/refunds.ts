@@ -9,7 +9,7 @@ import { idempotent } from '../idempotency';
 import { LedgerError, postLedgerTransaction, type LedgerAccountRef, type PostingLine } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
-import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
+import { derivePrivateKey } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { sendFromTreasury } from '../treasury/payouts';
 import { auditAs } from '../audit/audit';
@@ -513,19 +513,21 @@ async function payFromControlledAddresses(
       let root = roots.get(a.walletId);
       if (!root) roots.set(a.walletId, (root = await custodialRootKey(tx, deps.sealingKey!, a.walletId)));
       const key = derivePrivateKey(root, a.derivationIndex);
-      const signed = signTransfer(
-        {
-          networkId: network.id,
-          assetNetworkId: p.assetNetworkId,
-          fromAddress: a.address,
-          fromPublicKey: a.publicKey,
-          toAddress: p.toAddress,
-          amount: p.amount.toString(),
-          nonce: p.nonce,
-        },
-        key,
-      );
-      key.fill(0);
+      const signed = await adapter
+        .signTransfer(
+          networkRef(network),
+          {
+            networkId: network.id,
+            assetNetworkId: p.assetNetworkId,
+            fromAddress: a.address,
+            fromPublicKey: a.publicKey,
+            toAddress: p.toAddress,
+            amount: p.amount.toString(),
+            nonce: p.nonce,
+          },
+          key,
+        )
+        .finally(() => key.fill(0));
       try {
         const { txHash } = await adapter.broadcast(networkRef(network), signed, p.organizationId);
         return { txHash, fromAddress: a.address };

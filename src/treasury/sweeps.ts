@@ -6,8 +6,8 @@ import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { amountToNumeric, amountToString, numericToAmount, positiveAmountText } from '../money';
-import { adapterFor, networkRef, type ObservedStatus } from '../chains/adapter';
-import { derivePrivateKey, signTransfer } from '../chains/secp256k1';
+import { adapterFor, hasAdapter, networkRef, type ObservedStatus } from '../chains/adapter';
+import { derivePrivateKey } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs } from '../audit/audit';
 import { requestActor, TX_OPTIONS } from '../kernel/service';
@@ -66,7 +66,7 @@ export interface SweepView {
 
 async function view(db: Db, s: TreasurySweep): Promise<SweepView> {
   const network = await db.network.findUniqueOrThrow({ where: { id: s.networkId } });
-  const seen = network.kind === 'SANDBOX' ? await adapterFor(network.kind, db).transaction(networkRef(network), s.txHash) : null;
+  const seen = hasAdapter(network.kind) ? await adapterFor(network.kind, db).transaction(networkRef(network), s.txHash) : null;
   return {
     id: s.id,
     assetNetworkId: s.assetNetworkId,
@@ -119,7 +119,9 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         const an = await tx.assetNetwork.findUnique({ where: { id: data.assetNetworkId }, include: { network: true } });
         if (!an) throw notFound('AssetNetwork');
         const network = an.network;
-        if (network.kind !== 'SANDBOX') throw invalidState(`Sweeps run on SANDBOX networks only; this asset-network is on a ${network.kind} network.`);
+        // SANDBOX networks, and EVM networks since issue 18 (the adapter signs and broadcasts real transactions).
+        if (!hasAdapter(network.kind))
+          throw invalidState(`Sweeps run on networks with an adapter (SANDBOX, configured EVM networks); this asset-network is on a ${network.kind} network.`);
         const from = await tx.depositAddress.findUnique({
           where: { id: data.fromDepositAddressId },
           include: { wallet: { select: { id: true, custodyMode: true } } },
@@ -159,19 +161,21 @@ export async function executeSandboxSweep(ctx: Context, input: unknown, idempote
         const root = await custodialRootKey(tx, deps.sealingKey, from.wallet.id);
         const key = derivePrivateKey(root, from.derivationIndex);
         root.fill(0);
-        const signed = signTransfer(
-          {
-            networkId: network.id,
-            assetNetworkId: an.id,
-            fromAddress: from.address,
-            fromPublicKey: from.publicKey,
-            toAddress: to.address,
-            amount: amount.toString(),
-            nonce: id,
-          },
-          key,
-        );
-        key.fill(0);
+        const signed = await adapter
+          .signTransfer(
+            networkRef(network),
+            {
+              networkId: network.id,
+              assetNetworkId: an.id,
+              fromAddress: from.address,
+              fromPublicKey: from.publicKey,
+              toAddress: to.address,
+              amount: amount.toString(),
+              nonce: id,
+            },
+            key,
+          )
+          .finally(() => key.fill(0));
         let txHash: string;
         try {
           ({ txHash } = await adapter.broadcast(networkRef(network), signed, from.organizationId));

@@ -191,7 +191,7 @@ export async function registerControlledAddress(ctx: Context, input: unknown): P
           createdAt: ctx.deps.clock.now(),
         },
       });
-      await adapter.watchAddresses(networkRef(network), [address]);
+      await adapterFor(network.kind, tx).watchAddresses(networkRef(network), [address]);
       await auditAs(tx, ctx.deps, requestActor(ctx), {
         organizationId: null,
         entityType: 'ControlledAddress',
@@ -342,7 +342,9 @@ export async function signFromControlledAddress(
   const key = secp.derivePrivateKey(root, r.derivationIndex!);
   root.fill(0);
   try {
-    return secp.signTransfer(
+    const network = await tx.network.findUniqueOrThrow({ where: { id: r.networkId } });
+    return await adapterFor(network.kind, tx).signTransfer(
+      networkRef(network),
       {
         networkId: r.networkId,
         assetNetworkId: payload.assetNetworkId,

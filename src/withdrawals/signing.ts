@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { SigningRequest } from '../generated/prisma/client';
@@ -6,7 +5,7 @@ import { fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { loadEnvironment } from '../tenancy/access';
 import { adapterFor, networkRef } from '../chains/adapter';
-import { verifySignedTransfer, type TransferPayload } from '../chains/secp256k1';
+import { canonicalTransferJson, type TransferPayload } from '../chains/secp256k1';
 import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
 import { auditAs } from '../audit/audit';
 import { checkBeforeMoving, loadWithdrawal, lockDestinationThenWithdrawal, lockWithdrawal, markBroadcast, selfCustodyPayload } from './withdrawals';
@@ -23,8 +22,7 @@ import { checkBeforeMoving, loadWithdrawal, lockDestinationThenWithdrawal, lockW
  * withdrawal.confirmed.
  */
 
-export const canonicalPayload = (p: TransferPayload): string =>
-  JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+export const canonicalPayload = (p: TransferPayload): string => canonicalTransferJson(p);
 
 export const createSigningRequestInput = z.object({ withdrawalId: z.string().refine(isUuid, 'must be a withdrawal id (uuid)') }).strict();
 export const submitSignatureInput = z
@@ -74,7 +72,9 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
     if (w.custodyMode !== 'SELF_CUSTODY') throw invalidState('A custodial withdrawal is signed by the service: it has no signing request.');
     if (w.status !== 'AWAITING_SIGNATURE') throw invalidState(`The withdrawal is ${w.status}: it does not wait for a signature.`);
     const payload = await selfCustodyPayload(tx, w);
-    const canonical = canonicalPayload(payload);
+    // What is signed is the network's (the sandbox: the canonical JSON; EVM: the unsigned transaction).
+    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
+    const request = await adapterFor(network.kind, tx).signingRequest(networkRef(network), payload);
     const now = ctx.deps.clock.now();
     const row = await tx.signingRequest.create({
       data: {
@@ -82,9 +82,9 @@ export async function createSigningRequest(ctx: Context, environmentIdArg: unkno
         environmentId: env.id,
         environmentType: env.type,
         withdrawalId: w.id,
-        payload: payload as never,
-        canonicalPayload: canonical,
-        digest: createHash('sha256').update(canonical).digest('hex'),
+        payload: request.payload as never,
+        canonicalPayload: request.canonical,
+        digest: request.digest,
         createdAt: now,
         updatedAt: now,
       },
@@ -119,10 +119,17 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
       throw invalidState(`The signing request is ${sr.status} and its withdrawal ${w.status}: no signature is expected.`);
     // The payload is rebuilt from the wallet's public material: the stored one must still be it.
     const payload = await selfCustodyPayload(tx, w);
-    if (canonicalPayload(payload) !== sr.canonicalPayload) throw new Error('the stored signing payload no longer matches the withdrawal');
-    const signed = JSON.stringify({ payload, signature });
+    const { evm: _evm, ...stored } = sr.payload as Record<string, unknown>;
+    if (canonicalPayload(payload) !== canonicalPayload(stored as unknown as TransferPayload))
+      throw new Error('the stored signing payload no longer matches the withdrawal');
+    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
+    let signed: string;
     try {
-      verifySignedTransfer(signed);
+      signed = await adapterFor(network.kind, tx).assembleSigned(
+        networkRef(network),
+        { payload: sr.payload as Record<string, unknown>, canonical: sr.canonicalPayload },
+        signature,
+      );
     } catch (e) {
       if (e instanceof RangeError) throw fieldError('signature', `does not verify with the key of ${payload.fromAddress} (${e.message})`);
       throw e;
@@ -134,7 +141,6 @@ export async function submitSignature(ctx: Context, idArg: unknown, input: unkno
       throw invalidState(
         `The signed transfer cannot be sent now: ${check.reason} Nothing was broadcast; the request stays PENDING: submit the signature again later.`,
       );
-    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
     let txHash: string;
     try {
       ({ txHash } = await adapterFor(network.kind, tx, { clock: ctx.deps.clock, boss: ctx.deps.boss }).broadcast(

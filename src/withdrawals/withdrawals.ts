@@ -9,7 +9,7 @@ import { idempotent } from '../idempotency';
 import { createHold, LedgerError, lockAccountsForMove, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
-import { derivePrivateKey, derivePublicKey, addressOf, signTransfer, type TransferPayload } from '../chains/secp256k1';
+import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs, type Actor } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
@@ -626,7 +626,9 @@ export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string)
           nonce: w.id,
         };
         try {
-          const { txHash } = await adapter.broadcast(networkRef(network), signTransfer(transfer, derivePrivateKey(root, a.derivationIndex)), w.organizationId);
+          const key = derivePrivateKey(root, a.derivationIndex);
+          const signed = await adapter.signTransfer(networkRef(network), transfer, key).finally(() => key.fill(0));
+          const { txHash } = await adapter.broadcast(networkRef(network), signed, w.organizationId);
           await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
           return 'BROADCAST';
         } catch (e) {
@@ -838,7 +840,8 @@ export async function selfCustodyPayload(db: Db, w: Withdrawal): Promise<Transfe
     throw invalidState('Only a SELF_CUSTODY withdrawal is signed by the integrator.');
   const wallet = await db.wallet.findUniqueOrThrow({ where: { id: w.walletId } });
   const fromPublicKey = derivePublicKey(wallet.publicKey, w.sourceIndex);
-  if (addressOf(fromPublicKey) !== w.fromAddress) throw new Error('the source address does not derive from the wallet');
+  // Compared case-insensitively: EVM addresses are stored EIP-55 checksummed.
+  if (addressOf(fromPublicKey) !== w.fromAddress.toLowerCase()) throw new Error('the source address does not derive from the wallet');
   return {
     networkId: w.networkId,
     assetNetworkId: w.assetNetworkId,

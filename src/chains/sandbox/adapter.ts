@@ -1,7 +1,8 @@
 import { numericToAmount } from '../../money';
 import { DomainError } from '../../errors';
 import type { Db, PrismaClient } from '../../db/prisma';
-import type { AddressBalance, DerivedAddress, FeeEstimate, KeyPair, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
 import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
 
@@ -17,19 +18,22 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
   };
   return {
     kind: 'SANDBOX',
-    curve: keys.CURVE,
-    generateKeyPair(): KeyPair {
-      const { publicKey, privateKey } = keys.generateKeyPair();
-      return { curve: keys.CURVE, publicKey, privateKey };
-    },
-    normalizePublicKey: (publicKey) => keys.normalizePublicKey(publicKey),
-    validatePublicKey: (curve, publicKey) => curve === keys.CURVE && keys.normalizePublicKey(publicKey) !== null,
+    ...keys.secp256k1KeyOps,
     deriveAddress(_network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress {
-      if (wallet.curve !== keys.CURVE) throw new Error(`sandbox wallets are ${keys.CURVE}, not ${wallet.curve}`);
-      const publicKey = keys.derivePublicKey(wallet.publicKey, index);
+      const publicKey = keys.secp256k1KeyOps.deriveChild('sandbox', wallet, index);
       return { address: keys.addressOf(publicKey), publicKey };
     },
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),
+    signTransfer: async (_network, payload, privateKey) => keys.signTransfer(payload, privateKey),
+    async signingRequest(_network, payload) {
+      const canonical = keys.canonicalTransferJson(payload);
+      return { payload: { ...payload }, canonical, digest: keys.bytesToHex(sha256(new TextEncoder().encode(canonical))) };
+    },
+    async assembleSigned(_network, request, signature) {
+      const signed = JSON.stringify({ payload: request.payload, signature });
+      keys.verifySignedTransfer(signed); // RangeError when it does not verify
+      return signed;
+    },
     // The sandbox chain is in our own database: every address is watched already.
     async watchAddresses() {},
     async blockHeight(network) {

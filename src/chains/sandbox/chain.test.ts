@@ -210,7 +210,7 @@ describe('reorganizations', () => {
       expect((await app.rest('POST', `/v1/sandbox/networks/${c.networkId}/mine`, { headers: h, body: { blocks } })).status).toBe(400);
     const evm = await app.rest('POST', '/v1/platform/networks', {
       headers: c.operator.headers,
-      body: { name: `Testnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 },
+      body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
     });
     expect((await app.rest('POST', `/v1/sandbox/networks/${evm.body.id}/mine`, { headers: h, body: {} })).status).toBe(404);
     expect((await app.rest('POST', `/v1/sandbox/networks/${crypto.randomUUID()}/reorg`, { headers: h, body: { depth: 1 } })).status).toBe(404);
@@ -352,7 +352,7 @@ describe('the sandbox API itself', () => {
     // An asset-network of a non-sandbox network: 400.
     const evm = await app.rest('POST', '/v1/platform/networks', {
       headers: c.operator.headers,
-      body: { name: `Testnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'SANDBOX', blockTimeSeconds: 12, requiredConfirmations: 2 },
+      body: { name: `Mainnet ${crypto.randomUUID()}`, kind: 'EVM', environmentType: 'PRODUCTION', blockTimeSeconds: 12, requiredConfirmations: 2 },
     });
     const an = await app.rest('POST', '/v1/platform/asset-networks', {
       headers: c.operator.headers,
@@ -527,7 +527,7 @@ describe('the network adapter over the sandbox chain', () => {
     expect(await adapter.transfersTo(network, [])).toEqual([]);
     expect(adapter.validateAddress(to)).toBe(true);
     expect(adapter.validateAddress('0xABC')).toBe(false);
-    expect(() => adapterFor('EVM')).toThrow(/no network adapter/);
+    expect(() => adapterFor('TRON')).toThrow(/no network adapter/);
     await expect(adapterFor('SANDBOX').blockHeight(network)).rejects.toThrow(/database handle/);
   });
 
