@@ -78,3 +78,9 @@ builder.scalarType('JSON', {
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});
+
+/** The cursor page arguments of the list fields (read by src/kernel/paging.ts `pageQuery`). */
+export const cursorPageArgs = builder.args((t) => ({
+  limit: t.int({ description: '1 to 500; default 100.' }),
+  after: t.id({ description: 'The nextCursor of the previous page.' }),
+}));

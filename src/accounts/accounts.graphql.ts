@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { builder } from '../builder';
+import { builder, cursorPageArgs } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { notFound } from '../errors';
@@ -228,8 +228,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: { member: 'account-read', apiKey: true } },
     args: {
       organizationId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: (_p, args, ctx) =>
       accounts.listAccounts(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
@@ -240,8 +239,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: policies.member('account-holder-manage') },
     args: {
       organizationId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: (_p, args, ctx) =>
       invitations.listInvitations(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
 import { pageQuery, toPage } from '../kernel/paging';
-import { builder } from '../builder';
+import { builder, cursorPageArgs } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
@@ -289,8 +289,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: policies.member('api-key-manage') },
     args: {
       environmentId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: async (_p, args, ctx) => {
       const env = await loadEnvironment(ctx, String(args.environmentId));
@@ -305,8 +304,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: policies.member('application-manage') },
     args: {
       applicationId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: async (_p, args, ctx) => {
       const app = await loadApplication(ctx, String(args.applicationId));

@@ -1,6 +1,6 @@
 import { numericToAmount } from '../money';
 import { z } from 'zod';
-import { builder } from '../builder';
+import { builder, cursorPageArgs } from '../builder';
 import { policies } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import { amountToString } from '../money';
@@ -118,8 +118,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: read },
     args: {
       organizationId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: (_p, args, ctx) =>
       transactions.listTransactions(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),

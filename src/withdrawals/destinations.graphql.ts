@@ -1,4 +1,4 @@
-import { builder } from '../builder';
+import { builder, cursorPageArgs } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as destinations from './destinations';
@@ -70,8 +70,7 @@ builder.queryFields((t) => ({
     authScopes: { policy: destinationRead },
     args: {
       organizationId: t.arg.id({ required: true }),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'The nextCursor of the previous page.' }),
+      ...cursorPageArgs,
     },
     resolve: (_p, args, ctx) =>
       destinations.listDestinations(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
