@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { createApp } from './compose';
+import { createApp, readiness, workerHttpHandler } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
@@ -135,6 +135,51 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
         await Promise.race([closed, new Promise<void>((ok) => (timer = setTimeout(ok, drainMs)))]);
         clearTimeout(timer);
         clearInterval(idle);
+        server.closeAllConnections();
+        await closed;
+      })()),
+  };
+}
+
+/**
+ * The worker's HTTP server (`npm run start:worker`, issue 20): no API, no websocket; `GET /healthz`
+ * (alive, `"role":"worker"`), `GET /readyz` (database and job runner, as the API's), and any other
+ * path handed to compose.ts's workerHttpHandler (/metrics), else 404. Closing it drains as the API's.
+ */
+export async function startWorkerServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
+  const extra = workerHttpHandler(deps);
+  const send = async (res: ServerResponse, answer: Response) => {
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const requestId = crypto.randomUUID();
+      const path = new URL(req.url ?? '/', 'http://worker').pathname;
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      if (read && path === '/healthz')
+        return send(res, Response.json({ status: 'ok', mode: deps.config.NODE_ENV, role: 'worker' }, { headers: { 'x-request-id': requestId } }));
+      if (read && path === '/readyz') return send(res, await readiness(deps, requestId));
+      if (extra && (await extra(req, res))) return;
+      return send(res, Response.json({ status: 404, code: 'ROUTE_NOT_FOUND', detail: `A worker serves /healthz and /readyz only, not ${path}.` }, { status: 404 }));
+    })().catch((err: unknown) => {
+      deps.log.error({ err }, 'worker HTTP server failure');
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await listenOn(server, port, host);
+  const { port: bound } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
+    close: ({ drainMs = 0 } = {}) =>
+      (closing ??= (async () => {
+        const closed = new Promise<void>((ok) => server.close(() => ok()));
+        server.closeIdleConnections();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([closed, new Promise<void>((ok) => (timer = setTimeout(ok, Math.min(drainMs, 1000))))]);
+        clearTimeout(timer);
         server.closeAllConnections();
         await closed;
       })()),
