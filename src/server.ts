@@ -161,7 +161,10 @@ export async function startWorkerServer(deps: Deps, port: number, host = '127.0.
         return send(res, Response.json({ status: 'ok', mode: deps.config.NODE_ENV, role: 'worker' }, { headers: { 'x-request-id': requestId } }));
       if (read && path === '/readyz') return send(res, await readiness(deps, requestId));
       if (extra && (await extra(req, res))) return;
-      return send(res, Response.json({ status: 404, code: 'ROUTE_NOT_FOUND', detail: `A worker serves /healthz and /readyz only, not ${path}.` }, { status: 404 }));
+      return send(
+        res,
+        Response.json({ status: 404, code: 'ROUTE_NOT_FOUND', detail: `A worker serves /healthz and /readyz only, not ${path}.` }, { status: 404 }),
+      );
     })().catch((err: unknown) => {
       deps.log.error({ err }, 'worker HTTP server failure');
       if (!res.headersSent) res.writeHead(500).end();

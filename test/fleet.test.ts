@@ -77,7 +77,12 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
 
   const seen = new Map<string, Set<string>>(); // deliveryId → kinds seen by the subscriber
   const probes = new Set<string>();
-  const client = createClient({ url: `${api1!.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: f.member.headers, retryAttempts: 0 });
+  const client = createClient({
+    url: `${api1!.url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: f.member.headers,
+    retryAttempts: 0,
+  });
   cleanups.push(() => client.dispose());
   let subscriptionError: unknown;
   client.subscribe<{ webhookDeliveryStatus: { kind: string; deliveryId: string } }>(
@@ -123,7 +128,9 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   // 8 funded transactions: 2 settled in full first (the seller's balance for the withdrawals), 6 for the run.
   const funded = await Promise.all(Array.from({ length: 8 }, intent));
   for (const pi of funded)
-    expect((await next().rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: pi.address, amount: '1000000', assetNetworkId: an } })).status).toBe(201);
+    expect(
+      (await next().rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: pi.address, amount: '1000000', assetNetworkId: an } })).status,
+    ).toBe(201);
   await pollUntil(
     'funded',
     async () => Promise.all(funded.map(async (pi) => (await next().rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)),
@@ -231,7 +238,10 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('settlement').map((id) => `settlement:${id}`) } } })).toBe(6);
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: of('refund').map((id) => `refund:${id}`) } } })).toBe(6);
   expect(await db.deposit.count({ where: { paymentIntentId: { in: unpaid.map((pi) => pi.id) } } })).toBe(4);
-  const balances = (await api1!.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body as { posted: string; available: string }[];
+  const balances = (await api1!.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body as {
+    posted: string;
+    available: string;
+  }[];
   // 2 x 1,000,000 + 6 x 600,000 - 4 x 250,000
   expect(balances.map((b) => ({ posted: b.posted, available: b.available }))).toEqual([{ posted: '4600000', available: '4600000' }]);
   for (const pi of funded.slice(2)) {
@@ -252,8 +262,7 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   expect(subscriptionError).toBeUndefined();
 
   // The survivors logged no error but lost attempts of the dead worker (taken over, logged at error by design).
-  for (const s of [api1!, worker2!])
-    expect(s.logs().filter((l) => l.level >= ERROR_LEVEL && !String(l.msg).startsWith('job attempt lost'))).toEqual([]);
+  for (const s of [api1!, worker2!]) expect(s.logs().filter((l) => l.level >= ERROR_LEVEL && !String(l.msg).startsWith('job attempt lost'))).toEqual([]);
   const stopped = await Promise.all([api1!.stop(), worker2!.stop()]);
   expect(stopped).toEqual([
     { code: 0, signal: null },
