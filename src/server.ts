@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
@@ -7,6 +7,7 @@ import { createApp, readiness, workerHttpHandler } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
+import { clientAddress, parseTrustedProxies } from './kernel/client-address';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -68,7 +69,10 @@ export async function assertPortFree(port: number, host: string): Promise<void> 
 
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
-  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
+  // The client's address (rate limits): the socket's peer, or X-Forwarded-For behind a trusted proxy (TRUST_PROXY).
+  const proxies = parseTrustedProxies(deps.config.TRUST_PROXY);
+  const clientIpOf = (req: IncomingMessage) => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], proxies);
+  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: clientIpOf(req) }));
   server.keepAliveTimeout = 65_000;
   // Listening before the websocket server is attached: attached first, it would re-emit a taken port
   // as an "internal error" while the process ran on. Upgrades are handled once it listens.
@@ -100,7 +104,7 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
           deps,
           requestId: crypto.randomUUID(),
           ...session.current(),
-          clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown',
+          clientIp: clientIpOf(ctx.extra.request),
         };
         const document = refusals(() => parse(params.query) as DocumentNode);
         if (Array.isArray(document)) return document;

@@ -44,11 +44,12 @@ describe('roles need DATABASE_URL', () => {
   });
 });
 
-test('an API process works no job; a worker does; SIGTERM of the API (open websocket, request in flight) and of the worker (job in flight): exit 0', async () => {
+test('an API process works no job; a worker does; limits count the client behind a trusted proxy; SIGTERM of the API (open websocket, request in flight) and of the worker (job in flight): exit 0', async () => {
   const databaseUrl = await cloneTemplateDatabase('roles');
   const db = createPrisma(ownerUrlOf(databaseUrl), 2);
   cleanups.push(() => db.$disconnect());
-  const env = await serviceEnv({ SHUTDOWN_TIMEOUT_MS: '5000' });
+  // The test is the API's reverse proxy: it connects from 127.0.0.1 and says the client's address in X-Forwarded-For.
+  const env = await serviceEnv({ SHUTDOWN_TIMEOUT_MS: '5000', TRUST_PROXY: '127.0.0.1/32' });
   const start = (role: 'api' | 'worker') =>
     startService({ databaseUrl, env, args: ['--import', 'tsx', 'src/main.ts', role] }).then((s) => (cleanups.push(() => s.stop()), s));
   const api = await start('api');
@@ -106,6 +107,15 @@ test('an API process works no job; a worker does; SIGTERM of the API (open webso
   );
   expect(await db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${idOf(st)}` } })).toBe(1);
   await checkLedgerInvariants(db);
+
+  // Behind the trusted proxy, limits count the forwarded client (10 reset requests per source, then 429), not the proxy.
+  const reset = (client: string) =>
+    api.rest('POST', '/v1/auth/password-reset/request', { body: { email: 'nobody@example.com' }, headers: { 'x-forwarded-for': `1.2.3.4, ${client}` } });
+  for (let i = 0; i < 10; i++) expect((await reset('198.51.100.7')).status).toBe(204);
+  const limited = await reset('198.51.100.7');
+  expect(limited.status, limited.text).toBe(429);
+  expect((await reset('198.51.100.8')).status).toBe(204);
+  expect((await api.rest('POST', '/v1/auth/password-reset/request', { body: { email: 'nobody@example.com' } })).status).toBe(204);
 
   // The API stops: an open websocket is closed with 1001 (going away); a request in flight still gets its answer.
   const socket = new WebSocket(`${api.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
