@@ -28,7 +28,7 @@ export function createApp(deps: Deps) {
 }
 
 /** Readiness (/readyz), for the worker's own small HTTP server too (src/server.ts). */
-export { readiness } from '../rest/adapter';
+export { problem, readiness } from '../rest/adapter';
 
 /** Stopping the job runner, for the shutdown (src/shutdown.ts). */
 export { handBackJobs, stopJobs };

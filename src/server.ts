@@ -3,7 +3,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { createApp, readiness, workerHttpHandler } from './compose';
+import { createApp, problem, readiness, workerHttpHandler } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
@@ -165,10 +165,7 @@ export async function startWorkerServer(deps: Deps, port: number, host = '127.0.
         return send(res, Response.json({ status: 'ok', mode: deps.config.NODE_ENV, role: 'worker' }, { headers: { 'x-request-id': requestId } }));
       if (read && path === '/readyz') return send(res, await readiness(deps, requestId));
       if (extra && (await extra(req, res))) return;
-      return send(
-        res,
-        Response.json({ status: 404, code: 'ROUTE_NOT_FOUND', detail: `A worker serves /healthz and /readyz only, not ${path}.` }, { status: 404 }),
-      );
+      return send(res, problem('ROUTE_NOT_FOUND', `A worker serves /healthz and /readyz, not ${path}.`, requestId));
     })().catch((err: unknown) => {
       deps.log.error({ err }, 'worker HTTP server failure');
       if (!res.headersSent) res.writeHead(500).end();

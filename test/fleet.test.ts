@@ -48,8 +48,7 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   const db = createPrisma(ownerUrlOf(databaseUrl), 4);
   cleanups.push(() => db.$disconnect());
   const env = await serviceEnv({ SANDBOX_BLOCK_INTERVAL_MS: '300', SHUTDOWN_TIMEOUT_MS: '5000' });
-  const start = (role: 'api' | 'worker') =>
-    startService({ databaseUrl, env, detached: true, args: ['--import', 'tsx', 'src/main.ts', role] }).then((s) => (cleanups.push(() => s.stop()), s));
+  const start = (role: 'api' | 'worker') => startService({ databaseUrl, env, detached: true, role }).then((s) => (cleanups.push(() => s.stop()), s));
   const [api1, api2, worker1, worker2] = await Promise.all([start('api'), start('api'), start('worker'), start('worker')]);
   const apis = [api1!, api2!];
   let turn = 0;
