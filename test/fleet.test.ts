@@ -18,8 +18,9 @@ import type { RestResult } from './harness';
  * two local webhook receivers. Mid-run one worker and one API are killed (kill -9); what the dead
  * API did not answer is sent again, with its key, to the other (what a load balancer's client does).
  * Then: every operation terminal, every webhook delivered at least once, each money movement posted
- * once, balances exact, ledger and chain invariants, and a graphql-ws subscriber on API 1 saw every
- * delivery the workers recorded while it listened.
+ * once, balances exact, ledger and chain invariants, each minute's scheduled jobs queued once across
+ * the workers, and a graphql-ws subscriber on API 1 saw every delivery the workers recorded while it
+ * listened.
  */
 const BOUND_MS = 60_000;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -249,6 +250,15 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   }
   await checkLedgerInvariants(db);
   await checkSandboxInvariants(db);
+
+  // Scheduled work ran once per occurrence across the two workers: at most one job per schedule and minute.
+  const scheduled = await db.$queryRaw<{ name: string; minute: Date; n: bigint }[]>`
+    SELECT j.name, date_trunc('minute', j.created_on) AS minute, count(*) AS n
+    FROM pgboss.job j JOIN pgboss.schedule s ON s.name = j.name AND s.cron = '* * * * *'
+    WHERE j.data IS NULL OR j.data = 'null'::jsonb -- a schedule's jobs carry no data (the same queues' other senders do)
+    GROUP BY 1, 2`;
+  expect(scheduled.length).toBeGreaterThan(0);
+  expect(scheduled.filter((r) => r.n > 1n)).toEqual([]);
 
   // The subscriber on API 1 saw every delivery the workers recorded while it listened.
   await pollUntil(
