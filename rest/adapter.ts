@@ -215,7 +215,7 @@ type GetEnveloped = (initial: Record<string, unknown>) => {
   }) => Promise<unknown>;
 };
 
-async function readiness(deps: Deps, requestId: string): Promise<Response> {
+export async function readiness(deps: Deps, requestId: string): Promise<Response> {
   const checks: Record<string, string> = {};
   try {
     await deps.db.$queryRaw`SELECT 1`;

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { evmNetworksOf, type Config } from './config';
 import { configureEvmNetworks } from './chains/evm/config';
@@ -26,6 +27,9 @@ export function createApp(deps: Deps) {
   return createYogaApp(deps, restPlugin);
 }
 
+/** Readiness (/readyz), for the worker's own small HTTP server too (src/server.ts). */
+export { problem, readiness } from '../rest/adapter';
+
 /** Stopping the job runner, for the shutdown (src/shutdown.ts). */
 export { handBackJobs, stopJobs };
 
@@ -52,4 +56,19 @@ export async function createDeps(config: Config, url: string, log: Logger): Prom
     sealingKey,
     deliveryStatus: new DeliveryStatusHub(url, log),
   };
+}
+
+/**
+ * A handler of the worker's HTTP server (src/server.ts startWorkerServer) for the paths other than
+ * /healthz and /readyz: answers true when it answered the request, false to leave it to the
+ * server's 404.
+ */
+export type WorkerHttpHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+/**
+ * What a worker process serves besides /healthz and /readyz: the hook where its /metrics is
+ * mounted (issue 20). None yet: every other path answers 404.
+ */
+export function workerHttpHandler(_deps: Deps): WorkerHttpHandler | null {
+  return null;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseEvmNetworks, type EvmNetworks } from './kernel/evm-settings';
+import { parseTrustedProxies } from './kernel/client-address';
 
 /** An exact browser origin: scheme, host and port only (https://app.example.com). */
 const origin = z.string().transform((s, ctx) => {
@@ -92,6 +93,18 @@ const schema = z
       .optional(),
     /** The From address of outgoing mail (e.g. "Acme <no-reply@acme.example>"). */
     MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
+
+    /** Reverse proxies trusted to say the client's address in X-Forwarded-For (comma-separated CIDRs or addresses). Unset: the socket's peer is the client. */
+    TRUST_PROXY: z
+      .string()
+      .default('')
+      .superRefine((text, ctx) => {
+        try {
+          parseTrustedProxies(text);
+        } catch (e) {
+          ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        }
+      }),
 
     // --- Shutdown and crash recovery (issue 15; docs/deployment.md) ---
     /** On SIGTERM/SIGINT: how long running requests and jobs may take to finish; the rest is handed back to the queue. */

@@ -1,12 +1,13 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { GraphQLError, type DocumentNode } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { createApp } from './compose';
+import { createApp, problem, readiness, workerHttpHandler } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
+import { clientAddress, parseTrustedProxies } from './kernel/client-address';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -68,7 +69,10 @@ export async function assertPortFree(port: number, host: string): Promise<void> 
 
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
-  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
+  // The client's address (rate limits): the socket's peer, or X-Forwarded-For behind a trusted proxy (TRUST_PROXY).
+  const proxies = parseTrustedProxies(deps.config.TRUST_PROXY);
+  const clientIpOf = (req: IncomingMessage) => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], proxies);
+  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: clientIpOf(req) }));
   server.keepAliveTimeout = 65_000;
   // Listening before the websocket server is attached: attached first, it would re-emit a taken port
   // as an "internal error" while the process ran on. Upgrades are handled once it listens.
@@ -100,7 +104,7 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
           deps,
           requestId: crypto.randomUUID(),
           ...session.current(),
-          clientIp: ctx.extra.request.socket.remoteAddress ?? 'unknown',
+          clientIp: clientIpOf(ctx.extra.request),
         };
         const document = refusals(() => parse(params.query) as DocumentNode);
         if (Array.isArray(document)) return document;
@@ -135,6 +139,51 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
         await Promise.race([closed, new Promise<void>((ok) => (timer = setTimeout(ok, drainMs)))]);
         clearTimeout(timer);
         clearInterval(idle);
+        server.closeAllConnections();
+        await closed;
+      })()),
+  };
+}
+
+/**
+ * The worker's HTTP server (`npm run start:worker`, issue 20): no API, no websocket; `GET /healthz`
+ * (alive, `"role":"worker"`), `GET /readyz` (database and job runner, as the API's), and any other
+ * path handed to compose.ts's workerHttpHandler (/metrics), else 404. Closing it drains as the API's.
+ */
+export async function startWorkerServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
+  const extra = workerHttpHandler(deps);
+  const send = async (res: ServerResponse, answer: Response) => {
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const requestId = crypto.randomUUID();
+      const path = new URL(req.url ?? '/', 'http://worker').pathname;
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      if (read && path === '/healthz')
+        return send(res, Response.json({ status: 'ok', mode: deps.config.NODE_ENV, role: 'worker' }, { headers: { 'x-request-id': requestId } }));
+      if (read && path === '/readyz') return send(res, await readiness(deps, requestId));
+      if (extra && (await extra(req, res))) return;
+      return send(res, problem('ROUTE_NOT_FOUND', `A worker serves /healthz and /readyz, not ${path}.`, requestId));
+    })().catch((err: unknown) => {
+      deps.log.error({ err }, 'worker HTTP server failure');
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await listenOn(server, port, host);
+  const { port: bound } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
+    close: ({ drainMs = 0 } = {}) =>
+      (closing ??= (async () => {
+        const closed = new Promise<void>((ok) => server.close(() => ok()));
+        server.closeIdleConnections();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([closed, new Promise<void>((ok) => (timer = setTimeout(ok, Math.min(drainMs, 1000))))]);
+        clearTimeout(timer);
         server.closeAllConnections();
         await closed;
       })()),

@@ -106,6 +106,8 @@ export async function startService(opts: {
   detached?: boolean;
   /** Node's arguments instead of `--import tsx src/main.ts`: e.g. a build's `dist/main.js` (test/build.test.ts). */
   args?: string[];
+  /** The process's role (`npm run start:api` / `start:worker`, issue 20): the argument after `src/main.ts`. Unset: everything, as `npm start`. */
+  role?: 'api' | 'worker';
 }): Promise<ServiceProcess> {
   const dataDir = opts.embedded?.dataDir ?? mkdtempSync(join(tmpdir(), 'ftis-process-'));
   const env: Record<string, string> = {
@@ -116,7 +118,7 @@ export async function startService(opts: {
     ...(opts.embedded ? { EMBEDDED_PG_PORT: String(opts.embedded.port) } : { DATABASE_URL: opts.databaseUrl! }),
   };
   // The Node running these tests (Node 24: npm puts node_modules/.bin first on PATH), with tsx as its loader.
-  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts', ...(opts.role ? [opts.role] : [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
