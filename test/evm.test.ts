@@ -382,7 +382,7 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     );
     expect(debits.map((e) => e.amount)).toEqual(['250000']);
     const after = await posted();
-    expect(after).toEqual([[(BigInt(funds[0]![0]) - 250_000n).toString(), (BigInt(funds[0]![0]) - 250_000n).toString()]]);
+    expect(after).toEqual([[(BigInt(funds[0]![0]!) - 250_000n).toString(), (BigInt(funds[0]![0]!) - 250_000n).toString()]]);
     // The audit trail: the bump, then the confirmation naming the replaced transaction and the fee actually paid.
     const audit = await app.rest('GET', `/v1/admin/audit-log?entityType=Withdrawal&entityId=${id(w)}&take=50`, { headers: operator });
     const actions = (audit.body.items as { action: string; after: Record<string, unknown> }[]).map((e) => [e.action, e.after]);
