@@ -386,7 +386,9 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     // The audit trail: the bump, then the confirmation naming the replaced transaction and the fee actually paid.
     const audit = await app.rest('GET', `/v1/admin/audit-log?entityType=Withdrawal&entityId=${id(w)}&take=50`, { headers: operator });
     const actions = (audit.body.items as { action: string; after: Record<string, unknown> }[]).map((e) => [e.action, e.after]);
-    expect(actions.filter(([a]) => a === 'chain.fee_bumped')).toEqual([['chain.fee_bumped', expect.objectContaining({ txHash: replacement, replaces: original })]]);
+    expect(actions.filter(([a]) => a === 'chain.fee_bumped')).toEqual([
+      ['chain.fee_bumped', expect.objectContaining({ txHash: replacement, replaces: original })],
+    ]);
     const receipt = await node.public.getTransactionReceipt({ hash: replacement });
     expect(actions.find(([a]) => a === 'withdrawal.confirmed')?.[1]).toMatchObject({
       txHash: replacement,

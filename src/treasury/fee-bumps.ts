@@ -60,7 +60,10 @@ export async function bumpStuckTransactions(deps: FeeBumpDeps, opts: { networkId
         const sent = await reader.sendRecorded(ref, r.txHash);
         if ('refused' in sent) {
           run.skipped.push({ txHash: stuck.txHash, why: `the node refused ${r.txHash}: ${sent.refused}` });
-          deps.log?.warn({ networkId: network.id, txHash: stuck.txHash, replacement: r.txHash, why: sent.refused }, 'fee bump: the node refused the replacement');
+          deps.log?.warn(
+            { networkId: network.id, txHash: stuck.txHash, replacement: r.txHash, why: sent.refused },
+            'fee bump: the node refused the replacement',
+          );
         } else if (stuck.unsent) run.resent.push(r.txHash);
         else {
           run.bumped.push({ networkId: network.id, txHash: stuck.txHash, replacement: r.txHash });

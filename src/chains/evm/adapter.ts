@@ -443,7 +443,13 @@ async function stuckTransactions(db: Db, network: NetworkRef, now: Date): Promis
   return out;
 }
 
-async function prepareFeeBump(db: Db, network: NetworkRef, txHash: string, privateKey: Uint8Array, now: Date): Promise<{ txHash: string } | { skipped: string }> {
+async function prepareFeeBump(
+  db: Db,
+  network: NetworkRef,
+  txHash: string,
+  privateKey: Uint8Array,
+  now: Date,
+): Promise<{ txHash: string } | { skipped: string }> {
   const s = requireEvmSettings(network.id);
   const client = await checkedClientOf(network.id);
   const row = await db.evmBroadcast.findUnique({ where: { txHash: txHash.toLowerCase() } });
@@ -458,8 +464,7 @@ async function prepareFeeBump(db: Db, network: NetworkRef, txHash: string, priva
     orderBy: { createdAt: 'desc' },
   });
   if (newest && newest.txHash !== row.txHash) return { skipped: `already replaced by ${newest.txHash}` };
-  if ((await client.getTransactionCount({ address: getAddress(row.fromAddress), blockTag: 'latest' })) > row.nonce)
-    return { skipped: 'its nonce is mined' };
+  if ((await client.getTransactionCount({ address: getAddress(row.fromAddress), blockTag: 'latest' })) > row.nonce) return { skipped: 'its nonce is mined' };
   const old = parseTransaction(row.signedTransaction as Hex) as TransactionSerializableEIP1559;
   if (old.type !== 'eip1559' || old.maxFeePerGas === undefined || old.maxPriorityFeePerGas === undefined)
     return { skipped: 'not an EIP-1559 transaction of this service' };
