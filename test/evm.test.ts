@@ -350,6 +350,16 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     const bumpDeps = { db: app.deps.db, clock: app.clock, sealingKey: app.deps.sealingKey, boss: app.deps.boss };
     expect((await bumpStuckTransactions(bumpDeps, { networkId })).bumped).toEqual([]);
     app.clock.advance(181_000);
+    // With a cap the next fee would pass: no bump, it stays pending (the withdrawal rules' hour then apply).
+    const settings = evmNetworksOf(app.deps.config)[networkId]!;
+    configureEvmNetworks({ [networkId]: { ...settings, maxFeePerGasCap: first.maxFeePerGas!.toString() } });
+    try {
+      const capped = await bumpStuckTransactions(bumpDeps, { networkId });
+      expect(capped.bumped).toEqual([]);
+      expect(capped.skipped).toEqual([{ txHash: original, why: expect.stringMatching(/maxFeePerGasCap/) }]);
+    } finally {
+      configureEvmNetworks(evmNetworksOf(app.deps.config));
+    }
     const run = await bumpStuckTransactions(bumpDeps, { networkId });
     expect(run.bumped, JSON.stringify(run)).toHaveLength(1);
     const replacement = run.bumped[0]!.replacement as Hex;
@@ -442,6 +452,11 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     const tx = await node.public.getTransaction({ hash: sent.txHash });
     expect([tx.from, tx.to, tx.value]).toEqual([from.toLowerCase(), dest.toLowerCase(), amount]);
     const before = await node.public.getBalance({ address: dest });
+    // Stuck past bumpAfterSeconds: never bumped, the service holds no key for the integrator's address.
+    app.clock.advance(181_000);
+    const bumps = await bumpStuckTransactions({ db: app.deps.db, clock: app.clock, sealingKey: app.deps.sealingKey, boss: app.deps.boss }, { networkId });
+    expect(bumps.bumped).toEqual([]);
+    expect(bumps.skipped).toContainEqual({ txHash: sent.txHash, why: expect.stringMatching(/SELF_CUSTODY/) });
     await node.mine(REQUIRED);
     await follow();
     await drainMoneyWork(app);
