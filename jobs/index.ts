@@ -19,6 +19,7 @@ import { registerRefundJobs } from '../src/refunds/refunds.jobs';
 import { registerReleaseJobs } from '../src/release/release-rules.jobs';
 import { registerReconciliationJobs } from '../src/treasury/reconciliation/reconciliation.jobs';
 import { registerReserveJobs } from '../src/treasury/costs/reserve.jobs';
+import { registerFeeBumpJobs } from '../src/treasury/fee-bumps.jobs';
 import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
 import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
 import { RECOVER_QUEUE } from '../src/kernel/queues';
@@ -150,6 +151,8 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   // EVM watchers (issue 18, src/chains/evm/evm.jobs.ts): one live job per configured network.
   configureEvmNetworks(evmNetworksOf(deps.config));
   const evmWatch = await registerEvmJobs(boss, deps, opts.work);
+  // Gas bumping of the platform's stuck EVM transactions (src/treasury/fee-bumps.ts), every minute.
+  await registerFeeBumpJobs(boss, deps, opts.work);
   if (opts.work) {
     await boss.schedule(queues.purgeExpired, '17 * * * *');
     await workEach(boss, deps.log, queues.purgeExpired, {}, async () => {

@@ -1,4 +1,5 @@
 import { afterAll, expect, test } from 'vitest';
+import { PgBoss } from 'pg-boss';
 import { erc20Abi, type Hex } from 'viem';
 import { createPrisma } from '../src/db/prisma';
 import { JOB_SCHEMA } from '../src/db/roles';
@@ -17,7 +18,7 @@ afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
 
-test('two worker processes follow an EVM network with one watcher, credit a token payment, and survive one of them crashing', async () => {
+test('two worker processes follow an EVM network with one watcher, credit a token payment, and survive one of them crashing; a worker without the settings fails the chain.sync (retried) instead of completing it', async () => {
   const node: EvmNode = await startAnvil();
   cleanups.push(() => node.stop());
   const token = await deployTestToken(node, node.accounts[0]!);
@@ -43,6 +44,23 @@ test('two worker processes follow an EVM network with one watcher, credit a toke
   });
   const tokenAn = await post('/v1/platform/asset-networks', { assetId, networkId, decimals: 6, contractReference: token, minimumDeposit: '1' });
   await post(`/v1/platform/asset-networks/${tokenAn}/enable`, {});
+  // A worker without the network's settings never completes its chain.sync as if the chain showed
+  // nothing: the job fails (logged at error, naming the setting to add) and is retried, until a
+  // worker that has the settings takes it (below).
+  const sender = new PgBoss({ connectionString: url, schema: JOB_SCHEMA, supervise: false, schedule: false, max: 1 });
+  await sender.start();
+  let syncJob: string | null;
+  try {
+    syncJob = await sender.send('chain.sync', { networkId }, { retryLimit: 20, retryDelay: 1 });
+  } finally {
+    await sender.stop({ graceful: false });
+  }
+  const failed = await first.waitForLog((l) => l.jobId === syncJob && l.queue === 'chain.sync', 30_000);
+  expect(failed).toMatchObject({ level: 50, retriesExhausted: false });
+  expect((failed.err as { message: string }).message).toMatch(new RegExp(`${networkId}.*EVM_NETWORKS`));
+  const jobState = async () =>
+    (await db.$queryRawUnsafe<{ state: string }[]>(`SELECT state::text AS state FROM "${JOB_SCHEMA}".job WHERE id = $1::uuid`, syncJob))[0]?.state;
+  expect(await jobState()).not.toBe('completed');
   await first.stop();
 
   const env = await serviceEnv({
@@ -113,6 +131,8 @@ test('two worker processes follow an EVM network with one watcher, credit a toke
     );
   };
 
+  // The chain.sync the unconfigured worker failed is completed by a configured one.
+  await pollUntil('the failed chain.sync is taken by a configured worker', jobState, (state) => state === 'completed', 60_000);
   expect(await pay(a, 1_000_000n)).toBe('SUCCEEDED');
   await a.kill(); // a crash: b takes over the watch (the exclusive job of a dead worker expires, a new one is queued)
   expect(await pay(b, 2_000_000n)).toBe('SUCCEEDED');

@@ -11,6 +11,8 @@ import { configureEvmNetworks } from '../src/chains/evm/config';
 import { startEvmWatchTicker } from '../src/chains/evm/watcher';
 import { EVM_WATCH_QUEUE } from '../src/kernel/queues';
 import { pollUntil } from './process-harness';
+import { bumpStuckTransactions } from '../src/treasury/fee-bumps';
+import { adapterFor } from '../src/chains/adapter';
 
 /**
  * Issue 18: EVM networks through the adapter on viem, against a real EVM node (anvil, started here
@@ -311,6 +313,103 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     expect((await get(f, `/v1/withdrawals/${id(again)}`)).status).toBe('CONFIRMED');
   });
 
+  test('a stuck withdrawal transaction is replaced with higher fees at its nonce (fee bump): the original REPLACED, the withdrawal CONFIRMED once, one debit', async () => {
+    const h = await hotWallet();
+    const { f } = await funded(600_000n);
+    const posted = async () => {
+      const r = await app.rest('GET', `/v1/accounts/${f.accountId}/balances`, { headers: f.member.headers });
+      expect(r.status, r.text).toBe(200);
+      return (r.body as { posted: string; available: string }[]).map((b) => [b.posted, b.available]);
+    };
+    const funds = await posted();
+    const dest = node.accounts[3]!.address;
+    const d = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: f.key.headers,
+      body: { networkId, address: dest },
+    });
+    expect(d.status, d.text).toBe(201);
+    const w = await app.rest('POST', `/v1/accounts/${f.accountId}/withdrawals`, {
+      headers: f.key.headers,
+      body: { amount: '250000', assetNetworkId: tokenAn, withdrawalDestinationId: id(d) },
+    });
+    expect(w.status, w.text).toBe(201);
+    await drainMoneyWork(app);
+    const sent = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(sent.status).toBe('BROADCAST');
+    const original = sent.txHash as Hex;
+    const first = await node.public.getTransaction({ hash: original });
+    // No block takes it (mining is manual here; on a busy chain: fees below what blocks ask. anvil evicts a transaction
+    // whose maxFeePerGas falls below the base fee, so the base fee is not used to hold it).
+    await follow();
+    await drainMoneyWork(app);
+    expect((await node.public.getTransaction({ hash: original })).blockNumber).toBeNull();
+    expect((await get(f, `/v1/withdrawals/${id(w)}`)).status).toBe('BROADCAST');
+    const before = await balanceOf(dest);
+
+    // The fee-bump job (as `npm start` schedules it): nothing before bumpAfterSeconds (180 s by default), then one replacement.
+    const bumpDeps = { db: app.deps.db, clock: app.clock, sealingKey: app.deps.sealingKey, boss: app.deps.boss };
+    expect((await bumpStuckTransactions(bumpDeps, { networkId })).bumped).toEqual([]);
+    app.clock.advance(181_000);
+    // With a cap the next fee would pass: no bump, it stays pending (the withdrawal rules' hour then apply).
+    const settings = evmNetworksOf(app.deps.config)[networkId]!;
+    configureEvmNetworks({ [networkId]: { ...settings, maxFeePerGasCap: first.maxFeePerGas!.toString() } });
+    try {
+      const capped = await bumpStuckTransactions(bumpDeps, { networkId });
+      expect(capped.bumped).toEqual([]);
+      expect(capped.skipped).toEqual([{ txHash: original, why: expect.stringMatching(/maxFeePerGasCap/) }]);
+    } finally {
+      configureEvmNetworks(evmNetworksOf(app.deps.config));
+    }
+    const run = await bumpStuckTransactions(bumpDeps, { networkId });
+    expect(run.bumped, JSON.stringify(run)).toHaveLength(1);
+    const replacement = run.bumped[0]!.replacement as Hex;
+    expect(run.bumped[0]!.txHash).toBe(original);
+    // Run again at once: not due (its own age counts from its sending), nothing more signed.
+    expect((await bumpStuckTransactions(bumpDeps, { networkId })).bumped).toEqual([]);
+    const second = await node.public.getTransaction({ hash: replacement });
+    expect([second.from, second.nonce, second.to, second.input, second.value]).toEqual([first.from, first.nonce, first.to, first.input, first.value]);
+    expect(second.maxFeePerGas! >= first.maxFeePerGas! + first.maxFeePerGas! / 8n).toBe(true);
+    expect(second.maxPriorityFeePerGas! >= first.maxPriorityFeePerGas! + first.maxPriorityFeePerGas! / 8n).toBe(true);
+    // A crash between recording the replacement and sending it: the node does not know it (dropped here); the next run sends the same bytes again.
+    await node.test.request({ method: 'anvil_dropTransaction' as never, params: [replacement] as never });
+    const again = await bumpStuckTransactions(bumpDeps, { networkId });
+    expect([again.resent, again.bumped]).toEqual([[replacement], []]);
+
+    await node.mine(REQUIRED);
+    await follow();
+    await drainMoneyWork(app);
+    const done = await get(f, `/v1/withdrawals/${id(w)}`);
+    expect(done).toMatchObject({ status: 'CONFIRMED', txHash: replacement });
+    expect(await balanceOf(dest)).toBe(before + 250_000n);
+    expect(await node.public.getTransactionCount({ address: getAddress(h.address), blockTag: 'latest' })).toBe(first.nonce + 1);
+    // The original, as the chain view reports it: REPLACED by the platform's own bump.
+    const seen = await adapterFor('EVM', app.deps.db).transaction({ id: networkId, kind: 'EVM', requiredConfirmations: REQUIRED }, original);
+    expect(seen).toMatchObject({ status: 'REPLACED', replacedByTxHash: replacement, feeBump: true });
+    // The ledger: exactly one debit of the account, for the amount; the balance follows.
+    const entries = await app.rest('GET', `/v1/admin/ledger-entries?assetNetworkId=${tokenAn}&take=500`, { headers: operator });
+    const debits = (entries.body.items as { ownerId: string; accountKind: string; direction: string; amount: string; pending: boolean }[]).filter(
+      (e) => e.ownerId === f.accountId && e.accountKind === 'CUSTOMER' && e.direction === 'DEBIT' && !e.pending,
+    );
+    expect(debits.map((e) => e.amount)).toEqual(['250000']);
+    const after = await posted();
+    expect(after).toEqual([[(BigInt(funds[0]![0]!) - 250_000n).toString(), (BigInt(funds[0]![0]!) - 250_000n).toString()]]);
+    // The audit trail: the bump, then the confirmation naming the replaced transaction and the fee actually paid.
+    const audit = await app.rest('GET', `/v1/admin/audit-log?entityType=Withdrawal&entityId=${id(w)}&take=50`, { headers: operator });
+    const actions = (audit.body.items as { action: string; after: Record<string, unknown> }[]).map((e) => [e.action, e.after]);
+    expect(actions.filter(([a]) => a === 'chain.fee_bumped')).toEqual([
+      ['chain.fee_bumped', expect.objectContaining({ txHash: replacement, replaces: original })],
+    ]);
+    const receipt = await node.public.getTransactionReceipt({ hash: replacement });
+    expect(actions.find(([a]) => a === 'withdrawal.confirmed')?.[1]).toMatchObject({
+      txHash: replacement,
+      replaced: original,
+      networkFeePaid: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+    });
+    // Nothing more to bump once mined.
+    app.clock.advance(181_000);
+    expect(await bumpStuckTransactions(bumpDeps, { networkId })).toMatchObject({ bumped: [], resent: [] });
+  });
+
   test('SELF_CUSTODY: the signing request carries the unsigned EIP-1559 transaction; a wrong signature is refused (400), the right one is broadcast and confirmed', async () => {
     const { f } = await funded(parseEther('0.3'), nativeAn);
     const root = generateKeyPair();
@@ -353,6 +452,11 @@ describe('money out: custodial transactions signed and broadcast on the EVM chai
     const tx = await node.public.getTransaction({ hash: sent.txHash });
     expect([tx.from, tx.to, tx.value]).toEqual([from.toLowerCase(), dest.toLowerCase(), amount]);
     const before = await node.public.getBalance({ address: dest });
+    // Stuck past bumpAfterSeconds: never bumped, the service holds no key for the integrator's address.
+    app.clock.advance(181_000);
+    const bumps = await bumpStuckTransactions({ db: app.deps.db, clock: app.clock, sealingKey: app.deps.sealingKey, boss: app.deps.boss }, { networkId });
+    expect(bumps.bumped).toEqual([]);
+    expect(bumps.skipped).toContainEqual({ txHash: sent.txHash, why: expect.stringMatching(/SELF_CUSTODY/) });
     await node.mine(REQUIRED);
     await follow();
     await drainMoneyWork(app);

@@ -190,6 +190,7 @@ describe('npm start: the schedules', () => {
     'settlement.release-retained',
     'reserve.replenish',
     'withdrawal.sweep',
+    'treasury.fee-bump',
   ];
 
   test('every schedule is registered; each every-minute job runs and completes; no job of any queue failed', async () => {

@@ -4,7 +4,7 @@ import { sandboxAdapter } from './sandbox/adapter';
 import type { ChainDeps } from './sandbox/chain';
 import type { TransferPayload } from './secp256k1';
 import { evmAdapter } from './evm/adapter';
-import { configuredEvmNetworks } from './evm/config';
+import { configuredEvmNetworks, evmSettingsOf, EvmNotConfigured } from './evm/config';
 
 /**
  * The one seam between domain code and a blockchain. Domain code (custody, deposits, withdrawals,
@@ -45,6 +45,24 @@ export interface ObservedTransfer {
   confirmations: number;
   /** REPLACED: the transaction that replaced it. */
   replacedByTxHash: string | null;
+  /**
+   * REPLACED by the platform's own fee bump of the same transfer (same sender, nonce, recipient and
+   * amount, higher fees; docs/chains.md "Stuck transactions"): the operation follows the replacement.
+   * Absent or false: replaced by someone else (the operation goes to reconciliation).
+   */
+  feeBump?: boolean;
+  /** MINED or REVERTED, a transaction the platform sent: the network fee it actually paid (native base units). */
+  feePaid?: bigint;
+}
+
+/** A platform transaction waiting for a fee bump (or, recorded but unknown to the node, to be sent again). */
+export interface StuckTransaction {
+  txHash: string;
+  fromAddress: string;
+  /** Every transaction of its nonce the platform sent (the original and its fee bumps), oldest first. */
+  family: string[];
+  /** A fee bump recorded but unknown to the node (a crash between recording and sending): to be sent again, not bumped. */
+  unsent: boolean;
 }
 
 /** The balance of one address in one asset-network (base units). */
@@ -117,6 +135,21 @@ export interface NetworkAdapter {
    * (0 when the chain never saw it). Set-based: one read for any number of addresses.
    */
   balances(network: NetworkRef, assetNetworkId: string, addresses: readonly string[]): Promise<Map<string, AddressBalance>>;
+  /**
+   * Fee bumping (EVM; absent: the network has none). The platform's transactions still not mined
+   * `bumpAfterSeconds` after they (or their last bump) were sent, at `now`, and the recorded bumps the
+   * node does not know (to be sent again).
+   */
+  stuckTransactions?(network: NetworkRef, now: Date): Promise<StuckTransaction[]>;
+  /**
+   * Records, in the caller's transaction, a replacement of the platform's transaction `txHash` at the
+   * same nonce with higher fees, signed with `privateKey`; `sendRecorded` sends it once that
+   * transaction committed (so a crash never loses the replacement's hash). Skipped (nothing recorded)
+   * when it is no longer the newest of its nonce, is mined, or the fees would pass the network's cap.
+   */
+  prepareFeeBump?(network: NetworkRef, txHash: string, privateKey: Uint8Array, now: Date): Promise<{ txHash: string } | { skipped: string }>;
+  /** Sends a recorded transaction (again): `refused` when the node refuses it (the record of an unsent bump is then forgotten). */
+  sendRecorded?(network: NetworkRef, txHash: string): Promise<{ sent: true } | { refused: string }>;
   /** What an operation costs on the network now. */
   estimateFee(network: NetworkRef, operation: { kind: 'transfer' | 'sweep'; assetNetworkId: string; amount: bigint }): Promise<FeeEstimate>;
 }
@@ -159,12 +192,26 @@ export function hasAdapter(kind: NetworkKind): boolean {
 }
 
 /**
+ * Whether this process can read this network's chain: a SANDBOX network always, an EVM network when
+ * EVM_NETWORKS holds its settings. A process that cannot must not complete the network's work as if
+ * the chain had shown nothing (chain.sync fails instead, and is retried: issue 18).
+ */
+export function chainReadable(network: { id: string; kind: NetworkKind }): boolean {
+  return network.kind === 'SANDBOX' || (network.kind === 'EVM' && evmSettingsOf(network.id) !== null);
+}
+
+/** Throws EvmNotConfigured (naming the setting to add) for an EVM network this process has no settings for. */
+export function assertChainReadable(network: { id: string; kind: NetworkKind }): void {
+  if (network.kind === 'EVM' && !chainReadable(network)) throw new EvmNotConfigured(network.id);
+}
+
+/**
  * The adapter of a network kind. Chain reads (blockHeight, transfersTo, transaction, balances) go through
  * `db`: pass the transaction you work in, so what you read is consistent with what you write.
  * Key and address operations need no database.
  */
 export function adapterFor(kind: NetworkKind, db?: Db, deps?: ChainDeps): NetworkAdapter {
   if (kind === 'SANDBOX') return sandboxAdapter(db, deps);
-  if (kind === 'EVM' && configuredEvmNetworks().length > 0) return evmAdapter(db);
+  if (kind === 'EVM' && configuredEvmNetworks().length > 0) return evmAdapter(db, deps?.clock);
   throw new Error(`no network adapter for ${kind} networks in this version (docs/chains.md)`);
 }

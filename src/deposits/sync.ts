@@ -1,7 +1,7 @@
 import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
-import { adapterFor, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
+import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
 import { auditAs, type Actor } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
@@ -65,7 +65,12 @@ const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number } = {}): Promise<SyncResult> {
   const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
   const result: SyncResult = { addresses: 0, observed: 0, changes: 0, isolated: [] };
-  if (!network || !hasAdapter(network.kind)) return result;
+  if (!network) return result;
+  // A process without this EVM network's settings cannot read its chain: the job fails (retried with
+  // backoff, listed as failed once spent; another worker configured for it takes it) rather than
+  // completing as if the chain had shown nothing (issue 18).
+  assertChainReadable(network);
+  if (!hasAdapter(network.kind)) return result;
   const chunk = opts.chunk ?? SYNC_CHUNK;
   // Addresses that failed before (issue 26): a live job of theirs retries them alone; one whose last
   // job failed (retries spent) or was cancelled is tried here again with the others.

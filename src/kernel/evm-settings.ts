@@ -47,6 +47,17 @@ export const evmNetworkSettings = z.strictObject({
   tokens: z.record(z.uuid({ message: 'each key must be an asset-network id (UUID)' }), hexAddress).default({}),
   /** Gas limit of an ERC-20 transfer this service signs (a native transfer is 21,000). */
   tokenTransferGas: z.number().int().min(21_000).max(1_000_000).default(100_000),
+  /**
+   * Gas bumping (docs/chains.md "Stuck transactions"): a transaction the platform signed (custodial
+   * withdrawal, refund, sweep, treasury payout) still not mined this many seconds after it (or its
+   * last replacement) was sent is replaced at the same nonce with higher fees. 0: never bump.
+   */
+  bumpAfterSeconds: z.number().int().min(0).max(86_400).default(180),
+  /** The highest maxFeePerGas (wei, decimal string) a replacement may carry: beyond it, no more bumps. Default 500 gwei. */
+  maxFeePerGasCap: z
+    .string()
+    .regex(/^[1-9][0-9]{0,30}$/, 'must be a positive whole number of wei (decimal string)')
+    .default('500000000000'),
 });
 export type EvmNetworkSettings = z.infer<typeof evmNetworkSettings>;
 

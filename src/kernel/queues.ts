@@ -18,6 +18,8 @@ export const RECONCILE_QUEUE = 'treasury.reconcile';
 export const RESERVE_REPLENISH_QUEUE = 'reserve.replenish';
 export const WITHDRAWAL_BROADCAST_QUEUE = 'withdrawal.broadcast';
 export const WITHDRAWAL_SWEEP_QUEUE = 'withdrawal.sweep';
+/** Every minute: replace the platform's stuck EVM transactions with higher fees (src/treasury/fee-bumps.ts). */
+export const FEE_BUMP_QUEUE = 'treasury.fee-bump';
 
 /**
  * The queues of release, settlement and refund work (docs/settlements.md). Jobs are sent inside the

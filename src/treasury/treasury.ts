@@ -325,6 +325,17 @@ export async function hotAddressFor(tx: Db, assetNetworkId: string, amount: Amou
  * `nonce` makes two equal transfers two transactions (use the id of what pays: the withdrawal's).
  * Throws INVALID_STATE for a WATCH_ONLY or inactive address or an asset-network it does not hold.
  */
+/** The private key of a GENERATED controlled address (unsealed root, derived); the caller zeroes it. */
+export function controlledPrivateKey(sealingKey: Buffer, r: Pick<ControlledAddress, 'id' | 'sealedPrivateKey' | 'derivationIndex'>): Uint8Array {
+  if (!r.sealedPrivateKey) throw invalidState('A WATCH_ONLY address can receive, never send: the service holds no key for it.');
+  const root = secp.hexToBytes(unseal(sealingKey, r.sealedPrivateKey, controlledKeyAad(r.id)));
+  try {
+    return secp.derivePrivateKey(root, r.derivationIndex!);
+  } finally {
+    root.fill(0);
+  }
+}
+
 export async function signFromControlledAddress(
   tx: Db,
   deps: { sealingKey?: Buffer },
@@ -338,9 +349,7 @@ export async function signFromControlledAddress(
   if (!r.active) throw invalidState('The controlled address is deactivated.');
   if (!r.assetNetworkIds.includes(payload.assetNetworkId)) throw invalidState('The controlled address does not hold this asset-network.');
   if (payload.amount <= 0n) throw new RangeError('the amount must be positive');
-  const root = secp.hexToBytes(unseal(deps.sealingKey, r.sealedPrivateKey, controlledKeyAad(r.id)));
-  const key = secp.derivePrivateKey(root, r.derivationIndex!);
-  root.fill(0);
+  const key = controlledPrivateKey(deps.sealingKey, r);
   try {
     const network = await tx.network.findUniqueOrThrow({ where: { id: r.networkId } });
     return await adapterFor(network.kind, tx).signTransfer(

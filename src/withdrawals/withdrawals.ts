@@ -8,7 +8,7 @@ import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
 import { createHold, LedgerError, lockAccountsForMove, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
-import { adapterFor, hasAdapter, networkRef } from '../chains/adapter';
+import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs, type Actor } from '../audit/audit';
@@ -715,7 +715,7 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
     const w = await lockWithdrawal(tx, withdrawalId);
     if (!w || w.status !== 'BROADCAST' || !w.txHash) return 'SKIPPED';
     const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
-    const seen = await adapterFor(network.kind, tx).transaction(networkRef(network), w.txHash);
+    const { txHash, seen } = await followedTransaction(adapterFor(network.kind, tx), networkRef(network), w.txHash);
     const now = deps.clock.now();
     if (seen?.status === 'MINED' && seen.confirmations >= network.requiredConfirmations) {
       // The coins left; the ledger posts the hold, which it refuses while the account is frozen: the
@@ -723,19 +723,25 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
       await lockAccountsForMove(tx, [w.accountId]);
       const account = await tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } });
       if (account?.status === 'FROZEN') return 'WAITING';
-      await confirm(tx, deps, w, w.txHash, now);
+      await confirm(tx, deps, w, txHash, now);
       await auditAs(tx, deps, systemActor(), {
         organizationId: w.organizationId,
         entityType: 'Withdrawal',
         entityId: w.id,
         action: 'withdrawal.confirmed',
-        before: { status: 'BROADCAST' },
-        after: { status: 'CONFIRMED', txHash: w.txHash, confirmations: seen.confirmations },
+        before: { status: 'BROADCAST', txHash: w.txHash },
+        after: {
+          status: 'CONFIRMED',
+          txHash,
+          confirmations: seen.confirmations,
+          ...(txHash !== w.txHash ? { replaced: w.txHash } : {}),
+          ...(seen.feePaid !== undefined ? { networkFeePaid: seen.feePaid.toString() } : {}),
+        },
       });
       return 'CONFIRMED';
     }
     if (seen?.status === 'REVERTED') {
-      await close(tx, deps, systemActor(), w, { status: 'FAILED', reason: `REVERTED: the transaction ${w.txHash} reverted on the chain.` }, now);
+      await close(tx, deps, systemActor(), w, { status: 'FAILED', reason: `REVERTED: the transaction ${txHash} reverted on the chain.` }, now);
       return 'FAILED';
     }
     const gone = !seen || seen.status === 'DROPPED' || seen.status === 'REPLACED';
@@ -759,6 +765,19 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
     }
     return 'WAITING';
   }, TX_OPTIONS);
+}
+
+/**
+ * The transaction a withdrawal's outcome now depends on: its own, or, when the platform replaced it
+ * with higher fees (fee bumps, docs/chains.md "Stuck transactions"), the last replacement of that
+ * line, as the chain reports it. Whichever of the nonce's transactions is mined is the one followed;
+ * a replacement by anyone else stops the walk (REPLACED: reconciliation).
+ */
+async function followedTransaction(adapter: NetworkAdapter, ref: NetworkRef, first: string): Promise<{ txHash: string; seen: ObservedTransfer | null }> {
+  const { links } = await replacementChain(adapter, ref, first);
+  let i = 0;
+  while (i + 1 < links.length && links[i]!.seen?.status === 'REPLACED' && links[i]!.seen?.feeBump) i++;
+  return links[i]!;
 }
 
 /**

@@ -17,8 +17,10 @@ import {
   type TransactionSerializableEIP1559,
 } from 'viem';
 import { numericToAmount } from '../../money';
+import { systemClock } from '../../clock';
 import type { Db } from '../../db/prisma';
-import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import type { Clock } from '../../clock';
+import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer, StuckTransaction } from '../adapter';
 import * as keys from '../secp256k1';
 import type { TransferPayload } from '../secp256k1';
 import { requireEvmSettings } from './config';
@@ -36,7 +38,7 @@ import { assetNetworksOf, cursorOf } from './index-store';
  * canonical), REVERTED (receipt), and for the platform's own broadcasts (EvmBroadcast) REPLACED
  * (another of its transactions took the nonce) or DROPPED (unknown to the node, nonce unused).
  */
-export function evmAdapter(db?: Db): NetworkAdapter {
+export function evmAdapter(db?: Db, clock?: Clock): NetworkAdapter {
   const database = (): Db => {
     if (!db) throw new Error("the EVM adapter reads its index through a database handle: adapterFor('EVM', db)");
     return db;
@@ -160,11 +162,16 @@ export function evmAdapter(db?: Db): NetworkAdapter {
           toAddress: moved.toAddress,
           amount: moved.amount.toString(),
           organizationId,
+          signedTransaction: signedTransaction.toLowerCase(),
+          broadcastAt: (clock ?? systemClock).now(),
         },
         update: {},
       });
       return { txHash };
     },
+    stuckTransactions: (network, now) => stuckTransactions(database(), network, now),
+    prepareFeeBump: (network, txHash, privateKey, now) => prepareFeeBump(database(), network, txHash, privateKey, now),
+    sendRecorded: (network, txHash) => sendRecorded(database(), network, txHash),
     /**
      * Mined: the node's balance at its latest block (eth_getBalance, or the token's balanceOf), the
      * calls of one request sent as one JSON-RPC batch. Spendable: that less what the platform's own
@@ -295,18 +302,21 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
       blockHeight: null,
       confirmations: 0,
     };
-    const siblings = await db.evmBroadcast.findMany({
-      where: { networkId: network.id, fromAddress: ours.fromAddress, nonce: ours.nonce, txHash: { not: hash } },
+    const all = await db.evmBroadcast.findMany({
+      where: { networkId: network.id, fromAddress: ours.fromAddress, nonce: ours.nonce },
       orderBy: { createdAt: 'asc' },
     });
+    const siblings = all.filter((b) => b.txHash !== hash);
+    const root = rootOf(all);
+    const feeBump = (other: string) => root(other) === root(hash);
     const nonce = await client.getTransactionCount({ address: getAddress(ours.fromAddress), blockTag: 'latest' });
     if (nonce > ours.nonce) {
       for (const sib of siblings) {
-        if (await receiptOf(client, sib.txHash)) return { ...base, status: 'REPLACED', replacedByTxHash: sib.txHash };
+        if (await receiptOf(client, sib.txHash)) return { ...base, status: 'REPLACED', replacedByTxHash: sib.txHash, feeBump: feeBump(sib.txHash) };
       }
     }
     const newer = siblings.find((s) => s.createdAt >= ours.createdAt);
-    if (newer) return { ...base, status: 'REPLACED', replacedByTxHash: newer.txHash };
+    if (newer) return { ...base, status: 'REPLACED', replacedByTxHash: newer.txHash, feeBump: feeBump(newer.txHash) };
     return { ...base, status: 'DROPPED', replacedByTxHash: null };
   }
   const moved = tx.to ? await movedBy(db, network.id, { to: tx.to, value: tx.value, data: tx.input }) : { assetNetworkId: null, toAddress: '', amount: 0n };
@@ -322,10 +332,13 @@ async function liveTransaction(db: Db, network: NetworkRef, hash: string): Promi
   const receipt = await receiptOf(client, hash);
   if (!receipt) return { ...base, status: 'PENDING', blockHash: null, blockHeight: null, confirmations: 0 };
   const height = Number(receipt.blockNumber);
+  const paid = (await db.evmBroadcast.findUnique({ where: { txHash: hash }, select: { txHash: true } }))
+    ? { feePaid: receipt.gasUsed * receipt.effectiveGasPrice }
+    : {};
   const [block, head] = await Promise.all([client.getBlock({ blockNumber: receipt.blockNumber }).catch(() => null), client.getBlockNumber()]);
   if (!block || block.hash !== receipt.blockHash) return { ...base, status: 'ORPHANED', blockHash: null, blockHeight: null, confirmations: 0 };
-  if (receipt.status === 'reverted') return { ...base, status: 'REVERTED', blockHash: receipt.blockHash, blockHeight: height, confirmations: 0 };
-  return { ...base, status: 'MINED', blockHash: receipt.blockHash, blockHeight: height, confirmations: Number(head) - height + 1 };
+  if (receipt.status === 'reverted') return { ...base, ...paid, status: 'REVERTED', blockHash: receipt.blockHash, blockHeight: height, confirmations: 0 };
+  return { ...base, ...paid, status: 'MINED', blockHash: receipt.blockHash, blockHeight: height, confirmations: Number(head) - height + 1 };
 }
 
 /**
@@ -357,8 +370,7 @@ async function unsignedTransfer(db: Db, network: NetworkRef, p: TransferPayload)
  * transaction leaves no gap (its nonce is counted again). The row keeps the last nonce signed.
  */
 async function nextNonce(db: Db, client: PublicClient, networkId: string, address: string): Promise<number> {
-  await db.$executeRaw`INSERT INTO "EvmNonce" ("networkId", "address", "next") VALUES (${networkId}::uuid, ${address}, 0) ON CONFLICT DO NOTHING`;
-  await db.$queryRaw`SELECT "next" FROM "EvmNonce" WHERE "networkId" = ${networkId}::uuid AND "address" = ${address} FOR UPDATE`;
+  await lockSender(db, networkId, address);
   const nonce = await client.getTransactionCount({ address: getAddress(address), blockTag: 'pending' });
   await db.evmNonce.update({ where: { networkId_address: { networkId, address } }, data: { next: nonce + 1 } });
   return nonce;
@@ -370,5 +382,145 @@ async function receiptOf(client: PublicClient, hash: string) {
   } catch (e) {
     if (e instanceof TransactionReceiptNotFoundError) return null;
     throw e;
+  }
+}
+
+/** The sender's EvmNonce row, locked (FOR UPDATE) until the caller's transaction ends: one signer per sending address at a time. */
+async function lockSender(db: Db, networkId: string, address: string): Promise<void> {
+  await db.$executeRaw`INSERT INTO "EvmNonce" ("networkId", "address", "next") VALUES (${networkId}::uuid, ${address}, 0) ON CONFLICT DO NOTHING`;
+  await db.$queryRaw`SELECT "next" FROM "EvmNonce" WHERE "networkId" = ${networkId}::uuid AND "address" = ${address} FOR UPDATE`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fee bumps (docs/chains.md "Stuck transactions"; docs/decisions.md, issue 18 "Gas policy")
+
+/** The first transaction of each one's fee-bump line (its `replacesTxHash` links followed back), among one nonce's broadcasts. */
+function rootOf(rows: { txHash: string; replacesTxHash: string | null }[]): (hash: string) => string {
+  const parent = new Map(rows.map((r) => [r.txHash, r.replacesTxHash]));
+  return (hash) => {
+    let h = hash;
+    for (let i = 0; i <= rows.length && parent.get(h); i++) h = parent.get(h)!;
+    return h;
+  };
+}
+
+/** At least 12.5% more (rounded up): the replacement rule of geth and anvil (geth asks 10%). */
+export const bumped = (fee: bigint): bigint => fee + (fee + 7n) / 8n;
+
+/**
+ * The platform's broadcasts of the network whose nonce is not mined yet, newest of each nonce:
+ * stuck (in the node's pool, not mined, sent `bumpAfterSeconds` ago or more) or unsent (a recorded
+ * bump the node does not know). A nonce the chain mined is marked settled and never read again.
+ */
+async function stuckTransactions(db: Db, network: NetworkRef, now: Date): Promise<StuckTransaction[]> {
+  const s = requireEvmSettings(network.id);
+  if (!s.bumpAfterSeconds) return [];
+  const client = await checkedClientOf(network.id);
+  const open = await db.evmBroadcast.findMany({ where: { networkId: network.id, settled: false }, orderBy: [{ createdAt: 'asc' }], take: 5000 });
+  const groups = new Map<string, typeof open>();
+  for (const b of open) groups.set(`${b.fromAddress}/${b.nonce}`, [...(groups.get(`${b.fromAddress}/${b.nonce}`) ?? []), b]);
+  const minedCount = new Map<string, number>();
+  const out: StuckTransaction[] = [];
+  for (const rows of groups.values()) {
+    const newest = rows.at(-1)!;
+    const from = newest.fromAddress;
+    if (!minedCount.has(from)) minedCount.set(from, await client.getTransactionCount({ address: getAddress(from), blockTag: 'latest' }));
+    if (minedCount.get(from)! > newest.nonce) {
+      await db.evmBroadcast.updateMany({ where: { networkId: network.id, fromAddress: from, nonce: newest.nonce }, data: { settled: true } });
+      continue;
+    }
+    if (!newest.signedTransaction) continue; // sent before fee bumps were recorded: nothing to re-sign
+    const family = rows.map((r) => r.txHash);
+    const inPool = await pendingInPool(client, newest.txHash);
+    const known = inPool || (await receiptOf(client, newest.txHash)) !== null;
+    if (!known) {
+      if (newest.replacesTxHash) out.push({ txHash: newest.txHash, fromAddress: from, family, unsent: true });
+      continue; // an original the node dropped: the operation's follower handles it (docs/chains.md)
+    }
+    const sentAt = newest.broadcastAt ?? newest.createdAt;
+    if (inPool && now.getTime() - sentAt.getTime() >= s.bumpAfterSeconds * 1000) out.push({ txHash: newest.txHash, fromAddress: from, family, unsent: false });
+  }
+  return out;
+}
+
+async function prepareFeeBump(
+  db: Db,
+  network: NetworkRef,
+  txHash: string,
+  privateKey: Uint8Array,
+  now: Date,
+): Promise<{ txHash: string } | { skipped: string }> {
+  const s = requireEvmSettings(network.id);
+  const client = await checkedClientOf(network.id);
+  const row = await db.evmBroadcast.findUnique({ where: { txHash: txHash.toLowerCase() } });
+  if (!row || row.networkId !== network.id) return { skipped: 'not a transaction the platform sent on this network' };
+  if (!row.signedTransaction) return { skipped: 'sent before fee bumps were recorded: no signed transaction to re-sign' };
+  const account = privateKeyToAccount(bytesToHex(privateKey));
+  if (account.address.toLowerCase() !== row.fromAddress) throw new Error('the signing key is not the key of the sending address');
+  // Re-checked under the sender's lock (the one nonce assignment takes): still the newest of its nonce, still not mined.
+  await lockSender(db, network.id, row.fromAddress);
+  const newest = await db.evmBroadcast.findFirst({
+    where: { networkId: network.id, fromAddress: row.fromAddress, nonce: row.nonce },
+    orderBy: { createdAt: 'desc' },
+  });
+  if (newest && newest.txHash !== row.txHash) return { skipped: `already replaced by ${newest.txHash}` };
+  if ((await client.getTransactionCount({ address: getAddress(row.fromAddress), blockTag: 'latest' })) > row.nonce) return { skipped: 'its nonce is mined' };
+  const old = parseTransaction(row.signedTransaction as Hex) as TransactionSerializableEIP1559;
+  if (old.type !== 'eip1559' || old.maxFeePerGas === undefined || old.maxPriorityFeePerGas === undefined)
+    return { skipped: 'not an EIP-1559 transaction of this service' };
+  const fees = await client.estimateFeesPerGas();
+  const max = (...xs: bigint[]) => xs.reduce((a, b) => (a > b ? a : b));
+  const priority = max(bumped(old.maxPriorityFeePerGas), fees.maxPriorityFeePerGas);
+  let maxFee = max(bumped(old.maxFeePerGas), fees.maxFeePerGas, priority);
+  const cap = BigInt(s.maxFeePerGasCap);
+  if (maxFee > cap) {
+    if (bumped(old.maxFeePerGas) > cap || priority > cap)
+      return { skipped: `the next fee (${maxFee} wei per gas) passes the network's maxFeePerGasCap (${cap}): no more bumps` };
+    maxFee = cap;
+  }
+  const signed = await account.signTransaction({
+    type: 'eip1559',
+    chainId: s.chainId,
+    nonce: row.nonce,
+    to: old.to!,
+    value: old.value ?? 0n,
+    ...(old.data && old.data !== '0x' ? { data: old.data } : {}),
+    gas: old.gas!,
+    maxFeePerGas: maxFee,
+    maxPriorityFeePerGas: priority,
+  });
+  const replacement = keccak256(signed).toLowerCase();
+  await db.evmBroadcast.create({
+    data: {
+      txHash: replacement,
+      networkId: network.id,
+      assetNetworkId: row.assetNetworkId,
+      fromAddress: row.fromAddress,
+      nonce: row.nonce,
+      toAddress: row.toAddress,
+      amount: row.amount,
+      organizationId: row.organizationId,
+      signedTransaction: signed.toLowerCase(),
+      broadcastAt: now,
+      replacesTxHash: row.txHash,
+    },
+  });
+  return { txHash: replacement };
+}
+
+async function sendRecorded(db: Db, network: NetworkRef, txHash: string): Promise<{ sent: true } | { refused: string }> {
+  const row = await db.evmBroadcast.findUnique({ where: { txHash: txHash.toLowerCase() } });
+  if (!row?.signedTransaction || row.networkId !== network.id) return { refused: 'no recorded transaction with this hash' };
+  const client = await checkedClientOf(network.id);
+  try {
+    await client.sendRawTransaction({ serializedTransaction: row.signedTransaction as Hex });
+    return { sent: true };
+  } catch (e) {
+    const why = shortMessage(e);
+    if (/already known|known transaction/i.test(why)) return { sent: true };
+    // A bump the node refuses (underpriced, nonce mined) and does not hold never reached the chain: its record goes.
+    if (row.replacesTxHash && !(await pendingInPool(client, row.txHash)) && !(await receiptOf(client, row.txHash)))
+      await db.evmBroadcast.deleteMany({ where: { txHash: row.txHash } });
+    return { refused: why };
   }
 }
