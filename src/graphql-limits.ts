@@ -43,7 +43,7 @@ export const graphqlLimits = {
    * Estimated cost (measureOperation): 1 per field; a page multiplies what it selects by its size
    * (its maximum when none is given), an unpaged list by listFactor.
    */
-  cost: 20_000,
+  cost: 50_000,
   listFactor: 10,
   /**
    * The largest page size argument a request may give, by name: relay connections (`first`, `last`)
