@@ -43,6 +43,12 @@ export interface TestApp {
     headers?: Record<string, string>,
     clientIp?: string,
   ): Promise<GqlResult<T>>;
+  /**
+   * Runs `fn` and answers the SQL statements the service's database client sent meanwhile (every
+   * statement of deps.db: BEGIN and COMMIT included; not the owner's client, not pg-boss's own pool).
+   * Calls must not overlap.
+   */
+  sqlStatements<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }>;
   listen(): Promise<RunningServer>;
   close(): Promise<void>;
 }
@@ -117,7 +123,8 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     SIGNUP_BURST_PER_SOURCE: '1000000',
     ...opts.env,
   });
-  const db = createPrisma(databaseUrl, 8);
+  let recording: string[] | null = null;
+  const db = createPrisma(databaseUrl, 8, undefined, (sql) => recording?.push(sql));
   // A capturing logger keeps every line (trace and up) in memory for the test to read.
   const logs: string[] = [];
   const log = opts.captureLogs ? createLogger('trace', { write: (line: string) => void logs.push(line) }) : createLogger('silent');
@@ -164,6 +171,16 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
         { clientIp },
       );
       return (await res.json()) as GqlResult<never>;
+    },
+    async sqlStatements(fn) {
+      if (recording) throw new Error('sqlStatements calls overlap');
+      recording = [];
+      try {
+        const result = await fn();
+        return { result, statements: recording };
+      } finally {
+        recording = null;
+      }
     },
     async listen() {
       const s = await startServer(deps, 0);

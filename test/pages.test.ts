@@ -124,7 +124,15 @@ describe('GraphiQL (development mode)', () => {
   test('opens with the example operations, each valid against the schema, and the headers template', async () => {
     const options = dataBlockOf((await get(devServer, '/graphql')).text, 'graphiql-options');
     const examples = graphiqlExamples();
-    expect(examples.map((e) => e.name)).toEqual(['Me', 'Organization', 'Accounts', 'AccountBalances', 'Transactions', 'WebhookDeliveryStatus']);
+    expect(examples.map((e) => e.name)).toEqual([
+      'Me',
+      'OrganizationOverview',
+      'AccountsList',
+      'AccountDetail',
+      'TransactionsWithSettlements',
+      'AssetCatalog',
+      'WebhookDeliveryStatus',
+    ]);
     expect(options.defaultTabs).toEqual(examples.map((e) => ({ query: e.query, variables: e.variables, headers: graphiqlHeadersTemplate })));
     for (const e of examples) expect(validate(schema, parse(e.query)), e.name).toEqual([]);
     expect(options.headers).toBe(graphiqlHeadersTemplate);
@@ -151,11 +159,12 @@ describe('GraphiQL (development mode)', () => {
       return r.data!;
     };
     expect((await run('Me', {}, asMember)).viewer.organizationId).toBe(member.organizationId);
-    expect((await run('Organization', { organizationId: member.organizationId }, asMember)).organization.id).toBe(member.organizationId);
-    const accounts = (await run('Accounts', { organizationId: member.organizationId }, asKey)).accounts;
+    expect((await run('OrganizationOverview', { organizationId: member.organizationId }, asMember)).organization.id).toBe(member.organizationId);
+    const accounts = (await run('AccountsList', { organizationId: member.organizationId }, asKey)).accounts;
     expect(accounts.items.map((a: { name: string }) => a.name)).toEqual(['Escrow']);
-    expect((await run('AccountBalances', { accountId: accounts.items[0].id }, asMember)).accountBalances).toEqual([]);
-    expect((await run('Transactions', { organizationId: member.organizationId }, asKey)).transactions.items).toEqual([]);
+    expect((await run('AccountDetail', { accountId: accounts.items[0].id }, asMember)).accountBalances).toEqual([]);
+    expect((await run('TransactionsWithSettlements', { organizationId: member.organizationId }, asKey)).transactions.items).toEqual([]);
+    expect((await run('AssetCatalog', {}, asKey)).assetNetworks).toEqual(expect.any(Array));
   });
 
   test('is off outside development: production answers no GraphiQL page', async () => {

@@ -12,13 +12,20 @@ export { Prisma } from '../generated/prisma/client';
  * PostgreSQL parses and plans a query once per connection instead of once per request. A
  * connection lives at most 30 minutes, which bounds the statements each one keeps and lets a
  * migration's new column types reach every connection (see docs/decisions.md).
+ *
+ * `onStatement` sees the SQL text of every statement the client sends (BEGIN and COMMIT included),
+ * as it is sent: the tests count the statements of one request with it (test/harness.ts).
  */
-export function createPrisma(url: string, max: number, onConnectionError?: (err: Error) => void): PrismaClient {
+export function createPrisma(url: string, max: number, onConnectionError?: (err: Error) => void, onStatement?: (sql: string) => void): PrismaClient {
   return new PrismaClient({
     adapter: new PrismaPg(
       { connectionString: url, max, maxLifetimeSeconds: 1800 },
       {
-        statementNameGenerator: (query) => `p${createHash('sha1').update(query.sql).digest('base64url')}`,
+        // Called once per statement sent (the adapter names each one), so it is also where statements are seen.
+        statementNameGenerator: (query) => {
+          onStatement?.(query.sql);
+          return `p${createHash('sha1').update(query.sql).digest('base64url')}`;
+        },
         // A connection the server ends (57P01 at a database shutdown) is reported here, never as an
         // unhandled 'error' event; the query it served fails on its own.
         ...(onConnectionError ? { onPoolError: onConnectionError, onConnectionError } : {}),

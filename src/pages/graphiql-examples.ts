@@ -1,5 +1,8 @@
+import { dashboardOperations } from '../../examples/dashboard/operations';
+
 // The example operations opened in GraphiQL, as one GraphQL document in a string so that the build
-// bundles it (no file is read at run time).
+// bundles it (no file is read at run time). The dashboard operations of docs/graphql.md come from
+// examples/dashboard/operations.ts (the documents `npm run codegen` types).
 export const graphiqlExamplesDocument = /* GraphQL */ `# Example operations opened in GraphiQL (development mode), one tab each: the comment above an
 # operation opens its tab. Lines of at most 60 characters (the editor's width). A test validates
 # every operation against the schema (test/pages.test.ts).
@@ -17,80 +20,7 @@ query Me {
   }
 }
 
-# The organization, its applications and members (a member).
-query Organization($organizationId: ID!) {
-  organization(id: $organizationId) {
-    id
-    name
-    createdAt
-    applications {
-      id
-      name
-    }
-    members {
-      id
-      email
-      role
-    }
-  }
-}
-
-# Accounts, 20 a page (a member, or an API key: the accounts
-# of its mode authorized for its application).
-# Next page: nextCursor as $after.
-query Accounts($organizationId: ID!, $after: ID) {
-  accounts(
-    organizationId: $organizationId
-    limit: 20
-    after: $after
-  ) {
-    items {
-      id
-      name
-      reference
-      status
-      mode
-      createdAt
-    }
-    nextCursor
-  }
-}
-
-# An account's balances, one per asset-network (base units,
-# decimal strings): a member or an operator.
-query AccountBalances($accountId: ID!) {
-  accountBalances(accountId: $accountId) {
-    assetNetworkId
-    posted
-    available
-    pendingDebits
-    pendingCredits
-    updatedAt
-  }
-}
-
-# Transactions (escrow of payment intents), oldest first.
-query Transactions($organizationId: ID!, $after: ID) {
-  transactions(
-    organizationId: $organizationId
-    limit: 20
-    after: $after
-  ) {
-    items {
-      id
-      status
-      amount
-      fundedAmount
-      escrowAmount
-      settledAmount
-      refundedAmount
-      frozen
-      paymentIntentId
-      createdAt
-    }
-    nextCursor
-  }
-}
+${dashboardOperations.map((o) => o.trim()).join('\n\n')}
 
 # Webhook delivery status, live, as each change commits
 # (a member with webhook-endpoint-manage; an operator may

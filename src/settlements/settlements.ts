@@ -28,6 +28,7 @@ import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
 import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
 import { computeFee, pricingPolicyInForce } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
+import { batchLoader, groupBy } from '../kernel/batch';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
 import { setSettlementRequester } from '../release/release-rules';
 
@@ -71,9 +72,14 @@ export async function loadSettlement(ctx: Context, idArg: unknown, db: Db = ctx.
 }
 
 /** A transaction's settlements, oldest first (the caller has checked the transaction is visible). */
-export async function settlementsOfTransaction(db: Db, transactionId: string): Promise<SettlementRow[]> {
-  return withAllocations(db, await db.settlement.findMany({ where: { transactionId }, orderBy: { id: 'asc' } }));
-}
+export const settlementsOfTransaction: (db: Db, transactionId: string) => Promise<SettlementRow[]> = batchLoader(
+  async (db, transactionIds: string[]) =>
+    groupBy(
+      await withAllocations(db, await db.settlement.findMany({ where: { transactionId: { in: transactionIds } }, orderBy: { id: 'asc' } })),
+      (s) => s.transactionId,
+    ),
+  () => [],
+);
 
 // ------------------------------------------------------------------------------------------------
 // Request
