@@ -1,4 +1,7 @@
 -- DropIndex
+DROP INDEX "AuditLogEntry_action_idx";
+
+-- DropIndex
 DROP INDEX "AuditLogEntry_organizationId_occurredAt_idx";
 
 -- CreateTable
@@ -16,6 +19,9 @@ CREATE INDEX "AuditLogEntry_occurredAt_id_idx" ON "AuditLogEntry"("occurredAt", 
 
 -- CreateIndex
 CREATE INDEX "AuditLogEntry_organizationId_occurredAt_id_idx" ON "AuditLogEntry"("organizationId", "occurredAt", "id");
+
+-- CreateIndex
+CREATE INDEX "AuditLogEntry_action_occurredAt_id_idx" ON "AuditLogEntry"("action", "occurredAt", "id");
 
 -- CreateIndex
 CREATE INDEX "Deposit_networkId_status_blockHeight_idx" ON "Deposit"("networkId", "status", "blockHeight");
