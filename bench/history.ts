@@ -81,7 +81,7 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
         await owner.query(
           `WITH t AS (
              INSERT INTO "LedgerTransaction" ("id", "idempotencyKey", "payloadHash", "nature", "organizationId", "postedAt")
-             SELECT uuidv7(), 'history:' || $1 || ':' || g, 'history', CASE WHEN g % 10 = 0 THEN 'history.rare' ELSE 'history.bulk' END, $2::uuid,
+             SELECT uuidv7(), 'history:' || $1 || ':' || g, 'history', CASE WHEN g % 5 < 3 THEN 'history.filtered' ELSE 'history.other' END, $2::uuid,
                     now() - interval '30 days' + g * interval '1 second'
                FROM generate_series($3::int + 1, $3::int + $4::int) g
              RETURNING "id", "postedAt", split_part("idempotencyKey", ':', 3)::int AS g)
@@ -102,11 +102,12 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
       }
       for (let from = grown.auditEntries; from < to.auditEntries; from += CHUNK) {
         const n = Math.min(CHUNK, to.auditEntries - from);
-        // A tenth of the entries are the bench organization's, the others spread over 100 organizations.
+        // 60% of the entries are the bench organization's (so that skip 5,000 of the filtered search is within
+        // the small history too), the others spread over 100 organizations.
         await owner.query(
           `INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "entityType", "entityId", "action", "after")
            SELECT uuidv7(), now() - interval '30 days' + g * interval '1 second',
-                  CASE WHEN g % 10 = 0 THEN $1::uuid ELSE md5('history-org-' || (g % 100))::uuid END,
+                  CASE WHEN g % 5 < 3 THEN $1::uuid ELSE md5('history-org-' || (g % 100))::uuid END,
                   'SYSTEM', 'History', gen_random_uuid(), 'history.entry', jsonb_build_object('n', g)
              FROM generate_series($2::int + 1, $2::int + $3::int) g`,
           [org, from, n],
@@ -168,8 +169,8 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
       ['audit-log organizationId skip 5000', `/v1/admin/audit-log?organizationId=${org}&skip=5000&take=50`],
       ['ledger-entries skip 0', '/v1/admin/ledger-entries?skip=0&take=50'],
       ['ledger-entries skip 5000', '/v1/admin/ledger-entries?skip=5000&take=50'],
-      ['ledger-entries nature skip 0', '/v1/admin/ledger-entries?nature=history.rare&skip=0&take=50'],
-      ['ledger-entries nature skip 5000', '/v1/admin/ledger-entries?nature=history.rare&skip=5000&take=50'],
+      ['ledger-entries nature skip 0', '/v1/admin/ledger-entries?nature=history.filtered&skip=0&take=50'],
+      ['ledger-entries nature skip 5000', '/v1/admin/ledger-entries?nature=history.filtered&skip=5000&take=50'],
     ];
     async function measure(): Promise<Map<string, number>> {
       const out = new Map<string, number>();
@@ -220,12 +221,12 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
     const plans = [
       await explain('audit-log skip 5000', auditPage.replace('%WHERE%', '')),
       await explain('audit-log organizationId skip 5000', auditPage.replace('%WHERE%', 'WHERE "organizationId" = $1::uuid'), [org]),
-      await explain('audit-log total (capped count)', `SELECT count(*) FROM (SELECT 1 FROM "AuditLogEntry" LIMIT 10001) x`),
+      await explain('audit-log total (capped count)', `SELECT count(*) FROM (SELECT 1 FROM "AuditLogEntry" LIMIT 1001) x`),
       await explain('ledger-entries skip 5000', ledgerPage.replace('%WHERE%', '')),
-      await explain('ledger-entries nature skip 5000', ledgerPage.replace('%WHERE%', `WHERE t."nature" = 'history.rare'`)),
+      await explain('ledger-entries nature skip 5000', ledgerPage.replace('%WHERE%', `WHERE t."nature" = 'history.filtered'`)),
       await explain(
         'ledger-entries total (capped count)',
-        `SELECT count(*) FROM (SELECT 1 FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId" JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId" LIMIT 10001) x`,
+        `SELECT count(*) FROM (SELECT 1 FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId" JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId" LIMIT 1001) x`,
       ),
       await explain(
         'chain.sync: the changed addresses (sandbox adapter)',

@@ -1511,7 +1511,7 @@ export const routes: Route[] = [
     path: '/v1/admin/audit-log',
     summary:
       'Search the audit log, newest first (filters: organizationId, entityType, entityId, actionType; skip 0-100000, take 1-500; ' +
-      'or after: the nextCursor of the previous page; total counted up to 10000, totalExact)',
+      'or after: the nextCursor of the previous page; total counted up to 1000, totalExact)',
     tag: 'Administration',
     policy: policies.operator,
     variables: {
@@ -1570,7 +1570,7 @@ export const routes: Route[] = [
     path: '/v1/admin/ledger-entries',
     summary:
       'Search ledger entries of every organization, newest first (filters: assetNetworkId, nature, from/to on postedAt; skip 0-100000, ' +
-      'take 1-500; or after: the nextCursor of the previous page; total counted up to 10000, totalExact)',
+      'take 1-500; or after: the nextCursor of the previous page; total counted up to 1000, totalExact)',
     tag: 'Administration',
     policy: policies.operator,
     variables: {

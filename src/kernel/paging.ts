@@ -78,7 +78,7 @@ export function parsePaging(args: { skip?: number | null; take?: number | null }
  * in the search's own order (keyset: an index walk from that row, as cheap at any depth), to pass as
  * `after` instead of a growing `skip`. docs/admin.md, docs/decisions.md "Flat with history (issue 22)".
  */
-export const TOTAL_CAP = 10_000;
+export const TOTAL_CAP = 1_000;
 
 export interface SearchPage<T> extends Page<T> {
   /** False when more than TOTAL_CAP rows match: `total` is then TOTAL_CAP, a lower bound. */
