@@ -74,9 +74,10 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
       for (let from = grown.ledgerEntries / 2; from < to.ledgerEntries / 2; from += CHUNK / 2) {
         const n = Math.min(CHUNK / 2, to.ledgerEntries / 2 - from);
         await owner.query('BEGIN');
-        const v = await owner.query<{ id: string; version: string }>(`SELECT "id", "version"::text FROM "LedgerAccount" WHERE "id" = ANY($1::uuid[]) FOR UPDATE`, [
-          [debitAccount, creditAccount],
-        ]);
+        const v = await owner.query<{ id: string; version: string }>(
+          `SELECT "id", "version"::text FROM "LedgerAccount" WHERE "id" = ANY($1::uuid[]) FOR UPDATE`,
+          [[debitAccount, creditAccount]],
+        );
         const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
         await owner.query(
           `WITH t AS (
@@ -94,10 +95,10 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
           debitAccount,
           n,
         ]);
-        await owner.query(`UPDATE "LedgerAccount" SET "creditsPosted" = "creditsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`, [
-          creditAccount,
-          n,
-        ]);
+        await owner.query(
+          `UPDATE "LedgerAccount" SET "creditsPosted" = "creditsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`,
+          [creditAccount, n],
+        );
         await owner.query('COMMIT');
       }
       for (let from = grown.auditEntries; from < to.auditEntries; from += CHUNK) {
@@ -249,13 +250,22 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
 /** The scenario's table, its plans and its targets. */
 export function historyReport(r: HistoryResult) {
   const rows = [
-    ['history', `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses)`, `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses})`, 'large/small'],
+    [
+      'history',
+      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses)`,
+      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses})`,
+      'large/small',
+    ],
     ...r.measures.map((m) => [m.name, String(m.small), String(m.large), `${m.ratio}x`]),
   ];
   const plans = r.plans.map((p) => `\n-- EXPLAIN ${p.name} (large history)\n${p.plan}`).join('\n');
   return {
     result: r,
     table: textTable(rows) + `\n(history grown in ${r.growSeconds.small} s, then ${r.growSeconds.large} s)\n` + plans,
-    targets: r.measures.map((m) => ({ target: `history: ${m.name} at most ${TARGET_RATIO}x at the larger history`, met: m.ratio <= TARGET_RATIO, measured: `${m.small} → ${m.large} (${m.ratio}x)` })),
+    targets: r.measures.map((m) => ({
+      target: `history: ${m.name} at most ${TARGET_RATIO}x at the larger history`,
+      met: m.ratio <= TARGET_RATIO,
+      measured: `${m.small} → ${m.large} (${m.ratio}x)`,
+    })),
   };
 }

@@ -11,7 +11,8 @@ const operator = policies.operator;
 
 const skipDescription = `Rows to skip: 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}.`;
 const takeDescription = `Rows to return: 1 to ${TAKE_MAX}; default ${TAKE_DEFAULT}.`;
-const afterDescription = "The previous page's nextCursor (its last row's id): the page after it, in the same order (keyset; skip must be 0). Cheap at any depth, unlike skip.";
+const afterDescription =
+  "The previous page's nextCursor (its last row's id): the page after it, in the same order (keyset; skip must be 0). Cheap at any depth, unlike skip.";
 const totalDescription = `The number of entries matching the filters, counted up to ${TOTAL_CAP}: exact when totalExact, else a lower bound (narrow the filters for an exact count).`;
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 /** The paging fields of both searches (issue 22: capped total, keyset cursor). */

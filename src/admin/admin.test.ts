@@ -138,7 +138,10 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     }
     // A cursor with a skip, or one this search never gave: 400 naming the parameter.
     for (const [query, field] of [
-      [`after=${walked.length ? encodeURIComponent(all.items.length > 2 ? String((await get(`/v1/admin/audit-log?${q}&take=1`)).body.nextCursor) : 'x') : 'x'}&skip=1`, 'skip'],
+      [
+        `after=${walked.length ? encodeURIComponent(all.items.length > 2 ? String((await get(`/v1/admin/audit-log?${q}&take=1`)).body.nextCursor) : 'x') : 'x'}&skip=1`,
+        'skip',
+      ],
       ['after=not-a-cursor', 'after'],
       [`after=${crypto.randomUUID()}`, 'after'],
     ] as const)
@@ -295,7 +298,14 @@ describe('SearchLedgerEntriesAdmin', () => {
     // Paging over everything: windows of one order, and GraphQL answers the same.
     const all = await page('take=500');
     const second = await page('skip=1&take=1');
-    expect(second).toEqual({ items: [all.items[1]], skip: 1, take: 1, total: all.total, totalExact: true, nextCursor: all.items.length > 2 ? expect.any(String) : null });
+    expect(second).toEqual({
+      items: [all.items[1]],
+      skip: 1,
+      take: 1,
+      total: all.total,
+      totalExact: true,
+      nextCursor: all.items.length > 2 ? expect.any(String) : null,
+    });
     const g = await app.gql<{ ledgerEntries: unknown }>(
       `query($n: ID) { ledgerEntries(assetNetworkId: $n, take: 500) { items { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } skip take total totalExact nextCursor } }`,
       { n: a.f.catalog.assetNetworkId },

@@ -77,9 +77,13 @@ export async function searchAuditLog(ctx: Context, filter: AuditSearchFilter): P
   );
   const conditions = Object.entries(where)
     .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => (k === 'organizationId' || k === 'entityId' ? Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}::uuid` : Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}`));
+    .map(([k, v]) =>
+      k === 'organizationId' || k === 'entityId' ? Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}::uuid` : Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}`,
+    );
   const counted = Prisma.sql`SELECT count(*)::int AS "n" FROM (SELECT 1 FROM "AuditLogEntry" ${conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty} LIMIT ${TOTAL_CAP + 1}) x`;
-  const keyset = after ? { AND: [{ occurredAt: { lte: after.at } }, { OR: [{ occurredAt: { lt: after.at } }, { occurredAt: after.at, id: { lt: after.id } }] }] } : {};
+  const keyset = after
+    ? { AND: [{ occurredAt: { lte: after.at } }, { OR: [{ occurredAt: { lt: after.at } }, { occurredAt: after.at, id: { lt: after.id } }] }] }
+    : {};
   const [rows, count] = await db.$transaction([
     db.auditLogEntry.findMany({ where: { ...where, ...keyset }, select, orderBy: [{ occurredAt: 'desc' }, { id: 'desc' }], skip, take: take + 1 }),
     db.$queryRaw<{ n: number }[]>(counted),

@@ -71,8 +71,7 @@ export async function searchLedgerEntries(ctx: Context, filter: LedgerSearchFilt
   });
   const where = conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty;
   const page = [...conditions];
-  if (after)
-    page.push(Prisma.sql`t."postedAt" <= ${after.at} AND (t."postedAt" < ${after.at} OR e."id" < ${after.id}::uuid)`);
+  if (after) page.push(Prisma.sql`t."postedAt" <= ${after.at} AND (t."postedAt" < ${after.at} OR e."id" < ${after.id}::uuid)`);
   const pageWhere = page.length ? Prisma.sql`WHERE ${Prisma.join(page, ' AND ')}` : Prisma.empty;
   const from = Prisma.sql`FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId" JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId"`;
 

@@ -54,7 +54,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       const now = await tip(d, network.id);
       let from = cursor?.height ?? 0;
       // The block the cursor saw was orphaned by a reorganization: from its first canonical ancestor.
-      for (let hash = cursor?.hash ?? null; hash; ) {
+      for (let hash = cursor?.hash ?? null; hash;) {
         const b = await d.sandboxBlock.findUnique({ where: { hash }, select: { height: true, parentHash: true, canonical: true } });
         if (!b || b.canonical) break;
         from = Math.min(from, b.height - 1);
