@@ -17,6 +17,7 @@ import { depositsReport, depositsSettings, startDepositsBench, type DepositsBenc
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
 import { checkOf, median, textTable } from './setup';
+import { historyReport, runHistoryBench } from './history';
 
 /**
  * npm run bench: the service in-process, as src/main.ts runs it (job runner on, logging silent),
@@ -27,7 +28,7 @@ import { checkOf, median, textTable } from './setup';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks,ledger).
+ * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -78,6 +79,8 @@ const depositsSelected = !only || only.has('deposits');
 const settlementsSelected = !only || only.has('settlements');
 // The withdrawals scenario (bench/withdrawals.ts, `withdrawals`): BENCH_WITHDRAWALS_COUNT (500 per round), BENCH_WITHDRAWALS_CONCURRENCY (16).
 const withdrawalsSelected = !only || only.has('withdrawals');
+// The history scenario (bench/history.ts, `history`; issue 22): BENCH_HISTORY_SMALL (10000), BENCH_HISTORY_LARGE (1000000), BENCH_HISTORY_SAMPLES (7).
+const historySelected = !only || only.has('history');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -432,6 +435,10 @@ try {
     console.log(textTable(lrows));
   }
 
+  // Last: it grows the database's history (bulk SQL) and measures at two sizes.
+  const historyOut = historySelected ? historyReport(await runHistoryBench({ deps, call, ownerUrl: db.ownerUrl, say })) : undefined;
+  if (historyOut) console.log(historyOut.table);
+
   const depositsCheck = deposits && depositRuns.length ? await checkOf(deposits) : undefined;
   const depositsOut = depositRuns.length ? depositsReport(depositRuns, depositsCheck) : undefined;
   if (depositsOut) console.log(depositsOut.table);
@@ -488,6 +495,23 @@ try {
   if (depositsOut) targets.push(...depositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
   if (withdrawalsOut) targets.push(...withdrawalsOut.targets);
+  if (historyOut) targets.push(...historyOut.targets);
+  // Issue 22: each money operation as a ratio to the one-transfer-per-commit baseline of the same run.
+  const baselineTransfers = ledgerResult?.baseline.postingsPerSecond;
+  const versusBaseline =
+    baselineTransfers && settlementsOut
+      ? {
+          baselineTransfersPerSecond: baselineTransfers,
+          settlementsPerSecond: settlementsOut.result.settlementsPerSecond,
+          settlementsToBaseline: +(settlementsOut.result.settlementsPerSecond / baselineTransfers).toFixed(3),
+        }
+      : undefined;
+  if (versusBaseline)
+    targets.push({
+      target: 'settlements executed by the job >= 0.4x the one-transfer-per-commit baseline (issue 22)',
+      met: versusBaseline.settlementsToBaseline >= 0.4,
+      measured: `${versusBaseline.settlementsPerSecond} settlements/s vs ${versusBaseline.baselineTransfersPerSecond} transfers/s: ${versusBaseline.settlementsToBaseline}x`,
+    });
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)
@@ -534,6 +558,8 @@ try {
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
         ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
         ...(withdrawalsOut ? { withdrawals: { ...withdrawalsOut.result, check: withdrawalsCheck } } : {}),
+        ...(versusBaseline ? { versusBaseline } : {}),
+        ...(historyOut ? { history: historyOut.result } : {}),
         skipped,
         targets,
       },

@@ -1509,7 +1509,9 @@ export const routes: Route[] = [
     operation: 'SearchAuditLog',
     method: 'GET',
     path: '/v1/admin/audit-log',
-    summary: 'Search the audit log, newest first (filters: organizationId, entityType, entityId, actionType; skip 0-100000, take 1-500)',
+    summary:
+      'Search the audit log, newest first (filters: organizationId, entityType, entityId, actionType; skip 0-100000, take 1-500; ' +
+      'or after: the nextCursor of the previous page; total counted up to 1000, totalExact)',
     tag: 'Administration',
     policy: policies.operator,
     variables: {
@@ -1519,6 +1521,7 @@ export const routes: Route[] = [
       actionType: 'query.actionType',
       skip: 'query.skip',
       take: 'query.take',
+      after: 'query.after',
     },
     success: { status: 200, body: 'auditLogEntries' },
   },
@@ -1565,10 +1568,20 @@ export const routes: Route[] = [
     operation: 'SearchLedgerEntriesAdmin',
     method: 'GET',
     path: '/v1/admin/ledger-entries',
-    summary: 'Search ledger entries of every organization, newest first (filters: assetNetworkId, nature, from/to on postedAt; skip 0-100000, take 1-500)',
+    summary:
+      'Search ledger entries of every organization, newest first (filters: assetNetworkId, nature, from/to on postedAt; skip 0-100000, ' +
+      'take 1-500; or after: the nextCursor of the previous page; total counted up to 1000, totalExact)',
     tag: 'Administration',
     policy: policies.operator,
-    variables: { assetNetworkId: 'query.assetNetworkId', nature: 'query.nature', from: 'query.from', to: 'query.to', skip: 'query.skip', take: 'query.take' },
+    variables: {
+      assetNetworkId: 'query.assetNetworkId',
+      nature: 'query.nature',
+      from: 'query.from',
+      to: 'query.to',
+      skip: 'query.skip',
+      take: 'query.take',
+      after: 'query.after',
+    },
     success: { status: 200, body: 'ledgerEntries' },
   },
   {

@@ -139,3 +139,46 @@ export function fromUnexpected(e: unknown): DomainError | null {
 /** A deadlock (40P01) or serialization failure (40001): the transaction may be run again from the start. */
 const RETRYABLE = new Set(['40P01', '40001']);
 export const isRetryable = (e: unknown) => RETRYABLE.has(sqlState(e) ?? '');
+
+/**
+ * The unique constraint (its index name) that a Prisma P2002 (driver adapter: meta.driverAdapterError
+ * .cause.constraint.index) or a pg 23505 (`constraint`) error names; null for any other error, or a
+ * violation that names no constraint.
+ */
+export function violatedUniqueConstraint(e: unknown): string | null {
+  if (typeof e !== 'object' || e === null) return null;
+  const err = e as { code?: unknown; constraint?: unknown; meta?: { target?: unknown; driverAdapterError?: { cause?: { constraint?: { index?: unknown } } } } };
+  if (err.code === '23505') return typeof err.constraint === 'string' ? err.constraint : null;
+  if (err.code !== 'P2002') return null;
+  const index = err.meta?.driverAdapterError?.cause?.constraint?.index;
+  if (typeof index === 'string') return index;
+  return typeof err.meta?.target === 'string' ? err.meta.target : null;
+}
+
+/**
+ * What a clash on each unique constraint means to the caller (issue 22, point 6): a unique violation
+ * answers 409 in the words of its own constraint, never of another that the same operation could
+ * also have hit (a payment intent's reference and its deposit address's derivation index).
+ */
+const UNIQUE_CONFLICTS: Record<string, string> = {
+  PaymentIntent_organizationId_reference_key: 'The organization already has a payment intent with this reference.',
+  DepositAddress_walletId_derivationIndex_key: "The wallet's next derivation index was taken by another allocation meanwhile; retry.",
+  DepositAddress_networkId_address_key: 'The deposit address was allocated meanwhile on this network; retry.',
+  DepositAddress_paymentIntentId_key: 'The payment intent has a deposit address already (one address per payment intent, ever).',
+  PaymentIntent_depositAddressId_key: 'The deposit address belongs to another payment intent already.',
+  Account_organizationId_reference_key: 'The organization already has an account with this reference.',
+  Asset_code_key: 'An asset with this code exists already.',
+  Network_name_key: 'A network with this name exists already.',
+  AssetNetwork_assetId_networkId_key: 'The asset is on this network already (one asset-network per asset and network).',
+  ControlledAddress_networkId_address_key: 'This address is registered already on this network.',
+  AccountHolder_email_key: 'An account holder with this email already exists.',
+};
+
+/**
+ * The 409 of a unique violation, by the constraint it names (UNIQUE_CONFLICTS); `fallback` for a
+ * constraint without words of its own there (the caller's reading of its likeliest clash).
+ */
+export function uniqueConflict(e: unknown, fallback = 'A record with these values exists already.'): DomainError {
+  const constraint = violatedUniqueConstraint(e);
+  return new DomainError('CONFLICT', (constraint && UNIQUE_CONFLICTS[constraint]) ?? fallback);
+}

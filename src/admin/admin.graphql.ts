@@ -3,7 +3,7 @@ import { policies } from '../auth/policy';
 import { getAuditLogEntry, searchAuditLog, type AuditLogEntryView } from './audit-search';
 import { searchLedgerEntries, type LedgerEntryView } from './ledger-search';
 import { platformDashboard, type PlatformDashboard, type StatusCount, type TransactionVolume } from './dashboard';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../kernel/paging';
+import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX, TOTAL_CAP, type SearchPage } from '../kernel/paging';
 import { NetworkResourceReserveBalance } from '../treasury/costs/costs.graphql';
 
 /** Operator search and dashboard (docs/admin.md): every field is for platform operators only. */
@@ -11,6 +11,18 @@ const operator = policies.operator;
 
 const skipDescription = `Rows to skip: 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}.`;
 const takeDescription = `Rows to return: 1 to ${TAKE_MAX}; default ${TAKE_DEFAULT}.`;
+const afterDescription =
+  "The previous page's nextCursor (its last row's id): the page after it, in the same order (keyset; skip must be 0). Cheap at any depth, unlike skip.";
+const totalDescription = `The number of entries matching the filters, counted up to ${TOTAL_CAP}: exact when totalExact, else a lower bound (narrow the filters for an exact count).`;
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+/** The paging fields of both searches (issue 22: capped total, keyset cursor). */
+const pageFields = <T>(t: PothosSchemaTypes.ObjectFieldBuilder<Types, SearchPage<T>>) => ({
+  skip: t.exposeInt('skip'),
+  take: t.exposeInt('take'),
+  total: t.exposeInt('total', { description: totalDescription }),
+  totalExact: t.exposeBoolean('totalExact', { description: `False when more than ${TOTAL_CAP} entries match (total is then ${TOTAL_CAP}).` }),
+  nextCursor: t.exposeString('nextCursor', { nullable: true, description: 'Pass as after for the next page; null on the last page.' }),
+});
 
 const AuditLogEntry = builder.objectRef<AuditLogEntryView>('AuditLogEntry').implement({
   description: 'AuditLogEntryResponse: one state change, who made it and a summary before and after (never secrets).',
@@ -29,13 +41,11 @@ const AuditLogEntry = builder.objectRef<AuditLogEntryView>('AuditLogEntry').impl
   }),
 });
 
-const AuditLogPage = builder.objectRef<{ items: AuditLogEntryView[]; skip: number; take: number; total: number }>('AuditLogPage').implement({
+const AuditLogPage = builder.objectRef<SearchPage<AuditLogEntryView>>('AuditLogPage').implement({
   description: 'A page of audit entries, newest first (occurredAt, then id, descending).',
   fields: (t) => ({
     items: t.field({ type: [AuditLogEntry], resolve: (p) => p.items }),
-    skip: t.exposeInt('skip'),
-    take: t.exposeInt('take'),
-    total: t.exposeInt('total', { description: 'The exact number of entries matching the filters.' }),
+    ...pageFields(t),
   }),
 });
 
@@ -64,13 +74,11 @@ const AdminLedgerEntry = builder.objectRef<LedgerEntryView>('AdminLedgerEntry').
   }),
 });
 
-const AdminLedgerEntryPage = builder.objectRef<{ items: LedgerEntryView[]; skip: number; take: number; total: number }>('AdminLedgerEntryPage').implement({
+const AdminLedgerEntryPage = builder.objectRef<SearchPage<LedgerEntryView>>('AdminLedgerEntryPage').implement({
   description: 'A page of ledger entries, newest first (postedAt, then entry id, descending).',
   fields: (t) => ({
     items: t.field({ type: [AdminLedgerEntry], resolve: (p) => p.items }),
-    skip: t.exposeInt('skip'),
-    take: t.exposeInt('take'),
-    total: t.exposeInt('total', { description: 'The exact number of entries matching the filters.' }),
+    ...pageFields(t),
   }),
 });
 
@@ -165,6 +173,7 @@ builder.queryFields((t) => ({
       actionType: t.arg.string({ description: "Filters the entry's action, e.g. account.frozen." }),
       skip: t.arg.int({ description: skipDescription }),
       take: t.arg.int({ description: takeDescription }),
+      after: t.arg.id({ description: afterDescription }),
     },
     resolve: (_p, a, ctx) =>
       searchAuditLog(ctx, {
@@ -174,6 +183,7 @@ builder.queryFields((t) => ({
         actionType: a.actionType,
         skip: a.skip,
         take: a.take,
+        after: a.after == null ? null : String(a.after),
       }),
   }),
   auditLogEntry: t.field({
@@ -194,6 +204,7 @@ builder.queryFields((t) => ({
       to: t.arg({ type: 'DateTime', description: "On the ledger transaction's postedAt, exclusive." }),
       skip: t.arg.int({ description: skipDescription }),
       take: t.arg.int({ description: takeDescription }),
+      after: t.arg.id({ description: afterDescription }),
     },
     resolve: (_p, a, ctx) =>
       searchLedgerEntries(ctx, {
@@ -203,6 +214,7 @@ builder.queryFields((t) => ({
         to: a.to,
         skip: a.skip,
         take: a.take,
+        after: a.after == null ? null : String(a.after),
       }),
   }),
   platformDashboard: t.field({

@@ -114,6 +114,44 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     expect(past.total).toBe(all.total);
   });
 
+  test('keyset cursors beside skip/take (issue 22): nextCursor walks the same order, cheap at any depth; total capped, totalExact', async () => {
+    const q = `organizationId=${m.organizationId}`;
+    const all = (await get(`/v1/admin/audit-log?${q}&take=500`)).body as { items: Entry[]; total: number; totalExact: boolean; nextCursor: string | null };
+    expect(all).toMatchObject({ totalExact: true, nextCursor: null });
+    const walked: Entry[] = [];
+    let after: string | null = null;
+    for (let i = 0; i < 20; i++) {
+      const r = await get(`/v1/admin/audit-log?${q}&take=2${after ? `&after=${after}` : ''}`);
+      expect(r.status, r.text).toBe(200);
+      walked.push(...r.body.items);
+      expect(r.body.total).toBe(all.total);
+      after = r.body.nextCursor;
+      if (!after) break;
+    }
+    expect(walked.map((e) => e.id)).toEqual(all.items.map((e) => e.id));
+    // The ledger-entry search: the same walk over its own order (postedAt, then entry id).
+    const ledgerAll = (await get('/v1/admin/ledger-entries?take=40')).body as { items: { id: string }[]; nextCursor: string | null };
+    const first = (await get('/v1/admin/ledger-entries?take=15')).body as { items: { id: string }[]; nextCursor: string | null };
+    if (first.nextCursor) {
+      const second = (await get(`/v1/admin/ledger-entries?take=25&after=${first.nextCursor}`)).body as { items: { id: string }[] };
+      expect([...first.items, ...second.items].map((e) => e.id)).toEqual(ledgerAll.items.map((e) => e.id));
+    }
+    // A cursor with a skip, or one this search never gave: 400 naming the parameter.
+    for (const [query, field] of [
+      [
+        `after=${walked.length ? encodeURIComponent(all.items.length > 2 ? String((await get(`/v1/admin/audit-log?${q}&take=1`)).body.nextCursor) : 'x') : 'x'}&skip=1`,
+        'skip',
+      ],
+      ['after=not-a-cursor', 'after'],
+      [`after=${crypto.randomUUID()}`, 'after'],
+    ] as const)
+      for (const path of ['/v1/admin/audit-log', '/v1/admin/ledger-entries']) {
+        const r = await get(`${path}?${query}`);
+        expect(r.status, `${path}?${query}`).toBe(400);
+        expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ field }] });
+      }
+  });
+
   test('every bound: the edges pass, anything else is 400 naming the parameter', async () => {
     for (const q of ['skip=0', 'skip=100000', 'take=1', 'take=500']) expect((await get(`/v1/admin/audit-log?${q}`)).status, q).toBe(200);
     for (const [q, field] of [
@@ -184,7 +222,7 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
   test('REST equals GraphQL for a search', async () => {
     const rest = await auditSearch(`organizationId=${m.organizationId}&skip=1&take=2`);
     const g = await app.gql<{ auditLogEntries: unknown }>(
-      `query($o: ID) { auditLogEntries(organizationId: $o, skip: 1, take: 2) { items { id occurredAt organizationId actorType actorId entityType entityId action requestId before after } skip take total } }`,
+      `query($o: ID) { auditLogEntries(organizationId: $o, skip: 1, take: 2) { items { id occurredAt organizationId actorType actorId entityType entityId action requestId before after } skip take total totalExact nextCursor } }`,
       { o: m.organizationId },
       op,
     );
@@ -260,9 +298,16 @@ describe('SearchLedgerEntriesAdmin', () => {
     // Paging over everything: windows of one order, and GraphQL answers the same.
     const all = await page('take=500');
     const second = await page('skip=1&take=1');
-    expect(second).toEqual({ items: [all.items[1]], skip: 1, take: 1, total: all.total });
+    expect(second).toEqual({
+      items: [all.items[1]],
+      skip: 1,
+      take: 1,
+      total: all.total,
+      totalExact: true,
+      nextCursor: all.items.length > 2 ? expect.any(String) : null,
+    });
     const g = await app.gql<{ ledgerEntries: unknown }>(
-      `query($n: ID) { ledgerEntries(assetNetworkId: $n, take: 500) { items { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } skip take total } }`,
+      `query($n: ID) { ledgerEntries(assetNetworkId: $n, take: 500) { items { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } skip take total totalExact nextCursor } }`,
       { n: a.f.catalog.assetNetworkId },
       op,
     );

@@ -1,7 +1,8 @@
 import type { Context } from '../context';
 import { fieldError, notFound } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { parsePaging, type Page } from '../kernel/paging';
+import { Prisma } from '../generated/prisma/client';
+import { parseSearchPaging, searchPageOf, TOTAL_CAP, type SearchPage } from '../kernel/paging';
 
 /** AuditLogEntryResponse: the audit entry as operators read it. */
 export interface AuditLogEntryView {
@@ -26,6 +27,8 @@ export interface AuditSearchFilter {
   actionType?: string | null;
   skip?: number | null;
   take?: number | null;
+  /** A nextCursor of this search: the page after it (keyset), instead of skip. */
+  after?: string | null;
 }
 
 const select = {
@@ -54,21 +57,39 @@ function textFilter(field: string, value: string | null | undefined): string | u
   return value;
 }
 
-/** SearchAuditLog: exact-match filters, newest first (occurredAt desc, then id desc), exact total. */
-export async function searchAuditLog(ctx: Context, filter: AuditSearchFilter): Promise<Page<AuditLogEntryView>> {
+/**
+ * SearchAuditLog: exact-match filters, newest first (occurredAt desc, then id desc). Each filter
+ * combination walks an index in that order ((occurredAt, id); (organizationId, occurredAt, id);
+ * (action, occurredAt, id); (entityType, entityId) for one entity's few entries), so a page costs
+ * skip + take index entries, not the history; `total` is capped at TOTAL_CAP (issue 22).
+ */
+export async function searchAuditLog(ctx: Context, filter: AuditSearchFilter): Promise<SearchPage<AuditLogEntryView>> {
   const where = {
     organizationId: uuidFilter('organizationId', filter.organizationId),
     entityType: textFilter('entityType', filter.entityType),
     entityId: uuidFilter('entityId', filter.entityId),
     action: textFilter('actionType', filter.actionType),
   };
-  const { skip, take } = parsePaging(filter);
   const db = ctx.deps.db;
-  const [items, total] = await db.$transaction([
-    db.auditLogEntry.findMany({ where, select, orderBy: [{ occurredAt: 'desc' }, { id: 'desc' }], skip, take }),
-    db.auditLogEntry.count({ where }),
+  const { skip, take, after } = await parseSearchPaging(
+    filter,
+    async (id) => (await db.auditLogEntry.findUnique({ where: { id }, select: { occurredAt: true } }))?.occurredAt ?? null,
+  );
+  const conditions = Object.entries(where)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) =>
+      k === 'organizationId' || k === 'entityId' ? Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}::uuid` : Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}`,
+    );
+  const counted = Prisma.sql`SELECT count(*)::int AS "n" FROM (SELECT 1 FROM "AuditLogEntry" ${conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty} LIMIT ${TOTAL_CAP + 1}) x`;
+  const keyset = after
+    ? { AND: [{ occurredAt: { lte: after.at } }, { OR: [{ occurredAt: { lt: after.at } }, { occurredAt: after.at, id: { lt: after.id } }] }] }
+    : {};
+  const [rows, count] = await db.$transaction([
+    db.auditLogEntry.findMany({ where: { ...where, ...keyset }, select, orderBy: [{ occurredAt: 'desc' }, { id: 'desc' }], skip, take: take + 1 }),
+    db.$queryRaw<{ n: number }[]>(counted),
   ]);
-  return { items, skip, take, total };
+  const n = count[0]!.n;
+  return { ...searchPageOf(rows, take), skip, take, total: Math.min(n, TOTAL_CAP), totalExact: n <= TOTAL_CAP };
 }
 
 /** GetAuditLogEntry: an unknown or malformed id answers 404. */

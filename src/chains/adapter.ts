@@ -65,6 +65,29 @@ export interface StuckTransaction {
   unsent: boolean;
 }
 
+/** How far a sync followed a chain: a height and the hash of the canonical block there (null: no block yet). */
+export interface ChainCursor {
+  height: number;
+  hash: string | null;
+}
+
+/** What may have changed on a chain since a sync cursor (NetworkAdapter.changedSince). */
+export interface ChainChanges {
+  /** The canonical tip now: the next cursor once the caller reconciled `addresses`. */
+  tip: ChainCursor;
+  /**
+   * The lowest height whose block may differ from what the cursor saw: the cursor's own height (its
+   * block is examined again), or the fork point when a reorganization replaced the block it saw.
+   */
+  from: number;
+  /**
+   * The addresses (spelled as `deriveAddress` spells them) receiving a transfer in a block at or
+   * above `from`, or in no block (pending, orphaned): a set bounded by what happened since, never by
+   * history.
+   */
+  addresses: string[];
+}
+
 /** The balance of one address in one asset-network (base units). */
 export interface AddressBalance {
   mined: bigint;
@@ -98,6 +121,13 @@ export interface NetworkAdapter {
   blockHeight(network: NetworkRef): Promise<number>;
   /** Every transfer to any of `addresses`, in its current state (what changed is for the caller to compare). */
   transfersTo(network: NetworkRef, addresses: string[]): Promise<ObservedTransfer[]>;
+  /**
+   * What may have changed since `cursor` (null: never synced: every block), for chain.sync (issue 22):
+   * the tip, the fork-safe height to re-examine from, and the addresses receiving transfers there or
+   * outside any block. Set-based: one read of the transfers by height and status, whatever the
+   * number of addresses ever watched.
+   */
+  changedSince(network: NetworkRef, cursor: ChainCursor | null): Promise<ChainChanges>;
   /** One transaction by hash, or null when the chain never saw it. */
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
   /**

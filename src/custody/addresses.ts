@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Context, Deps } from '../context';
 import type { Db } from '../db/prisma';
-import { DomainError, fieldError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
 import { isUniqueViolation, isUuid } from '../ids';
 import { audit } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
@@ -188,7 +188,7 @@ export async function allocateDepositAddress(ctx: Context, applicationIdArg: str
       ),
     );
   } catch (e) {
-    if (isUniqueViolation(e)) throw new DomainError('CONFLICT', 'The address was allocated meanwhile; retry.');
+    if (isUniqueViolation(e)) throw uniqueConflict(e, 'The address was allocated meanwhile; retry.');
     throw e;
   }
 }

@@ -602,6 +602,32 @@ describe('sync', () => {
     for (const pi of intents) expect(await balances(f, pi.transactionId)).toMatchObject({ escrow: 1_000_000n });
   });
 
+  test('a sync follows what changed since its cursor, not every address ever allocated (issue 22)', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const networkId = f.catalog.networkId;
+    const intents = [];
+    for (let i = 0; i < 3; i++) intents.push(await createIntent(app, f));
+    const idle = await createIntent(app, f); // allocated, never paid
+    for (const pi of intents) await send(f, pi.address, 1_000_000n);
+    await mine(f);
+    const sync = () => syncNetwork(moneyDeps(app), networkId);
+    expect(await sync()).toMatchObject({ addresses: 3 });
+    // The cursor committed with the sync: the tip it followed.
+    const tip = await app.deps.db.sandboxBlock.findFirstOrThrow({ where: { networkId, canonical: true }, orderBy: { height: 'desc' } });
+    expect(await app.deps.db.chainSyncCursor.findUnique({ where: { networkId } })).toMatchObject({ height: tip.height, blockHash: tip.hash });
+    // An empty block: only the cursor's own block is looked at again, then nothing.
+    await mine(f);
+    expect(await sync()).toMatchObject({ addresses: 3, changes: 0 });
+    await mine(f);
+    expect(await sync()).toMatchObject({ addresses: 0, changes: 0 });
+    // A new transfer to the idle address: that address alone.
+    await send(f, idle.address, 2_000_000n);
+    expect(await sync()).toMatchObject({ addresses: 1, changes: 1 });
+    await mine(f);
+    expect(await sync()).toMatchObject({ addresses: 1, changes: 1 });
+    for (const pi of [...intents, idle]) expect((await intentOf(f, pi.id)).status).toBe('SUCCEEDED');
+  });
+
   test('chunks: addresses beyond one chunk are all reconciled', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1 });
     const intents = [];

@@ -172,6 +172,24 @@ describe('CreatePaymentIntent', () => {
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
   });
 
+  test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {
+    const f = await moneyFixture(app);
+    expect((await create(f, { walletId: f.walletId, reference: 'first' })).status).toBe(201);
+    // The wallet's counter set back (a restored backup, another process's allocation): the next index is in use.
+    await app.deps.db.wallet.update({ where: { id: f.walletId }, data: { nextAddressIndex: { decrement: 1 } } });
+    const clash = await create(f, { walletId: f.walletId, reference: 'second' });
+    expect(clash.status, clash.text).toBe(409);
+    expect(clash.body.code).toBe('CONFLICT');
+    expect(JSON.stringify(clash.body)).not.toMatch(/reference/);
+    expect(JSON.stringify(clash.body)).toMatch(/derivation index|deposit address was allocated/);
+    // Nothing of the refused intent was kept; the reference stays free.
+    expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId, reference: 'second' } })).toBe(0);
+    // The duplicate reference keeps its own words.
+    const dup = await create(f, { walletId: f.walletId, reference: 'first' });
+    expect(dup.status).toBe(409);
+    expect(JSON.stringify(dup.body)).toMatch(/already has a payment intent with this reference/);
+  });
+
   test('409: a duplicate reference, a frozen beneficiary, a PAUSED asset-network; 404: another organization', async () => {
     const f = await moneyFixture(app);
     expect((await create(f, { reference: 'dup' })).status).toBe(201);

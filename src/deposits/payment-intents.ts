@@ -4,7 +4,7 @@ import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { Prisma } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
@@ -296,7 +296,8 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
       TX_OPTIONS,
     );
   } catch (e) {
-    if (isUniqueViolation(e)) throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
+    // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
+    if (isUniqueViolation(e)) throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
     throw e;
   }
   return loadPaymentIntent(ctx, created.id);

@@ -1,7 +1,7 @@
 import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
-import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ObservedTransfer } from '../chains/adapter';
+import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
 import { auditAs, type Actor } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
@@ -12,9 +12,11 @@ import { reasons, screeningVerdict } from './rules';
 import { isUuid } from '../ids';
 
 /**
- * Deposit detection: the `chain.sync` job handler. It asks the network's adapter for every transfer
- * to the network's deposit addresses and reconciles each with its Deposit row (unique per network
- * and transaction hash). Every change commits in one database transaction with its events, ledger
+ * Deposit detection: the `chain.sync` job handler. It asks the network's adapter what changed since
+ * the network's cursor (ChainSyncCursor: the height it followed), joins that to the deposit
+ * addresses by (network, address), adds the open deposits, and reconciles each transfer to those
+ * addresses with its Deposit row (unique per network and transaction hash): its work follows what
+ * happened on the chain, not how many addresses were ever allocated (issue 22). Every change commits in one database transaction with its events, ledger
  * postings and audit entries.
  *
  * Safe to run twice or concurrently: a network's sync runs under a transaction-scoped advisory lock
@@ -75,32 +77,41 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
   // Addresses that failed before (issue 26): a live job of theirs retries them alone; one whose last
   // job failed (retries spent) or was cancelled is tried here again with the others.
   const jobStates = await addressJobStates(deps.db, networkId);
+  const { tip, addresses: work } = await changedAddresses(deps.db, network, jobStates);
   const apply = (r: { observed: number; changes: number }) => {
     result.observed += r.observed;
     result.changes += r.changes;
   };
   let networkFailure: NetworkSyncFailure | undefined;
-  let after: string | undefined;
-  for (;;) {
-    const page: AddressRow[] = await deps.db.depositAddress.findMany({
-      where: { networkId, ...(after ? { id: { gt: after } } : {}) },
-      orderBy: { id: 'asc' },
-      take: chunk,
-      select: ADDRESS_SELECT,
-    });
-    if (!page.length) break;
-    after = page[page.length - 1]!.id;
-    const addresses = page.filter((a) => !isLiveJobState(jobStates.get(a.id)));
-    result.addresses += addresses.length;
+  // The cursor commits with the last chunk (or alone when nothing was to be reconciled, or after a
+  // last chunk reconciled address by address): a crash before it only makes the next sync redo
+  // what this one did, which changes nothing (every step compares the chain with the record).
+  let cursorWritten = false;
+  const advance = async (tx: Db) => {
+    cursorWritten = true;
+    await writeCursor(tx, networkId, tip);
+  };
+  const addresses = work.filter((a) => !isLiveJobState(jobStates.get(a.id)));
+  for (let i = 0; i < addresses.length; i += chunk) {
+    const page = addresses.slice(i, i + chunk);
+    const last = i + chunk >= addresses.length;
+    result.addresses += page.length;
     const healthy: AddressRow[] = [];
     try {
-      if (addresses.length) apply(await deps.db.$transaction((tx) => syncChunk(tx, deps, network, addresses), TX_OPTIONS));
-      healthy.push(...addresses);
+      apply(
+        await deps.db.$transaction(async (tx) => {
+          const r = await syncChunk(tx, deps, network, page);
+          if (last && !networkFailure) await advance(tx);
+          return r;
+        }, TX_OPTIONS),
+      );
+      healthy.push(...page);
     } catch {
+      cursorWritten = false;
       // One address's failure never stops the others of its chunk (issue 26): each alone, in its own
       // transaction; a failing one is handed to its own retry job and listed as stuck while it fails.
       const failed: SyncResult['isolated'] = [];
-      for (const a of addresses) {
+      for (const a of page) {
         try {
           apply(await deps.db.$transaction((tx) => syncChunk(tx, deps, network, [a]), TX_OPTIONS));
           healthy.push(a);
@@ -122,10 +133,59 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
     // An address whose retries were spent and that now reconciled: one more job of its own, which
     // completes (a no-op) and so takes it off the stuck list.
     for (const a of healthy) if (deps.boss && jobStates.get(a.id) === 'failed') await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id });
-    if (page.length < chunk) break;
   }
   if (networkFailure) throw networkFailure;
+  // An isolated address is left to its own job (and, once its retries are spent, to every later sync:
+  // changedAddresses adds it), so the cursor moves on.
+  if (!cursorWritten) await deps.db.$transaction((tx) => advance(tx), TX_OPTIONS);
   return result;
+}
+
+/** Deposits whose state the chain may still move without a new transfer: waiting for confirmations, or under review. */
+const OPEN_DEPOSIT: DepositStatus[] = ['DETECTED', 'CONFIRMING', 'UNDER_REVIEW'];
+/** Addresses looked up per statement when joining the chain's changed addresses to deposit addresses. */
+const JOIN_BATCH = 5_000;
+
+/**
+ * What a sync reconciles (issue 22): never every address ever allocated on the network, but the
+ * deposit addresses that the chain's changes since the network's cursor touch (the adapter's
+ * changedSince: transfers in blocks from the cursor's height, or from a reorganization's fork point,
+ * and transfers in no block), joined by (network, address); the addresses of the network's open
+ * deposits (confirmations to count, drops, replacements and reverts to notice); those of deposits
+ * confirmed above the fork point (a reorganization may have taken them away); and the addresses whose
+ * own retry job failed for good (tried again by every sync, as before). In id order.
+ */
+async function changedAddresses(db: Db, network: NetworkRow, jobStates: Map<string, string>): Promise<{ tip: ChainCursor; addresses: AddressRow[] }> {
+  const cursor = await db.chainSyncCursor.findUnique({ where: { networkId: network.id } });
+  const changes = await adapterFor(network.kind, db).changedSince(networkRef(network), cursor ? { height: cursor.height, hash: cursor.blockHash } : null);
+  const byId = new Map<string, AddressRow>();
+  for (let i = 0; i < changes.addresses.length; i += JOIN_BATCH)
+    for (const a of await db.depositAddress.findMany({
+      where: { networkId: network.id, address: { in: changes.addresses.slice(i, i + JOIN_BATCH) } },
+      select: ADDRESS_SELECT,
+    }))
+      byId.set(a.id, a);
+  const deposits = await db.deposit.findMany({
+    where: {
+      networkId: network.id,
+      OR: [{ status: { in: OPEN_DEPOSIT } }, { status: 'CONFIRMED', blockHeight: { gte: changes.from } }],
+    },
+    select: { depositAddressId: true },
+  });
+  const failed = [...jobStates].filter(([, state]) => state === 'failed').map(([id]) => id);
+  const more = [...new Set([...deposits.map((d) => d.depositAddressId), ...failed.filter(isUuid)])].filter((id) => !byId.has(id));
+  for (let i = 0; i < more.length; i += JOIN_BATCH)
+    for (const a of await db.depositAddress.findMany({ where: { networkId: network.id, id: { in: more.slice(i, i + JOIN_BATCH) } }, select: ADDRESS_SELECT }))
+      byId.set(a.id, a);
+  return { tip: changes.tip, addresses: [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) };
+}
+
+/** Moves the network's cursor to `tip`, never back below a later sync's (concurrent syncs). */
+async function writeCursor(tx: Db, networkId: string, tip: ChainCursor): Promise<void> {
+  await tx.$executeRaw`
+    INSERT INTO "ChainSyncCursor" ("networkId", "height", "blockHash", "updatedAt") VALUES (${networkId}::uuid, ${tip.height}, ${tip.hash}, now())
+    ON CONFLICT ("networkId") DO UPDATE SET "height" = EXCLUDED."height", "blockHash" = EXCLUDED."blockHash", "updatedAt" = now()
+     WHERE "ChainSyncCursor"."height" <= EXCLUDED."height"`;
 }
 
 /**

@@ -20,7 +20,7 @@ import { numericToAmount } from '../../money';
 import { systemClock } from '../../clock';
 import type { Db } from '../../db/prisma';
 import type { Clock } from '../../clock';
-import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer, StuckTransaction } from '../adapter';
+import type { AddressBalance, ChainChanges, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer, StuckTransaction } from '../adapter';
 import * as keys from '../secp256k1';
 import type { TransferPayload } from '../secp256k1';
 import { requireEvmSettings } from './config';
@@ -113,6 +113,24 @@ export function evmAdapter(db?: Db, clock?: Clock): NetworkAdapter {
         orderBy: [{ blockHeight: 'asc' }, { id: 'asc' }],
       });
       return rows.map((r) => ({ ...observe(r, tip), toAddress: asked.get(r.toAddress) ?? r.toAddress }));
+    },
+    async changedSince(network, cursor): Promise<ChainChanges> {
+      const d = database();
+      const now = await cursorOf(d, network.id);
+      let from = cursor?.height ?? 0;
+      if (cursor?.hash) {
+        // The watcher rewound past the block the cursor saw (or pruned it): a reorganization is at most finalityDepth deep.
+        const seen = await d.evmBlock.findUnique({ where: { networkId_height: { networkId: network.id, height: cursor.height } }, select: { hash: true } });
+        if (seen?.hash !== cursor.hash) from = Math.max(0, cursor.height - requireEvmSettings(network.id).finalityDepth);
+      }
+      const rows = await d.$queryRaw<{ toAddress: string }[]>`
+        SELECT DISTINCT "toAddress" FROM "EvmTransfer"
+         WHERE "networkId" = ${network.id}::uuid AND ("blockHeight" >= ${from} OR "status" = 'ORPHANED')`;
+      return {
+        tip: now ? { height: now.height, hash: now.hash } : { height: 0, hash: null },
+        from,
+        addresses: rows.map((r) => getAddress(r.toAddress)),
+      };
     },
     async transaction(network, txHash) {
       const d = database();

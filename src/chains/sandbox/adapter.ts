@@ -1,7 +1,7 @@
 import { numericToAmount } from '../../money';
 import { DomainError } from '../../errors';
 import type { Db, PrismaClient } from '../../db/prisma';
-import type { AddressBalance, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
+import type { AddressBalance, ChainChanges, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
 import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
@@ -48,6 +48,22 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       });
       return rows.map((r) => observe(r, height));
+    },
+    async changedSince(network, cursor): Promise<ChainChanges> {
+      const d = database();
+      const now = await tip(d, network.id);
+      let from = cursor?.height ?? 0;
+      // The block the cursor saw was orphaned by a reorganization: from its first canonical ancestor.
+      for (let hash = cursor?.hash ?? null; hash;) {
+        const b = await d.sandboxBlock.findUnique({ where: { hash }, select: { height: true, parentHash: true, canonical: true } });
+        if (!b || b.canonical) break;
+        from = Math.min(from, b.height - 1);
+        hash = b.parentHash;
+      }
+      const rows = await d.$queryRaw<{ toAddress: string }[]>`
+        SELECT DISTINCT "toAddress" FROM "SandboxTransaction"
+         WHERE "networkId" = ${network.id}::uuid AND ("blockHeight" >= ${from} OR "status" IN ('PENDING', 'ORPHANED'))`;
+      return { tip: now, from, addresses: rows.map((r) => r.toAddress) };
     },
     async transaction(network, txHash) {
       const d = database();
