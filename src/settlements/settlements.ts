@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import type { Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
+import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
@@ -21,13 +21,13 @@ import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
-import { nowFor } from '../chains/sandbox/clock';
+import { sandboxOffsetMs } from '../chains/sandbox/clock';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
-import { computeFee, pricingPolicyInForce } from './policies/policies';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker, type ReleaseBlocker } from '../release/escrow';
+import { computeFee, pricingPolicyAt, pricingPolicyCandidates } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
 import { setSettlementRequester } from '../release/release-rules';
@@ -199,6 +199,8 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
  * state needs the ledger transaction's id).
  */
 interface GroupWrites {
+  /** Reads shared by the group's settlements (what none of them changes). */
+  cache: { offsets: Map<string, number>; policies: Map<string, PricingPolicy[]>; underReview: Set<string> };
   events: { organizationId: string; event: WebhookEventData }[];
   audits: AuditInput[];
   executed: { settlementId: string; posting: PostInput; state: ExecutedState }[];
@@ -260,7 +262,14 @@ export async function executeSettlementGroup(
       const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
       if (transactionIds.length) await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
       const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
-      const writes: GroupWrites = { events: [], audits: [], executed: [] };
+      const writes: GroupWrites = { cache: { offsets: new Map(), policies: new Map(), underReview: new Set() }, events: [], audits: [], executed: [] };
+      // Deposits under review or in doubt of the group's transactions (releaseBlocker), in one read.
+      if (transactionIds.length)
+        for (const d of await tx.deposit.findMany({
+          where: { transactionId: { in: transactionIds }, status: { in: ['UNDER_REVIEW', 'REORG_FROZEN'] } },
+          select: { transactionId: true },
+        }))
+          if (d.transactionId) writes.cache.underReview.add(d.transactionId);
       const out: ExecutionOutcome[] = [];
       for (const id of ids) {
         const transactionId = id === null ? undefined : headOf.get(id);
@@ -334,21 +343,26 @@ async function executeLocked(tx: Db, deps: MoneyDeps, transactionId: string, w: 
   if (!next) return { status: 'SKIPPED' as const };
   const s = await tx.settlement.findUniqueOrThrow({ where: { id: next.id } });
   const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
-  const now = await nowFor(tx, deps.clock, t.organizationId, t.environmentType);
+  const now = await groupNow(tx, deps, w, t);
   const fail = (code: FailureCode, detail?: string) => failSettlement(tx, w, s, code, detail ?? FAILURE_MESSAGES[code], now);
-  const blocker = await releaseBlocker(tx, t);
+  // releaseBlocker's rules, the deposits read once for the group.
+  const blocker: ReleaseBlocker | null =
+    t.status !== 'RESERVED' ? 'NOT_RESERVED' : t.frozen ? 'TRANSACTION_FROZEN' : w.cache.underReview.has(t.id) ? 'DEPOSIT_UNDER_REVIEW' : null;
   if (blocker) return fail(blocker);
   const escrow = escrowOf(t);
   const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
   if (gross === 0n) return fail('NOTHING_TO_SETTLE');
   if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
 
-  const policy = await pricingPolicyInForce(tx, {
-    organizationId: t.organizationId,
-    applicationId: t.applicationId,
-    assetNetworkId: t.assetNetworkId,
-    at: now,
-  });
+  // The candidates read once per scope for the group; the one in force picked at this settlement's now.
+  const policyKey = `${t.organizationId}:${t.applicationId}:${t.assetNetworkId}`;
+  let candidates = w.cache.policies.get(policyKey);
+  if (!candidates)
+    w.cache.policies.set(
+      policyKey,
+      (candidates = await pricingPolicyCandidates(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId })),
+    );
+  const policy = pricingPolicyAt(candidates, now);
   const { fee, percentage } = computeFee(gross, policy);
   if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
   const distributable = gross - fee;
@@ -501,6 +515,14 @@ async function executeLocked(tx: Db, deps: MoneyDeps, transactionId: string, w: 
     },
   });
   return { status: 'EXECUTED' as const, isTotal };
+}
+
+/** "Now" for the transaction's environment (nowFor), the sandbox clock's offset read once per organization in the group. */
+async function groupNow(tx: Db, deps: MoneyDeps, w: GroupWrites, t: Transaction): Promise<Date> {
+  if (t.environmentType !== 'SANDBOX') return deps.clock.now();
+  let offset = w.cache.offsets.get(t.organizationId);
+  if (offset === undefined) w.cache.offsets.set(t.organizationId, (offset = await sandboxOffsetMs(tx, t.organizationId)));
+  return new Date(deps.clock.now().getTime() + offset);
 }
 
 /** Queues a catalog event of the group (written by writeGroup, in order). */
