@@ -26,7 +26,7 @@ export interface SettlementJobDeps {
 }
 
 /** Workers of settlement.execute per process. */
-export const SETTLEMENT_WORKERS = 2;
+export const SETTLEMENT_WORKERS = 8;
 
 /** The handlers, as the job runner and the tests' drainMoneyWork run them. */
 export const settlementHandlers = {
