@@ -5,6 +5,7 @@ import { moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/
 import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { executeSettlement, executeSettlementGroup } from './settlements';
 import { executeRefund } from '../refunds/refunds';
+import { LedgerError, ledgerAccounts, postLedgerTransaction } from '../ledger/ledger';
 
 /**
  * Racing operations on one transaction never move more than was funded: two settlements, a
@@ -196,5 +197,35 @@ describe('races on one transaction', () => {
       expect(events.map((e) => e.eventType).sort()).toEqual(['settlement.executed', 'settlement.split_portion_released']);
       expect(await app.deps.db.auditLogEntry.count({ where: { entityId: id, action: 'settlement.executed' } })).toBe(1);
     }
+  });
+
+  test('a group with a settlement whose posting the ledger refuses: the group rolls back, the others execute alone, that one fails alone and stays PENDING', async () => {
+    const [t1, t2, t3] = [await funded(f), await funded(f), await funded(f)];
+    const [s1, s2, s3] = [await pendingSettlement(f, t1, AMOUNT), await pendingSettlement(f, t2, AMOUNT), await pendingSettlement(f, t3, AMOUNT)];
+    // s2's ledger key already taken by another posting: the ledger refuses s2's (IDEMPOTENCY_CONFLICT).
+    const an = f.catalog.assetNetworkId;
+    await postLedgerTransaction(app.deps.db, {
+      idempotencyKey: `settlement:${s2}`,
+      nature: 'test.key-taken',
+      organizationId: f.organizationId,
+      lines: [
+        { account: ledgerAccounts.clearing(an), direction: 'DEBIT', amount: 1n },
+        { account: ledgerAccounts.suspense(f.organizationId, an), direction: 'CREDIT', amount: 1n },
+      ],
+      postedAt: new Date(),
+    });
+    const [r1, r2, r3] = await executeSettlementGroup(moneyDeps(app), [s1, s2, s3]);
+    expect(r1).toEqual({ status: 'EXECUTED', isTotal: true });
+    expect(r3).toEqual({ status: 'EXECUTED', isTotal: true });
+    expect(r2).toBeInstanceOf(LedgerError);
+    expect((r2 as LedgerError).reason).toBe('IDEMPOTENCY_CONFLICT');
+    expect(await settlement(f, s2)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(await moved(f, t2)).toMatchObject({ out: 0n, escrow: AMOUNT });
+    expect(await app.deps.db.settlementAllocation.count({ where: { settlementId: s2 } })).toBe(0);
+    expect(await app.deps.db.webhookEvent.count({ where: { aggregateId: s2 } })).toBe(0);
+    for (const id of [s1, s3]) expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+    // Left PENDING (its job is retried and fails the same way until an operator looks): not part of the invariants below.
+    await app.deps.db
+      .$executeRaw`UPDATE "Settlement" SET "status" = 'FAILED', "attempts" = 1, "failureReason" = 'test', "failedAt" = now() WHERE "id" = ${s2}::uuid`;
   });
 });
