@@ -375,3 +375,117 @@ describe('several workers on one database', () => {
     180_000,
   );
 });
+
+describe('crash mid-group of settlements (issue 22: settlements execute in groups, one database transaction each)', () => {
+  test('kill -9 of the process group while a group of settlements waits in its ledger posting; restart: every settlement EXECUTED within 60 s, each posted once, invariants hold', async () => {
+    const databaseUrl = await cloneTemplateDatabase('group');
+    const db = createPrisma(ownerUrlOf(databaseUrl), 4);
+    cleanups.push(() => db.$disconnect());
+    const env = await serviceEnv();
+    const a = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => a.stop());
+    const app = { rest: a.rest, deps: { db } };
+    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+    const f = await setupIntegrator(app, catalog);
+    const h = f.apiKeyHeaders;
+    const an = catalog.assetNetworkId;
+    const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: h });
+    expect(acc.status, acc.text).toBe(201);
+    const accountId = idOf(acc);
+    const N = 16;
+    const intents: { id: string; transactionId: string; address: string }[] = [];
+    for (let i = 0; i <= N; i++) {
+      const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: h,
+        body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
+      });
+      expect(pi.status, pi.text).toBe(201);
+      intents.push((await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body);
+      const d = await a.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intents[i]!.address, amount: '1000000', assetNetworkId: an } });
+      expect(d.status, d.text).toBe(201);
+    }
+    await pollUntil(
+      'funded',
+      async () => Promise.all(intents.map(async (pi) => (await a.rest('GET', `/v1/transactions/${pi.transactionId}`, { headers: h })).body.status)),
+      (s) => s.every((x) => x === 'RESERVED'),
+      60_000,
+      300,
+    );
+    // One settled first: the seller's balance row exists.
+    expect((await a.rest('POST', `/v1/transactions/${intents[0]!.transactionId}/settlements`, { headers: h })).status).toBe(201);
+    await pollUntil(
+      'seller credited',
+      async () => (await a.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body,
+      (b) => b.some((r: { posted: string }) => r.posted === '1000000'),
+      30_000,
+      200,
+    );
+
+    // The seller's balance row locked by this test: a group gets through its per-settlement writes and
+    // then waits in its ledger posting (the last statements before its commit).
+    const blocker = new pg.Client({ connectionString: ownerUrlOf(databaseUrl) });
+    await blocker.connect();
+    cleanups.push(() => blocker.end().catch(() => {}));
+    await blocker.query('BEGIN');
+    const locked = await blocker.query(`SELECT "id" FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "ownerId" = $1 FOR UPDATE`, [accountId]);
+    expect(locked.rowCount).toBe(1);
+    const rest = intents.slice(1);
+    const keys = rest.map(() => randomUUID());
+    const ask = (i: number, svc: ServiceProcess = a) =>
+      svc.rest('POST', `/v1/transactions/${rest[i]!.transactionId}/settlements`, {
+        headers: { ...h, 'idempotency-key': keys[i]! },
+        body: { amount: '600000' },
+      });
+    const first = await Promise.all(rest.map((_pi, i) => ask(i)));
+    for (const r of first) expect(r.status, r.text).toBe(201);
+    const waiting = await pollUntil(
+      'a group waiting in its ledger posting',
+      async () =>
+        (
+          await blocker.query(
+            // The backends waiting for this connection's lock (the balance row: only a ledger posting takes it).
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`,
+          )
+        ).rows[0].n as number,
+      (n) => n > 0,
+      30_000,
+      100,
+    );
+    expect(waiting).toBeGreaterThan(0);
+    // Their allocations are written, uncommitted: nothing is visible yet.
+    expect(await db.settlement.count({ where: { transactionId: { in: rest.map((pi) => pi.transactionId) }, status: 'EXECUTED' } })).toBe(0);
+    const killed = await a.killGroup('SIGKILL');
+    expect(killed.signal).toBe('SIGKILL');
+    await blocker.query('ROLLBACK');
+    const restartedAt = Date.now();
+    const b = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => b.stop());
+
+    // Each request again with its key: the same settlement.
+    const ids: string[] = [];
+    for (const [i, r] of first.entries()) {
+      const again = await ask(i, b);
+      expect(again.status, again.text).toBe(201);
+      expect(idOf(again)).toBe(idOf(r));
+      ids.push(idOf(r));
+    }
+    await pollUntil(
+      'every settlement EXECUTED',
+      async () => Promise.all(ids.map(async (id) => (await b.rest('GET', `/v1/settlements/${id}`, { headers: h })).body.status)),
+      (s) => s.every((x) => x === 'EXECUTED'),
+      Math.max(1_000, restartedAt + RECOVERY_BOUND_MS - Date.now()),
+      250,
+    );
+    expect(Date.now() - restartedAt).toBeLessThan(RECOVERY_BOUND_MS);
+    // Nothing lost, nothing twice: one posting, one allocation, one executed event and audit entry per settlement.
+    expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `settlement:${id}`) } } })).toBe(N);
+    expect(await db.settlementAllocation.count({ where: { settlementId: { in: ids } } })).toBe(N);
+    expect(await db.webhookEvent.count({ where: { aggregateId: { in: ids }, eventType: 'settlement.executed' } })).toBe(N);
+    expect(await db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'settlement.executed' } })).toBe(N);
+    const balances = (await b.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body as { posted: string }[];
+    expect(balances.map((x) => x.posted)).toEqual([String(1_000_000 + N * 600_000)]);
+    for (const pi of rest) expect((await db.transaction.findUniqueOrThrow({ where: { id: pi.transactionId } })).settledAmount.toFixed()).toBe('600000');
+    await checkLedgerInvariants(db);
+    expect(unexpectedErrors(b)).toEqual([]);
+  }, 240_000);
+});

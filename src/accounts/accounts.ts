@@ -80,6 +80,9 @@ export async function createAccount(ctx: Context, organizationIdArg: string, inp
   const reference = input.reference ?? null;
   const scope = `createAccount:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
   let created: { id: string };
+  // The row as the insert returned it (with its authorizations): the answer without a re-read. A
+  // replay of an idempotent request runs nothing here and reads the account (below).
+  let row: AccountRow | null = null;
   try {
     created = await ctx.deps.db.$transaction(async (tx) =>
       idempotent(tx, ctx, { scope, key: idempotencyKey, request: { organizationId, input } }, async () => {
@@ -91,14 +94,23 @@ export async function createAccount(ctx: Context, organizationIdArg: string, inp
         }
         if (reference !== null && (await tx.account.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } })))
           throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
+        // The API key's application authorized in the same call (a nested create); the creator sees
+        // the account it created (its organization; an API key: its mode and its application).
+        const now = ctx.deps.clock.now();
         const account = await tx.account.create({
-          data: { organizationId, name: input.name, reference, accountHolderId, mode, createdAt: ctx.deps.clock.now() },
+          data: {
+            organizationId,
+            name: input.name,
+            reference,
+            accountHolderId,
+            mode,
+            createdAt: now,
+            ...(p?.type === 'apiKey' ? { authorizations: { create: { applicationId: p.applicationId, createdAt: now } } } : {}),
+          },
+          include,
         });
-        const authorized: string[] = [];
-        if (p?.type === 'apiKey') {
-          await tx.accountApplicationAuthorization.create({ data: { accountId: account.id, applicationId: p.applicationId, createdAt: ctx.deps.clock.now() } });
-          authorized.push(p.applicationId);
-        }
+        row = account;
+        const authorized = account.authorizations.map((a) => a.applicationId);
         await audit(tx, ctx, {
           organizationId,
           entityType: 'Account',
@@ -113,7 +125,7 @@ export async function createAccount(ctx: Context, organizationIdArg: string, inp
     if (isUniqueViolation(e)) throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
     throw e;
   }
-  return loadVisibleAccount(ctx, created.id);
+  return row ?? loadVisibleAccount(ctx, created.id);
 }
 
 export const listInput = z.object({

@@ -145,23 +145,52 @@ export function workEach<T>(
   options: WorkerOptions,
   handler: (job: JobOf<T>) => Promise<unknown>,
 ): Promise<string> {
+  return workGroup<T>(boss, log, queue, options, async (jobs) => {
+    const answers: unknown[] = [];
+    for (const job of jobs) {
+      try {
+        await handler(job);
+        answers.push(undefined);
+      } catch (err) {
+        answers.push(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    return answers;
+  });
+}
+
+/**
+ * Works `queue` a fetched batch at a time, with one answer per job: the handler takes every job
+ * fetched at once (to run them as one group, e.g. one database transaction for many settlements)
+ * and answers, in order, an Error for each job that failed (logged, retried by pg-boss alone) or
+ * anything else for one that completed. A throw fails the whole batch.
+ */
+export function workGroup<T>(
+  boss: PgBoss,
+  log: Pick<Logger, 'error' | 'info'>,
+  queue: string,
+  options: WorkerOptions,
+  handler: (jobs: JobOf<T>[]) => Promise<unknown[]>,
+): Promise<string> {
   return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true; perJobResults: true }>(
     queue,
     { ...options, includeMetadata: true, perJobResults: true },
     (jobs) =>
       holding(boss, queue, jobs, async () => {
-        const results: JobResult[] = [];
-        for (const job of jobs) {
-          logLostAttempt(log, queue, job);
-          try {
-            await handler(job);
-            results.push({ id: job.id, status: 'completed' });
-          } catch (err) {
-            logJobFailure(log, queue, job, err);
-            results.push({ id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } });
-          }
+        for (const job of jobs) logLostAttempt(log, queue, job);
+        let answers: unknown[];
+        try {
+          answers = await handler(jobs);
+        } catch (err) {
+          for (const job of jobs) logJobFailure(log, queue, job, err);
+          throw err;
         }
-        return results;
+        return jobs.map((job, i): JobResult => {
+          const a = answers[i];
+          if (!(a instanceof Error)) return { id: job.id, status: 'completed' };
+          logJobFailure(log, queue, job, a);
+          return { id: job.id, status: 'failed', output: { message: a.message } };
+        });
       }),
   );
 }

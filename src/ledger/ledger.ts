@@ -510,6 +510,17 @@ export async function postLedgerTransaction(tx: Db, input: PostInput): Promise<L
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
 
+/**
+ * Posts several balanced transactions in the caller's transaction with ONE ledger_post call (group
+ * commit of independent operations, issue 22): every balance row of the batch is locked at once, in
+ * id order. Each item answers its own result or its refusal (a LedgerError, nothing of it written);
+ * the others are posted either way, in list order.
+ */
+export async function postLedgerTransactions(tx: Db, inputs: readonly PostInput[]): Promise<(LedgerResult | LedgerError)[]> {
+  const outcomes = await execute(tx, inputs.map(preparePost));
+  return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
+}
+
 /** Reserves `amount` from `debit` to `credit`: pending totals move, available drops at once. */
 export async function createHold(tx: Db, input: CreateHoldInput): Promise<{ holdId: string; ledgerTransactionId: string; replayed: boolean }> {
   const r = await one(tx, prepareHold(input));

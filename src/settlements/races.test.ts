@@ -3,8 +3,9 @@ import { createTestApp, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
-import { executeSettlement } from './settlements';
+import { executeSettlement, executeSettlementGroup } from './settlements';
 import { executeRefund } from '../refunds/refunds';
+import { LedgerError, ledgerAccounts, postLedgerTransaction } from '../ledger/ledger';
 
 /**
  * Racing operations on one transaction never move more than was funded: two settlements, a
@@ -157,5 +158,74 @@ describe('races on one transaction', () => {
     const { out, escrow } = await moved(f, id);
     expect(out).toBe(600_000n);
     expect(escrow).toBe(400_000n);
+  });
+
+  test('settlements executed in groups (as the workers run them), two overlapping groups at once: each pays once, in request order; a frozen one fails alone', async () => {
+    const [t1, t2, t3, t4] = [await funded(f), await funded(f), await funded(f), await funded(f)];
+    const s1a = await pendingSettlement(f, t1, 400_000n);
+    const s1b = await pendingSettlement(f, t1, 600_000n);
+    const s2 = await pendingSettlement(f, t2, AMOUNT);
+    const s3 = await pendingSettlement(f, t3, 250_000n);
+    const s4 = await pendingSettlement(f, t4, AMOUNT);
+    expect((await app.rest('POST', `/v1/transactions/${t4}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } })).status).toBe(204);
+    const before = await posted(f, f.beneficiaryAccountId);
+    // s2 is in both groups; t1's two settlements are split between them (the later one listed first).
+    const [a, b] = await Promise.all([
+      executeSettlementGroup(moneyDeps(app), [s1b, s2, s4, 'not-a-uuid']),
+      executeSettlementGroup(moneyDeps(app), [s3, s1a, s2]),
+    ]);
+    for (const r of [...a, ...b]) expect(r).not.toBeInstanceOf(Error);
+    expect(a[3]).toEqual({ status: 'SKIPPED' });
+    expect([...a, ...b].filter((r) => (r as { status: string }).status === 'EXECUTED')).toHaveLength(4);
+    expect(a[2]).toEqual({ status: 'FAILED', reason: 'TRANSACTION_FROZEN' });
+    for (const id of [s1a, s1b, s2, s3]) {
+      expect(await settlement(f, id)).toMatchObject({ status: 'EXECUTED', attempts: 1 });
+      expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+    }
+    expect(await settlement(f, s4)).toMatchObject({ status: 'FAILED', attempts: 1 });
+    // Request order within t1: the 400,000 first (it did not empty the escrow), then the 600,000.
+    expect(await settlement(f, s1a)).toMatchObject({ grossAmount: '400000', isTotal: false });
+    expect(await settlement(f, s1b)).toMatchObject({ grossAmount: '600000', isTotal: true });
+    expect(await moved(f, t1)).toMatchObject({ out: AMOUNT, escrow: 0n });
+    expect(await moved(f, t2)).toMatchObject({ out: AMOUNT, escrow: 0n });
+    expect(await moved(f, t3)).toMatchObject({ out: 250_000n, escrow: 750_000n });
+    expect(await moved(f, t4)).toMatchObject({ out: 0n, escrow: AMOUNT });
+    expect((await posted(f, f.beneficiaryAccountId)) - before).toBe(2n * AMOUNT + 250_000n);
+    // Each executed settlement has its own events and audit entries, exactly once.
+    for (const id of [s1a, s1b, s2, s3]) {
+      const events = await app.deps.db.webhookEvent.findMany({ where: { aggregateId: id }, select: { eventType: true } });
+      expect(events.map((e) => e.eventType).sort()).toEqual(['settlement.executed', 'settlement.split_portion_released']);
+      expect(await app.deps.db.auditLogEntry.count({ where: { entityId: id, action: 'settlement.executed' } })).toBe(1);
+    }
+  });
+
+  test('a group with a settlement whose posting the ledger refuses: the group rolls back, the others execute alone, that one fails alone and stays PENDING', async () => {
+    const [t1, t2, t3] = [await funded(f), await funded(f), await funded(f)];
+    const [s1, s2, s3] = [await pendingSettlement(f, t1, AMOUNT), await pendingSettlement(f, t2, AMOUNT), await pendingSettlement(f, t3, AMOUNT)];
+    // s2's ledger key already taken by another posting: the ledger refuses s2's (IDEMPOTENCY_CONFLICT).
+    const an = f.catalog.assetNetworkId;
+    await postLedgerTransaction(app.deps.db, {
+      idempotencyKey: `settlement:${s2}`,
+      nature: 'test.key-taken',
+      organizationId: f.organizationId,
+      lines: [
+        { account: ledgerAccounts.clearing(an), direction: 'DEBIT', amount: 1n },
+        { account: ledgerAccounts.suspense(f.organizationId, an), direction: 'CREDIT', amount: 1n },
+      ],
+      postedAt: new Date(),
+    });
+    const [r1, r2, r3] = await executeSettlementGroup(moneyDeps(app), [s1, s2, s3]);
+    expect(r1).toEqual({ status: 'EXECUTED', isTotal: true });
+    expect(r3).toEqual({ status: 'EXECUTED', isTotal: true });
+    expect(r2).toBeInstanceOf(LedgerError);
+    expect((r2 as LedgerError).reason).toBe('IDEMPOTENCY_CONFLICT');
+    expect(await settlement(f, s2)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(await moved(f, t2)).toMatchObject({ out: 0n, escrow: AMOUNT });
+    expect(await app.deps.db.settlementAllocation.count({ where: { settlementId: s2 } })).toBe(0);
+    expect(await app.deps.db.webhookEvent.count({ where: { aggregateId: s2 } })).toBe(0);
+    for (const id of [s1, s3]) expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+    // Left PENDING (its job is retried and fails the same way until an operator looks): not part of the invariants below.
+    await app.deps.db
+      .$executeRaw`UPDATE "Settlement" SET "status" = 'FAILED', "attempts" = 1, "failureReason" = 'test', "failedAt" = now() WHERE "id" = ${s2}::uuid`;
   });
 });

@@ -4,16 +4,16 @@ import type { Clock } from '../clock';
 import type { PrismaClient } from '../db/prisma';
 import type { MoneyDeps } from '../kernel/service';
 import { RETAINED_RELEASE_QUEUE, SETTLEMENT_EXECUTE_QUEUE, type RetainedReleaseJob, type SettlementExecuteJob } from '../kernel/queues';
-import { executeSettlement } from './settlements';
+import { executeSettlement, executeSettlementGroup } from './settlements';
 import { releaseRetained } from './retained';
-import { dataOf, workEach } from '../kernel/work';
+import { workEach, workGroup } from '../kernel/work';
 
 /**
  * Settlement jobs (registered by jobs/index.ts; the queues are created by createSettlementQueues):
  * - `settlement.execute` {settlementId}: executeSettlement, sent with the request (and with an
  *   operator's retry). SETTLEMENT_WORKERS workers per process, each fetching SETTLEMENT_BATCH jobs
- *   and running them one after another: settlements of different transactions run in parallel;
- *   those of one transaction one after another (its row lock).
+ *   and executing them as one group in one database transaction (executeSettlementGroup); groups
+ *   run in parallel; settlements of one transaction execute one after another (its row lock).
  * - `settlement.release-retained` {accountId? | transactionId? | organizationId?}: releaseRetained,
  *   sent when a cause of retention may have cleared, at a time hold's due time, and every minute
  *   (no scope: every retained portion) as a sweep.
@@ -52,29 +52,38 @@ export async function registerSettlementJobs(boss: PgBoss, deps: SettlementJobDe
   );
 }
 
-/** Jobs a settlement worker fetches at once (run one after another). */
-export const SETTLEMENT_BATCH = 4;
+/**
+ * Jobs a settlement worker fetches at once: executed as one group, in one database transaction
+ * (executeSettlementGroup; docs/decisions.md, "Money paths at database speed").
+ */
+export const SETTLEMENT_BATCH = 64;
 
 /**
  * The settlement.execute workers of this process (stop them with boss.offWork(SETTLEMENT_EXECUTE_QUEUE)).
- * Each fetches up to SETTLEMENT_BATCH jobs and runs them one after another, each settlement in its
- * own database transaction; a job that throws fails alone (logged by workEach; pg-boss retries it),
- * the others complete.
+ * Each fetches up to SETTLEMENT_BATCH jobs and executes their settlements as one group, in one
+ * database transaction with one commit (executeSettlementGroup): a settlement that cannot execute
+ * with the others runs again alone, and a job whose settlement throws then fails alone (logged by
+ * workGroup; pg-boss retries it), the others complete.
  * `burstWhenBatchFull`: while fetches come back full the worker fetches again at once. Without it a
  * worker of a NOTIFY queue waits the 30 s backstop after every fetch unless a new job wakes it, so a
  * backlog queued before the workers started (or while they were busy) drained at a few jobs a minute.
  */
 export async function startSettlementWorkers(boss: PgBoss, deps: SettlementJobDeps, workers: number): Promise<void> {
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
-  await workEach<SettlementExecuteJob>(
+  await workGroup<SettlementExecuteJob>(
     boss,
     deps.log,
     SETTLEMENT_EXECUTE_QUEUE,
     { batchSize: SETTLEMENT_BATCH, burstWhenBatchFull: true, localConcurrency: workers },
-    async (job) => {
-      const { settlementId } = dataOf(job);
-      const r = await settlementHandlers[SETTLEMENT_EXECUTE_QUEUE](moneyDeps, { settlementId });
-      if (r.status === 'FAILED') deps.log.info({ settlementId, reason: r.reason }, 'settlement failed');
+    async (jobs) => {
+      // A job without data names no settlement: it fails alone (an Error in its place).
+      const ids = jobs.map((j) => (typeof j.data?.settlementId === 'string' ? j.data.settlementId : ''));
+      const results = await executeSettlementGroup(moneyDeps, ids);
+      return results.map((r, i) => {
+        if (!jobs[i]!.data) return new Error(`job ${jobs[i]!.id} of ${jobs[i]!.name} carries no data`);
+        if (!(r instanceof Error) && r.status === 'FAILED') deps.log.info({ settlementId: ids[i], reason: r.reason }, 'settlement failed');
+        return r;
+      });
     },
   );
 }

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import type { Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
+import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { postLedgerTransaction, type PostingLine } from '../ledger/ledger';
+import { postLedgerTransactions, type LedgerError, type LedgerResult, type PostInput, type PostingLine } from '../ledger/ledger';
 import {
   amountToNumeric,
   amountToString,
@@ -18,15 +18,16 @@ import {
 } from '../money';
 import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, type Actor } from '../audit/audit';
-import { emit } from '../webhooks/outbox';
+import { emitEvents } from '../webhooks/outbox';
+import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
-import { nowFor } from '../chains/sandbox/clock';
+import { sandboxOffsetMs } from '../chains/sandbox/clock';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
-import { computeFee, pricingPolicyInForce } from './policies/policies';
+import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker, type ReleaseBlocker } from '../release/escrow';
+import { computeFee, pricingPolicyAt, pricingPolicyCandidates } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
 import { batchLoader, groupBy } from '../kernel/batch';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
@@ -197,6 +198,34 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
 };
 
 /**
+ * What the settlements of one database transaction write together at its end (group commit,
+ * docs/decisions.md "Money paths at database speed"): their outbox events (one statement), their
+ * audit entries (one statement), their ledger postings (one ledger_post call, every balance row
+ * locked at once in id order) and then the EXECUTED state of each settlement (one statement: the
+ * state needs the ledger transaction's id).
+ */
+interface GroupWrites {
+  /** Reads shared by the group's settlements (what none of them changes). */
+  cache: { offsets: Map<string, number>; policies: Map<string, PricingPolicy[]>; underReview: Set<string> };
+  events: { organizationId: string; event: WebhookEventData }[];
+  audits: AuditInput[];
+  executed: { settlementId: string; posting: PostInput; state: ExecutedState }[];
+}
+interface ExecutedState {
+  attempts: number;
+  gross: bigint;
+  fee: bigint;
+  distributable: bigint;
+  pricingPolicyId: string | null;
+  feePercentage: string | null;
+  isTotal: boolean;
+  executedAt: Date;
+}
+
+/** A batch rolled back because one of its postings was refused: its settlements run one by one. */
+class GroupRefused extends Error {}
+
+/**
  * Executes a PENDING settlement — the transaction's oldest pending one, so that settlements of a
  * transaction execute in request order (anything else: nothing happens, so a repeated job is harmless),
  * under the Transaction row lock, in one database transaction: the fee from the pricing policy in
@@ -206,171 +235,271 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
  * retried.
  */
 export async function executeSettlement(deps: MoneyDeps, settlementId: string): Promise<ExecutionOutcome> {
-  if (!isUuid(settlementId)) return { status: 'SKIPPED' };
-  return deps.db.$transaction(async (tx) => {
-    // Not only when this one is PENDING: its job may come after another job executed it in its place
-    // (below), and then it executes the next one waiting.
-    const head = await tx.settlement.findUnique({ where: { id: settlementId }, select: { transactionId: true } });
-    if (!head) return { status: 'SKIPPED' as const };
-    await lockTransactionRow(tx, head.transactionId);
-    // A transaction's settlements execute in the order they were requested (by time, then milestone
-    // position), whichever of their jobs runs first: fixed split amounts and rounding remainders then
-    // land the same way however the workers are scheduled. Each job executes one pending settlement.
-    const [next] = await tx.$queryRaw<{ id: string }[]>`
-      SELECT s."id"::text AS "id" FROM "Settlement" s LEFT JOIN "ReleaseMilestone" m ON m."id" = s."milestoneId"
-       WHERE s."transactionId" = ${head.transactionId}::uuid AND s."status" = 'PENDING'
-       ORDER BY s."createdAt", m."position" NULLS LAST, s."id" LIMIT 1`;
-    if (!next) return { status: 'SKIPPED' as const };
-    const s = await tx.settlement.findUniqueOrThrow({ where: { id: next.id } });
-    const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
-    const now = await nowFor(tx, deps.clock, t.organizationId, t.environmentType);
-    const fail = (code: FailureCode, detail?: string) => failSettlement(tx, deps, s, code, detail ?? FAILURE_MESSAGES[code], now);
+  const [r] = await executeSettlementGroup(deps, [settlementId], { isolateOnError: false });
+  if (r instanceof Error) throw r;
+  return r!;
+}
 
-    const blocker = await releaseBlocker(tx, t);
-    if (blocker) return fail(blocker);
-    const escrow = escrowOf(t);
-    const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
-    if (gross === 0n) return fail('NOTHING_TO_SETTLE');
-    if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
-
-    const policy = await pricingPolicyInForce(tx, {
-      organizationId: t.organizationId,
-      applicationId: t.applicationId,
-      assetNetworkId: t.assetNetworkId,
-      at: now,
-    });
-    const { fee, percentage } = computeFee(gross, policy);
-    if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
-    const distributable = gross - fee;
-
-    const rules = await tx.splitRule.findMany({ where: { transactionId: t.id }, orderBy: { position: 'asc' }, include: { holdConditions: true } });
-    const beneficiary = rules.length
-      ? null
-      : await tx.transactionParticipant.findFirst({ where: { transactionId: t.id, role: 'BENEFICIARY' }, select: { id: true, accountId: true } });
-    let split;
-    try {
-      split = allocate(distributable, rules.map(splitRuleInput), beneficiary && { participantId: beneficiary.id, accountId: beneficiary.accountId });
-    } catch (e) {
-      if (e instanceof SplitRulesInvalid) return fail('SPLIT_RULES_INVALID', `${FAILURE_MESSAGES.SPLIT_RULES_INVALID} ${e.message}.`);
+/**
+ * Executes the settlements of `settlementIds` (each as executeSettlement does) in ONE database
+ * transaction: one commit, and the fan-out rows of all of them written set-based at the end
+ * (GroupWrites). The Transaction rows are locked first, all at once in id order, so two groups never
+ * wait for each other in a cycle. Each settlement answers on its own: a business refusal is its own
+ * FAILED outcome inside the group; when anything else goes wrong (a database error, a posting the
+ * ledger refuses, a deadlock) the group's transaction rolls back whole and, with `isolateOnError`
+ * (the default), each settlement runs again alone in a transaction of its own, so one bad settlement
+ * fails alone (its error in its place of the answer) and never takes the others with it.
+ */
+export async function executeSettlementGroup(
+  deps: MoneyDeps,
+  settlementIds: readonly string[],
+  opts: { isolateOnError?: boolean } = {},
+): Promise<(ExecutionOutcome | Error)[]> {
+  const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
+  try {
+    return await deps.db.$transaction(async (tx) => {
+      const valid = ids.filter((id): id is string => id !== null);
+      // The Transaction rows of every settlement, locked at once, in id order.
+      const heads = valid.length
+        ? await tx.$queryRaw<{ id: string; transactionId: string }[]>`
+            SELECT s."id"::text AS "id", s."transactionId"::text AS "transactionId"
+              FROM "Settlement" s WHERE s."id" = ANY(${valid}::uuid[])`
+        : [];
+      const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
+      if (transactionIds.length) await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
+      const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
+      const writes: GroupWrites = { cache: { offsets: new Map(), policies: new Map(), underReview: new Set() }, events: [], audits: [], executed: [] };
+      // Deposits under review or in doubt of the group's transactions (releaseBlocker), in one read.
+      if (transactionIds.length)
+        for (const d of await tx.deposit.findMany({
+          where: { transactionId: { in: transactionIds }, status: { in: ['UNDER_REVIEW', 'REORG_FROZEN'] } },
+          select: { transactionId: true },
+        }))
+          if (d.transactionId) writes.cache.underReview.add(d.transactionId);
+      const out: ExecutionOutcome[] = [];
+      for (const id of ids) {
+        const transactionId = id === null ? undefined : headOf.get(id);
+        out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeLocked(tx, deps, transactionId, writes));
+      }
+      await writeGroup(tx, deps, writes);
+      return out;
+    }, TX_OPTIONS);
+  } catch (e) {
+    if (!(opts.isolateOnError ?? true) || settlementIds.length <= 1) {
+      if (e instanceof GroupRefused) throw e.cause;
       throw e;
     }
-    const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((r) => r.id === ruleId)?.holdConditions ?? []) : []);
-    const reasons = await retainReasons(
-      tx,
-      t,
-      split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })),
-      now,
-    );
-    const ids = sequentialIds(split.portions.length, deps.clock.now());
-    const allocations = split.portions.map((p, i) => ({ id: ids[i]!, ...p, reason: reasons[i] as RetainReason | null }));
+    const out: (ExecutionOutcome | Error)[] = [];
+    for (const id of settlementIds) {
+      try {
+        out.push(await executeSettlement(deps, id));
+      } catch (e1) {
+        out.push(e1 instanceof Error ? e1 : new Error(String(e1)));
+      }
+    }
+    return out;
+  }
+}
 
-    if (allocations.length)
-      await tx.settlementAllocation.createMany({
-        data: allocations.map((a) => ({
+/** The group's fan-out rows, ledger postings and EXECUTED states (GroupWrites). */
+async function writeGroup(tx: Db, deps: MoneyDeps, w: GroupWrites): Promise<void> {
+  await emitEvents(tx, deps, w.events);
+  await auditAll(tx, deps, systemActor(), w.audits);
+  if (!w.executed.length) return;
+  // The ledger last: every settlement of the asset-network credits the same PLATFORM_REVENUE row
+  // (and often the same accounts), whose row locks are held from here to the commit.
+  const posted = await postLedgerTransactions(
+    tx,
+    w.executed.map((x) => x.posting),
+  );
+  const refused = posted.find((r): r is LedgerError => r instanceof Error);
+  if (refused) throw new GroupRefused('a settlement posting was refused', { cause: refused });
+  const x = w.executed;
+  const n = (v: bigint) => amountToNumeric(v);
+  await tx.$executeRaw`
+    UPDATE "Settlement" s SET "status" = 'EXECUTED', "attempts" = v."attempts", "grossAmount" = v."gross", "feeAmount" = v."fee",
+           "distributableAmount" = v."distributable", "pricingPolicyId" = v."policy", "feePercentage" = v."pct", "isTotal" = v."isTotal",
+           "executedAt" = v."at", "ledgerTransactionId" = v."ledger", "failureReason" = NULL, "failedAt" = NULL
+      FROM unnest(${x.map((e) => e.settlementId)}::uuid[], ${x.map((e) => e.state.attempts)}::int[], ${x.map((e) => n(e.state.gross))}::numeric[],
+                  ${x.map((e) => n(e.state.fee))}::numeric[], ${x.map((e) => n(e.state.distributable))}::numeric[],
+                  ${x.map((e) => e.state.pricingPolicyId)}::uuid[], ${x.map((e) => e.state.feePercentage)}::numeric[],
+                  ${x.map((e) => e.state.isTotal)}::boolean[], ${x.map((e) => e.state.executedAt)}::timestamptz[],
+                  ${posted.map((r) => (r as LedgerResult).ledgerTransactionId)}::uuid[])
+           AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ledger")
+     WHERE s."id" = v."id"`;
+}
+
+/**
+ * One settlement of the transaction `transactionId` (its row locked by the caller): the oldest
+ * pending one. Reads and per-settlement rows here; events, audit entries, the posting and the
+ * EXECUTED state go to `w`, written by writeGroup before the commit.
+ */
+async function executeLocked(tx: Db, deps: MoneyDeps, transactionId: string, w: GroupWrites): Promise<ExecutionOutcome> {
+  // Not only when this one is PENDING: its job may come after another job executed it in its place
+  // (below), and then it executes the next one waiting.
+  // A transaction's settlements execute in the order they were requested (by time, then milestone
+  // position), whichever of their jobs runs first: fixed split amounts and rounding remainders then
+  // land the same way however the workers are scheduled. Each job executes one pending settlement.
+  // A settlement executed earlier in this group stays PENDING in the database until writeGroup.
+  const done = w.executed.map((e) => e.settlementId);
+  const [next] = await tx.$queryRaw<{ id: string }[]>`
+      SELECT s."id"::text AS "id" FROM "Settlement" s LEFT JOIN "ReleaseMilestone" m ON m."id" = s."milestoneId"
+       WHERE s."transactionId" = ${transactionId}::uuid AND s."status" = 'PENDING' AND s."id" <> ALL(${done}::uuid[])
+       ORDER BY s."createdAt", m."position" NULLS LAST, s."id" LIMIT 1`;
+  if (!next) return { status: 'SKIPPED' as const };
+  const s = await tx.settlement.findUniqueOrThrow({ where: { id: next.id } });
+  const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
+  const now = await groupNow(tx, deps, w, t);
+  const fail = (code: FailureCode, detail?: string) => failSettlement(tx, w, s, code, detail ?? FAILURE_MESSAGES[code], now);
+  // releaseBlocker's rules, the deposits read once for the group.
+  const blocker: ReleaseBlocker | null =
+    t.status !== 'RESERVED' ? 'NOT_RESERVED' : t.frozen ? 'TRANSACTION_FROZEN' : w.cache.underReview.has(t.id) ? 'DEPOSIT_UNDER_REVIEW' : null;
+  if (blocker) return fail(blocker);
+  const escrow = escrowOf(t);
+  const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
+  if (gross === 0n) return fail('NOTHING_TO_SETTLE');
+  if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
+
+  // The candidates read once per scope for the group; the one in force picked at this settlement's now.
+  const policyKey = `${t.organizationId}:${t.applicationId}:${t.assetNetworkId}`;
+  let candidates = w.cache.policies.get(policyKey);
+  if (!candidates)
+    w.cache.policies.set(
+      policyKey,
+      (candidates = await pricingPolicyCandidates(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId })),
+    );
+  const policy = pricingPolicyAt(candidates, now);
+  const { fee, percentage } = computeFee(gross, policy);
+  if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
+  const distributable = gross - fee;
+
+  const rules = await tx.splitRule.findMany({ where: { transactionId: t.id }, orderBy: { position: 'asc' }, include: { holdConditions: true } });
+  const beneficiary = rules.length
+    ? null
+    : await tx.transactionParticipant.findFirst({ where: { transactionId: t.id, role: 'BENEFICIARY' }, select: { id: true, accountId: true } });
+  let split;
+  try {
+    split = allocate(distributable, rules.map(splitRuleInput), beneficiary && { participantId: beneficiary.id, accountId: beneficiary.accountId });
+  } catch (e) {
+    if (e instanceof SplitRulesInvalid) return fail('SPLIT_RULES_INVALID', `${FAILURE_MESSAGES.SPLIT_RULES_INVALID} ${e.message}.`);
+    throw e;
+  }
+  const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((r) => r.id === ruleId)?.holdConditions ?? []) : []);
+  const reasons = await retainReasons(
+    tx,
+    t,
+    split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })),
+    now,
+  );
+  const ids = sequentialIds(split.portions.length, deps.clock.now());
+  const allocations = split.portions.map((p, i) => ({ id: ids[i]!, ...p, reason: reasons[i] as RetainReason | null }));
+
+  if (allocations.length)
+    await tx.settlementAllocation.createMany({
+      data: allocations.map((a) => ({
+        id: a.id,
+        settlementId: s.id,
+        transactionId: t.id,
+        organizationId: t.organizationId,
+        splitRuleId: a.splitRuleId,
+        participantId: a.participantId,
+        accountId: a.accountId,
+        amount: amountToNumeric(a.amount),
+        status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const),
+        retainReason: a.reason,
+        releasedAt: a.reason ? null : now,
+        createdAt: now,
+      })),
+    });
+  for (const [ruleId, allocated] of split.fixedAllocated)
+    await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
+  const { isTotal, transaction: after } = await recordEscrowOutcome(tx, t, { settled: gross }, now);
+  const org = t.organizationId;
+  if (policy)
+    ev(w, org, 'settlement.fee_applied', {
+      SettlementId: s.id,
+      PricingPolicyId: policy.id,
+      FeeAmount: fee,
+      FeePercentageApplied: percentageToString(percentage),
+    });
+  for (const a of allocations) {
+    if (a.reason)
+      ev(w, org, 'settlement.split_portion_retained', {
+        SettlementId: s.id,
+        AllocationId: a.id,
+        ParticipantId: a.participantId,
+        AccountId: a.accountId,
+        Amount: a.amount,
+        Reason: a.reason,
+      });
+    else ev(w, org, 'settlement.split_portion_released', { SettlementId: s.id, AllocationId: a.id, AccountId: a.accountId, Amount: a.amount });
+  }
+  ev(w, org, 'settlement.executed', {
+    SettlementId: s.id,
+    TransactionId: t.id,
+    AssetNetworkId: t.assetNetworkId,
+    GrossAmount: gross,
+    DistributableAmount: distributable,
+    PlatformFeeAmount: fee,
+    ExecutedAt: now,
+  });
+  ev(w, org, 'transaction.settled', { TransactionId: t.id, SettlementId: s.id, IsTotal: isTotal });
+
+  w.audits.push(
+    {
+      organizationId: org,
+      entityType: 'Settlement',
+      entityId: s.id,
+      action: 'settlement.executed',
+      before: { status: 'PENDING' },
+      after: {
+        status: 'EXECUTED',
+        grossAmount: amountToNumeric(gross),
+        feeAmount: amountToNumeric(fee),
+        distributableAmount: amountToNumeric(distributable),
+        pricingPolicyId: policy?.id ?? null,
+        feePercentage: policy ? percentageToString(percentage) : null,
+        isTotal,
+        ledgerKey: `settlement:${s.id}`,
+        allocations: allocations.map((a) => ({
           id: a.id,
-          settlementId: s.id,
-          transactionId: t.id,
-          organizationId: t.organizationId,
-          splitRuleId: a.splitRuleId,
-          participantId: a.participantId,
           accountId: a.accountId,
           amount: amountToNumeric(a.amount),
-          status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const),
+          status: a.reason ? 'RETAINED' : 'RELEASED',
           retainReason: a.reason,
-          releasedAt: a.reason ? null : now,
-          createdAt: now,
         })),
-      });
-    for (const [ruleId, allocated] of split.fixedAllocated)
-      await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
-    const { isTotal, transaction: after } = await recordEscrowOutcome(tx, t, { settled: gross }, now);
-    const org = t.organizationId;
-    if (policy)
-      await emit(tx, deps, org, 'settlement.fee_applied', {
-        SettlementId: s.id,
-        PricingPolicyId: policy.id,
-        FeeAmount: fee,
-        FeePercentageApplied: percentageToString(percentage),
-      });
-    for (const a of allocations) {
-      if (a.reason)
-        await emit(tx, deps, org, 'settlement.split_portion_retained', {
-          SettlementId: s.id,
-          AllocationId: a.id,
-          ParticipantId: a.participantId,
-          AccountId: a.accountId,
-          Amount: a.amount,
-          Reason: a.reason,
-        });
-      else await emit(tx, deps, org, 'settlement.split_portion_released', { SettlementId: s.id, AllocationId: a.id, AccountId: a.accountId, Amount: a.amount });
-    }
-    await emit(tx, deps, org, 'settlement.executed', {
-      SettlementId: s.id,
-      TransactionId: t.id,
-      AssetNetworkId: t.assetNetworkId,
-      GrossAmount: gross,
-      DistributableAmount: distributable,
-      PlatformFeeAmount: fee,
-      ExecutedAt: now,
+      },
+    },
+    {
+      organizationId: org,
+      entityType: 'Transaction',
+      entityId: t.id,
+      action: 'transaction.settled',
+      before: { status: t.status, settledAmount: amountToNumeric(numericToAmount(t.settledAmount)) },
+      after: { status: after.status, settledAmount: amountToNumeric(numericToAmount(after.settledAmount)), settlementId: s.id, isTotal },
+    },
+  );
+  const held = allocations.filter((a) => a.reason === 'HOLD_CONDITION_NOT_MET').flatMap((a) => holdOf(a.splitRuleId));
+  if (held.length) await scheduleHoldRecheck(tx, deps, t, held, now);
+
+  const lines: PostingLine[] = [{ account: ledgerAccounts.escrow(t), direction: 'DEBIT', amount: gross }];
+  if (fee > 0n)
+    lines.push({
+      account: { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId: t.assetNetworkId },
+      direction: 'CREDIT',
+      amount: fee,
     });
-    await emit(tx, deps, org, 'transaction.settled', { TransactionId: t.id, SettlementId: s.id, IsTotal: isTotal });
-
-    const audits: AuditInput[] = [
-      {
-        organizationId: org,
-        entityType: 'Settlement',
-        entityId: s.id,
-        action: 'settlement.executed',
-        before: { status: 'PENDING' },
-        after: {
-          status: 'EXECUTED',
-          grossAmount: amountToNumeric(gross),
-          feeAmount: amountToNumeric(fee),
-          distributableAmount: amountToNumeric(distributable),
-          pricingPolicyId: policy?.id ?? null,
-          feePercentage: policy ? percentageToString(percentage) : null,
-          isTotal,
-          ledgerKey: `settlement:${s.id}`,
-          allocations: allocations.map((a) => ({
-            id: a.id,
-            accountId: a.accountId,
-            amount: amountToNumeric(a.amount),
-            status: a.reason ? 'RETAINED' : 'RELEASED',
-            retainReason: a.reason,
-          })),
-        },
-      },
-      {
-        organizationId: org,
-        entityType: 'Transaction',
-        entityId: t.id,
-        action: 'transaction.settled',
-        before: { status: t.status, settledAmount: amountToNumeric(numericToAmount(t.settledAmount)) },
-        after: { status: after.status, settledAmount: amountToNumeric(numericToAmount(after.settledAmount)), settlementId: s.id, isTotal },
-      },
-    ];
-    await auditAll(tx, deps, systemActor(), audits);
-    const held = allocations.filter((a) => a.reason === 'HOLD_CONDITION_NOT_MET').flatMap((a) => holdOf(a.splitRuleId));
-    if (held.length) await scheduleHoldRecheck(tx, deps, t, held, now);
-
-    // The ledger last: every settlement of the asset-network credits the same PLATFORM_REVENUE row
-    // (and often the same accounts), whose row locks are held from here to the commit.
-    const lines: PostingLine[] = [{ account: ledgerAccounts.escrow(t), direction: 'DEBIT', amount: gross }];
-    if (fee > 0n)
-      lines.push({
-        account: { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId: t.assetNetworkId },
-        direction: 'CREDIT',
-        amount: fee,
-      });
-    for (const a of allocations)
-      lines.push({
-        account: a.reason
-          ? ledgerRetained({ id: a.id, organizationId: t.organizationId }, t.assetNetworkId)
-          : ledgerCustomer(a.accountId, t.organizationId, t.assetNetworkId),
-        direction: 'CREDIT',
-        amount: a.amount,
-      });
-    const ledger = await postLedgerTransaction(tx, {
+  for (const a of allocations)
+    lines.push({
+      account: a.reason
+        ? ledgerRetained({ id: a.id, organizationId: t.organizationId }, t.assetNetworkId)
+        : ledgerCustomer(a.accountId, t.organizationId, t.assetNetworkId),
+      direction: 'CREDIT',
+      amount: a.amount,
+    });
+  w.executed.push({
+    settlementId: s.id,
+    posting: {
       idempotencyKey: `settlement:${s.id}`,
       nature: 'settlement.executed',
       organizationId: t.organizationId,
@@ -379,27 +508,32 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
       metadata: { transactionId: t.id, feeAmount: amountToString(fee), pricingPolicyId: policy?.id ?? null },
       lines,
       postedAt: deps.clock.now(),
-    });
+    },
+    state: {
+      attempts: s.attempts + 1,
+      gross,
+      fee,
+      distributable,
+      pricingPolicyId: policy?.id ?? null,
+      feePercentage: policy ? percentageToNumeric(percentage) : null,
+      isTotal,
+      executedAt: now,
+    },
+  });
+  return { status: 'EXECUTED' as const, isTotal };
+}
 
-    await tx.settlement.update({
-      where: { id: s.id },
-      data: {
-        status: 'EXECUTED',
-        attempts: s.attempts + 1,
-        grossAmount: amountToNumeric(gross),
-        feeAmount: amountToNumeric(fee),
-        distributableAmount: amountToNumeric(distributable),
-        pricingPolicyId: policy?.id ?? null,
-        feePercentage: policy ? percentageToNumeric(percentage) : null,
-        isTotal,
-        executedAt: now,
-        ledgerTransactionId: ledger.ledgerTransactionId,
-        failureReason: null,
-        failedAt: null,
-      },
-    });
-    return { status: 'EXECUTED' as const, isTotal };
-  }, TX_OPTIONS);
+/** "Now" for the transaction's environment (nowFor), the sandbox clock's offset read once per organization in the group. */
+async function groupNow(tx: Db, deps: MoneyDeps, w: GroupWrites, t: Transaction): Promise<Date> {
+  if (t.environmentType !== 'SANDBOX') return deps.clock.now();
+  let offset = w.cache.offsets.get(t.organizationId);
+  if (offset === undefined) w.cache.offsets.set(t.organizationId, (offset = await sandboxOffsetMs(tx, t.organizationId)));
+  return new Date(deps.clock.now().getTime() + offset);
+}
+
+/** Queues a catalog event of the group (written by writeGroup, in order). */
+function ev<T extends EventType>(w: GroupWrites, organizationId: string, type: T, fields: EventFields[T]): void {
+  w.events.push({ organizationId, event: webhookEvent(type, fields) });
 }
 
 /**
@@ -431,11 +565,11 @@ function splitRuleInput(r: {
   };
 }
 
-async function failSettlement(tx: Db, deps: MoneyDeps, s: Settlement, code: FailureCode, detail: string, now: Date): Promise<ExecutionOutcome> {
+async function failSettlement(tx: Db, w: GroupWrites, s: Settlement, code: FailureCode, detail: string, now: Date): Promise<ExecutionOutcome> {
   const reason = `${code}: ${detail}`;
   await tx.settlement.update({ where: { id: s.id }, data: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason, failedAt: now } });
-  await emit(tx, deps, s.organizationId, 'settlement.failed', { SettlementId: s.id, TransactionId: s.transactionId, Reason: reason, FailedAt: now });
-  await auditAs(tx, deps, systemActor(), {
+  ev(w, s.organizationId, 'settlement.failed', { SettlementId: s.id, TransactionId: s.transactionId, Reason: reason, FailedAt: now });
+  w.audits.push({
     organizationId: s.organizationId,
     entityType: 'Settlement',
     entityId: s.id,

@@ -157,6 +157,18 @@ export async function pricingPolicyInForce(tx: Db, q: PolicyQuery): Promise<Pric
   return pick(await tx.pricingPolicy.findMany({ where: candidatesWhere(q) }));
 }
 
+/**
+ * The pricing policies that may apply to the query's scope at any time (every effectiveFrom), for a
+ * caller that asks at several times (a group of settlements): pricingPolicyAt picks the one in
+ * force at a time, as pricingPolicyInForce does.
+ */
+export async function pricingPolicyCandidates(tx: Db, q: Omit<PolicyQuery, 'at'>): Promise<PricingPolicy[]> {
+  const { effectiveFrom: _e, ...where } = candidatesWhere({ ...q, at: new Date(0) });
+  return tx.pricingPolicy.findMany({ where });
+}
+export const pricingPolicyAt = (candidates: readonly PricingPolicy[], at: Date): PricingPolicy | null =>
+  pick(candidates.filter((p) => p.effectiveFrom.getTime() <= at.getTime()));
+
 /** The refund fee policy in force, or null (no fee; no reversal after settlement). */
 export async function refundFeePolicyInForce(tx: Db, q: PolicyQuery): Promise<RefundFeePolicy | null> {
   return pick(await tx.refundFeePolicy.findMany({ where: candidatesWhere(q) }));
