@@ -14,6 +14,7 @@ import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
 import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
+import { evmDepositChain } from './evm-deposits';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
 import { checkOf, median, textTable } from './setup';
@@ -75,6 +76,10 @@ const ledgerBatcher = {
 const TARGET_LEDGER_RATIO = 3;
 // The deposits scenario (bench/deposits.ts, `deposits`): BENCH_DEPOSITS_INTENTS (1000 per round), BENCH_DEPOSITS_CONCURRENCY (16), BENCH_DEPOSITS_CONFIRMATIONS (2).
 const depositsSelected = !only || only.has('deposits');
+// The evm-deposits scenario (bench/evm-deposits.ts, `evm-deposits`): the same rounds paid in an ERC-20 on Hardhat's EDR node through the EVM adapter (PRODUCTION);
+// with `deposits` selected too, each round runs both, the sandbox first: target EVM >= 0.5x sandbox. BENCH_EVM_POLL_MS (250), BENCH_EVM_BLOCK_RANGE (100).
+const evmDepositsSelected = !only || only.has('evm-deposits');
+const TARGET_EVM_DEPOSITS_RATIO = 0.5;
 // The settlements scenario (bench/settlements.ts, `settlements`): BENCH_SETTLEMENTS_TRANSACTIONS (1000 per round), BENCH_SETTLEMENTS_CONCURRENCY (16), BENCH_SETTLEMENTS_WORKERS (8).
 const settlementsSelected = !only || only.has('settlements');
 // The withdrawals scenario (bench/withdrawals.ts, `withdrawals`): BENCH_WITHDRAWALS_COUNT (500 per round), BENCH_WITHDRAWALS_CONCURRENCY (16).
@@ -169,6 +174,13 @@ try {
   }
   const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say }) : undefined;
   const depositRuns: DepositsRound[] = [];
+  let evmDeposits: DepositsBench | undefined;
+  if (evmDepositsSelected) {
+    const chain = await evmDepositChain(deps, call, depositsSettings().requiredConfirmations, say);
+    cleanup.push(async () => chain.close?.());
+    evmDeposits = await startDepositsBench({ deps, call, say, chain });
+  }
+  const evmDepositRuns: DepositsRound[] = [];
   const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
   const settlementRuns: SettlementsRound[] = [];
   const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, say }) : undefined;
@@ -294,6 +306,17 @@ try {
         `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
       );
       depositRuns.push(r);
+    }
+    if (evmDeposits) {
+      const d = depositsSettings();
+      say(
+        `round ${round}/${rounds} evm-deposits: ${d.intents} payment intents (PRODUCTION) paid in an ERC-20 on the EDR node, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`,
+      );
+      const r = await evmDeposits.run();
+      say(
+        `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
+      );
+      evmDepositRuns.push(r);
     }
     if (settlements) {
       const d = settlementsSettings();
@@ -442,6 +465,14 @@ try {
   const depositsCheck = deposits && depositRuns.length ? await checkOf(deposits) : undefined;
   const depositsOut = depositRuns.length ? depositsReport(depositRuns, depositsCheck) : undefined;
   if (depositsOut) console.log(depositsOut.table);
+  const evmDepositsCheck = evmDeposits && evmDepositRuns.length ? await checkOf(evmDeposits) : undefined;
+  const evmDepositsOut = evmDepositRuns.length
+    ? depositsReport(evmDepositRuns, evmDepositsCheck, {
+        name: 'evm-deposits',
+        sandbox: depositsOut ? { confirmedPerSecond: depositsOut.result.confirmedPerSecond, target: TARGET_EVM_DEPOSITS_RATIO } : undefined,
+      })
+    : undefined;
+  if (evmDepositsOut) console.log(evmDepositsOut.table);
   const settlementsCheck = settlements && settlementRuns.length ? await checkOf(settlements) : undefined;
   const settlementsOut = settlementRuns.length ? settlementsReport(settlementRuns, settlementsCheck) : undefined;
   if (settlementsOut) console.log(settlementsOut.table);
@@ -493,6 +524,7 @@ try {
       { target: 'ledger: invariants and balances exact after the run', met: ledgerCheck?.ok ?? null, measured: ledgerCheck?.detail ?? 'not checked' },
     );
   if (depositsOut) targets.push(...depositsOut.targets);
+  if (evmDepositsOut) targets.push(...evmDepositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
   if (withdrawalsOut) targets.push(...withdrawalsOut.targets);
   if (historyOut) targets.push(...historyOut.targets);
@@ -556,6 +588,7 @@ try {
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
+        ...(evmDepositsOut ? { evmDeposits: { ...evmDepositsOut.result, check: evmDepositsCheck } } : {}),
         ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
         ...(withdrawalsOut ? { withdrawals: { ...withdrawalsOut.result, check: withdrawalsCheck } } : {}),
         ...(versusBaseline ? { versusBaseline } : {}),

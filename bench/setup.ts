@@ -72,14 +72,16 @@ export interface BenchIntegrator {
 /**
  * A platform operator (as `npm run operator:create` makes one), an enabled sandbox asset-network
  * (6 decimals) on a new sandbox network, and an integrator: organization, owner session,
- * application, SANDBOX environment and API key.
+ * application, SANDBOX environment and API key. With `evm`: an EVM PRODUCTION network instead,
+ * the asset-network being the token at `evm.contract`, and a PRODUCTION environment.
  */
 export async function setupBenchIntegrator(
   deps: Deps,
   call: Call,
   scenario: string,
-  opts: { code: string; requiredConfirmations: number },
+  opts: { code: string; requiredConfirmations: number; evm?: { contract: string } },
 ): Promise<BenchIntegrator> {
+  const environmentType = opts.evm ? 'PRODUCTION' : 'SANDBOX';
   const expect = expectStatus(scenario);
   const { key, keyHash } = newOperatorKey();
   const tag = `${Date.now().toString(36)}`.toUpperCase();
@@ -95,9 +97,9 @@ export async function setupBenchIntegrator(
         '/v1/platform/networks',
         {
           name: `Bench ${scenario} ${tag}`,
-          kind: 'SANDBOX',
-          environmentType: 'SANDBOX',
-          blockTimeSeconds: 5,
+          kind: opts.evm ? 'EVM' : 'SANDBOX',
+          environmentType,
+          blockTimeSeconds: opts.evm ? 1 : 5,
           requiredConfirmations: opts.requiredConfirmations,
         },
         op,
@@ -108,7 +110,12 @@ export async function setupBenchIntegrator(
   );
   const assetNetworkId = idOf(
     expect(
-      await call('POST', '/v1/platform/asset-networks', { assetId: asset, networkId, decimals: 6, contractReference: null, minimumDeposit: '1' }, op),
+      await call(
+        'POST',
+        '/v1/platform/asset-networks',
+        { assetId: asset, networkId, decimals: 6, contractReference: opts.evm?.contract ?? null, minimumDeposit: '1' },
+        op,
+      ),
       201,
       'asset-network',
     ),
@@ -121,7 +128,8 @@ export async function setupBenchIntegrator(
     .organizationId as string;
   const member = { authorization: `Bearer ${expect(await call('POST', '/v1/auth/login', { email, password }), 200, 'login').body!.accessToken}` };
   const app = expect(await call('POST', `/v1/organizations/${org}/applications`, { name: `${scenario} bench` }, member), 201, 'application').body!.id as string;
-  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: 'SANDBOX' }, member), 201, 'environment').body!.id as string;
+  const environment = expect(await call('POST', `/v1/applications/${app}/environments`, { type: environmentType }, member), 201, 'environment').body!
+    .id as string;
   const apiKey = {
     'x-api-key': expect(await call('POST', `/v1/environments/${environment}/api-keys`, undefined, member), 201, 'api key').body!.apiKey as string,
   };

@@ -2,7 +2,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import { createPublicClient, createTestClient, createWalletClient, http, type Hex, type PublicClient, type TestClient, type WalletClient } from 'viem';
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  http,
+  type Chain,
+  type Hex,
+  type PublicClient,
+  type TestClient,
+  type WalletClient,
+} from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { loadTestToken } from './evm-token';
@@ -90,25 +100,32 @@ export async function startAnvil(
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  const test = createTestClient({ chain, mode: 'anvil', transport: http(rpcUrl) });
-  const accounts = DEV_KEYS.map((k) => privateKeyToAccount(k));
+  return nodeOver(child, rpcUrl, chain, 'anvil');
+}
+
+/** The EvmNode of a node process answering at rpcUrl (anvil here; Hardhat's EDR in bench/edr.ts): its clients, the dev accounts, mining, stop by pid. */
+export function nodeOver(child: ChildProcess, rpcUrl: string, chain: Chain, mode: 'anvil' | 'hardhat'): EvmNode {
+  const test = createTestClient({ chain, mode, transport: http(rpcUrl) });
   return {
     rpcUrl,
-    chainId,
+    chainId: chain.id,
     pid: child.pid!,
-    public: pub,
-    test,
-    accounts,
+    public: createPublicClient({ chain, cacheTime: 0, transport: http(rpcUrl) }) as PublicClient,
+    test: test as TestClient<'anvil'>,
+    accounts: DEV_KEYS.map((k) => privateKeyToAccount(k)),
     wallet: (account) => createWalletClient({ account, chain, transport: http(rpcUrl) }),
     mine: async (blocks = 1) => test.mine({ blocks }),
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      process.kill(child.pid!, 'SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-      if (child.exitCode === null) process.kill(child.pid!, 'SIGKILL');
-    },
+    stop: () => stopNode(child),
   };
+}
+
+/** Stops a node process started here by its pid: SIGTERM, then SIGKILL after 3 s. */
+export async function stopNode(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  process.kill(child.pid!, 'SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+  if (child.exitCode === null) process.kill(child.pid!, 'SIGKILL');
 }
 
 /** Deploys the test ERC-20 (TestToken, OpenZeppelin ERC20) minting `supply` to `account`; mines it; answers its address. */

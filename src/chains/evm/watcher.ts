@@ -1,7 +1,8 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import { createPublicClient, parseAbiItem, TransactionNotFoundError, webSocket, type Block, type Hex, type Log, type PublicClient } from 'viem';
-import type { PrismaClient } from '../../db/prisma';
+import type { Db, PrismaClient } from '../../db/prisma';
+import { monotonicUuidv7 } from '../../ids';
 import { EVM_WATCH_QUEUE, sendChainSync, type EvmWatchJob } from '../../kernel/queues';
 import { configuredEvmNetworks, requireEvmSettings } from './config';
 import { checkedClientOf } from './client';
@@ -130,28 +131,34 @@ export async function watchStep(deps: WatchDeps, networkId: string): Promise<Ste
     const now = await cursorOf(tx, networkId);
     if ((now?.height ?? null) !== (cursor?.height ?? null) || (now?.hash ?? null) !== (cursor?.hash ?? null)) return false; // another watcher stepped
     await tx.evmBlock.createMany({ data: blocks.map((b) => ({ networkId, height: Number(b.number), hash: b.hash!, parentHash: b.parentHash })) });
-    for (const f of found) {
-      const row = {
-        assetNetworkId: f.assetNetworkId,
-        fromAddress: f.fromAddress,
-        toAddress: f.toAddress,
-        amount: f.amount.toString(),
-        status: 'MINED',
-        blockHeight: f.blockHeight,
-        blockHash: f.blockHash,
-      };
-      await tx.evmTransfer.upsert({
-        where: { networkId_txHash_logIndex: { networkId, txHash: f.txHash, logIndex: f.logIndex } },
-        create: { networkId, txHash: f.txHash, logIndex: f.logIndex, ...row },
-        update: row,
-      });
-    }
+    await storeTransfers(tx, networkId, found);
     await tx.evmBlock.deleteMany({ where: { networkId, height: { lt: to - s.finalityDepth } } });
     await sendChainSync(tx, deps.boss, networkId);
     return true;
   });
   if (!stored) return result;
   return { ...result, from, to, transfers: found.length };
+}
+
+/**
+ * The step's transfers in one statement (a block range holds hundreds: one upsert each made the
+ * transaction the watcher's bottleneck, docs/benchmarks.md): new ones inserted MINED, ones already
+ * held (a repeated step, or ORPHANED / DROPPED and now in a block again) updated to MINED in their block.
+ */
+async function storeTransfers(tx: Db, networkId: string, found: FoundTransfer[]): Promise<void> {
+  if (!found.length) return;
+  const rows = [...new Map(found.map((f) => [`${f.txHash}:${f.logIndex}`, f])).values()];
+  await tx.$executeRaw`
+    INSERT INTO "EvmTransfer" ("id", "networkId", "assetNetworkId", "txHash", "logIndex", "fromAddress", "toAddress", "amount", "status", "blockHeight", "blockHash")
+    SELECT t.id, ${networkId}::uuid, t.an, t.tx, t.li, t.fa, t.ta, t.amount, 'MINED', t.bh, t.bhash
+    FROM unnest(
+      ${rows.map(() => monotonicUuidv7())}::uuid[], ${rows.map((f) => f.assetNetworkId)}::uuid[], ${rows.map((f) => f.txHash)}::text[],
+      ${rows.map((f) => f.logIndex)}::int[], ${rows.map((f) => f.fromAddress)}::text[], ${rows.map((f) => f.toAddress)}::text[],
+      ${rows.map((f) => f.amount.toString())}::numeric[], ${rows.map((f) => f.blockHeight)}::int[], ${rows.map((f) => f.blockHash)}::text[]
+    ) AS t(id, an, tx, li, fa, ta, amount, bh, bhash)
+    ON CONFLICT ("networkId", "txHash", "logIndex") DO UPDATE SET
+      "assetNetworkId" = EXCLUDED."assetNetworkId", "fromAddress" = EXCLUDED."fromAddress", "toAddress" = EXCLUDED."toAddress",
+      "amount" = EXCLUDED."amount", "status" = 'MINED', "blockHeight" = EXCLUDED."blockHeight", "blockHash" = EXCLUDED."blockHash"`;
 }
 
 interface FoundTransfer {
