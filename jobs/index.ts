@@ -20,7 +20,7 @@ import { registerReleaseJobs } from '../src/release/release-rules.jobs';
 import { registerReconciliationJobs } from '../src/treasury/reconciliation/reconciliation.jobs';
 import { registerReserveJobs } from '../src/treasury/costs/reserve.jobs';
 import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
-import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
+import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, propagateTraces, workEach } from '../src/kernel/work';
 import { RECOVER_QUEUE } from '../src/kernel/queues';
 import { registerEvmJobs } from '../src/chains/evm/evm.jobs';
 import { configureEvmNetworks } from '../src/chains/evm/config';
@@ -123,6 +123,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   });
   // While stopping, a handler that outlived the shutdown timeout completes against a closed pool: its
   // job was already handed back (retry) and runs again, finding nothing to do.
+  propagateTraces(boss);
   boss.on('error', (err) => (stopping.has(boss) ? deps.log.warn({ err }, 'job runner error while stopping') : deps.log.error({ err }, 'job runner error')));
   await boss.start();
   await ensureQueue(boss, queues.purgeExpired, { policy: 'singleton', retryLimit: 3 });

@@ -12,6 +12,7 @@ import { DeliveryStatusHub } from './webhooks/status';
 import { handBackJobs, startJobs, stopJobs } from '../jobs/index';
 import { restPlugin } from '../rest/adapter';
 import { createYogaApp } from './app';
+import { startTracing } from './kernel/otel';
 
 /**
  * The composition root: the one module of `src/` that imports `rest/` and `jobs/`
@@ -34,6 +35,8 @@ export { handBackJobs, stopJobs };
  * queues when JOBS=on), keys, clock, mail, the delivery status listener.
  */
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
+  // Tracing (issue 20): the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set, once per process.
+  if (startTracing(config)) log.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: config.OTEL_TRACES_SAMPLE_RATIO }, 'tracing on (OTLP/HTTP)');
   const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
   const sealingKey = loadSealingKey(config);
   const [boss, tokenKeys] = await Promise.all([

@@ -7,6 +7,7 @@ import { createApp } from './compose';
 import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
+import { tracedHandler } from './system/observe';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -68,7 +69,9 @@ export async function assertPortFree(port: number, host: string): Promise<void> 
 
 export async function startServer(deps: Deps, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   const yoga = createApp(deps);
-  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown' }));
+  const server = createServer(
+    tracedHandler(deps, (req, res, extra) => void yoga.handle(req, res, { clientIp: req.socket.remoteAddress ?? 'unknown', ...extra })),
+  );
   server.keepAliveTimeout = 65_000;
   // Listening before the websocket server is attached: attached first, it would re-emit a taken port
   // as an "internal error" while the process ran on. Upgrades are handled once it listens.
