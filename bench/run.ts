@@ -9,6 +9,7 @@ import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
 import { createDeps } from '../src/compose';
+import { startTracing } from '../src/kernel/otel';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
@@ -27,7 +28,9 @@ import { checkOf, median, textTable } from './setup';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks,ledger).
+ * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger).
+ * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
+ * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -93,7 +96,20 @@ const config = loadConfig({
   PORT: '0',
   EMBEDDED_PG_PORT: String(pgPort),
   DATABASE_URL: undefined,
+  // The service as measured before issue 20: no per-request metrics, no tracing, no request rate
+  // limit. The rest-read-instrumented and rest-read-limited scenarios run on servers of their own
+  // (same process, same database) with them on, so the costs compare within one run.
+  METRICS: 'off',
+  OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
+  RATE_LIMIT_API_KEY: '0',
+  RATE_LIMIT_SESSION: '0',
 });
+/** rest-read-instrumented: metrics on, tracing configured but sampled at 0 (nothing is exported). */
+const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
+/** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
+const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
+const instrumentedSelected = !only || only.has('rest-read-instrumented');
+const limitedSelected = !only || only.has('rest-read-limited');
 const log = createLogger(config.LOG_LEVEL);
 
 say(`starting embedded PostgreSQL on ${pgPort} (${DATA_DIR})`);
@@ -116,6 +132,15 @@ try {
   cleanup.push(() => server.close());
   const base = server.url;
   say(`listening on ${base}`);
+  // The instrumented and the rate-limited servers: the same dependencies (pool, job runner), another configuration.
+  const otherServer = async (c: typeof config) => {
+    const s = await startServer({ ...deps, config: c }, 0, config.HOST);
+    cleanup.push(() => s.close());
+    return s.url;
+  };
+  if (instrumentedSelected) startTracing(instrumentedConfig);
+  const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
+  const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
   // Seed through the public REST API.
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -195,6 +220,24 @@ try {
       label: 'GET /v1/accounts/{id} (API key)',
       role: 'read',
       url: `${base}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
+      name: 'rest-read-instrumented',
+      label: 'GET /v1/accounts/{id} (API key), metrics on, tracing sampled at 0',
+      role: 'extra',
+      url: `${instrumentedBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
+      name: 'rest-read-limited',
+      label: 'GET /v1/accounts/{id} (API key), request rate limit counted',
+      role: 'extra',
+      url: `${limitedBase}${accountPath ?? '/v1/accounts/-'}`,
       method: 'GET',
       headers: apiKey,
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
@@ -343,6 +386,17 @@ try {
     ...skipped.map((s) => [s.label, 'skipped', '', '', '', '', '']),
   ];
   if (results.length || skipped.length) console.log(textTable(rows));
+  // Issue 20: each variant against the plain rest-read of the same round (median of the per-round ratios).
+  const plainRuns = perScenario.get('rest-read');
+  const costs = Object.fromEntries(
+    ['rest-read-instrumented', 'rest-read-limited'].flatMap((name) => {
+      const runs = perScenario.get(name);
+      if (!runs || !plainRuns) return [];
+      const ratios = runs.map((r, i) => r.requestsPerSecond / plainRuns[i]!.requestsPerSecond);
+      say(`${name} vs rest-read, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`);
+      return [[name, { ratioToRestRead: median(ratios), rounds: ratios }]];
+    }),
+  );
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -485,6 +539,13 @@ try {
       },
       { target: 'ledger: invariants and balances exact after the run', met: ledgerCheck?.ok ?? null, measured: ledgerCheck?.detail ?? 'not checked' },
     );
+  const instrumented = costs['rest-read-instrumented'];
+  if (instrumented)
+    targets.push({
+      target: 'instrumentation: rest-read with metrics on and tracing sampled at 0 within 5% of plain rest-read (same rounds)',
+      met: instrumented.ratioToRestRead >= 0.95,
+      measured: `${(instrumented.ratioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
+    });
   if (depositsOut) targets.push(...depositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
   if (withdrawalsOut) targets.push(...withdrawalsOut.targets);
@@ -529,6 +590,7 @@ try {
             : {}),
         },
         scenarios: results,
+        instrumentationCosts: costs,
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
