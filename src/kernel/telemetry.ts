@@ -1,4 +1,4 @@
-import { context, propagation, trace, SpanKind, SpanStatusCode, type Attributes, type Context as OtelContext, type Span } from '@opentelemetry/api';
+import { context, propagation, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context as OtelContext, type Span } from '@opentelemetry/api';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
@@ -137,6 +137,10 @@ export async function inSpan<T>(
   opts: { kind?: SpanKind; parent?: OtelContext } = {},
 ): Promise<T> {
   if (!tracingOn()) return fn(undefined);
+  // Under a span of a trace not sampled (local, or remote: a job's sender), children are not sampled
+  // either (the sampler follows the parent): no span is made at all.
+  const parentSpan = trace.getSpan(opts.parent ?? context.active());
+  if (parentSpan && !(parentSpan.spanContext().traceFlags & TraceFlags.SAMPLED)) return fn(undefined);
   return tracer.startActiveSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes }, opts.parent ?? context.active(), async (span) => {
     try {
       return await fn(span);
