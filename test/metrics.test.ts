@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from './harness';
+import { metricsNodeHandler } from '../src/system/metrics';
 
 /** /metrics (issue 20): Prometheus text format, protected, and its values move with requests. */
 
@@ -83,6 +86,20 @@ describe('/metrics', () => {
       expect((await open.rest('GET', '/metrics', { clientIp: '127.0.0.1' })).status).toBe(200);
     } finally {
       await open.close();
+    }
+  });
+
+  test('the same handler serves a plain node:http server (a worker process has one)', async () => {
+    const server = createServer(metricsNodeHandler(app.deps));
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+      expect((await fetch(url)).status).toBe(401);
+      const r = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(r.status).toBe(200);
+      expect(parseExposition(await r.text()).has('job_runs_total')).toBe(true);
+    } finally {
+      await new Promise((ok) => server.close(ok));
     }
   });
 

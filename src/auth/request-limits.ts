@@ -1,6 +1,6 @@
 import type { Config } from '../config';
 import type { Clock } from '../clock';
-import type { PrismaClient } from '../db/prisma';
+import { poolOf, type PrismaClient } from '../db/prisma';
 import { DomainError } from '../errors';
 import type { Principal } from './principal';
 
@@ -30,6 +30,13 @@ export function limitOf(config: Config, principal: Principal | null): { key: str
   return null;
 }
 
+const COUNT_SQL = `
+  INSERT INTO "RequestRateLimit" AS t ("key", "windowStart", "count") VALUES ($1, $2::timestamptz, 1)
+  ON CONFLICT ("key") DO UPDATE SET
+    "count" = CASE WHEN t."windowStart" = EXCLUDED."windowStart" THEN t."count" + 1 ELSE 1 END,
+    "windowStart" = EXCLUDED."windowStart"
+  RETURNING "count"`;
+
 /** Counts one request of `principal`; answers its state (null: not limited). Throws nothing. */
 export async function countRequest(
   deps: { config: Config; db: PrismaClient; clock: Clock },
@@ -40,13 +47,11 @@ export async function countRequest(
   const windowMs = deps.config.RATE_LIMIT_WINDOW_SECONDS * 1000;
   const now = deps.clock.now().getTime();
   const start = new Date(now - (now % windowMs));
-  const [row] = await deps.db.$queryRaw<{ count: number }[]>`
-    INSERT INTO "RequestRateLimit" AS t ("key", "windowStart", "count") VALUES (${which.key}, ${start}::timestamptz, 1)
-    ON CONFLICT ("key") DO UPDATE SET
-      "count" = CASE WHEN t."windowStart" = EXCLUDED."windowStart" THEN t."count" + 1 ELSE 1 END,
-      "windowStart" = EXCLUDED."windowStart"
-    RETURNING "count"`;
-  const count = row!.count;
+  // On the pg pool under Prisma when there is one (createPrisma): one round trip, no query engine.
+  const pool = poolOf(deps.db);
+  const count = pool
+    ? (await pool.query<{ count: number }>({ name: 'request_rate_limit', text: COUNT_SQL, values: [which.key, start] })).rows[0]!.count
+    : (await deps.db.$queryRawUnsafe<{ count: number }[]>(COUNT_SQL, which.key, start))[0]!.count;
   const resetSeconds = Math.max(1, Math.ceil((start.getTime() + windowMs - now) / 1000));
   return { limit: which.limit, remaining: Math.max(0, which.limit - count), resetSeconds, exceeded: count > which.limit };
 }

@@ -36,6 +36,14 @@ export function createPrisma(url: string, max: number, onConnectionError?: (err:
 
 const pools = new WeakMap<object, pg.Pool>();
 
+/**
+ * The pg pool under a client of createPrisma, for a hot statement that must cost one round trip
+ * and nothing else (the request rate limit: one upsert per request, without Prisma's query engine).
+ */
+export function poolOf(client: object): pg.Pool | undefined {
+  return pools.get(client);
+}
+
 /** The connection pool of a client of createPrisma: its use for /metrics. */
 export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
   const pool = pools.get(client);

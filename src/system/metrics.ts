@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Gauge } from 'prom-client';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
@@ -122,5 +123,17 @@ export function metricsHandler(deps: MetricsDeps): (request: Request, clientIp: 
     ]);
     clearTimeout(timer);
     return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' } });
+  };
+}
+
+/** The same handler for a plain node:http server (a worker's own port): `createServer(metricsNodeHandler(deps))` or one route of it. */
+export function metricsNodeHandler(deps: MetricsDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const handle = metricsHandler(deps);
+  return async (req, res) => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
+    const answer = await handle(new Request(`http://localhost${req.url ?? '/'}`, { method: req.method, headers }), req.socket.remoteAddress ?? 'unknown');
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(req.method === 'HEAD' ? undefined : Buffer.from(await answer.arrayBuffer()));
   };
 }

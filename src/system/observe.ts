@@ -4,7 +4,7 @@ import type { Plugin } from 'graphql-yoga';
 import { context, propagation, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
 import type { Context, Deps } from '../context';
 import type { Principal } from '../auth/principal';
-import { countRequest, requestRateLimited, setRateLimitHeaders, type RateLimitState } from '../auth/request-limits';
+import { countRequest as countRateLimited, requestRateLimited, setRateLimitHeaders, type RateLimitState } from '../auth/request-limits';
 import { httpRoutes, inSpan, metrics, operationLabel, SpanKind, tracer, tracingOn } from '../kernel/telemetry';
 import { metricsHandler } from './metrics';
 
@@ -19,6 +19,7 @@ import { metricsHandler } from './metrics';
  */
 interface Seen {
   started: number;
+  path?: string;
   principal: string;
   limit?: RateLimitState & { exceeded: boolean };
 }
@@ -30,6 +31,17 @@ function routeOf(request: Request, path: string): string {
   if (path === '/graphql' || path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/v1/openapi.json') return path;
   if (path.startsWith('/v1/')) return 'unmatched';
   return 'other';
+}
+
+/** The labelled children of the HTTP metrics, by their labels (prom-client hashes a label object on every call otherwise). */
+const children = new Map<string, { count: { inc: () => void }; time: { observe: (v: number) => void } }>();
+function countRequest(route: string, method: string, status: string, principal: string, seconds: number): void {
+  const key = `${route} ${method} ${status} ${principal}`;
+  let c = children.get(key);
+  if (!c)
+    children.set(key, (c = { count: metrics.httpRequests.labels(route, method, status, principal), time: metrics.httpDuration.labels(route, method, status) }));
+  c.count.inc();
+  c.time.observe(seconds);
 }
 
 export function principalLabel(p: Principal | null): string {
@@ -54,7 +66,7 @@ export function observeRequests(deps: Deps): ObservedRequest {
   };
   return {
     async seen(request, principal) {
-      const limit = await countRequest(deps, principal);
+      const limit = await countRateLimited(deps, principal);
       if (!measuring && !limit) return;
       const s = seenOf(request);
       s.principal = principalLabel(principal);
@@ -68,7 +80,7 @@ export function observeRequests(deps: Deps): ObservedRequest {
     },
     plugin: {
       async onRequest({ request, url, endResponse, serverContext }) {
-        if (measuring) seenOf(request);
+        if (measuring) seenOf(request).path = url.pathname;
         if (url.pathname === '/metrics') endResponse(await serveMetrics(request, (serverContext as { clientIp?: string }).clientIp ?? 'unknown'));
       },
       onExecute({ args, executeFn, setExecuteFn }) {
@@ -98,14 +110,13 @@ export function observeRequests(deps: Deps): ObservedRequest {
           if (s.limit.exceeded && response.status !== 429) setResponse((answer = new Response(response.body, { status: 429, headers: response.headers })));
           setRateLimitHeaders(answer.headers, s.limit, s.limit.exceeded);
         }
-        const path = new URL(request.url).pathname;
+        const path = s?.path ?? new URL(request.url).pathname;
         const span = (serverContext as { span?: Span }).span;
         if (!measuring && !span) return;
         const route = routeOf(request, path);
         if (measuring && s) {
           const status = String(answer.status);
-          metrics.httpRequests.inc({ route, method: request.method, status, principal: s.principal });
-          metrics.httpDuration.observe({ route, method: request.method, status }, (performance.now() - s.started) / 1000);
+          countRequest(route, request.method, status, s.principal, (performance.now() - s.started) / 1000);
         }
         if (span) {
           span.updateName(`${request.method} ${route}`);
