@@ -207,7 +207,7 @@ export async function purgeExpired({
   db,
   clock,
   log,
-}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
+}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number; requestLimits: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
@@ -216,7 +216,9 @@ export async function purgeExpired({
   // Rate-limit counters quiet for 30 days (every count has leaked away; a trusted source lapses) and not waiting.
   const monthAgo = new Date(now.getTime() - 30 * 24 * 3600_000);
   const throttle = await db.authThrottle.deleteMany({ where: { updatedAt: { lt: monthAgo }, OR: [{ blockedUntil: null }, { blockedUntil: { lt: now } }] } });
-  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count, throttle: throttle.count };
+  // Request rate-limit rows whose window is over (windows are at most an hour): the key's next request starts a new one anyway.
+  const requestLimits = await db.requestRateLimit.deleteMany({ where: { windowStart: { lt: new Date(now.getTime() - 2 * 3600_000) } } });
+  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count, throttle: throttle.count, requestLimits: requestLimits.count };
   log.info(counts, 'purged expired records');
   return counts;
 }
