@@ -27,6 +27,8 @@ export interface LoadResult {
   statusCodes: Record<string, number>;
   durationSeconds: number;
   connections: number;
+  /** The server process's CPU time per request answered during the scenario (warm-up included), set by bench/run.ts. */
+  cpuMicrosPerRequest?: number;
 }
 
 function run(spec: LoadSpec, duration: number): Promise<autocannon.Result> {

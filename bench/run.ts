@@ -9,6 +9,7 @@ import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
 import { createDeps } from '../src/compose';
+import { startTracing } from '../src/kernel/otel';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
@@ -29,7 +30,9 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
+ * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -101,7 +104,20 @@ const config = loadConfig({
   PORT: '0',
   EMBEDDED_PG_PORT: String(pgPort),
   DATABASE_URL: undefined,
+  // The service as measured before issue 20: no per-request metrics, no tracing, no request rate
+  // limit. The rest-read-instrumented and rest-read-limited scenarios run on servers of their own
+  // (same process, same database) with them on, so the costs compare within one run.
+  METRICS: 'off',
+  OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
+  RATE_LIMIT_API_KEY: '0',
+  RATE_LIMIT_SESSION: '0',
 });
+/** rest-read-instrumented: metrics on, tracing configured but sampled at 0 (nothing is exported). */
+const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
+/** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
+const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
+const instrumentedSelected = !only || only.has('rest-read-instrumented');
+const limitedSelected = !only || only.has('rest-read-limited');
 const log = createLogger(config.LOG_LEVEL);
 
 say(`starting embedded PostgreSQL on ${pgPort} (${DATA_DIR})`);
@@ -122,8 +138,23 @@ try {
   if (boss) cleanup.push(async () => void (await stopJobs(boss, { graceful: true, timeout: 10_000 })));
   const server = await startServer(deps, config.PORT, config.HOST);
   cleanup.push(() => server.close());
+  // Requests answered by this process's servers, for the CPU time per request of each scenario
+  // (process.cpuUsage: this process only; PostgreSQL and the load generator are other processes).
+  let served = 0;
+  const countRequests = (s: { server: { on: (e: 'request', f: () => void) => unknown } }) => s.server.on('request', () => void served++);
+  countRequests(server);
   const base = server.url;
   say(`listening on ${base}`);
+  // The instrumented and the rate-limited servers: the same dependencies (pool, job runner), another configuration.
+  const otherServer = async (c: typeof config) => {
+    const s = await startServer({ ...deps, config: c }, 0, config.HOST);
+    countRequests(s);
+    cleanup.push(() => s.close());
+    return s.url;
+  };
+  if (instrumentedSelected) startTracing(instrumentedConfig);
+  const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
+  const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
   // Seed through the public REST API.
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -215,6 +246,24 @@ try {
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
     },
     {
+      name: 'rest-read-instrumented',
+      label: 'GET /v1/accounts/{id} (API key), metrics on, tracing sampled at 0',
+      role: 'extra',
+      url: `${instrumentedBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
+      name: 'rest-read-limited',
+      label: 'GET /v1/accounts/{id} (API key), request rate limit counted',
+      role: 'extra',
+      url: `${limitedBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
       name: 'rest-write',
       label: 'POST /v1/organizations/{org}/accounts (API key)',
       role: 'write',
@@ -260,7 +309,11 @@ try {
     for (const s of active) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
       const { label: _l, skip: _s, role: _r, ...spec } = s;
+      const cpu0 = process.cpuUsage();
+      const served0 = served;
       const r = await load({ ...spec, connections, durationSeconds: duration, warmupSeconds: warmup });
+      const cpu = process.cpuUsage(cpu0);
+      r.cpuMicrosPerRequest = Math.round((cpu.user + cpu.system) / Math.max(1, served - served0));
       perScenario.set(s.name, [...(perScenario.get(s.name) ?? []), r]);
     }
     // After the REST scenarios, in the same round.
@@ -369,6 +422,24 @@ try {
     ...skipped.map((s) => [s.label, 'skipped', '', '', '', '', '']),
   ];
   if (results.length || skipped.length) console.log(textTable(rows));
+  // Issue 20: each variant against the plain rest-read of the same round (median of the per-round ratios).
+  const plainRuns = perScenario.get('rest-read');
+  const costs = Object.fromEntries(
+    ['rest-read-instrumented', 'rest-read-limited'].flatMap((name) => {
+      const runs = perScenario.get(name);
+      if (!runs || !plainRuns) return [];
+      const ratios = runs.map((r, i) => r.requestsPerSecond / plainRuns[i]!.requestsPerSecond);
+      // CPU time per request, plain over variant: the throughput ratio a CPU-bound server would show,
+      // and far less disturbed than requests/s by other processes competing for the machine.
+      const cpuRatios = runs.map((r, i) => plainRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
+      say(`${name} vs rest-read, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`);
+      say(
+        `${name} vs rest-read, CPU µs per request: ${runs.map((r, i) => `${plainRuns[i]!.cpuMicrosPerRequest}/${r.cpuMicrosPerRequest}`).join(', ')}; ` +
+          `plain/variant median ${(median(cpuRatios) * 100).toFixed(1)}%`,
+      );
+      return [[name, { ratioToRestRead: median(ratios), rounds: ratios, cpuRatioToRestRead: median(cpuRatios), cpuRounds: cpuRatios }]];
+    }),
+  );
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -523,6 +594,15 @@ try {
       },
       { target: 'ledger: invariants and balances exact after the run', met: ledgerCheck?.ok ?? null, measured: ledgerCheck?.detail ?? 'not checked' },
     );
+  const instrumented = costs['rest-read-instrumented'];
+  if (instrumented)
+    targets.push({
+      target: 'instrumentation: rest-read with metrics on and tracing sampled at 0 within 5% of plain rest-read (same rounds)',
+      met: instrumented.ratioToRestRead >= 0.95,
+      measured:
+        `${(instrumented.ratioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
+        `by CPU time per request ${(instrumented.cpuRatioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.cpuRounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
+    });
   if (depositsOut) targets.push(...depositsOut.targets);
   if (evmDepositsOut) targets.push(...evmDepositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
@@ -585,6 +665,7 @@ try {
             : {}),
         },
         scenarios: results,
+        instrumentationCosts: costs,
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),

@@ -21,7 +21,7 @@ import { registerReconciliationJobs } from '../src/treasury/reconciliation/recon
 import { registerReserveJobs } from '../src/treasury/costs/reserve.jobs';
 import { registerFeeBumpJobs } from '../src/treasury/fee-bumps.jobs';
 import { registerWithdrawalJobs } from '../src/withdrawals/withdrawals.jobs';
-import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, workEach } from '../src/kernel/work';
+import { dataOf, ensureQueue, heldJobs, JOB_SUPERVISE_SECONDS, propagateTraces, workEach } from '../src/kernel/work';
 import { RECOVER_QUEUE } from '../src/kernel/queues';
 import { registerEvmJobs } from '../src/chains/evm/evm.jobs';
 import { configureEvmNetworks } from '../src/chains/evm/config';
@@ -124,6 +124,7 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   });
   // While stopping, a handler that outlived the shutdown timeout completes against a closed pool: its
   // job was already handed back (retry) and runs again, finding nothing to do.
+  propagateTraces(boss);
   boss.on('error', (err) => (stopping.has(boss) ? deps.log.warn({ err }, 'job runner error while stopping') : deps.log.error({ err }, 'job runner error')));
   await boss.start();
   await ensureQueue(boss, queues.purgeExpired, { policy: 'singleton', retryLimit: 3 });
@@ -209,7 +210,7 @@ export async function purgeExpired({
   db,
   clock,
   log,
-}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number }> {
+}: Pick<JobDeps, 'db' | 'clock' | 'log'>): Promise<{ idempotency: number; refresh: number; reset: number; throttle: number; requestLimits: number }> {
   const now = clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600_000);
   const idempotency = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
@@ -218,7 +219,9 @@ export async function purgeExpired({
   // Rate-limit counters quiet for 30 days (every count has leaked away; a trusted source lapses) and not waiting.
   const monthAgo = new Date(now.getTime() - 30 * 24 * 3600_000);
   const throttle = await db.authThrottle.deleteMany({ where: { updatedAt: { lt: monthAgo }, OR: [{ blockedUntil: null }, { blockedUntil: { lt: now } }] } });
-  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count, throttle: throttle.count };
+  // Request rate-limit rows whose window is over (windows are at most an hour): the key's next request starts a new one anyway.
+  const requestLimits = await db.requestRateLimit.deleteMany({ where: { windowStart: { lt: new Date(now.getTime() - 2 * 3600_000) } } });
+  const counts = { idempotency: idempotency.count, refresh: refresh.count, reset: reset.count, throttle: throttle.count, requestLimits: requestLimits.count };
   log.info(counts, 'purged expired records');
   return counts;
 }

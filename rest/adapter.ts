@@ -28,6 +28,7 @@ import { isUuid } from '../src/ids';
 import { projectRoot } from '../src/root';
 import { configuredEvmNetworks } from '../src/chains/evm/config';
 import { evmNodesReadiness } from '../src/chains/evm/watcher';
+import { httpRoutes } from '../src/kernel/telemetry';
 
 const MAX_BODY_BYTES = 1 << 20;
 const operationsDir = resolve(projectRoot, 'rest/operations');
@@ -255,6 +256,7 @@ async function handle(
     return res;
   }
   const { r: route, m } = hit;
+  httpRoutes.set(request, route.path);
   const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m![i + 1]!)]));
 
   const enveloped = getEnveloped({ request, ...serverContext, params: {} });

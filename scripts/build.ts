@@ -25,6 +25,9 @@ const RUNTIME_PACKAGES = [
   'swagger-ui-dist',
   '@graphql-yoga/render-graphiql',
   'pg-native',
+  // The service's pool (src/db/prisma.ts) is handed to @prisma/adapter-pg, which checks it with
+  // `instanceof pg.Pool`: both must load the one `pg` of node_modules, not a bundled copy.
+  'pg',
 ];
 
 export async function buildAll({ outdir = 'dist', quiet = false }: { outdir?: string; quiet?: boolean } = {}) {

@@ -10,6 +10,8 @@ import { graphqlLimits, useGraphqlLimits } from './graphql-limits';
 import { fromUnexpected } from './errors';
 import { graphiqlOptions, pagesPlugin, renderGraphiqlPage } from './pages/pages';
 import { assetsPrefix } from './pages/assets';
+import { observeRequests } from './system/observe';
+import { traceFields } from './kernel/telemetry';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const requestIdPattern = /^[\w.:-]{1,128}$/;
@@ -33,6 +35,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         ],
         censor: '[redacted]',
       },
+      // The trace of a traced request (src/kernel/telemetry.ts): its lines carry traceId and spanId.
+      mixin: traceFields,
       // Synchronous writes to stdout: a line is out when the call returns, so nothing is lost to a crash
       // or an exit, and lines keep their order (async writes let a fatal line overtake the one before it).
     },
@@ -103,6 +107,7 @@ export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
     return id;
   };
   const posture = postureOf(deps.config);
+  const observer = observeRequests(deps);
   const stripSuggestions = posture.introspection ? <E extends Error>(e: E) => e : withoutSuggestions;
   const yoga = createYoga<{ clientIp?: string }, Context>({
     schema,
@@ -159,9 +164,13 @@ export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
     },
     context: async ({ request, clientIp }): Promise<Omit<Context, never>> => {
       const { principal, credentialError } = await authenticate(request.headers, deps);
+      // Metrics learn the principal type; the request rate limit counts the request (429 past it).
+      await observer.seen(request, principal);
       return { deps, requestId: idOf(request), principal, credentialError, clientIp: clientIp ?? 'unknown' };
     },
     plugins: [
+      // First: it times the whole request and serves /metrics (src/system/observe.ts).
+      observer.plugin,
       useExecutionCancellation(),
       !posture.introspection && hiddenSchema,
       useGraphqlLimits(),

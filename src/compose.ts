@@ -13,6 +13,8 @@ import { DeliveryStatusHub } from './webhooks/status';
 import { handBackJobs, startJobs, stopJobs } from '../jobs/index';
 import { restPlugin } from '../rest/adapter';
 import { createYogaApp } from './app';
+import { startTracing } from './kernel/otel';
+import { metricsNodeHandler } from './system/metrics';
 
 /**
  * The composition root: the one module of `src/` that imports `rest/` and `jobs/`
@@ -38,6 +40,8 @@ export { handBackJobs, stopJobs };
  * queues when JOBS=on), keys, clock, mail, the delivery status listener.
  */
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
+  // Tracing (issue 20): the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set, once per process.
+  if (startTracing(config)) log.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: config.OTEL_TRACES_SAMPLE_RATIO }, 'tracing on (OTLP/HTTP)');
   const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
   const sealingKey = loadSealingKey(config);
   const [boss, tokenKeys] = await Promise.all([
@@ -65,10 +69,12 @@ export async function createDeps(config: Config, url: string, log: Logger): Prom
  */
 export type WorkerHttpHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
 
-/**
- * What a worker process serves besides /healthz and /readyz: the hook where its /metrics is
- * mounted (issue 20). None yet: every other path answers 404.
- */
-export function workerHttpHandler(_deps: Deps): WorkerHttpHandler | null {
-  return null;
+/** What a worker process serves besides /healthz and /readyz: its /metrics (issue 20); every other path answers 404. */
+export function workerHttpHandler(deps: Deps): WorkerHttpHandler {
+  const metrics = metricsNodeHandler(deps);
+  return async (req, res) => {
+    if (new URL(req.url ?? '/', 'http://worker').pathname !== '/metrics') return false;
+    await metrics(req, res);
+    return true;
+  };
 }

@@ -117,6 +117,24 @@ const schema = z
       .max(30 * 86_400)
       .default(300),
 
+    // --- Metrics, traces and request rate limits (issue 20; docs/observability.md) ---
+    /** Prometheus metrics at /metrics and their recording per request: on, or off (nothing recorded per request, /metrics answers 404). */
+    METRICS: z.enum(['on', 'off']).default('on'),
+    /** Bearer token /metrics requires (Authorization: Bearer …; at least 16 characters). Unset: /metrics answers only loopback clients. */
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (openssl rand -hex 24)').optional(),
+    /** OTLP/HTTP collector base URL (spans go to <url>/v1/traces). Unset: no tracing. */
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+    /** service.name of the spans. */
+    OTEL_SERVICE_NAME: z.string().min(1).default('ftis'),
+    /** Share of new traces recorded (0 to 1); a request continuing a caller's trace follows the caller's decision. */
+    OTEL_TRACES_SAMPLE_RATIO: z.coerce.number().min(0).max(1).default(1),
+    /** Requests per API key per window (REST and GraphQL together; 0: no limit). */
+    RATE_LIMIT_API_KEY: z.coerce.number().int().min(0).default(6000),
+    /** Requests per member or account-holder session per window (0: no limit). */
+    RATE_LIMIT_SESSION: z.coerce.number().int().min(0).default(1200),
+    /** The rate-limit window (seconds; fixed windows aligned to the epoch). */
+    RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+
     // --- EVM networks (issue 18; docs/chains.md) ---
     /** JSON: per EVM network id, its connection settings ({rpcUrl, chainId, finalityDepth?, pollIntervalMs?, tokens?, …}). */
     EVM_NETWORKS: z.string().optional(),

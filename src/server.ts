@@ -8,6 +8,7 @@ import type { Context, Deps } from './context';
 import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
 import { clientAddress, parseTrustedProxies } from './kernel/client-address';
+import { tracedHandler } from './system/observe';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -72,7 +73,7 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
   // The client's address (rate limits): the socket's peer, or X-Forwarded-For behind a trusted proxy (TRUST_PROXY).
   const proxies = parseTrustedProxies(deps.config.TRUST_PROXY);
   const clientIpOf = (req: IncomingMessage) => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], proxies);
-  const server = createServer((req, res) => void yoga.handle(req, res, { clientIp: clientIpOf(req) }));
+  const server = createServer(tracedHandler(deps, (req, res, extra) => void yoga.handle(req, res, { clientIp: clientIpOf(req), ...extra })));
   server.keepAliveTimeout = 65_000;
   // Listening before the websocket server is attached: attached first, it would re-emit a taken port
   // as an "internal error" while the process ran on. Upgrades are handled once it listens.

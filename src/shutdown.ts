@@ -5,6 +5,7 @@ import type { RunningServer } from './server';
 import { releaseShutdownSignals } from './db/embedded';
 import { handBackJobs, stopJobs } from './compose';
 import { handlersSettled } from './kernel/work';
+import { stopTracing } from './kernel/otel';
 
 /**
  * The graceful shutdown of `npm start` (docs/deployment.md, "Shutdown"), on SIGTERM or SIGINT:
@@ -65,6 +66,7 @@ export async function shutdown(parts: ShutdownParts, signal: string): Promise<nu
     if (!(await handlersSettled(boss, Math.max(left(), 2000))))
       log.warn('job handlers still running after the shutdown timeout: their database transactions roll back, their jobs run again');
   }
+  await step('traces', stopTracing);
   await step('delivery status listener', () => deps.deliveryStatus.close());
   await step('database pool', () => deps.db.$disconnect());
   await step('database', () => database.close());

@@ -121,6 +121,9 @@ export async function createTestApp(opts: { now?: Date; env?: Record<string, str
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     // Every request of a test comes from one address: sign-up limits are tested with their own setting.
     SIGNUP_BURST_PER_SOURCE: '1000000',
+    // Request rate limits (issue 20) are tested with their own settings (test/rate-limits.test.ts).
+    RATE_LIMIT_API_KEY: '0',
+    RATE_LIMIT_SESSION: '0',
     ...opts.env,
   });
   let recording: string[] | null = null;

@@ -46,6 +46,15 @@ test('the purge job deletes idempotency records past retention and keeps the oth
     data: { expiresAt: new Date(app.clock.now().getTime() - 1000) },
   });
 
+  // Request rate-limit rows (issue 20): one of a window long over, one of the current window.
+  const now = app.clock.now().getTime();
+  await app.deps.db.requestRateLimit.createMany({
+    data: [
+      { key: 'k:stale', windowStart: new Date(now - 3 * 3600_000), count: 5 },
+      { key: 'k:current', windowStart: new Date(now - 30_000), count: 5 },
+    ],
+  });
+
   const jobId = await boss.send(queues.purgeExpired, {});
   expect(jobId).toBeTruthy();
   let state: string | undefined;
@@ -56,4 +65,5 @@ test('the purge job deletes idempotency records past retention and keeps the oth
   expect(state).toBe('completed');
   const keys = (await app.deps.db.idempotencyRecord.findMany({ select: { key: true } })).map((r) => r.key);
   expect(keys).toEqual(['keep-me']);
+  expect((await app.deps.db.requestRateLimit.findMany({ select: { key: true } })).map((r) => r.key)).toEqual(['k:current']);
 });

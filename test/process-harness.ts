@@ -87,6 +87,9 @@ export async function serviceEnv(overrides: Record<string, string> = {}): Promis
     LOG_LEVEL: 'info',
     HOST: '127.0.0.1',
     PORT: '0',
+    // Request rate limits (issue 20) are tested with their own settings (test/rate-limits.test.ts).
+    RATE_LIMIT_API_KEY: '0',
+    RATE_LIMIT_SESSION: '0',
     ...overrides,
   };
 }

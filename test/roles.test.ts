@@ -83,6 +83,10 @@ test('an API process works no job; a worker does; limits count the client behind
   expect((await worker.rest('GET', '/readyz')).body).toMatchObject({ status: 'ready', checks: { database: 'ok', jobs: 'ok' } });
   const other = await worker.rest('GET', '/graphql');
   expect([other.status, other.body.code, other.headers.get('content-type')]).toEqual([404, 'ROUTE_NOT_FOUND', 'application/problem+json']);
+  // The worker's own /metrics (loopback client, no METRICS_TOKEN): its job runner's series.
+  const metrics = await fetch(`${worker.url}/metrics`);
+  expect([metrics.status, metrics.headers.get('content-type')]).toEqual([200, expect.stringContaining('text/plain')]);
+  expect(await metrics.text()).toMatch(/^# TYPE \w+ (counter|gauge|histogram)$/m);
   await pollUntil(
     'paid',
     async () => (await api.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: h })).body.status,

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { trace } from '@opentelemetry/api';
+import pg from 'pg';
+import { inSpan, SpanKind, tracingOn } from '../kernel/telemetry';
 import { PrismaClient } from '../generated/prisma/client';
 
 export type { PrismaClient } from '../generated/prisma/client';
@@ -17,21 +20,57 @@ export { Prisma } from '../generated/prisma/client';
  * as it is sent: the tests count the statements of one request with it (test/harness.ts).
  */
 export function createPrisma(url: string, max: number, onConnectionError?: (err: Error) => void, onStatement?: (sql: string) => void): PrismaClient {
-  return new PrismaClient({
-    adapter: new PrismaPg(
-      { connectionString: url, max, maxLifetimeSeconds: 1800 },
-      {
-        // Called once per statement sent (the adapter names each one), so it is also where statements are seen.
-        statementNameGenerator: (query) => {
-          onStatement?.(query.sql);
-          return `p${createHash('sha1').update(query.sql).digest('base64url')}`;
-        },
-        // A connection the server ends (57P01 at a database shutdown) is reported here, never as an
-        // unhandled 'error' event; the query it served fails on its own.
-        ...(onConnectionError ? { onPoolError: onConnectionError, onConnectionError } : {}),
+  // The pool is ours (handed to the adapter, which ends it with the client): /metrics reads its use,
+  // and its connections are traced (tracedConnection).
+  const pool = new pg.Pool({ connectionString: url, max, maxLifetimeSeconds: 1800 });
+  pool.on('connect', tracedConnection);
+  const client = new PrismaClient({
+    adapter: new PrismaPg(pool, {
+      disposeExternalPool: true,
+      // Called once per statement sent (the adapter names each one), so it is also where statements are seen.
+      statementNameGenerator: (query) => {
+        onStatement?.(query.sql);
+        return `p${createHash('sha1').update(query.sql).digest('base64url')}`;
       },
-    ),
+      // A connection the server ends (57P01 at a database shutdown) is reported here, never as an
+      // unhandled 'error' event; the query it served fails on its own.
+      ...(onConnectionError ? { onPoolError: onConnectionError, onConnectionError } : {}),
+    }),
   });
+  pools.set(client, pool);
+  return client;
+}
+
+const pools = new WeakMap<object, pg.Pool>();
+
+/**
+ * The pg pool under a client of createPrisma, for a hot statement that must cost one round trip
+ * and nothing else (the request rate limit: one upsert per request, without Prisma's query engine).
+ */
+export function poolOf(client: object): pg.Pool | undefined {
+  return pools.get(client);
+}
+
+/** The connection pool of a client of createPrisma: its use for /metrics. */
+export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
+  const pool = pools.get(client);
+  return pool ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max ?? 10 } : null;
+}
+
+/**
+ * A span per statement while a recorded span is active (tracing on and the request sampled):
+ * db.query.text is the statement's SQL (its parameters are never recorded). Otherwise the query
+ * runs as is, for the cost of one check.
+ */
+function tracedConnection(connection: pg.PoolClient): void {
+  const query = connection.query.bind(connection) as (...a: unknown[]) => unknown;
+  connection.query = ((...a: unknown[]) => {
+    if (!tracingOn() || !trace.getActiveSpan()?.isRecording() || typeof a[a.length - 1] === 'function') return query(...a);
+    const text = typeof a[0] === 'string' ? a[0] : ((a[0] as { text?: string } | undefined)?.text ?? '');
+    return inSpan('db.query', { 'db.system.name': 'postgresql', 'db.query.text': text.slice(0, 2000) }, () => query(...a) as Promise<unknown>, {
+      kind: SpanKind.CLIENT,
+    });
+  }) as typeof connection.query;
 }
 
 /** The client or an interactive transaction: services take this so they compose in one transaction. */

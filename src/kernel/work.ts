@@ -1,5 +1,6 @@
 import type { JobResult, JobWithMetadata, PgBoss, Queue, WorkOptions } from 'pg-boss';
 import type { Logger } from 'pino';
+import { contextOfJob, inSpan, JOB_TRACE_KEY, metrics, SpanKind, traceCarrier } from './telemetry';
 
 /**
  * The one way a queue is worked (every domain registers its workers through these, never through
@@ -134,6 +135,48 @@ export function logJobFailure(log: Pick<Logger, 'error'>, queue: string, job: { 
 }
 
 /**
+ * Runs a handler in a span (child of the trace that sent the first job, when its data carries one)
+ * and counts its jobs' outcome and the handler's duration (job_runs_total, job_duration_seconds).
+ */
+async function measured<R>(queue: string, jobs: { id: string; data: unknown }[], run: () => Promise<R>): Promise<R> {
+  const started = performance.now();
+  let outcome = 'failed';
+  try {
+    const r = await inSpan(
+      `job ${queue}`,
+      { 'messaging.destination.name': queue, 'messaging.batch.message_count': jobs.length, 'job.id': jobs[0]?.id ?? '' },
+      run,
+      {
+        kind: SpanKind.CONSUMER,
+        parent: contextOfJob(jobs[0]?.data),
+      },
+    );
+    outcome = 'completed';
+    return r;
+  } finally {
+    metrics.jobRuns.inc({ queue, outcome }, jobs.length);
+    metrics.jobDuration.observe({ queue }, (performance.now() - started) / 1000);
+  }
+}
+
+/**
+ * When a trace is recorded, a job sent from it carries the trace context in its data (key
+ * JOB_TRACE_KEY, a W3C traceparent), so the job's span (measured above) and a webhook attempt are
+ * children of the request that sent them. Nothing is added when tracing is off or not sampled.
+ */
+export function propagateTraces(boss: PgBoss): void {
+  const withTrace = (data: unknown) => {
+    const carrier = traceCarrier();
+    return carrier && data && typeof data === 'object' && !Array.isArray(data) ? { ...data, [JOB_TRACE_KEY]: carrier } : data;
+  };
+  const send = boss.send.bind(boss) as (...a: unknown[]) => Promise<string | null>;
+  boss.send = ((...a: unknown[]) => (typeof a[0] === 'string' ? send(a[0], withTrace(a[1]), ...a.slice(2)) : send(...a))) as typeof boss.send;
+  const insert = boss.insert.bind(boss) as (...a: unknown[]) => Promise<unknown>;
+  boss.insert = ((name: string, jobs: { data?: unknown }[], ...rest: unknown[]) =>
+    insert(name, traceCarrier() ? jobs.map((j) => ({ ...j, data: withTrace(j.data) })) : jobs, ...rest)) as typeof boss.insert;
+}
+
+/**
  * Works `queue` job by job: a fetched batch (options.batchSize, default 1) runs one job after
  * another, each settled on its own. A job whose handler throws is logged and fails alone (pg-boss
  * retries it per the queue's policy); the others of its batch complete.
@@ -145,11 +188,11 @@ export function workEach<T>(
   options: WorkerOptions,
   handler: (job: JobOf<T>) => Promise<unknown>,
 ): Promise<string> {
-  return workGroup<T>(boss, log, queue, options, async (jobs) => {
+  return runGroup<T>(boss, log, queue, options, async (jobs) => {
     const answers: unknown[] = [];
     for (const job of jobs) {
       try {
-        await handler(job);
+        await measured(queue, [job], () => handler(job));
         answers.push(undefined);
       } catch (err) {
         answers.push(err instanceof Error ? err : new Error(String(err)));
@@ -166,6 +209,16 @@ export function workEach<T>(
  * anything else for one that completed. A throw fails the whole batch.
  */
 export function workGroup<T>(
+  boss: PgBoss,
+  log: Pick<Logger, 'error' | 'info'>,
+  queue: string,
+  options: WorkerOptions,
+  handler: (jobs: JobOf<T>[]) => Promise<unknown[]>,
+): Promise<string> {
+  return runGroup<T>(boss, log, queue, options, (jobs) => measured(queue, jobs, () => handler(jobs)));
+}
+
+function runGroup<T>(
   boss: PgBoss,
   log: Pick<Logger, 'error' | 'info'>,
   queue: string,
@@ -211,7 +264,7 @@ export function workBatch<T>(
     holding(boss, queue, jobs, async () => {
       for (const job of jobs) logLostAttempt(log, queue, job);
       try {
-        await handler(jobs);
+        await measured(queue, jobs, () => handler(jobs));
       } catch (err) {
         for (const job of jobs) logJobFailure(log, queue, job, err);
         throw err;

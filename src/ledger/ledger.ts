@@ -6,6 +6,7 @@ export { isRetryable };
 export { sqlState };
 import { isUuid } from '../ids';
 import { MAX_AMOUNT } from '../money';
+import { metrics } from '../kernel/telemetry';
 
 /**
  * The double-entry ledger: the ONE place where money moves. Other domains call only the
@@ -487,7 +488,11 @@ async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
     if (inTransaction) await db.$executeRawUnsafe('RELEASE SAVEPOINT ledger_post');
     ledgerMetrics.items += items.length;
     const results = rows[0]!.r;
-    return items.map((_it, i) => outcomeOf(results[i]));
+    const outcomes = items.map((_it, i) => outcomeOf(results[i]));
+    metrics.ledgerBatchSize.observe(items.length);
+    const posted = outcomes.filter((o) => o.ok && !o.replayed).length;
+    if (posted) metrics.ledgerPostings.inc(posted);
+    return outcomes;
   }
 }
 

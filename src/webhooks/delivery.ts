@@ -10,6 +10,7 @@ import type { DestinationPolicy } from './destination';
 import { sendAttempt, type AttemptResult } from './sender';
 import { deliverJob, sendDeliverJobs, type DeliverJob } from './outbox';
 import { notifyStatus, type DeliveryStatusChange, type DeliveryStatusKind } from './status';
+import { contextOfJob, inSpan, metrics, SpanKind } from '../kernel/telemetry';
 
 /**
  * The delivery job: one attempt per job. A batch of jobs is attempted concurrently (pg-boss caps
@@ -155,15 +156,27 @@ export async function attemptDelivery(deps: DeliveryDeps, { job, d }: Due): Prom
   const at = deps.clock.now();
   const ts = Math.floor(at.getTime() / 1000);
   const secret = endpointSecret(deps, d.endpointId, d.secretCiphertext);
-  const result = await sendAttempt({
-    url: d.url,
-    body: d.body,
-    headers: { 'X-Webhook-Signature': signWebhook(secret, ts, d.body), 'X-Webhook-Timestamp': String(ts), 'X-Webhook-Delivery-Id': d.id },
-    timeoutMs: deps.timeoutMs,
-    policy: deps.policy,
-    maxResponseBytes: RESPONSE_BODY_LIMIT,
-    ca: deps.ca,
-  });
+  // A span per attempt, child of the trace that sent the delivery's job (its data carries it when traced).
+  const result = await inSpan(
+    'webhook attempt',
+    { 'webhook.delivery_id': d.id, 'webhook.endpoint_id': d.endpointId, 'webhook.attempt': job.attempt },
+    async (span) => {
+      const r = await sendAttempt({
+        url: d.url,
+        body: d.body,
+        headers: { 'X-Webhook-Signature': signWebhook(secret, ts, d.body), 'X-Webhook-Timestamp': String(ts), 'X-Webhook-Delivery-Id': d.id },
+        timeoutMs: deps.timeoutMs,
+        policy: deps.policy,
+        maxResponseBytes: RESPONSE_BODY_LIMIT,
+        ca: deps.ca,
+      });
+      span?.setAttributes({ 'webhook.outcome': r.outcome, ...(r.statusCode !== null ? { 'http.response.status_code': r.statusCode } : {}) });
+      return r;
+    },
+    { kind: SpanKind.CLIENT, parent: contextOfJob(job) },
+  );
+  metrics.webhookAttempts.inc({ outcome: result.outcome });
+  metrics.webhookAttemptDuration.observe({ outcome: result.outcome }, result.latencyMs / 1000);
   return { job, d, at, result };
 }
 
@@ -198,6 +211,7 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     nextAttemptAt: Date | null;
     originalDeliveryId: string | null;
   };
+  let deadLettered = 0;
   await deps.db.$transaction(async (tx) => {
     const updated = await tx.$queryRaw<Updated[]>`
       WITH input AS (
@@ -260,5 +274,7 @@ export async function recordAttempts(deps: DeliveryDeps, results: Attempted[], i
     }
     await notifyStatus(tx, changes);
     if (inTx) await inTx(tx);
+    deadLettered = updated.filter((u) => u.status === 'DEAD_LETTER').length;
   });
+  if (deadLettered) metrics.webhookDeadLettered.inc(deadLettered);
 }

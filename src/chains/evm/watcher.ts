@@ -6,6 +6,7 @@ import { monotonicUuidv7 } from '../../ids';
 import { EVM_WATCH_QUEUE, sendChainSync, type EvmWatchJob } from '../../kernel/queues';
 import { configuredEvmNetworks, requireEvmSettings } from './config';
 import { checkedClientOf } from './client';
+import { metrics } from '../../kernel/telemetry';
 import { assetNetworksOf, cursorOf, lockEvmNetwork } from './index-store';
 
 /**
@@ -193,6 +194,7 @@ export async function watchNetwork(
     if (last.to === null || last.to >= last.head) break;
   }
   const cursor = await cursorOf(deps.db, networkId);
+  if (last && cursor) metrics.chainLag.set({ network: networkId }, Math.max(0, last.head - cursor.height));
   return { steps: steps + 1, head: last?.head ?? 0, cursor: cursor?.height ?? null, transfers, reorgs };
 }
 
