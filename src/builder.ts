@@ -308,3 +308,29 @@ export function groupBy<T>(rows: T[], keyOf: (r: T) => string): Map<string, T[]>
   }
   return out;
 }
+
+/** A to-one relation loaded in a batch: `fetch` reads every key's row (already filtered by visibility); a key without one answers null. */
+export async function loadOne<T>(ctx: Context, name: string, key: string | null | undefined, fetch: (keys: string[]) => Promise<T[]>, keyOf: (r: T) => string) {
+  if (!key) return null;
+  const v = await batchLoad(ctx, name, key, async (keys) => new Map((await fetch(keys)).map((r) => [keyOf(r), r])));
+  return v ?? null;
+}
+
+/** A to-many relation loaded in a batch: `fetch` reads the rows of every key (filtered by visibility, in order). */
+export async function loadMany<T>(ctx: Context, name: string, key: string, fetch: (keys: string[]) => Promise<T[]>, keyOf: (r: T) => string) {
+  return (await batchLoad(ctx, name, key, async (keys) => groupBy(await fetch(keys), keyOf))) ?? [];
+}
+
+/** The filter of an amount range (decimal strings of base units) on `field`. */
+export function amountWhere(args: { amountMin?: string | null; amountMax?: string | null }, field = 'amount'): Record<string, { gte?: string; lte?: string }> {
+  for (const k of ['amountMin', 'amountMax'] as const)
+    if (args[k] != null && !/^\d{1,78}$/.test(args[k]!)) throw fieldError(k, 'must be a decimal string of base units');
+  if (args.amountMin == null && args.amountMax == null) return {};
+  return { [field]: { ...(args.amountMin != null ? { gte: args.amountMin } : {}), ...(args.amountMax != null ? { lte: args.amountMax } : {}) } };
+}
+
+/** The amount range arguments. */
+export const amountArgs = builder.args((t) => ({
+  amountMin: t.string({ description: 'Only amounts at or above this (base units, decimal string).' }),
+  amountMax: t.string({ description: 'Only amounts at or below this (base units, decimal string).' }),
+}));

@@ -108,7 +108,7 @@ const WebhookDeliveryAttempt = builder.prismaObject('WebhookDeliveryAttempt', {
   }),
 });
 
-const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
+export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
   description: 'One event for one endpoint, with its attempts.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Sent as X-Webhook-Delivery-Id.' }),
