@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from './harness';
+import { setupIntegrator, setupSandboxCatalog } from './money-helpers';
 
 /**
  * The graph of issue 19 through GraphQL: relations, connections (both directions, filters,
@@ -149,5 +150,81 @@ describe('node(id)', () => {
     const op = await createOperator(app);
     const asOperator = await app.gql<{ node: unknown }>(`query($id: ID!) { node(id: $id) { id } }`, { id: accountA }, op.headers);
     expect(asOperator.data!.node).toBeNull(); // accounts are not an operator's (as the account root field)
+  });
+});
+
+describe('money relations', () => {
+  test('transaction ↔ payment intent, participants → accounts, wallet → addresses; filters; another organization gets null', async () => {
+    const catalog = await setupSandboxCatalog(app);
+    const f = await setupIntegrator(app, catalog);
+    const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
+    expect(acc.status, acc.text).toBe(201);
+    const accountId = acc.headers.get('location')!.split('/').pop()!;
+    const intentIds: string[] = [];
+    for (const amount of ['1000', '5000']) {
+      const pi = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: f.apiKeyHeaders,
+        body: { assetNetworkId: catalog.assetNetworkId, amount, beneficiaryAccountId: accountId, walletId: f.walletId },
+      });
+      expect(pi.status, pi.text).toBe(201);
+      intentIds.push(pi.headers.get('location')!.split('/').pop()!);
+    }
+    const q = `query($org: ID!, $min: String, $an: ID) { organization(id: $org) {
+      transactions(first: 10, amountMin: $min, assetNetworkId: $an, status: [AWAITING_FUNDS]) {
+        edges { node { id amount paymentIntent { id transaction { id } } participants { role account { id name } } } }
+      }
+      paymentIntents(first: 10) { edges { node { id } } }
+      wallets(first: 5) { totalCount edges { node { id depositAddresses(first: 5) { totalCount edges { node { id address paymentIntentId wallet { id } } } } } } }
+    } }`;
+    type Tx = {
+      id: string;
+      amount: string;
+      paymentIntent: { id: string; transaction: { id: string } };
+      participants: { role: string; account: { id: string } | null }[];
+    };
+    const r = await app.gql<{ organization: { transactions: { edges: { node: Tx }[] }; paymentIntents: { edges: { node: { id: string } }[] }; wallets: any } }>(
+      q,
+      { org: f.organizationId, min: '2000', an: catalog.assetNetworkId },
+      f.member.headers,
+    );
+    expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
+    const o = r.data!.organization;
+    expect(o.paymentIntents.edges.map((e) => e.node.id)).toEqual([...intentIds].reverse());
+    expect(o.transactions.edges).toHaveLength(1); // amountMin filters the 1000 one out
+    const tx = o.transactions.edges[0]!.node;
+    expect(tx.amount).toBe('5000');
+    expect(tx.paymentIntent.id).toBe(intentIds[1]);
+    expect(tx.paymentIntent.transaction.id).toBe(tx.id);
+    expect(tx.participants).toContainEqual({ role: 'BENEFICIARY', account: { id: accountId, name: 'Seller' } });
+    expect(o.wallets.totalCount).toBe(1);
+    expect(o.wallets.edges[0].node.depositAddresses.totalCount).toBe(2);
+    expect(o.wallets.edges[0].node.depositAddresses.edges[0].node).toMatchObject({ paymentIntentId: intentIds[1], wallet: { id: f.walletId } });
+
+    // The same ids through node(): the owner sees them, another organization (member or key) gets null.
+    const nq = `query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }`;
+    const ids = [tx.id, intentIds[1]!, f.walletId, accountId];
+    const own = await app.gql<{ nodes: unknown[] }>(nq, { ids }, f.member.headers);
+    expect(own.data!.nodes).toEqual([
+      { __typename: 'Transaction', id: tx.id },
+      { __typename: 'PaymentIntent', id: intentIds[1] },
+      { __typename: 'Wallet', id: f.walletId },
+      { __typename: 'Account', id: accountId },
+    ]);
+    const other = await signUpMember(app);
+    const otherKey = await createApiKey(app, other, 'SANDBOX');
+    for (const headers of [other.headers, otherKey.headers]) {
+      const n = await app.gql<{ nodes: unknown[] }>(nq, { ids }, headers);
+      expect(n.errors).toBeUndefined();
+      expect(n.data!.nodes).toEqual([null, null, null, null]);
+    }
+    // A key of the same organization and mode but another application: the transaction, not the account.
+    const sibling = await createApiKey(app, f.member, 'SANDBOX');
+    const t2 = await app.gql<{ node: Tx }>(
+      `query($id: ID!) { node(id: $id) { ... on Transaction { id participants { role account { id } } } } }`,
+      { id: tx.id },
+      sibling.headers,
+    );
+    expect(t2.errors).toBeUndefined();
+    expect(t2.data!.node.participants.find((p) => p.role === 'BENEFICIARY')!.account).toBeNull();
   });
 });

@@ -83,6 +83,7 @@ const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').imp
   interfaces: [WebhookEndpointFields, NodeRef],
   isTypeOf: (v) => typeof v === 'object' && v !== null && !('secret' in v),
   fields: (t) => ({
+    id: t.exposeID('id'),
     health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
     deliveries: t.connection({
       type: WebhookDelivery,
