@@ -23,14 +23,12 @@ query Organization($organizationId: ID!) {
     id
     name
     createdAt
-    applications {
-      id
-      name
+    applications(first: 20) {
+      edges { node { id name } }
     }
-    members {
-      id
-      email
-      role
+    members(first: 20) {
+      totalCount
+      edges { node { id email role } }
     }
   }
 }
