@@ -96,12 +96,12 @@ const setRole = (by: { headers: Record<string, string> }, org: string, id: strin
 const viewerOf = (headers: Record<string, string>) => app.gql<{ viewer: { id: string; role: string } }>('{ viewer { id role } }', {}, headers);
 const membersOf = async (owner: Org) =>
   (
-    await app.gql<{ organization: { members: { id: string }[] } }>(
-      'query($id: ID!) { organization(id: $id) { members { id } } }',
+    await app.gql<{ organization: { members: { edges: { node: { id: string } }[] } } }>(
+      'query($id: ID!) { organization(id: $id) { members(first: 100, orderBy: OLDEST_FIRST) { edges { node { id } } } } }',
       { id: owner.organizationId },
       owner.headers,
     )
-  ).data!.organization.members.map((x) => x.id);
+  ).data!.organization.members.edges.map((x) => x.node.id);
 
 test("RemoveMember: 204; the member's access and refresh tokens stop at once, login and reset too; audited; the email can join again", async () => {
   const owner = await signUpMember(app);

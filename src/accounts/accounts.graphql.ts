@@ -1,5 +1,19 @@
 import { z } from 'zod';
-import { builder, cursorPageArgs } from '../builder';
+import {
+  batchLoad,
+  builder,
+  createdWhere,
+  creationArgs,
+  cursorPageArgs,
+  groupBy,
+  keysetConnection,
+  NodeRef,
+  registerNode,
+  countedConnection,
+} from '../builder';
+import { balancesOfOwners } from '../ledger/ledger';
+import { accountBalancesPolicy, LedgerBalance, LedgerEntry } from '../ledger/ledger.graphql';
+import { Application } from '../tenancy/tenancy.graphql';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { notFound } from '../errors';
@@ -15,8 +29,9 @@ const AccountStatus = builder.enumType('AccountStatus', {
 });
 const RelationshipStatus = builder.enumType('RelationshipStatus', { values: ['ACTIVE', 'REVOKED'] as const });
 
-const Account = builder.prismaObject('Account', {
+export const Account = builder.prismaObject('Account', {
   description: 'A virtual account of an organization (OrganizationAccountResponse and AccountResponse).',
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),
@@ -43,8 +58,120 @@ const Account = builder.prismaObject('Account', {
         return rows.map((r) => r.applicationId);
       },
     }),
+    holder: t.relation('accountHolder', { nullable: true, description: 'The account holder, when the account has one.' }),
+    authorizedApplications: t.field({
+      type: [Application],
+      nullable: true,
+      description: 'The applications whose API keys may use the account (members with application-manage; null for anyone else).',
+      authScopes: { policy: policies.member('application-manage') },
+      resolve: async (a, _args, ctx) =>
+        (await batchLoad(ctx, 'Account.authorizedApplications', a.id, async (ids) => {
+          const rows = await ctx.deps.db.accountApplicationAuthorization.findMany({
+            where: { accountId: { in: ids } },
+            include: { application: true },
+            orderBy: { createdAt: 'asc' },
+          });
+          return new Map([...groupBy(rows, (r) => r.accountId)].map(([k, v]) => [k, v.map((r) => r.application)]));
+        })) ?? [],
+    }),
+    balances: t.field({
+      type: [LedgerBalance],
+      nullable: true,
+      description: 'The balances, one per asset-network (as accountBalances; members with account-read and operators, null for anyone else).',
+      authScopes: { policy: accountBalancesPolicy },
+      resolve: async (a, _args, ctx) => (await batchLoad(ctx, 'Account.balances', a.id, (ids) => balancesOfOwners(ctx.deps.db, 'CUSTOMER', ids))) ?? [],
+    }),
+    ledgerEntries: t.connection({
+      type: LedgerEntry,
+      nullable: true,
+      description: "The entries of the account's ledger accounts, newest first (members with account-read and operators).",
+      authScopes: { policy: accountBalancesPolicy },
+      args: { ...creationArgs, assetNetworkId: t.arg.id() },
+      resolve: (a, args, ctx) =>
+        keysetConnection(args, (q) =>
+          ctx.deps.db.ledgerEntry.findMany({
+            where: {
+              AND: [
+                q.where,
+                createdWhere(args),
+                { ledgerAccount: { kind: 'CUSTOMER', ownerId: a.id } },
+                args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+              ],
+            },
+            include: { ledgerTransaction: { select: { nature: true } } },
+            orderBy: q.orderBy,
+            take: q.take,
+          }),
+        ),
+    }),
   }),
 });
+
+registerNode({ typename: 'Account', policy: policies.accountRead, load: (ctx, id) => accounts.loadVisibleAccount(ctx, id) });
+registerNode({
+  typename: 'AccountHolder',
+  policy: { member: 'account-read', apiKey: true, accountHolder: true, operator: true },
+  load: (ctx, id) => {
+    const p = ctx.principal;
+    if (p?.type === 'accountHolder') return p.accountHolderId === id ? ctx.deps.db.accountHolder.findUnique({ where: { id } }) : Promise.resolve(null);
+    if (p?.type === 'operator') return ctx.deps.db.accountHolder.findUnique({ where: { id } });
+    if (p?.type === 'member' || p?.type === 'apiKey')
+      return ctx.deps.db.accountHolder.findFirst({ where: { id, relationships: { some: { organizationId: p.organizationId } } } });
+    return Promise.resolve(null);
+  },
+});
+
+const accountListPolicy = { member: 'account-read', apiKey: true } as const;
+
+builder.prismaObjectField('Organization', 'accounts', (t) =>
+  t.connection(
+    {
+      type: Account,
+      nullable: true,
+      description: "The organization's accounts, newest first; an API key sees those of its mode authorized for its application (as the accounts root field).",
+      authScopes: { policy: accountListPolicy },
+      args: { ...creationArgs, status: t.arg({ type: [AccountStatus] }), accountHolderId: t.arg.id() },
+      resolve: (org, args, ctx) => {
+        const visible = accounts.visibleWhere(ctx);
+        const where = {
+          AND: [
+            visible ?? { id: { in: [] } },
+            { organizationId: org.id },
+            createdWhere(args),
+            args.status?.length ? { status: { in: args.status } } : {},
+            args.accountHolderId ? { accountHolderId: String(args.accountHolderId) } : {},
+          ],
+        };
+        return keysetConnection(
+          args,
+          (q) => ctx.deps.db.account.findMany({ where: { AND: [...where.AND, q.where] }, include: accounts.include, orderBy: q.orderBy, take: q.take }),
+          () => ctx.deps.db.account.count({ where }),
+        );
+      },
+    },
+    countedConnection,
+  ),
+);
+
+builder.prismaObjectField('Organization', 'accountHolders', (t) =>
+  t.connection({
+    type: AccountHolder,
+    nullable: true,
+    description: 'The account holders with a relationship with the organization (ACTIVE by default), newest first.',
+    authScopes: { policy: policies.member('account-read') },
+    args: { ...creationArgs, relationshipStatus: t.arg({ type: RelationshipStatus, description: 'Default ACTIVE.' }) },
+    resolve: (org, args, ctx) =>
+      keysetConnection(args, (q) =>
+        ctx.deps.db.accountHolder.findMany({
+          where: {
+            AND: [q.where, createdWhere(args), { relationships: { some: { organizationId: org.id, status: args.relationshipStatus ?? 'ACTIVE' } } }],
+          },
+          orderBy: q.orderBy,
+          take: q.take,
+        }),
+      ),
+  }),
+);
 
 const AccountHolderInvitationStatus = builder.enumType('AccountHolderInvitationStatus', {
   description: 'PENDING: claimable. CLAIMED: spent. REVOKED: withdrawn by the organization (or with the relationship). EXPIRED: unclaimed past expiresAt.',
@@ -89,8 +216,9 @@ const Relationship = builder.prismaObject('Relationship', {
   }),
 });
 
-builder.prismaObject('AccountHolder', {
+const AccountHolder = builder.prismaObject('AccountHolder', {
   description: 'An end customer (AccountHolderResponse).',
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     email: t.exposeString('email'),

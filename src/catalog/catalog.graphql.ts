@@ -1,5 +1,6 @@
-import { builder } from '../builder';
+import { builder, NodeRef, registerNode } from '../builder';
 import { policies } from '../auth/policy';
+import type { Context } from '../context';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as catalog from './catalog';
 
@@ -16,6 +17,7 @@ export const AssetNetworkStatus = builder.enumType('AssetNetworkStatus', {
 });
 
 export const Asset = builder.prismaObject('Asset', {
+  interfaces: [NodeRef],
   description: 'An asset (AssetResponse), e.g. USDC.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -28,6 +30,7 @@ export const Asset = builder.prismaObject('Asset', {
 });
 
 export const Network = builder.prismaObject('Network', {
+  interfaces: [NodeRef],
   description: 'A blockchain network (NetworkResponse).',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -45,6 +48,7 @@ export const Network = builder.prismaObject('Network', {
 });
 
 export const AssetNetwork = builder.prismaObject('AssetNetwork', {
+  interfaces: [NodeRef],
   description: 'An asset as one network carries it (AssetNetworkResponse).',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -194,3 +198,10 @@ builder.mutationFields((t) => ({
     resolve: (_q, _p, args, ctx) => catalog.changeStatus(ctx, String(args.id), 'disable'),
   }),
 }));
+
+for (const [typename, find] of [
+  ['Asset', (db, id) => db.asset.findUnique({ where: { id } })],
+  ['Network', (db, id) => db.network.findUnique({ where: { id } })],
+  ['AssetNetwork', (db, id) => db.assetNetwork.findUnique({ where: { id } })],
+] as const satisfies readonly (readonly [string, (db: Context['deps']['db'], id: string) => Promise<object | null>])[])
+  registerNode({ typename, policy: policies.catalogRead, load: (ctx, id) => find(ctx.deps.db, id) });

@@ -1,4 +1,5 @@
-import { builder } from '../builder';
+import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, loadOne, NodeRef, registerNode } from '../builder';
+import type { Context } from '../context';
 import { policies } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as wallets from './wallets';
@@ -9,8 +10,10 @@ const CustodyMode = builder.enumType('CustodyMode', {
   values: ['CUSTODIAL', 'SELF_CUSTODY'] as const,
 });
 
-const Wallet = builder.objectRef<wallets.WalletRow>('Wallet').implement({
+const Wallet = builder.objectRef<wallets.WalletRow>('Wallet');
+Wallet.implement({
   description: 'A wallet (WalletResponse): the root deposit addresses derive from. Never carries private material.',
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),
@@ -24,8 +27,104 @@ const Wallet = builder.objectRef<wallets.WalletRow>('Wallet').implement({
     publicKey: t.exposeString('publicKey', { description: 'The root public key, compressed SEC1, hex.' }),
     nextDerivationIndex: t.exposeInt('nextAddressIndex', { description: 'The index the next deposit address derives at.' }),
     createdAt: t.field({ type: 'DateTime', resolve: (w) => w.createdAt }),
+    depositAddresses: t.connection(
+      {
+        type: DepositAddress,
+        description: 'The deposit addresses derived from the wallet, newest first.',
+        args: creationArgs,
+        resolve: (w, args, ctx) => {
+          const where = { walletId: w.id, ...createdWhere(args) };
+          return keysetConnection(
+            args,
+            (q) => ctx.deps.db.depositAddress.findMany({ where: { ...where, ...q.where }, orderBy: q.orderBy, take: q.take }),
+            () => ctx.deps.db.depositAddress.count({ where }),
+          );
+        },
+      },
+      countedConnection,
+    ),
   }),
 });
+
+/** The filter of the deposit addresses the principal sees: its organization's; an API key, its application's in its environment. */
+export function visibleAddressWhere(ctx: Context) {
+  const p = ctx.principal;
+  if (p?.type === 'operator') return {};
+  if (p?.type === 'member') return { organizationId: p.organizationId };
+  if (p?.type === 'apiKey') return { organizationId: p.organizationId, applicationId: p.applicationId, wallet: { environmentId: p.environmentId } };
+  return null;
+}
+
+export const DepositAddress = builder.prismaObject('DepositAddress', {
+  description: 'A deposit address derived from a wallet, at most one per payment intent.',
+  interfaces: [NodeRef],
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    organizationId: t.exposeID('organizationId'),
+    applicationId: t.exposeID('applicationId'),
+    walletId: t.exposeID('walletId'),
+    networkId: t.exposeID('networkId'),
+    assetNetworkId: t.exposeID('assetNetworkId'),
+    address: t.exposeString('address'),
+    derivationIndex: t.exposeInt('derivationIndex'),
+    paymentIntentId: t.exposeID('paymentIntentId', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    wallet: t.field({
+      type: Wallet,
+      nullable: true,
+      resolve: (a, _args, ctx) =>
+        loadOne(
+          ctx,
+          'DepositAddress.wallet',
+          a.walletId,
+          (ids) =>
+            ctx.deps.db.wallet.findMany({
+              where: { AND: [{ id: { in: ids } }, wallets.visibleWalletWhere(ctx) ?? { id: { in: [] } }] },
+              select: wallets.walletSelect,
+            }),
+          (w) => w.id,
+        ),
+    }),
+  }),
+});
+
+const readCustody = policies.memberOrApiKey('account-read');
+registerNode({ typename: 'Wallet', policy: readCustody, load: (ctx, id) => wallets.loadWallet(ctx, id) });
+registerNode({
+  typename: 'DepositAddress',
+  policy: readCustody,
+  load: (ctx, id) => {
+    const visible = visibleAddressWhere(ctx);
+    return visible ? ctx.deps.db.depositAddress.findFirst({ where: { id, ...visible } }) : Promise.resolve(null);
+  },
+});
+
+builder.prismaObjectField('Organization', 'wallets', (t) =>
+  t.connection(
+    {
+      type: Wallet,
+      description: "The organization's wallets, newest first (an API key: its application's in its environment).",
+      authScopes: { policy: readCustody },
+      args: { ...creationArgs, networkId: t.arg.id() },
+      resolve: (org, args, ctx) => {
+        const where = {
+          AND: [
+            wallets.visibleWalletWhere(ctx) ?? { id: { in: [] } },
+            { organizationId: org.id },
+            createdWhere(args),
+            args.networkId ? { networkId: String(args.networkId) } : {},
+          ],
+        };
+        return keysetConnection(
+          args,
+          (q) => ctx.deps.db.wallet.findMany({ where: { AND: [...where.AND, q.where] }, select: wallets.walletSelect, orderBy: q.orderBy, take: q.take }),
+          () => ctx.deps.db.wallet.count({ where }),
+        );
+      },
+    },
+    countedConnection,
+  ),
+);
 
 type Material = ReturnType<typeof wallets.publicMaterial>;
 const WalletPublicMaterial = builder.objectRef<Material>('WalletPublicMaterial').implement({

@@ -1,7 +1,9 @@
 import { numericToAmount } from '../money';
 import { z } from 'zod';
-import { builder } from '../builder';
+import { amountArgs, amountWhere, builder, createdWhere, creationArgs, keysetConnection, loadMany, loadOne, NodeRef, registerNode } from '../builder';
+import { DepositAddress, visibleAddressWhere } from '../custody/custody.graphql';
 import { policies } from '../auth/policy';
+import type { Context } from '../context';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import { amountToString } from '../money';
 import type { Deposit as DepositRow } from '../generated/prisma/client';
@@ -37,7 +39,10 @@ const DepositReorgOutcome = builder.enumType('DepositReorgOutcome', {
   values: ['REMINED', 'GONE'] as const,
 });
 
-export const Deposit = builder.objectRef<DepositRow>('Deposit').implement({
+export const Deposit = builder.objectRef<DepositRow>('Deposit');
+export const PaymentIntent = builder.objectRef<IntentRow>('PaymentIntent');
+Deposit.implement({
+  interfaces: [NodeRef],
   description: 'A transfer seen on a chain to a deposit address (DepositResponse). Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -66,10 +71,45 @@ export const Deposit = builder.objectRef<DepositRow>('Deposit').implement({
     resolvedAt: t.expose('resolvedAt', { type: 'DateTime', nullable: true, description: 'When it was rejected, reviewed or its reorganization resolved.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    paymentIntent: t.field({
+      type: PaymentIntent,
+      nullable: true,
+      description: 'The payment intent it paid (null for a deposit to an address without one).',
+      resolve: (d, _a, ctx) => loadIntent(ctx, d.paymentIntentId),
+    }),
+    depositAddress: t.field({
+      type: DepositAddress,
+      nullable: true,
+      description: 'The deposit address it arrived at.',
+      resolve: (d, _a, ctx) =>
+        loadOne(
+          ctx,
+          'Deposit.address',
+          d.depositAddressId,
+          (ids) => ctx.deps.db.depositAddress.findMany({ where: { id: { in: ids }, ...(visibleAddressWhere(ctx) ?? { id: { in: [] } }) } }),
+          (a) => a.id,
+        ),
+    }),
   }),
 });
 
-export const PaymentIntent = builder.objectRef<IntentRow>('PaymentIntent').implement({
+/** A payment intent the principal may see, batched per request. */
+export function loadIntent(ctx: Context, id: string | null | undefined) {
+  return loadOne(
+    ctx,
+    'PaymentIntent',
+    id,
+    (ids) =>
+      ctx.deps.db.paymentIntent.findMany({
+        where: { id: { in: ids }, ...(intents.visibleMoneyWhere(ctx) ?? { id: { in: [] } }) },
+        include: intents.intentInclude,
+      }),
+    (i) => i.id,
+  );
+}
+
+PaymentIntent.implement({
+  interfaces: [NodeRef],
   description: 'An amount to be paid on chain before expiresAt, for a transaction (PaymentIntentResponse). Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -101,7 +141,15 @@ export const PaymentIntent = builder.objectRef<IntentRow>('PaymentIntent').imple
     depositIds: t.idList({ description: 'Its deposits, oldest first (late and rejected ones included).', resolve: (i) => i.deposits.map((d) => d.id) }),
     deposits: t.field({
       type: [Deposit],
-      resolve: (i, _a, ctx) => ctx.deps.db.deposit.findMany({ where: { paymentIntentId: i.id }, orderBy: { id: 'asc' } }),
+      description: 'Its deposits, oldest first.',
+      resolve: (i, _a, ctx) =>
+        loadMany(
+          ctx,
+          'PaymentIntent.deposits',
+          i.id,
+          (ids) => ctx.deps.db.deposit.findMany({ where: { paymentIntentId: { in: ids } }, orderBy: { id: 'asc' } }),
+          (d) => d.paymentIntentId!,
+        ),
     }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime', description: 'In a sandbox, by the organization’s sandbox clock.' }),
     succeededAt: t.expose('succeededAt', { type: 'DateTime', nullable: true }),
@@ -150,6 +198,33 @@ const ResolveDepositReorgInput = builder.inputType('ResolveDepositReorgInput', {
 });
 
 const read = policies.memberOrApiKey('account-read');
+
+registerNode({ typename: 'PaymentIntent', policy: read, load: (ctx, id) => intents.loadPaymentIntent(ctx, id) });
+registerNode({ typename: 'Deposit', policy: read, load: (ctx, id) => deposits.loadDeposit(ctx, id) });
+
+builder.prismaObjectField('Organization', 'paymentIntents', (t) =>
+  t.connection({
+    type: PaymentIntent,
+    description: "The organization's payment intents, newest first (an API key: its environment's).",
+    authScopes: { policy: read },
+    args: { ...creationArgs, ...amountArgs, status: t.arg({ type: [PaymentIntentStatus] }), assetNetworkId: t.arg.id() },
+    resolve: (org, args, ctx) => {
+      const where = {
+        AND: [
+          intents.visibleMoneyWhere(ctx) ?? { id: { in: [] } },
+          { organizationId: org.id },
+          createdWhere(args),
+          amountWhere(args),
+          args.status?.length ? { status: { in: args.status } } : {},
+          args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+        ],
+      };
+      return keysetConnection(args, (q) =>
+        ctx.deps.db.paymentIntent.findMany({ where: { AND: [...where.AND, q.where] }, include: intents.intentInclude, orderBy: q.orderBy, take: q.take }),
+      );
+    },
+  }),
+);
 const manage = policies.memberOrApiKey('payment-manage');
 
 builder.queryFields((t) => ({

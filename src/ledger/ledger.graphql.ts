@@ -12,7 +12,7 @@ import { balancesOfOwner, type Balance } from './ledger';
  */
 export const accountBalancesPolicy: Policy = { member: 'account-read', operator: true };
 
-const LedgerBalance = builder.objectRef<Balance>('LedgerBalance').implement({
+export const LedgerBalance = builder.objectRef<Balance>('LedgerBalance').implement({
   description: "An account's balance in one asset-network. Amounts are decimal strings of base units.",
   fields: (t) => ({
     assetNetworkId: t.exposeID('assetNetworkId'),
@@ -40,3 +40,22 @@ builder.queryFields((t) => ({
     },
   }),
 }));
+
+export const LedgerEntry = builder.prismaObject('LedgerEntry', {
+  description: "One entry of the double-entry ledger on an account's ledger account (append-only). Amounts are decimal strings of base units.",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    ledgerTransactionId: t.exposeID('ledgerTransactionId'),
+    assetNetworkId: t.exposeID('assetNetworkId'),
+    direction: t.exposeString('direction', { description: 'DEBIT or CREDIT.' }),
+    amount: t.string({ select: { amount: true }, resolve: (e) => e.amount.toFixed(0) }),
+    pending: t.exposeBoolean('pending', { description: 'An entry of a hold, not posted yet.' }),
+    accountVersion: t.string({ select: { accountVersion: true }, resolve: (e) => e.accountVersion.toString() }),
+    nature: t.string({
+      description: 'What the posting records, e.g. deposit.confirmed.',
+      select: { ledgerTransaction: { select: { nature: true } } },
+      resolve: (e) => e.ledgerTransaction.nature,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});

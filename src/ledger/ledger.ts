@@ -649,6 +649,18 @@ export async function balancesOfOwner(db: Db, kind: LedgerAccountKind, ownerId: 
   return rows.map(toBalance);
 }
 
+/** The balances of many owners of one kind in one statement, by owner id (the graph's batched Account.balances). */
+export async function balancesOfOwners(db: Db, kind: LedgerAccountKind, ownerIds: string[]): Promise<Map<string, Balance[]>> {
+  const rows = await db.$queryRawUnsafe<(BalanceRow & { ownerId: string })[]>(
+    `SELECT "ownerId"::text AS "ownerId", ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" = ANY($2::uuid[]) ORDER BY "assetNetworkId"`,
+    kind,
+    ownerIds.map((id) => checkUuid(id, 'ownerId')),
+  );
+  const out = new Map<string, Balance[]>();
+  for (const r of rows) out.set(r.ownerId, [...(out.get(r.ownerId) ?? []), toBalance(r)]);
+  return out;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The micro-batcher
 

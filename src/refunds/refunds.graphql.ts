@@ -1,8 +1,9 @@
-import { builder } from '../builder';
+import { builder, createdWhere, creationArgs, keysetConnection, loadMany, NodeRef, registerNode } from '../builder';
+import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { policies, type Policy } from '../auth/policy';
 import { amountToString, numericToAmount } from '../money';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
-import { Transaction } from '../transactions/transactions.graphql';
+import { loadTransactionOf, Transaction } from '../transactions/transactions.graphql';
 import { configurePolicy } from '../settlements/policies/policies';
 import { ConfigureRefundFeePolicyInput, policyListField, RefundFeePolicy, toPolicyInput } from '../settlements/policies/policies.graphql';
 import * as refunds from './refunds';
@@ -16,6 +17,7 @@ const RefundStatus = builder.enumType('RefundStatus', {
 const amount = (v: Parameters<typeof numericToAmount>[0] | null) => (v === null ? null : amountToString(numericToAmount(v)));
 
 export const Refund = builder.prismaObject('Refund', {
+  interfaces: [NodeRef],
   description: 'Money of a transaction sent back to the payer’s origin on the chain, less the refund fee. Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -77,7 +79,41 @@ builder.objectField(Transaction, 'refunds', (t) =>
   t.field({
     type: [Refund],
     description: "The transaction's refunds, oldest first.",
-    resolve: (x, _a, ctx) => refunds.refundsOfTransaction(ctx.deps.db, x.id),
+    resolve: (x, _a, ctx) =>
+      loadMany(
+        ctx,
+        'Transaction.refunds',
+        x.id,
+        (ids) => ctx.deps.db.refund.findMany({ where: { transactionId: { in: ids } }, orderBy: { id: 'asc' } }),
+        (r) => r.transactionId,
+      ),
+  }),
+);
+
+registerNode({ typename: 'Refund', policy: readOrOperator, load: (ctx, id) => refunds.loadRefund(ctx, id) });
+
+builder.objectField(Refund, 'transaction', (t) =>
+  t.field({ type: Transaction, nullable: true, resolve: (r, _a, ctx) => loadTransactionOf(ctx, r.transactionId) }),
+);
+
+builder.prismaObjectField('Organization', 'refunds', (t) =>
+  t.connection({
+    type: Refund,
+    description: "The organization's refunds, newest first (an API key: its environment's).",
+    authScopes: { policy: readOrOperator },
+    args: { ...creationArgs, status: t.arg({ type: [RefundStatus] }), assetNetworkId: t.arg.id() },
+    resolve: (org, args, ctx) => {
+      const where = {
+        AND: [
+          visibleMoneyWhere(ctx) ?? { id: { in: [] } },
+          { organizationId: org.id },
+          createdWhere(args),
+          args.status?.length ? { status: { in: args.status } } : {},
+          args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+        ],
+      };
+      return keysetConnection(args, (q) => ctx.deps.db.refund.findMany({ where: { AND: [...where.AND, q.where] }, orderBy: q.orderBy, take: q.take }));
+    },
   }),
 );
 

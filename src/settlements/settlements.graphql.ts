@@ -1,9 +1,11 @@
 import { z } from 'zod';
-import { builder } from '../builder';
+import { builder, createdWhere, creationArgs, keysetConnection, loadMany, NodeRef, registerNode } from '../builder';
+import { visibleMoneyWhere } from '../deposits/payment-intents';
+import { Account } from '../accounts/accounts.graphql';
 import { policies, type Policy } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import { amountToString, numericToAmount, numericToPercentage, percentageToString } from '../money';
-import { Transaction } from '../transactions/transactions.graphql';
+import { loadTransactionOf, loadVisibleAccount, Transaction } from '../transactions/transactions.graphql';
 import type { RevenueExecutionDestination as DestinationRow } from '../generated/prisma/client';
 import { configurePolicy } from './policies/policies';
 import { ConfigurePricingPolicyInput, policyListField, PricingPolicy, toPolicyInput } from './policies/policies.graphql';
@@ -49,6 +51,12 @@ const SettlementAllocation = builder.objectRef<AllocationRow>('SettlementAllocat
     amount: t.string({ resolve: (a) => amount(a.amount) }),
     status: t.field({ type: SettlementAllocationStatus, resolve: (a) => a.status }),
     retainReason: t.field({ type: SettlementRetainReason, nullable: true, resolve: (a) => a.retainReason as never }),
+    account: t.field({
+      type: Account,
+      nullable: true,
+      description: 'The account credited, when the caller may see it (an API key: when authorized for its application); null otherwise.',
+      resolve: (a, _args, ctx) => loadVisibleAccount(ctx, a.accountId),
+    }),
     reversedAmount: t.string({ description: 'Taken back by refunds with reversal (never more than amount).', resolve: (a) => amount(a.reversedAmount) }),
     releasedAt: t.expose('releasedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -56,6 +64,7 @@ const SettlementAllocation = builder.objectRef<AllocationRow>('SettlementAllocat
 });
 
 export const Settlement = builder.objectRef<SettlementRow>('Settlement').implement({
+  interfaces: [NodeRef],
   description: 'Money leaving a transaction escrow: the platform fee and the split portions, in one ledger transaction. Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -112,7 +121,15 @@ builder.objectField(Transaction, 'settlements', (t) =>
   t.field({
     type: [Settlement],
     description: "The transaction's settlements, oldest first.",
-    resolve: (x, _a, ctx) => settlements.settlementsOfTransaction(ctx.deps.db, x.id),
+    resolve: (x, _a, ctx) =>
+      loadMany(
+        ctx,
+        'Transaction.settlements',
+        x.id,
+        async (ids) =>
+          settlements.withAllocations(ctx.deps.db, await ctx.deps.db.settlement.findMany({ where: { transactionId: { in: ids } }, orderBy: { id: 'asc' } })),
+        (r) => r.transactionId,
+      ),
   }),
 );
 
@@ -157,6 +174,39 @@ const GlobalRevenueBalance = builder.objectRef<revenue.RevenueOverview>('GlobalR
 });
 
 const read = settlementReadPolicy;
+
+registerNode({ typename: 'Settlement', policy: read, load: (ctx, id) => settlements.loadSettlement(ctx, id) });
+
+builder.objectField(Settlement, 'transaction', (t) =>
+  t.field({ type: Transaction, nullable: true, resolve: (r, _a, ctx) => loadTransactionOf(ctx, r.transactionId) }),
+);
+
+builder.prismaObjectField('Organization', 'settlements', (t) =>
+  t.connection({
+    type: Settlement,
+    description: "The organization's settlements, newest first (an API key: its environment's).",
+    authScopes: { policy: read },
+    args: { ...creationArgs, status: t.arg({ type: [SettlementStatus] }), assetNetworkId: t.arg.id(), transactionId: t.arg.id() },
+    resolve: (org, args, ctx) => {
+      const where = {
+        AND: [
+          visibleMoneyWhere(ctx) ?? { id: { in: [] } },
+          { organizationId: org.id },
+          createdWhere(args),
+          args.status?.length ? { status: { in: args.status } } : {},
+          args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+          args.transactionId ? { transactionId: String(args.transactionId) } : {},
+        ],
+      };
+      return keysetConnection(args, async (q) =>
+        settlements.withAllocations(
+          ctx.deps.db,
+          await ctx.deps.db.settlement.findMany({ where: { AND: [...where.AND, q.where] }, orderBy: q.orderBy, take: q.take }),
+        ),
+      );
+    },
+  }),
+);
 const manage = policies.memberOrApiKey('payment-manage');
 
 builder.queryFields((t) => ({

@@ -50,7 +50,7 @@ import { setSettlementRequester } from '../release/release-rules';
  */
 export type SettlementRow = Settlement & { allocations: SettlementAllocation[] };
 
-async function withAllocations(db: Db, rows: Settlement[]): Promise<SettlementRow[]> {
+export async function withAllocations(db: Db, rows: Settlement[]): Promise<SettlementRow[]> {
   if (!rows.length) return [];
   const allocations = await db.settlementAllocation.findMany({ where: { settlementId: { in: rows.map((r) => r.id) } }, orderBy: { id: 'asc' } });
   return rows.map((r) => ({ ...r, allocations: allocations.filter((a) => a.settlementId === r.id) }));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
 import { pageQuery, toPage } from '../kernel/paging';
-import { builder, cursorPageArgs } from '../builder';
+import { builder, creationArgs, createdWhere, cursorPageArgs, keysetConnection, NodeRef, registerNode, countedConnection } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
@@ -21,20 +21,75 @@ const ApiKeyStatus = builder.enumType('ApiKeyStatus', {
 });
 
 builder.prismaObject('Organization', {
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    members: t.relation('members', {
-      description: 'The members, removed ones excluded.',
+    members: t.relatedConnection('members', {
+      description: 'The members, removed ones excluded, newest first.',
       authScopes: { policy: policies.memberAny },
-      query: { where: { removedAt: null }, orderBy: { id: 'asc' } },
+      cursor: 'id',
+      totalCount: true,
+      args: creationArgs,
+      query: (args) => ({ where: { removedAt: null, ...createdWhere(args) }, orderBy: { id: args.orderBy === 'OLDEST_FIRST' ? 'asc' : 'desc' } }),
     }),
-    applications: t.relation('applications', { authScopes: { policy: policies.member('application-manage') } }),
+    applications: t.relatedConnection('applications', {
+      description: 'The applications, newest first.',
+      authScopes: { policy: policies.member('application-manage') },
+      cursor: 'id',
+      totalCount: true,
+      args: { ...creationArgs, status: t.arg({ type: [ApplicationStatus] }) },
+      query: (args) => ({
+        where: { ...createdWhere(args), ...(args.status?.length ? { status: { in: args.status } } : {}) },
+        orderBy: { id: args.orderBy === 'OLDEST_FIRST' ? 'asc' : 'desc' },
+      }),
+    }),
+    environments: t.connection(
+      {
+        type: Environment,
+        description: 'The environments of every application, newest first.',
+        authScopes: { policy: policies.member('application-manage') },
+        args: { ...creationArgs, type: t.arg({ type: EnvironmentType }) },
+        resolve: (org, args, ctx) => {
+          const where = { organizationId: org.id, ...createdWhere(args), ...(args.type ? { type: args.type } : {}) };
+          return keysetConnection(
+            args,
+            (q) => ctx.deps.db.environment.findMany({ where: { ...where, ...q.where }, orderBy: q.orderBy, take: q.take }),
+            () => ctx.deps.db.environment.count({ where }),
+          );
+        },
+      },
+      countedConnection,
+    ),
   }),
 });
 
+const ownOrg = (ctx: Parameters<typeof assertOrganization>[0], organizationId: string) => {
+  assertOrganization(ctx, organizationId, 'Organization');
+};
+registerNode({
+  typename: 'Organization',
+  policy: policies.memberAny,
+  load: async (ctx, id) => {
+    ownOrg(ctx, id);
+    return ctx.deps.db.organization.findUnique({ where: { id } });
+  },
+});
+registerNode({
+  typename: 'Member',
+  policy: policies.memberAny,
+  load: async (ctx, id) => {
+    const m = await ctx.deps.db.member.findUnique({ where: { id } });
+    if (m) ownOrg(ctx, m.organizationId);
+    return m;
+  },
+});
+registerNode({ typename: 'Application', policy: policies.member('application-manage'), load: (ctx, id) => loadApplication(ctx, id) });
+registerNode({ typename: 'Environment', policy: policies.member('application-manage'), load: (ctx, id) => loadEnvironment(ctx, id) });
+
 builder.prismaObject('Member', {
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),
@@ -47,7 +102,8 @@ builder.prismaObject('Member', {
   }),
 });
 
-builder.prismaObject('Application', {
+export const Application = builder.prismaObject('Application', {
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),
@@ -55,11 +111,18 @@ builder.prismaObject('Application', {
     status: t.expose('status', { type: ApplicationStatus }),
     statusReason: t.exposeString('statusReason', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    environments: t.relation('environments'),
+    environments: t.relatedConnection('environments', {
+      cursor: 'id',
+      totalCount: true,
+      query: { orderBy: { id: 'desc' } },
+      description: 'The environments, newest first.',
+    }),
+    organization: t.relation('organization'),
   }),
 });
 
 const Environment = builder.prismaObject('Environment', {
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id'),
     organizationId: t.exposeID('organizationId'),

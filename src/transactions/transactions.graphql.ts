@@ -1,7 +1,25 @@
 import { numericToAmount } from '../money';
 import { z } from 'zod';
-import { builder, cursorPageArgs } from '../builder';
+import {
+  amountArgs,
+  amountWhere,
+  builder,
+  createdWhere,
+  creationArgs,
+  cursorPageArgs,
+  keysetConnection,
+  loadMany,
+  loadOne,
+  NodeRef,
+  registerNode,
+} from '../builder';
+import { Deposit, loadIntent, PaymentIntent } from '../deposits/deposits.graphql';
+import { visibleMoneyWhere } from '../deposits/payment-intents';
+import { Account } from '../accounts/accounts.graphql';
+import * as accounts from '../accounts/accounts';
+import { WebhookDelivery } from '../webhooks/webhooks.graphql';
 import { policies } from '../auth/policy';
+import type { Context } from '../context';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import { amountToString } from '../money';
 import * as transactions from './transactions';
@@ -29,10 +47,17 @@ const TransactionParticipant = builder
       id: t.exposeID('id', { description: 'The ParticipantId of settlement.split_portion_retained.' }),
       accountId: t.exposeID('accountId'),
       role: t.field({ type: ParticipantRole, resolve: (p) => p.role }),
+      account: t.field({
+        type: Account,
+        nullable: true,
+        description: 'The account, when the caller may see it (an API key: when authorized for its application); null otherwise.',
+        resolve: (p, _a, ctx) => loadVisibleAccount(ctx, p.accountId),
+      }),
     }),
   });
 
 export const Transaction = builder.objectRef<TransactionRow>('Transaction').implement({
+  interfaces: [NodeRef],
   description: 'Money collected by a payment intent, held in escrow once funded for conditional release. Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -83,8 +108,112 @@ export const Transaction = builder.objectRef<TransactionRow>('Transaction').impl
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
     participants: t.field({ type: [TransactionParticipant], resolve: (x) => x.participants }),
+    paymentIntent: t.field({
+      type: PaymentIntent,
+      nullable: true,
+      resolve: (x, _a, ctx) => loadIntent(ctx, x.paymentIntent?.id),
+    }),
+    deposits: t.field({
+      type: [Deposit],
+      description: 'The deposits credited to it or seen for it, oldest first.',
+      resolve: (x, _a, ctx) =>
+        loadMany(
+          ctx,
+          'Transaction.deposits',
+          x.id,
+          (ids) => ctx.deps.db.deposit.findMany({ where: { transactionId: { in: ids } }, orderBy: { id: 'asc' } }),
+          (d) => d.transactionId!,
+        ),
+    }),
+    webhookDeliveries: t.connection({
+      type: WebhookDelivery,
+      nullable: true,
+      description: "The webhook deliveries of its events to the organization's endpoints, newest first (members with webhook-endpoint-manage).",
+      authScopes: { policy: policies.member('webhook-endpoint-manage') },
+      args: creationArgs,
+      resolve: (x, args, ctx) =>
+        keysetConnection(args, (q) =>
+          ctx.deps.db.webhookDelivery.findMany({
+            where: { AND: [q.where, createdWhere(args), { organizationId: x.organizationId, event: { aggregateId: x.id, organizationId: x.organizationId } }] },
+            orderBy: q.orderBy,
+            take: q.take,
+          }),
+        ),
+    }),
   }),
 });
+
+/** An account the principal may see (accounts.visibleWhere), batched per request; null otherwise. */
+export function loadVisibleAccount(ctx: Context, id: string | null | undefined) {
+  return loadOne(
+    ctx,
+    'Account',
+    id,
+    (ids) =>
+      ctx.deps.db.account.findMany({ where: { AND: [{ id: { in: ids } }, accounts.visibleWhere(ctx) ?? { id: { in: [] } }] }, include: accounts.include }),
+    (a) => a.id,
+  );
+}
+
+/** A transaction the principal may see, batched per request; null otherwise. */
+export function loadTransactionOf(ctx: Context, id: string | null | undefined) {
+  return loadOne(
+    ctx,
+    'Transaction',
+    id,
+    (ids) =>
+      ctx.deps.db.transaction.findMany({
+        where: { id: { in: ids }, ...(visibleMoneyWhere(ctx) ?? { id: { in: [] } }) },
+        include: transactions.transactionInclude,
+      }),
+    (x) => x.id,
+  );
+}
+
+builder.objectField(Deposit, 'transaction', (t) =>
+  t.field({ type: Transaction, nullable: true, resolve: (d, _a, ctx) => loadTransactionOf(ctx, d.transactionId) }),
+);
+builder.objectField(PaymentIntent, 'transaction', (t) =>
+  t.field({ type: Transaction, nullable: true, resolve: (i, _a, ctx) => loadTransactionOf(ctx, i.transactionId) }),
+);
+
+builder.prismaObjectField('Organization', 'transactions', (t) =>
+  t.connection({
+    type: Transaction,
+    description: "The organization's transactions, newest first (an API key: its environment's).",
+    authScopes: { policy: policies.memberOrApiKey('account-read') },
+    args: {
+      ...creationArgs,
+      ...amountArgs,
+      status: t.arg({ type: [TransactionStatus] }),
+      assetNetworkId: t.arg.id(),
+      accountId: t.arg.id({ description: 'Only transactions the account takes part in (any role).' }),
+      frozen: t.arg.boolean(),
+    },
+    resolve: (org, args, ctx) => {
+      const where = {
+        AND: [
+          visibleMoneyWhere(ctx) ?? { id: { in: [] } },
+          { organizationId: org.id },
+          createdWhere(args),
+          amountWhere(args),
+          args.status?.length ? { status: { in: args.status } } : {},
+          args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+          args.accountId ? { participants: { some: { accountId: String(args.accountId) } } } : {},
+          args.frozen != null ? { frozen: args.frozen } : {},
+        ],
+      };
+      return keysetConnection(args, (q) =>
+        ctx.deps.db.transaction.findMany({
+          where: { AND: [...where.AND, q.where] },
+          include: transactions.transactionInclude,
+          orderBy: q.orderBy,
+          take: q.take,
+        }),
+      );
+    },
+  }),
+);
 
 const TransactionPage = builder.objectRef<{ items: TransactionRow[]; nextCursor: string | null }>('TransactionPage').implement({
   fields: (t) => ({
@@ -103,6 +232,7 @@ const CancelTransactionInput = builder.inputType('CancelTransactionInput', {
 });
 
 const read = policies.memberOrApiKey('account-read');
+registerNode({ typename: 'Transaction', policy: read, load: (ctx, id) => transactions.loadTransaction(ctx, id) });
 const manage = policies.memberOrApiKey('payment-manage');
 
 builder.queryFields((t) => ({

@@ -19,7 +19,7 @@ export const MAX_ACTIVE_ENDPOINTS = 50;
 
 export const registerInput = z.object({ url: z.string().trim().min(1, 'must not be empty').max(2048) });
 
-const endpointSelect = {
+export const endpointSelect = {
   id: true,
   organizationId: true,
   url: true,

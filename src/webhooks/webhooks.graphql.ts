@@ -1,4 +1,4 @@
-import { builder } from '../builder';
+import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { DomainError, notFound } from '../errors';
 import { assertId } from '../ids';
@@ -80,12 +80,57 @@ const WebhookEndpointFields = builder.interfaceRef<EndpointFields>('WebhookEndpo
 
 const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').implement({
   description: 'A webhook endpoint of an organization. It receives every event of the catalog. The secret is never readable here.',
-  interfaces: [WebhookEndpointFields],
+  interfaces: [WebhookEndpointFields, NodeRef],
   isTypeOf: (v) => typeof v === 'object' && v !== null && !('secret' in v),
   fields: (t) => ({
+    id: t.exposeID('id'),
     health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
+    deliveries: t.connection({
+      type: WebhookDelivery,
+      description: 'Its deliveries, newest first, with their attempts.',
+      args: { ...creationArgs, status: t.arg({ type: [WebhookDeliveryStatus] }), eventType: t.arg.string() },
+      resolve: (e, args, ctx) =>
+        keysetConnection(args, (q) =>
+          ctx.deps.db.webhookDelivery.findMany({
+            where: {
+              AND: [
+                q.where,
+                { endpointId: e.id },
+                createdWhere(args),
+                args.status?.length ? { status: { in: args.status } } : {},
+                args.eventType ? { eventType: args.eventType } : {},
+              ],
+            },
+            orderBy: q.orderBy,
+            take: q.take,
+          }),
+        ),
+    }),
   }),
 });
+
+registerNode({ typename: 'WebhookEndpoint', policy: manage, load: (ctx, id) => endpoints.loadEndpoint(ctx, id) });
+registerNode({ typename: 'WebhookDelivery', policy: readDelivery, load: (ctx, id) => deliveries.loadDelivery(ctx, id) });
+
+builder.prismaObjectField('Organization', 'webhookEndpoints', (t) =>
+  t.connection(
+    {
+      type: WebhookEndpoint,
+      description: "The organization's webhook endpoints, newest first.",
+      authScopes: { policy: manage },
+      args: { ...creationArgs, status: t.arg({ type: [WebhookEndpointStatus] }) },
+      resolve: (org, args, ctx) => {
+        const where = { organizationId: org.id, ...createdWhere(args), ...(args.status?.length ? { status: { in: args.status } } : {}) };
+        return keysetConnection(
+          args,
+          (q) => ctx.deps.db.webhookEndpoint.findMany({ where: { ...where, ...q.where }, select: endpoints.endpointSelect, orderBy: q.orderBy, take: q.take }),
+          () => ctx.deps.db.webhookEndpoint.count({ where }),
+        );
+      },
+    },
+    countedConnection,
+  ),
+);
 const WebhookEndpointWithSecret = builder.objectRef<EndpointFields & { secret: string }>('WebhookEndpointWithSecret').implement({
   description: 'The answer of registration and of rotation: the endpoint with its signing secret, shown this once.',
   interfaces: [WebhookEndpointFields],
@@ -108,8 +153,9 @@ const WebhookDeliveryAttempt = builder.prismaObject('WebhookDeliveryAttempt', {
   }),
 });
 
-const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
+export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
   description: 'One event for one endpoint, with its attempts.',
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Sent as X-Webhook-Delivery-Id.' }),
     endpointId: t.exposeID('endpointId'),

@@ -1,4 +1,4 @@
-import { builder, cursorPageArgs } from '../builder';
+import { builder, cursorPageArgs, NodeRef, registerNode } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as destinations from './destinations';
@@ -15,6 +15,7 @@ const WithdrawalDestinationStatus = builder.enumType('WithdrawalDestinationStatu
 });
 
 export const WithdrawalDestination = builder.prismaObject('WithdrawalDestination', {
+  interfaces: [NodeRef],
   description: 'An address an organization registered ahead of its withdrawals (an allow-list entry). docs/withdrawals.md.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -53,6 +54,7 @@ const BlockWithdrawalDestinationInput = builder.inputType('BlockWithdrawalDestin
 });
 
 const destinationRead: Policy = { member: 'account-read', apiKey: true, operator: true };
+registerNode({ typename: 'WithdrawalDestination', policy: destinationRead, load: (ctx, id) => destinations.loadDestination(ctx, id) });
 const destinationManage = policies.memberOrApiKey('payment-manage');
 
 // ------------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ export type RegisterDestinationInput = z.infer<typeof registerDestinationInput>;
 export const blockDestinationInput = z.object({ reason: z.string().trim().min(1, 'must not be empty').max(1000) }).strict();
 
 /** What the caller may see: its organization (API keys: only destinations of their environment type); operators all. */
-function visibleWhere(ctx: Context): { organizationId?: string; environmentType?: 'SANDBOX' | 'PRODUCTION' } | null {
+export function visibleWhere(ctx: Context): { organizationId?: string; environmentType?: 'SANDBOX' | 'PRODUCTION' } | null {
   const p = ctx.principal;
   if (p?.type === 'operator') return {};
   if (p?.type === 'member') return { organizationId: p.organizationId };

@@ -1,4 +1,9 @@
-import { builder } from '../builder';
+import { amountArgs, amountWhere, builder, createdWhere, creationArgs, keysetConnection, loadOne, NodeRef, registerNode } from '../builder';
+import type { Context } from '../context';
+import * as accounts from '../accounts/accounts';
+import { Account } from '../accounts/accounts.graphql';
+import * as destinations from './destinations';
+import { WithdrawalDestination } from './destinations.graphql';
 import { policies, type Policy } from '../auth/policy';
 import { amountToString, numericToAmount } from '../money';
 import type { TransferPayload } from '../chains/secp256k1';
@@ -40,6 +45,7 @@ const SigningRequestStatus = builder.enumType('SigningRequestStatus', {
 const amount = (v: Parameters<typeof numericToAmount>[0] | null) => (v === null ? null : amountToString(numericToAmount(v)));
 
 export const Withdrawal = builder.prismaObject('Withdrawal', {
+  interfaces: [NodeRef],
   description: 'Money out of a customer account to a withdrawal destination. Amounts: base units, decimal strings.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -90,6 +96,7 @@ const TransferPayloadRef = builder.objectRef<TransferPayload>('TransferPayload')
 });
 
 export const SigningRequest = builder.prismaObject('SigningRequest', {
+  interfaces: [NodeRef],
   description: 'A SelfCustody signing request: sign canonicalPayload (ECDSA secp256k1 over its SHA-256, compact r||s hex) with the source address key.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -190,6 +197,93 @@ const SubmitSignatureInput = builder.inputType('SubmitSigningRequestSignatureInp
 
 const read: Policy = { member: 'account-read', apiKey: true, operator: true };
 const manage = policies.memberOrApiKey('payment-manage');
+
+/** The withdrawals the principal may see (as loadWithdrawal): its organization; an API key, its mode and accounts authorized for its application. */
+function visibleWithdrawalWhere(ctx: Context) {
+  const p = ctx.principal;
+  if (p?.type === 'operator') return {};
+  if (p?.type === 'member') return { organizationId: p.organizationId };
+  if (p?.type === 'apiKey') return { organizationId: p.organizationId, environmentType: p.mode };
+  return null;
+}
+
+registerNode({ typename: 'Withdrawal', policy: read, load: (ctx, id) => withdrawals.loadWithdrawal(ctx, id) });
+registerNode({ typename: 'SigningRequest', policy: read, load: (ctx, id) => signing.loadSigningRequest(ctx, id) });
+
+builder.prismaObjectFields('Withdrawal', (t) => ({
+  account: t.field({
+    type: Account,
+    nullable: true,
+    resolve: (w, _a, ctx) =>
+      loadOne(
+        ctx,
+        'Account',
+        w.accountId,
+        (ids) =>
+          ctx.deps.db.account.findMany({ where: { AND: [{ id: { in: ids } }, accounts.visibleWhere(ctx) ?? { id: { in: [] } }] }, include: accounts.include }),
+        (a) => a.id,
+      ),
+  }),
+  destination: t.field({
+    type: WithdrawalDestination,
+    nullable: true,
+    resolve: (w, _a, ctx) =>
+      loadOne(
+        ctx,
+        'WithdrawalDestination',
+        w.withdrawalDestinationId,
+        (ids) => ctx.deps.db.withdrawalDestination.findMany({ where: { id: { in: ids }, ...(destinations.visibleWhere(ctx) ?? { id: { in: [] } }) } }),
+        (d) => d.id,
+      ),
+  }),
+  signingRequest: t.field({
+    type: SigningRequest,
+    nullable: true,
+    description: 'Its SelfCustody signing request, if any.',
+    resolve: (w, _a, ctx) =>
+      loadOne(
+        ctx,
+        'Withdrawal.signingRequest',
+        w.id,
+        (ids) => ctx.deps.db.signingRequest.findMany({ where: { withdrawalId: { in: ids }, organizationId: w.organizationId } }),
+        (r) => r.withdrawalId,
+      ),
+  }),
+}));
+
+builder.prismaObjectField('Organization', 'withdrawals', (t) =>
+  t.connection({
+    type: Withdrawal,
+    description: "The organization's withdrawals, newest first (an API key: its mode's, of accounts authorized for its application).",
+    authScopes: { policy: read },
+    args: { ...creationArgs, ...amountArgs, status: t.arg({ type: [WithdrawalStatus] }), assetNetworkId: t.arg.id(), accountId: t.arg.id() },
+    resolve: (org, args, ctx) => {
+      const p = ctx.principal;
+      const where = {
+        AND: [
+          visibleWithdrawalWhere(ctx) ?? { id: { in: [] } },
+          p?.type === 'apiKey' ? { accountId: { in: [] as string[] } } : {},
+          { organizationId: org.id },
+          createdWhere(args),
+          amountWhere(args),
+          args.status?.length ? { status: { in: args.status } } : {},
+          args.assetNetworkId ? { assetNetworkId: String(args.assetNetworkId) } : {},
+          args.accountId ? { accountId: String(args.accountId) } : {},
+        ],
+      };
+      return (async () => {
+        if (p?.type === 'apiKey') {
+          const authorized = await ctx.deps.db.accountApplicationAuthorization.findMany({
+            where: { applicationId: p.applicationId },
+            select: { accountId: true },
+          });
+          where.AND[1] = { accountId: { in: authorized.map((a) => a.accountId) } };
+        }
+        return keysetConnection(args, (q) => ctx.deps.db.withdrawal.findMany({ where: { AND: [...where.AND, q.where] }, orderBy: q.orderBy, take: q.take }));
+      })();
+    },
+  }),
+);
 const custody = policies.memberOrApiKey('custody-manage');
 const clean = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
 
