@@ -57,7 +57,8 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
       }
     } catch (err) {
       setError(
-        err instanceof ApiError && ['UNAUTHENTICATED', 'INVALID_CREDENTIALS', 'FORBIDDEN', 'VALIDATION_FAILED'].includes(err.code)
+        // Any refusal of the credential (malformed, unknown, revoked, wrong password) reads the same.
+        err instanceof ApiError && !['NETWORK', 'HTTP', 'INTERNAL'].includes(err.code)
           ? mode === 'operator'
             ? 'Sign-in failed: this operator key is not valid.'
             : 'Sign-in failed: wrong email or password.'

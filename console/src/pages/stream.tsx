@@ -95,7 +95,7 @@ export function StreamPage({ session }: { session: Session }) {
         </thead>
         <tbody>
           {shown.map((r) => (
-            <tr key={`${r.deliveryId}-${r.at}-${r.kind}`} data-delivery-id={r.deliveryId}>
+            <tr key={`${r.deliveryId}-${r.at}-${r.kind}`} data-delivery-id={r.deliveryId} data-endpoint-id={r.endpointId} data-kind={r.kind} data-at={r.at}>
               <td>{time(r.at)}</td>
               <td>
                 <a href={`#/deliveries/${r.deliveryId}`}>{r.deliveryId}</a>
