@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Chromium from '@sparticuz/chromium';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { generate } from '@graphql-codegen/cli';
+import codegenConfig from '../console/codegen';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
 import { buildConsole } from '../console/build.mjs';
 import { cloneTemplateDatabase, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
@@ -140,6 +142,15 @@ async function expectNoCredentialShown(page: Page, ...secrets: string[]) {
     expect(text).not.toContain(s);
   }
 }
+
+test('the console’s typed operations are what GraphQL Code Generator makes of schema.graphql now (npm run codegen:console)', async () => {
+  const outputs = (await generate({ ...codegenConfig, cwd: fileURLToPath(new URL('..', import.meta.url)), silent: true }, false)) as {
+    filename: string;
+    content: string;
+  }[];
+  expect(outputs.length).toBeGreaterThan(0);
+  for (const o of outputs) expect(readFileSync(fileURLToPath(new URL(`../${o.filename}`, import.meta.url)), 'utf8'), o.filename).toBe(o.content);
+}, 60_000);
 
 describe('the operator console in a real browser, against npm start', () => {
   test('GET /console serves the page and its assets from this process: nothing from elsewhere', async () => {

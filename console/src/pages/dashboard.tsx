@@ -16,7 +16,7 @@ function Counts({ title, rows }: { title: string; rows: StatusCounts }) {
         title={title}
         labels={rows.map((r) => r.status)}
         series={[{ label: 'Count', values: rows.map((r) => r.count), color: '#1f5fbf' }]}
-        height={150}
+        height={190}
       />
       <table class="data compact" aria-label={title}>
         <tbody>
@@ -73,7 +73,8 @@ export function DashboardPage({ session }: { session: Session }) {
         <Counts title="Webhook deliveries by status" rows={d.webhooks.deliveries} />
       </div>
       <h2>Volumes per asset-network</h2>
-      <table class="data" aria-label="Volumes per asset-network">
+      {d.volumes.length === 0 && <p>No transaction yet.</p>}
+      <table class="data" aria-label="Volumes per asset-network" hidden={d.volumes.length === 0}>
         <thead>
           <tr>
             <th scope="col">Asset-network</th>
@@ -138,7 +139,8 @@ export function DashboardPage({ session }: { session: Session }) {
         </table>
       )}
       <h2>Network resource reserves</h2>
-      <table class="data" aria-label="Reserve levels">
+      {d.reserveLevels.length === 0 && <p>No network has a reserve.</p>}
+      <table class="data" aria-label="Reserve levels" hidden={d.reserveLevels.length === 0}>
         <thead>
           <tr>
             <th scope="col">Network</th>
