@@ -103,9 +103,12 @@ export function subscribe<R, V>(
   session: Session,
   doc: TypedDocumentNode<R, V>,
   variables: V,
-  on: { next: (data: R) => void; error: (message: string) => void },
+  on: { next: (data: R) => void; error: (message: string) => void; connected?: () => void },
 ): () => void {
-  return socketFor(session).subscribe<R>(
+  const client = socketFor(session);
+  // The socket is lazy: it opens (and acknowledges the credential) for this subscription.
+  const offConnected = on.connected ? client.on('connected', on.connected) : () => undefined;
+  const off = client.subscribe<R>(
     { query: text(doc as TypedDocumentNode<unknown, unknown>), variables: variables as Record<string, unknown> },
     {
       next: (r) => {
@@ -116,4 +119,8 @@ export function subscribe<R, V>(
       complete: () => undefined,
     },
   );
+  return () => {
+    offConnected();
+    off();
+  };
 }

@@ -19,7 +19,7 @@ export function StreamPage({ session }: { session: Session }) {
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   useEffect(() => {
-    setState('Live');
+    setState('Connecting…');
     return subscribe(session, DeliveryStatusSubscription, session.kind === 'member' ? { organizationId: session.organizationId } : {}, {
       next: ({ webhookDeliveryStatus: c }) => {
         const row = { ...c, seenAt: Date.now() };
@@ -27,6 +27,7 @@ export function StreamPage({ session }: { session: Session }) {
         else setRows((r) => [row, ...r].slice(0, MAX_ROWS));
       },
       error: (m) => setState(`Disconnected: ${m}`),
+      connected: () => setState('Live'),
     });
   }, [session]);
   function togglePause() {
