@@ -14,12 +14,12 @@ export function StreamPage({ session }: { session: Session }) {
   const [rows, setRows] = useState<Change[]>([]);
   const [held, setHeld] = useState<Change[]>([]);
   const [paused, setPaused] = useState(false);
-  const [state, setState] = useState('Connecting…');
+  const [state, setState] = useState('Connecting');
   const [filters, setFilters] = useState({ organizationId: '', endpointId: '', eventType: '', outcome: '' });
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   useEffect(() => {
-    setState('Connecting…');
+    setState('Connecting');
     return subscribe(session, DeliveryStatusSubscription, session.kind === 'member' ? { organizationId: session.organizationId } : {}, {
       next: ({ webhookDeliveryStatus: c }) => {
         const row = { ...c, seenAt: Date.now() };
@@ -78,7 +78,7 @@ export function StreamPage({ session }: { session: Session }) {
         </button>
       </form>
       <p class="muted" role="status" aria-live="polite">
-        {paused ? `Paused: ${held.length} new change(s) kept.` : state} Showing {shown.length} of {rows.length}.
+        {paused ? `Paused: ${held.length} new change(s) kept.` : `${state}.`} Showing {shown.length} of {rows.length}.
       </p>
       <table class="data" aria-label="Delivery status changes, newest first">
         <thead>
