@@ -9,6 +9,7 @@ import { build } from 'esbuild';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildConsole } from '../console/build.mjs';
 
 export const entryPoints = {
   main: 'src/main.ts', // npm run start:prod: the API server and the job runner
@@ -32,6 +33,8 @@ const RUNTIME_PACKAGES = [
 
 export async function buildAll({ outdir = 'dist', quiet = false }: { outdir?: string; quiet?: boolean } = {}) {
   rmSync(outdir, { recursive: true, force: true });
+  // The operator console's assets, bundled below as strings (src/generated/console-assets.ts).
+  await buildConsole();
   const result = await build({
     entryPoints,
     outdir: join(outdir, 'bundle'),

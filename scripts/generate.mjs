@@ -15,3 +15,6 @@ execFileSync('npx', ['prisma', 'generate'], {
   stdio: 'inherit',
   env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? self, PRISMA_HIDE_UPDATE_MESSAGE: '1' },
 });
+// The operator console's assets (console/build.mjs: esbuild, a dev dependency like the Prisma CLI).
+const { buildConsole } = await import('../console/build.mjs');
+await buildConsole();

@@ -45,6 +45,12 @@ test('the built server starts on an existing database, is ready and serves REST'
   const docs = await svc.rest('GET', '/docs', { headers: { accept: 'text/html' } });
   expect(docs.status).toBe(200);
   for (const asset of docs.text.match(/\/assets\/[^"']+/g) ?? []) expect((await svc.rest('GET', asset)).status, asset).toBe(200);
+  // The operator console (issue 23): its assets are compiled into the bundle, not read from console/ or src/.
+  const consolePage = await svc.rest('GET', '/console', { headers: { accept: 'text/html' } });
+  expect(consolePage.status).toBe(200);
+  const consoleAssets = consolePage.text.match(/\/assets\/console\.[^"']+/g) ?? [];
+  expect(consoleAssets).toHaveLength(2);
+  for (const asset of consoleAssets) expect((await svc.rest('GET', asset)).status, asset).toBe(200);
   expect(svc.logs().filter((l) => l.level >= ERROR_LEVEL)).toEqual([]);
   expect(await svc.stop()).toMatchObject({ code: 0 });
   svc = undefined;

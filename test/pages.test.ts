@@ -79,7 +79,15 @@ describe('GET /', () => {
       name: 'ftis',
       apiVersion: 'v1',
       mode: 'development',
-      links: { graphql: '/graphql', graphiql: '/graphql', apiReference: '/docs', openapi: '/v1/openapi.json', health: '/healthz', ready: '/readyz' },
+      links: {
+        graphql: '/graphql',
+        graphiql: '/graphql',
+        apiReference: '/docs',
+        console: '/console',
+        openapi: '/v1/openapi.json',
+        health: '/healthz',
+        ready: '/readyz',
+      },
     });
     for (const path of new Set(Object.values(body.links as Record<string, string>))) {
       const r = await get(devServer, path, path === '/graphql' ? browser : { accept: 'application/json' });

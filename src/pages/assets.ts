@@ -24,6 +24,8 @@ const graphiqlPart = (part: keyof GraphiqlBundle) => async () =>
   (await (graphiql ??= import('@graphql-yoga/render-graphiql/graphiql') as Promise<GraphiqlBundle>))[part];
 const packageFile = (pkg: string, path: string) => () => readFile(require.resolve(`${pkg}/${path}`));
 const ownFile = (name: string) => async () => ownAssets[name]!;
+// The operator console's bundle (console/build.mjs writes it at `npm install` / `npm run build`), loaded on first use.
+const consoleFile = (name: 'console.js' | 'console.css') => async () => (await import('../generated/console-assets')).consoleAssets[name];
 
 const table: Record<string, { type: string; load: () => Promise<string | Buffer> }> = {
   'graphiql.js': { type: js, load: graphiqlPart('js') },
@@ -36,6 +38,8 @@ const table: Record<string, { type: string; load: () => Promise<string | Buffer>
   'swagger-ui.css': { type: css, load: packageFile('swagger-ui-dist', 'swagger-ui.css') },
   'api-reference-start.js': { type: js, load: ownFile('api-reference-start.js') },
   'pages.css': { type: css, load: ownFile('pages.css') },
+  'console.js': { type: js, load: consoleFile('console.js') },
+  'console.css': { type: css, load: consoleFile('console.css') },
 };
 
 export type AssetName = keyof typeof table;

@@ -11,6 +11,7 @@ import { graphiqlExamplesDocument } from './graphiql-examples';
  */
 
 export const apiReferencePath = '/docs';
+export const consolePath = '/console';
 export const openApiPath = '/v1/openapi.json';
 
 /**
@@ -150,6 +151,16 @@ async function apiReferencePage(graphiqlOn: boolean): Promise<string> {
   );
 }
 
+/** The operator console (console/, docs/console.md): one page, its routes in the fragment (#/stream…), never a credential in the URL. */
+async function consolePage(): Promise<string> {
+  const [css, js] = await Promise.all((['console.css', 'console.js'] as const).map(assetUrl));
+  return page(
+    'ftis console',
+    `<link rel="stylesheet" href="${css}">`,
+    ['<noscript>The console needs JavaScript.</noscript>', '<div id="app"></div>', `<script src="${js}"></script>`].join('\n'),
+  );
+}
+
 const navigation = (graphiqlOn: boolean) =>
   `<nav class="bar"><strong><a href="/">ftis</a></strong>${graphiqlOn ? '<a href="/graphql">GraphiQL</a>' : ''}<a href="${apiReferencePath}">API reference</a><a href="${openApiPath}">OpenAPI document</a></nav>`;
 
@@ -160,6 +171,7 @@ export function serviceLinks(config: Config) {
     graphql: '/graphql',
     ...(posture.graphiql ? { graphiql: '/graphql' } : {}),
     apiReference: apiReferencePath,
+    console: consolePath,
     openapi: openApiPath,
     health: '/healthz',
     ready: '/readyz',
@@ -169,6 +181,10 @@ export function serviceLinks(config: Config) {
 const linkText: Record<string, [string, string]> = {
   graphiql: ['GraphiQL', 'GraphQL in the browser, with example operations (development mode).'],
   apiReference: ['API reference', 'The REST API v1, rendered from its OpenAPI document.'],
+  console: [
+    'Operator console',
+    'Live webhook deliveries, dead letters, endpoint health, stuck money and the platform dashboard (an operator key, or a member).',
+  ],
   openapi: ['OpenAPI document', 'The REST API v1 as OpenAPI 3.1 JSON, for generated clients.'],
   graphql: ['GraphQL endpoint', 'POST queries and mutations; subscriptions over graphql-ws (websocket) on the same path.'],
   health: ['Health', 'Alive.'],
@@ -214,6 +230,7 @@ export function pagesPlugin(config: Config): Plugin {
         return endResponse(response);
       }
       if (path === apiReferencePath || path === `${apiReferencePath}/`) return endResponse(html(await apiReferencePage(graphiqlOn)));
+      if (path === consolePath || path === `${consolePath}/`) return endResponse(html(await consolePage()));
       if (path.startsWith(assetsPrefix)) {
         const asset = await assetResponse(request, path);
         if (asset) return endResponse(asset);
