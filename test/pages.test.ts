@@ -135,8 +135,8 @@ describe('GraphiQL (development mode)', () => {
     expect(examples.map((e) => e.name)).toEqual([
       'Me',
       'OrganizationOverview',
-      'AccountsList',
-      'AccountDetail',
+      'FrozenAccounts',
+      'FailedSettlements',
       'TransactionsWithSettlements',
       'AssetCatalog',
       'WebhookDeliveryStatus',
@@ -167,11 +167,13 @@ describe('GraphiQL (development mode)', () => {
       return r.data!;
     };
     expect((await run('Me', {}, asMember)).viewer.organizationId).toBe(member.organizationId);
-    expect((await run('OrganizationOverview', { organizationId: member.organizationId }, asMember)).organization.id).toBe(member.organizationId);
-    const accounts = (await run('AccountsList', { organizationId: member.organizationId }, asKey)).accounts;
-    expect(accounts.items.map((a: { name: string }) => a.name)).toEqual(['Escrow']);
-    expect((await run('AccountDetail', { accountId: accounts.items[0].id }, asMember)).accountBalances).toEqual([]);
-    expect((await run('TransactionsWithSettlements', { organizationId: member.organizationId }, asKey)).transactions.items).toEqual([]);
+    const overview = (await run('OrganizationOverview', { organizationId: member.organizationId }, asMember)).organization;
+    expect(overview.id).toBe(member.organizationId);
+    expect(overview.accounts.edges.map((e: { node: { name: string } }) => e.node.name)).toEqual(['Escrow']);
+    expect((await run('FrozenAccounts', { organizationId: member.organizationId }, asMember)).organization.accounts.edges).toEqual([]);
+    const since = '2000-01-01T00:00:00Z';
+    expect((await run('FailedSettlements', { organizationId: member.organizationId, since }, asMember)).organization.settlements.edges).toEqual([]);
+    expect((await run('TransactionsWithSettlements', { organizationId: member.organizationId }, asMember)).organization.transactions.edges).toEqual([]);
     expect((await run('AssetCatalog', {}, asKey)).assetNetworks).toEqual(expect.any(Array));
   });
 

@@ -8,7 +8,7 @@
  */
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
-import { AccountsListDocument, TransactionsWithSettlementsDocument, type AccountsListQuery, type TransactionsWithSettlementsQuery } from './generated/graphql';
+import { TransactionsWithSettlementsDocument, type TransactionsWithSettlementsQuery } from './generated/graphql';
 
 /** One GraphQL request: the answer's data, typed by the document; a GraphQL error throws with its code. */
 export async function request<Result, Variables>(
@@ -26,29 +26,35 @@ export async function request<Result, Variables>(
   return body.data!;
 }
 
-type TransactionRow = TransactionsWithSettlementsQuery['transactions']['items'][number];
+type TransactionRow = NonNullable<TransactionsWithSettlementsQuery['organization']>['transactions']['edges'][number]['node'];
 
-/** What a settlement sent to each account, summed per account over a page (amounts: decimal strings of base units). */
-export function allocatedByAccount(transactions: TransactionRow[]): Map<string, bigint> {
-  const totals = new Map<string, bigint>();
+/** What executed settlements sent to each account (that the caller may see), summed per account (amounts: decimal strings of base units). */
+export function allocatedByAccount(transactions: TransactionRow[]): Map<string, { name: string; allocated: bigint }> {
+  const totals = new Map<string, { name: string; allocated: bigint }>();
   for (const t of transactions)
     for (const s of t.settlements)
-      if (s.status === 'EXECUTED') for (const a of s.allocations) totals.set(a.accountId, (totals.get(a.accountId) ?? 0n) + BigInt(a.amount));
+      if (s.status === 'EXECUTED')
+        for (const a of s.allocations) {
+          if (!a.account) continue;
+          const total = totals.get(a.account.id) ?? { name: a.account.name, allocated: 0n };
+          total.allocated += BigInt(a.amount);
+          totals.set(a.account.id, total);
+        }
   return totals;
 }
 
-/** Every account of the organization, page after page, and what the first page of transactions allocated to each. */
+/** Every transaction of the organization, page after page (pageInfo.endCursor), and what its settlements paid to each account. */
 export async function main(endpoint: { url: string; headers: Record<string, string> }, organizationId: string) {
-  const accounts: { id: string; name: string; status: string }[] = [];
+  const transactions: TransactionRow[] = [];
   let after: string | null = null;
   do {
-    const page: AccountsListQuery = await request(endpoint, AccountsListDocument, { organizationId, after });
-    accounts.push(...page.accounts.items);
-    after = page.accounts.nextCursor ?? null;
+    const page: TransactionsWithSettlementsQuery = await request(endpoint, TransactionsWithSettlementsDocument, { organizationId, after });
+    if (!page.organization) throw new Error(`no organization ${organizationId}`);
+    const { edges, pageInfo } = page.organization.transactions;
+    transactions.push(...edges.map((e) => e.node));
+    after = pageInfo.hasNextPage ? (pageInfo.endCursor ?? null) : null;
   } while (after);
-  const { transactions } = await request(endpoint, TransactionsWithSettlementsDocument, { organizationId });
-  const allocated = allocatedByAccount(transactions.items);
-  return accounts.map((a) => ({ ...a, allocated: (allocated.get(a.id) ?? 0n).toString() }));
+  return [...allocatedByAccount(transactions)].map(([id, { name, allocated }]) => ({ id, name, allocated: allocated.toString() }));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -48,8 +48,8 @@ export const graphiqlHeadersTemplate = `{
 /** Where a variable of the examples comes from, written above it in the Variables tab. */
 const variableHints: Record<string, string> = {
   organizationId: 'viewer.organizationId of Me',
-  accountId: 'an items[].id of Accounts',
-  after: 'optional: nextCursor of the last page',
+  since: 'the start of the day, e.g. "2026-11-26T00:00:00Z"',
+  after: 'optional: pageInfo.endCursor of the last page',
 };
 
 /** Variables left commented out in the templates: the page cursor (the first page has none). */
