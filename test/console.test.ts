@@ -193,12 +193,12 @@ describe('the operator console in a real browser, against npm start', () => {
     const page = await newTab();
     for (const wrong of ['op_not_a_real_key', `op_${'A'.repeat(40)}`]) {
       await signInOperator(page, wrong);
-      await expect.poll(() => page.getByRole('alert').innerText()).toBe('Sign-in failed: this operator key is not valid.');
+      await expect.poll(() => page.getByRole('alert').innerText(), { timeout: 10_000 }).toBe('Sign-in failed: this operator key is not valid.');
     }
     await expectAccessible(page, 'sign-in with an error');
     await shoot(page, 'sign-in');
     await signInMember(page, a.member, 'not the password');
-    await expect.poll(() => page.getByRole('alert').innerText()).toBe('Sign-in failed: wrong email or password.');
+    await expect.poll(() => page.getByRole('alert').innerText(), { timeout: 10_000 }).toBe('Sign-in failed: wrong email or password.');
     expect(await page.getByRole('navigation', { name: 'Pages' }).count()).toBe(0);
     expect(pageErrors(page)).toEqual([]);
     await page.context().close();
@@ -229,16 +229,16 @@ describe('the operator console in a real browser, against npm start', () => {
     await expect.poll(() => page.getByRole('button', { name: /^Resume \(\d+ waiting\)$/ }).innerText(), { timeout: 15_000 }).not.toBe('Resume (0 waiting)');
     expect(await page.locator('tbody tr').count()).toBe(rowsWhilePaused);
     await page.getByRole('button', { name: /^Resume/ }).click();
-    await expect.poll(() => page.locator('tbody tr').count()).toBeGreaterThan(rowsWhilePaused);
+    await expect.poll(() => page.locator('tbody tr').count(), { timeout: 10_000 }).toBeGreaterThan(rowsWhilePaused);
 
     // Open it: payload, attempts, the signature headers sent.
     await page.locator(`a[href="#/deliveries/${deliveryId}"]`).first().click();
-    await expect.poll(() => page.getByTestId('delivery-id').innerText()).toBe(deliveryId);
+    await expect.poll(() => page.getByTestId('delivery-id').innerText(), { timeout: 10_000 }).toBe(deliveryId);
     const detail = await page.locator('main').innerText();
     expect(detail).toContain('withdrawal_destination.registered');
     expect(detail).toContain('X-Webhook-Timestamp');
     expect(detail).toContain(`X-Webhook-Delivery-Id: ${deliveryId}`);
-    await expect.poll(() => page.getByRole('table', { name: 'Attempts' }).locator('tbody tr').count()).toBe(1);
+    await expect.poll(() => page.getByRole('table', { name: 'Attempts' }).locator('tbody tr').count(), { timeout: 10_000 }).toBe(1);
     expect(await page.getByLabel('Payload').innerText()).toContain('"WithdrawalDestinationId"');
     await expectAccessible(page, 'delivery detail');
     await shoot(page, 'delivery');
@@ -277,7 +277,7 @@ describe('the operator console in a real browser, against npm start', () => {
     const [first, second] = [...dead].sort((x, y) => x.createdAt.localeCompare(y.createdAt));
     await page.getByRole('button', { name: `Redeliver ${first!.id}` }).click();
     const redelivered = page.locator(`tr[data-delivery-id="${first!.id}"] a`).filter({ hasText: /./ }).last();
-    await expect.poll(() => redelivered.innerText()).not.toBe(first!.id);
+    await expect.poll(() => redelivered.innerText(), { timeout: 10_000 }).not.toBe(first!.id);
     const newId = await redelivered.innerText();
     // It appears in the other tab's live stream, and is delivered.
     await watcher.locator(`tr[data-delivery-id="${newId}"]`).first().waitFor({ timeout: 15_000 });
@@ -288,7 +288,7 @@ describe('the operator console in a real browser, against npm start', () => {
 
     // Its detail links to the original.
     await redelivered.click();
-    await expect.poll(() => page.getByTestId('delivery-id').innerText()).toBe(newId);
+    await expect.poll(() => page.getByTestId('delivery-id').innerText(), { timeout: 10_000 }).toBe(newId);
     expect(await page.getByRole('link', { name: first!.id }).count()).toBe(1);
 
     // Bulk: the endpoint over a time range; the one already redelivered is not sent twice.
@@ -322,7 +322,7 @@ describe('the operator console in a real browser, against npm start', () => {
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Dead letters');
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/dead-letters');
+    await expect.poll(() => page.evaluate(() => location.hash), { timeout: 10_000 }).toBe('#/dead-letters');
     await page.keyboard.press('Shift+Tab');
     await page.keyboard.press('Shift+Tab');
     expect(await focused()).toBe('Skip to content');
@@ -359,7 +359,7 @@ describe('the operator console in a real browser, against npm start', () => {
     // Operator pages are not offered, and say why when reached.
     expect(await page.getByRole('link', { name: 'Platform dashboard' }).count()).toBe(0);
     await page.evaluate(() => (location.hash = '#/dashboard'));
-    await expect.poll(() => page.locator('main').innerText()).toContain('sign in with an operator key');
+    await expect.poll(() => page.locator('main').innerText(), { timeout: 10_000 }).toContain('sign in with an operator key');
     expect(pageErrors(page)).toEqual([]);
     await page.context().close();
   }, 90_000);
