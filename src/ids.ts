@@ -29,6 +29,23 @@ export function uuidv7(now: number = Date.now()): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/**
+ * A UUIDv7 of `now` that sorts after `prev` (the greatest id of rows whose order matters, read by
+ * the caller under a lock that serializes their creation): across processes and within one clock
+ * millisecond, where uuidv7's random bits would order two rows at random. When uuidv7(now) does not
+ * sort after `prev` (same millisecond, or this process's clock behind), it is `prev` + 1 in its 62
+ * random rand_b bits (their overflow, 2^-62: the next millisecond of `prev`).
+ */
+export function uuidv7After(prev: string | null, now: number = Date.now()): string {
+  const id = uuidv7(now);
+  if (prev === null || id > prev.toLowerCase()) return id;
+  let n = BigInt('0x' + prev.toLowerCase().replace(/-/g, ''));
+  const randB = (1n << 62n) - 1n;
+  n = (n & randB) !== randB ? n + 1n : (((n >> 80n) + 1n) << 80n) | (0x7n << 76n) | (0x2n << 62n);
+  const h = n.toString(16).padStart(32, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 let lastMs = 0;
 let counter = 0;
 /**

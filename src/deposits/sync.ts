@@ -126,13 +126,13 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
       }
       for (const f of failed) {
         if (!deps.boss) throw new Error(`deposit address ${f.depositAddressId}: ${f.error} (no job runner to retry it alone)`);
-        await sendAddressSync(deps.boss, { networkId, depositAddressId: f.depositAddressId });
+        await sendAddressSync(deps.boss, { networkId, depositAddressId: f.depositAddressId, sentAt: deps.clock.now().toISOString() });
         result.isolated.push(f);
       }
     }
     // An address whose retries were spent and that now reconciled: one more job of its own, which
     // completes (a no-op) and so takes it off the stuck list.
-    for (const a of healthy) if (deps.boss && jobStates.get(a.id) === 'failed') await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id });
+    for (const a of healthy) if (deps.boss && jobStates.get(a.id) === 'failed') await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id, sentAt: deps.clock.now().toISOString() });
   }
   if (networkFailure) throw networkFailure;
   // An isolated address is left to its own job (and, once its retries are spent, to every later sync:

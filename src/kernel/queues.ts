@@ -132,6 +132,12 @@ export const CHAIN_SYNC_ADDRESS_QUEUE = 'chain.sync.address';
 export interface ChainSyncAddressJob {
   networkId: string;
   depositAddressId: string;
+  /**
+   * When the sync sent it, on the service clock (ISO 8601): the stuck list's `since`
+   * (src/operations/recovery.ts), compared with the same clock's now. Absent from jobs sent before it
+   * existed (the list then reads pg-boss's created_on, the database's clock).
+   */
+  sentAt?: string;
 }
 
 /** The queue's options (created by src/deposits/deposits.jobs.ts): retried with backoff up to 5 minutes apart, for about 8 hours. */

@@ -28,8 +28,8 @@ import { RECOVER_QUEUE } from '../kernel/queues';
  *
  * CHAIN_SYNC (issue 26) is no row of ours: a deposit address whose reconciliation failed alone and is
  * retried by its own `chain.sync.address` job (src/kernel/queues.ts). It is stuck while its newest
- * job is not completed (created, retry, active, failed), since that job's creation (its first
- * failure); read from pg-boss's job table by queue name, bounded by the queue's retention. The sweep
+ * job is not completed (created, retry, active, failed), since that job was sent
+ * (its data's sentAt, on the service clock); read from pg-boss's job table by queue name, bounded by the queue's retention. The sweep
  * sends it nothing: pg-boss retries the job, and a job whose retries are spent is replaced by the next
  * chain.sync of its network that finds the address failing.
  */
@@ -97,19 +97,25 @@ async function idle(db: PrismaClient, kind: OperationKind, before: Date, limit: 
     case 'CHAIN_SYNC':
       if (requeue) return [];
       return db.$queryRaw<Row[]>`
-        SELECT a."id"::text AS "id", a."organizationId"::text AS "organizationId", 'FAILING' AS "status", x.created_on AS "since", a."id"::text AS "jobKey",
+        SELECT a."id"::text AS "id", a."organizationId"::text AS "organizationId", 'FAILING' AS "status", x.since AS "since", a."id"::text AS "jobKey",
                NULL AS "ownError", a."networkId"::text AS "networkId", a."address" AS "address"
           FROM (${failingAddresses}) x JOIN "DepositAddress" a ON a."id" = x.k::uuid
-         WHERE x.created_on <= ${before} ORDER BY x.created_on LIMIT ${limit}`;
+         WHERE x.since <= ${before} ORDER BY x.since LIMIT ${limit}`;
   }
 }
 
 const job = Prisma.raw(`"${JOB_SCHEMA}".job`);
 
-/** The newest chain.sync.address job of each address, when it is not completed nor cancelled: the address still fails (k, state, created_on). */
+/**
+ * The newest chain.sync.address job of each address, when it is not completed nor cancelled: the
+ * address still fails (k, state, since). `since` is when the sync sent that job, on the service clock
+ * (its data's sentAt), compared with the same clock's now like every other kind's
+ * updatedAt; pg-boss's created_on (the database's clock) only for a job sent without it.
+ */
 const failingAddresses = Prisma.sql`
-  SELECT y.k, y.state, y.created_on FROM (
-    SELECT DISTINCT ON (j.data->>'depositAddressId') j.data->>'depositAddressId' AS k, j.state::text AS state, j.created_on
+  SELECT y.k, y.state, y.since FROM (
+    SELECT DISTINCT ON (j.data->>'depositAddressId') j.data->>'depositAddressId' AS k, j.state::text AS state,
+           COALESCE((j.data->>'sentAt')::timestamptz, j.created_on) AS since
       FROM ${job} j WHERE j.name = ${CHAIN_SYNC_ADDRESS_QUEUE} ORDER BY j.data->>'depositAddressId', j.created_on DESC) y
    WHERE y.state NOT IN ('completed', 'cancelled')`;
 
@@ -120,7 +126,7 @@ async function countIdle(db: PrismaClient, before: Date): Promise<number> {
          + (SELECT count(*) FROM "Refund" WHERE "status" = 'PENDING' AND "updatedAt" <= ${before})
          + (SELECT count(*) FROM "Withdrawal" WHERE "status" IN ('APPROVED', 'BROADCAST', 'BROADCAST_FAILED') AND "updatedAt" <= ${before})
          + (SELECT count(*) FROM "Deposit" WHERE "status" IN ('DETECTED', 'CONFIRMING') AND "updatedAt" <= ${before})
-         + (SELECT count(*) FROM (${failingAddresses}) x WHERE x.created_on <= ${before}) AS n`;
+         + (SELECT count(*) FROM (${failingAddresses}) x WHERE x.since <= ${before}) AS n`;
   return Number(r?.n ?? 0);
 }
 

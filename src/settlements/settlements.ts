@@ -3,7 +3,7 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
-import { assertId, isUuid, uuidv7 } from '../ids';
+import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
 import { idempotent } from '../idempotency';
 import { postLedgerTransactions, type LedgerError, type LedgerResult, type PostInput, type PostingLine } from '../ledger/ledger';
 import {
@@ -101,7 +101,12 @@ export async function requestSettlementInTx(
   const amount = input.amount ?? null;
   if (amount !== null && amount <= 0n) throw new RangeError('a settlement asks for a positive amount');
   const now = deps.clock.now();
-  const id = uuidv7(now.getTime());
+  // Request order is (createdAt, milestone position, id) (executeLocked): two requests of one clock
+  // millisecond must not be ordered by uuidv7's random bits, so the id sorts after every earlier
+  // settlement of the transaction (read under its row lock, which serializes the requests).
+  const [last] = await tx.$queryRaw<{ id: string }[]>`
+    SELECT "id"::text AS "id" FROM "Settlement" WHERE "transactionId" = ${t.id}::uuid ORDER BY "id" DESC LIMIT 1`;
+  const id = uuidv7After(last?.id ?? null, now.getTime());
   await tx.settlement.create({
     data: {
       id,

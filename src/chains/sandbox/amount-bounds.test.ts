@@ -140,6 +140,7 @@ type Stuck = {
   id: string;
   organizationId: string;
   status: string;
+  since: string;
   jobState: string | null;
   lastError: string | null;
   networkId: string | null;
@@ -296,6 +297,8 @@ describe('failure isolation', () => {
       const block = { hash: t.hash!, height: t.height };
       await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
       await plant(a.catalog.networkId, a.catalog.assetNetworkId, brokenA.address, 6n * 10n ** 77n, block);
+      // Listed since the sync that isolated it, on the service clock (never the database's: how long the run took does not matter).
+      const isolatedAt = app.clock.now().toISOString();
       expect((await syncBatch()).isolated.map((f) => f.depositAddressId)).toEqual([brokenId]);
       const spend = () =>
         app.deps.db
@@ -304,6 +307,7 @@ describe('failure isolation', () => {
       expect(await runAddressJob(brokenId)).not.toBeNull();
       expect((await stuckChainSyncs()).find((s) => s.id === brokenId)).toMatchObject({
         jobState: 'failed',
+        since: isolatedAt,
         lastError: expect.stringMatching(/2\^256 - 1|AMOUNT_OUT_OF_RANGE/),
       });
 
