@@ -132,7 +132,9 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
     }
     // An address whose retries were spent and that now reconciled: one more job of its own, which
     // completes (a no-op) and so takes it off the stuck list.
-    for (const a of healthy) if (deps.boss && jobStates.get(a.id) === 'failed') await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id, sentAt: deps.clock.now().toISOString() });
+    for (const a of healthy)
+      if (deps.boss && jobStates.get(a.id) === 'failed')
+        await sendAddressSync(deps.boss, { networkId, depositAddressId: a.id, sentAt: deps.clock.now().toISOString() });
   }
   if (networkFailure) throw networkFailure;
   // An isolated address is left to its own job (and, once its retries are spent, to every later sync:
