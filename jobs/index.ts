@@ -106,6 +106,9 @@ export async function handBackJobs(db: PrismaClient, jobs: Map<string, string>):
 }
 
 export async function startJobs(url: string, deps: JobDeps, opts: { work: boolean; boss?: Partial<ConstructorOptions> }): Promise<PgBoss> {
+  // The EVM networks' settings before any worker starts: a chain.sync worked before them failed as if
+  // this process had none (a start-up race the EVM process test caught).
+  configureEvmNetworks(evmNetworksOf(deps.config));
   const boss = new PgBoss({
     connectionString: url,
     schema: JOB_SCHEMA,
@@ -150,7 +153,6 @@ export async function startJobs(url: string, deps: JobDeps, opts: { work: boolea
   await registerReserveJobs(boss, deps, opts.work);
   await registerWithdrawalJobs(boss, deps, opts.work);
   // EVM watchers (issue 18, src/chains/evm/evm.jobs.ts): one live job per configured network.
-  configureEvmNetworks(evmNetworksOf(deps.config));
   const evmWatch = await registerEvmJobs(boss, deps, opts.work);
   // Gas bumping of the platform's stuck EVM transactions (src/treasury/fee-bumps.ts), every minute.
   await registerFeeBumpJobs(boss, deps, opts.work);
