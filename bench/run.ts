@@ -624,6 +624,37 @@ try {
       met: versusBaseline.settlementsToBaseline >= 0.4,
       measured: `${versusBaseline.settlementsPerSecond} settlements/s vs ${versusBaseline.baselineTransfersPerSecond} transfers/s: ${versusBaseline.settlementsToBaseline}x`,
     });
+  // Issue 22: payment intents created through REST and custodial withdrawals end to end, each as a
+  // ratio to the same baseline (targets 0.25x and 0.15x).
+  const moneyVersusBaseline = baselineTransfers
+    ? {
+        baselineTransfersPerSecond: baselineTransfers,
+        ...(depositsOut
+          ? {
+              intentsPerSecond: depositsOut.result.intentsPerSecond,
+              intentsToBaseline: +(depositsOut.result.intentsPerSecond / baselineTransfers).toFixed(3),
+            }
+          : {}),
+        ...(withdrawalsOut
+          ? {
+              withdrawalsPerSecond: withdrawalsOut.result.withdrawalsPerSecond,
+              withdrawalsToBaseline: +(withdrawalsOut.result.withdrawalsPerSecond / baselineTransfers).toFixed(3),
+            }
+          : {}),
+      }
+    : undefined;
+  if (moneyVersusBaseline?.intentsToBaseline !== undefined)
+    targets.push({
+      target: 'payment intents created through REST >= 0.25x the one-transfer-per-commit baseline (issue 22)',
+      met: moneyVersusBaseline.intentsToBaseline >= 0.25,
+      measured: `${moneyVersusBaseline.intentsPerSecond} intents/s (with a GET each) vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.intentsToBaseline}x`,
+    });
+  if (moneyVersusBaseline?.withdrawalsToBaseline !== undefined)
+    targets.push({
+      target: 'custodial withdrawals end to end >= 0.15x the one-transfer-per-commit baseline (issue 22)',
+      met: moneyVersusBaseline.withdrawalsToBaseline >= 0.15,
+      measured: `${moneyVersusBaseline.withdrawalsPerSecond} withdrawals/s vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.withdrawalsToBaseline}x`,
+    });
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)
@@ -673,6 +704,7 @@ try {
         ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
         ...(withdrawalsOut ? { withdrawals: { ...withdrawalsOut.result, check: withdrawalsCheck } } : {}),
         ...(versusBaseline ? { versusBaseline } : {}),
+        ...(moneyVersusBaseline ? { moneyVersusBaseline } : {}),
         ...(historyOut ? { history: historyOut.result } : {}),
         skipped,
         targets,
