@@ -157,12 +157,21 @@ try {
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
   // Seed through the public REST API.
+  let overloadRetries = 0;
+  // A well-behaved client: a 503 (overloaded, nothing changed: issue 22) is retried after its Retry-After, up to 10 times.
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
+    let res: Response;
+    for (let attempt = 1; ; attempt++) {
+      res = await fetch(base + path, {
+        method,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      if (res.status !== 503 || attempt >= 10) break;
+      await res.text();
+      overloadRetries++;
+      await new Promise((ok) => setTimeout(ok, Number(res.headers.get('retry-after') ?? 1) * 1000));
+    }
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
   };
@@ -655,6 +664,7 @@ try {
       met: moneyVersusBaseline.withdrawalsToBaseline >= 0.15,
       measured: `${moneyVersusBaseline.withdrawalsPerSecond} withdrawals/s vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.withdrawalsToBaseline}x`,
     });
+  if (overloadRetries) console.log(`\nRequests answered 503 (overloaded) and retried after Retry-After: ${overloadRetries}`);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)
