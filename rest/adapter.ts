@@ -20,7 +20,7 @@ import type { Plugin } from 'graphql-yoga';
 import { routes, type Route } from './routes';
 import { schema } from '../src/schema';
 import type { Context, Deps } from '../src/context';
-import { DomainError, errorCodes, fieldError, problemType, statusOf, type ErrorCode, type FieldError } from '../src/errors';
+import { DomainError, errorCodes, fieldError, fromUnexpected, problemType, statusOf, type ErrorCode, type FieldError } from '../src/errors';
 import { authorize } from '../src/auth/policy';
 import { openApiDocument } from './openapi';
 import { stuckCountForReadiness } from '../src/operations/recovery';
@@ -192,6 +192,12 @@ export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plu
       const started = performance.now();
       const response = await handle(request, path, url, requestId, serverContext as never, compiled, getEnveloped!).catch((err: unknown) => {
         if (err instanceof DomainError) return errorResponse(null, err, requestId);
+        // Authentication's look-up outside the operation (the context) can meet an overload too: 503, not 500.
+        const known = fromUnexpected(err);
+        if (known) {
+          deps.log.warn({ err, requestId, code: known.code }, 'REST request refused by the database');
+          return errorResponse(null, known, requestId);
+        }
         deps.log.error({ err, requestId }, 'REST adapter failure');
         return problem('INTERNAL', 'Unexpected error.', requestId);
       });

@@ -129,7 +129,7 @@ const problemSchema: Schema = {
         additionalProperties: false,
       },
     },
-    retryAfterSeconds: { type: 'integer', minimum: 0, description: 'With 429: also sent as the Retry-After header.' },
+    retryAfterSeconds: { type: 'integer', minimum: 0, description: 'With 429 or 503: also sent as the Retry-After header.' },
   },
   required: ['type', 'title', 'status', 'detail', 'code', 'requestId'],
 };

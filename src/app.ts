@@ -151,7 +151,8 @@ export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
         // Last resort for a database refusal that is the caller's (a numeric overflow): 409, not 500.
         const known = fromUnexpected(original);
         if (known) {
-          deps.log.info({ code: known.extensions.code, path: (error as GraphQLError).path?.join('.') }, 'refused by the database');
+          const level = known.code === 'SERVICE_UNAVAILABLE' ? 'warn' : 'info';
+          deps.log[level]({ code: known.extensions.code, path: (error as GraphQLError).path?.join('.') }, 'refused by the database');
           return new GraphQLError(known.message, { nodes: (error as GraphQLError).nodes, path: (error as GraphQLError).path, extensions: known.extensions });
         }
         deps.log.error({ err: original, path: (error as GraphQLError).path?.join('.') }, 'unexpected error');

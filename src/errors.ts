@@ -126,14 +126,58 @@ export function sqlState(e: unknown): string | undefined {
  * The last resort for an unexpected error reaching a caller: a numeric overflow (22003) is an amount
  * or a sum beyond what the service stores, answered 409 rather than 500. Every source checks its sums
  * before writing (docs/decisions.md, issue 26); this only keeps a missed one from answering 500.
+ * An overload (a bounded lock or statement wait, a transaction past its timeout, no connection in
+ * time: isOverload) answers 503 SERVICE_UNAVAILABLE with Retry-After (issue 22).
  */
 export function fromUnexpected(e: unknown): DomainError | null {
+  if (isOverload(e)) return overloaded();
   if (sqlState(e) === '22003')
     return new DomainError(
       'INVALID_STATE',
       'AMOUNT_OUT_OF_RANGE: an amount or a sum would exceed what the service holds (10^78 - 1 base units); nothing was changed.',
     );
   return null;
+}
+
+/**
+ * How long a caller told 503 waits before trying again (the Retry-After header, in seconds): the
+ * overloads below clear within a second or two once the burst passes (docs/decisions.md, issue 22).
+ */
+export const OVERLOAD_RETRY_AFTER_SECONDS = 1;
+
+/** The 503 of an overloaded service: nothing was changed (the transaction rolled back); retry, with the same Idempotency-Key. */
+export const overloaded = () =>
+  new DomainError(
+    'SERVICE_UNAVAILABLE',
+    'The service is overloaded and did not complete the request; nothing was changed. Retry after the Retry-After delay (with the same Idempotency-Key).',
+    { retryAfterSeconds: OVERLOAD_RETRY_AFTER_SECONDS },
+  );
+
+/**
+ * Lock wait bounded by lock_timeout (55P03), a statement cancelled by statement_timeout (57014),
+ * too many connections (53300), and the client's own bounds: Prisma's interactive transaction
+ * outlived its timeout or waited past maxWait for a connection (P2028, "Transaction already
+ * closed" / "Unable to start a transaction in the given time"), a pool timeout (P2024, or pg's
+ * "timeout exceeded when trying to connect"). Each left nothing committed: the service was too
+ * busy, the request was not wrong.
+ */
+const OVERLOAD_SQLSTATES = new Set(['55P03', '57014', '53300']);
+const OVERLOAD_PRISMA_CODES = new Set(['P2024', 'P2028']);
+const OVERLOAD_MESSAGE =
+  /Transaction already closed|Transaction not found|Unable to start a transaction in the given time|timeout exceeded when trying to connect|Timed out fetching a new connection/i;
+
+export function isOverload(e: unknown): boolean {
+  if (OVERLOAD_SQLSTATES.has(sqlState(e) ?? '')) return true;
+  const seen = new Set<unknown>();
+  const visit = (x: unknown): boolean => {
+    if (!x || typeof x !== 'object' || seen.has(x)) return false;
+    seen.add(x);
+    const o = x as Record<string, unknown>;
+    if (typeof o.code === 'string' && OVERLOAD_PRISMA_CODES.has(o.code)) return true;
+    if (typeof o.message === 'string' && OVERLOAD_MESSAGE.test(o.message)) return true;
+    return visit(o.cause) || visit(o.originalError);
+  };
+  return visit(e);
 }
 
 /** A deadlock (40P01) or serialization failure (40001): the transaction may be run again from the start. */

@@ -125,6 +125,28 @@ describe('CreateAccount and GetAccount', () => {
     expect(wrong.body.errors).toEqual([expect.objectContaining({ field: 'mode' })]);
   });
 
+  test('CreateAccount costs one statement without an Idempotency-Key, six with one (issue 22); the row, its authorization and its audit entry all written', async () => {
+    const m = await signUpMember(app);
+    const k = await createApiKey(app, m);
+    // The key authenticated once already (its look-up is cached, src/auth/authenticate.ts): the count is the creation's.
+    await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts`, { headers: k.headers });
+    const plain = await app.sqlStatements(() => create({ organizationId: m.organizationId, headers: k.headers }, { name: 'One' }));
+    expect(plain.result.status).toBe(201);
+    // One data-modifying CTE, committed on its own: no BEGIN/COMMIT, no re-read.
+    expect(plain.statements).toHaveLength(1);
+    expect(plain.statements[0]).toMatch(/^\s*WITH "account" AS \(/);
+    const id = plain.result.headers.get('location')!.split('/').pop()!;
+    const g = await app.rest('GET', `/v1/accounts/${id}`, { headers: k.headers });
+    expect(g.body).toMatchObject({ name: 'One', mode: 'SANDBOX', status: 'ACTIVE', authorizedApplicationIds: [k.applicationId] });
+    expect((await audits(id)).map((a) => [a.action, a.actorType, a.actorId])).toEqual([['account.created', 'API_KEY', k.apiKeyId]]);
+    const keyed = await app.sqlStatements(() =>
+      create({ organizationId: m.organizationId, headers: k.headers }, { name: 'Two' }, { 'idempotency-key': 'count-1' }),
+    );
+    expect(keyed.result.status).toBe(201);
+    // BEGIN, the key's advisory lock, the record's read, the CTE, the record's write, COMMIT.
+    expect(keyed.statements).toHaveLength(6);
+  });
+
   test('idempotent CreateAccount: same key and body answer the same account; another body answers 409', async () => {
     const m = await signUpMember(app);
     const key = { 'idempotency-key': 'create-1' };

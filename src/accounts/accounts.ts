@@ -3,11 +3,11 @@ import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { Prisma } from '../generated/prisma/client';
 import type { EnvironmentType } from '../generated/prisma/enums';
-import { DomainError, fieldError, invalidState, notFound } from '../errors';
-import { audit } from '../audit/audit';
+import { DomainError, fieldError, invalidState, notFound, sqlState } from '../errors';
+import { audit, auditInsertSql } from '../audit/audit';
 import { idempotent } from '../idempotency';
 import { assertOrganization } from '../tenancy/access';
-import { assertId, isUniqueViolation, isUuid } from '../ids';
+import { assertId, isUniqueViolation, isUuid, monotonicUuidv7 } from '../ids';
 import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
 import { pageQuery, toPage } from '../kernel/paging';
@@ -65,7 +65,11 @@ export type CreateAccountInput = z.infer<typeof createAccountInput>;
 /**
  * Creates an account. An API key creates it in its environment's mode and authorizes its own
  * application for it; a member chooses the mode (default PRODUCTION). With an Idempotency-Key the
- * same request answers the same account; only {id} is stored and the account re-read.
+ * same request answers the same account; only {id} is stored and the account re-read on a replay.
+ *
+ * One statement (issue 22): the account, the API key's application authorization and the audit
+ * entry are one data-modifying CTE (insertAccount), so a request without an Idempotency-Key is one
+ * round trip that commits on its own; with a key it runs inside the idempotency transaction.
  */
 export async function createAccount(ctx: Context, organizationIdArg: string, input: CreateAccountInput, idempotencyKey: string | null | undefined) {
   const organizationId = assertId(organizationIdArg, 'Organization');
@@ -77,55 +81,74 @@ export async function createAccount(ctx: Context, organizationIdArg: string, inp
     mode = p.mode;
   }
   const accountHolderId = input.accountHolderId ?? null;
-  const reference = input.reference ?? null;
+  if (accountHolderId !== null && !isUuid(accountHolderId)) throw holderRefused();
+  const values = { organizationId, name: input.name, reference: input.reference ?? null, accountHolderId, mode };
   const scope = `createAccount:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
-  let created: { id: string };
-  // The row as the insert returned it (with its authorizations): the answer without a re-read. A
-  // replay of an idempotent request runs nothing here and reads the account (below).
-  let row: AccountRow | null = null;
   try {
-    created = await ctx.deps.db.$transaction(async (tx) =>
+    if (idempotencyKey === null || idempotencyKey === undefined) return await insertAccount(ctx.deps.db, ctx, values);
+    // The row as the insert returned it: the answer without a re-read. A replay of an idempotent
+    // request runs nothing here and reads the account (below).
+    let row: AccountRow | null = null;
+    const created = await ctx.deps.db.$transaction(async (tx) =>
       idempotent(tx, ctx, { scope, key: idempotencyKey, request: { organizationId, input } }, async () => {
-        if (accountHolderId !== null) {
-          const rel = isUuid(accountHolderId)
-            ? await tx.relationship.findUnique({ where: { organizationId_accountHolderId: { organizationId, accountHolderId } } })
-            : null;
-          if (rel?.status !== 'ACTIVE') throw fieldError('accountHolderId', 'must be an account holder with an active relationship with the organization');
-        }
-        if (reference !== null && (await tx.account.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } })))
-          throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
-        // The API key's application authorized in the same call (a nested create); the creator sees
-        // the account it created (its organization; an API key: its mode and its application).
-        const now = ctx.deps.clock.now();
-        const account = await tx.account.create({
-          data: {
-            organizationId,
-            name: input.name,
-            reference,
-            accountHolderId,
-            mode,
-            createdAt: now,
-            ...(p?.type === 'apiKey' ? { authorizations: { create: { applicationId: p.applicationId, createdAt: now } } } : {}),
-          },
-          include,
-        });
-        row = account;
-        const authorized = account.authorizations.map((a) => a.applicationId);
-        await audit(tx, ctx, {
-          organizationId,
-          entityType: 'Account',
-          entityId: account.id,
-          action: 'account.created',
-          after: { name: account.name, reference, accountHolderId, mode, status: account.status, authorizedApplicationIds: authorized },
-        });
-        return { id: account.id };
+        row = await insertAccount(tx, ctx, values);
+        return { id: row.id };
       }),
     );
+    return row ?? loadVisibleAccount(ctx, created.id);
   } catch (e) {
-    if (isUniqueViolation(e)) throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
+    if (isUniqueViolation(e) || sqlState(e) === '23505') throw new DomainError('CONFLICT', 'The organization already has an account with this reference.');
     throw e;
   }
-  return row ?? loadVisibleAccount(ctx, created.id);
+}
+
+const holderRefused = () => fieldError('accountHolderId', 'must be an account holder with an active relationship with the organization');
+
+/**
+ * The account, the API key's application authorization (the creator sees the account it created:
+ * its organization; an API key: its mode and its application) and the audit entry, in one
+ * statement. The account is inserted only when its holder (if any) has an ACTIVE relationship with
+ * the organization; the authorization and the entry are written from the inserted row, so a refused
+ * holder writes nothing. A reference already used fails on the unique index (answered 409 above).
+ */
+async function insertAccount(
+  db: Db,
+  ctx: Context,
+  v: { organizationId: string; name: string; reference: string | null; accountHolderId: string | null; mode: EnvironmentType },
+): Promise<AccountRow> {
+  const p = ctx.principal;
+  const now = ctx.deps.clock.now();
+  // Ids increase in creation order within this process (accounts page by id), as Prisma's uuid(7) made them.
+  const id = monotonicUuidv7(now.getTime());
+  const applicationId = p?.type === 'apiKey' ? p.applicationId : null;
+  const authorizedApplicationIds = applicationId ? [applicationId] : [];
+  const entry = auditInsertSql(
+    ctx.deps,
+    { principal: p, requestId: ctx.requestId },
+    {
+      organizationId: v.organizationId,
+      entityType: 'Account',
+      entityId: id,
+      action: 'account.created',
+      after: { name: v.name, reference: v.reference, accountHolderId: v.accountHolderId, mode: v.mode, status: 'ACTIVE', authorizedApplicationIds },
+    },
+    'account',
+  );
+  const rows = await db.$queryRaw<Omit<AccountRow, 'authorizations'>[]>`
+    WITH "account" AS (
+      INSERT INTO "Account" ("id", "organizationId", "accountHolderId", "name", "reference", "mode", "status", "createdAt", "updatedAt")
+      SELECT ${id}::uuid, ${v.organizationId}::uuid, ${v.accountHolderId}::uuid, ${v.name}, ${v.reference}, ${v.mode}::"EnvironmentType", 'ACTIVE', ${now}::timestamptz, ${now}::timestamptz
+      WHERE ${v.accountHolderId}::uuid IS NULL
+         OR EXISTS (SELECT 1 FROM "Relationship" WHERE "organizationId" = ${v.organizationId}::uuid AND "accountHolderId" = ${v.accountHolderId}::uuid AND "status" = 'ACTIVE')
+      RETURNING *
+    ), "authorization" AS (
+      INSERT INTO "AccountApplicationAuthorization" ("accountId", "applicationId", "createdAt")
+      SELECT "id", ${applicationId}::uuid, ${now}::timestamptz FROM "account" WHERE ${applicationId}::uuid IS NOT NULL
+    ), "audit" AS (${entry})
+    SELECT * FROM "account"`;
+  const row = rows[0];
+  if (!row) throw holderRefused();
+  return { ...row, authorizations: authorizedApplicationIds.map((applicationId) => ({ applicationId })) };
 }
 
 export const listInput = z.object({

@@ -1,5 +1,5 @@
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { Principal } from '../auth/principal';
 import type { Clock } from '../clock';
 import { monotonicUuidv7 } from '../ids';
@@ -48,6 +48,22 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
       after: (entry.after ?? undefined) as never,
     })),
   });
+}
+
+/**
+ * The audit entry of a change as one `INSERT … SELECT … FROM <source>`, for a data-modifying CTE
+ * that makes the change and writes its entry in one statement (issue 22): the entry is written once
+ * per row of `source` (a CTE name: the changed row), so a change that inserted nothing writes no
+ * entry. The same columns and values as auditAll.
+ */
+export function auditInsertSql(deps: { clock: Clock }, actor: Actor, entry: AuditInput, source: string): Prisma.Sql {
+  const { actorType, actorId } = actorOf(actor.principal);
+  const occurredAt = deps.clock.now();
+  const json = (v: Record<string, unknown> | null | undefined) => (v ? JSON.stringify(v) : null);
+  return Prisma.sql`INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
+    SELECT ${monotonicUuidv7(occurredAt.getTime())}::uuid, ${occurredAt}::timestamptz, ${entry.organizationId}::uuid, ${actorType}::"PrincipalType", ${actorId}::uuid,
+      ${entry.entityType}, ${entry.entityId}::uuid, ${entry.action}, ${actor.requestId}, ${json(entry.before)}::jsonb, ${json(entry.after)}::jsonb
+    FROM ${Prisma.raw(`"${source.replace(/"/g, '')}"`)}`;
 }
 
 /** One audit entry of a change made by `actor`. */

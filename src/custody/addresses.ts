@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Context, Deps } from '../context';
-import type { Db } from '../db/prisma';
+import type { Db, Prisma } from '../db/prisma';
 import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
 import { isUniqueViolation, isUuid } from '../ids';
-import { audit } from '../audit/audit';
+import { audit, type AuditInput } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
-import { webhookEvent } from '../webhooks/events';
+import { webhookEvent, type WebhookEventData } from '../webhooks/events';
 import { adapterFor, networkRef } from '../chains/adapter';
 import { statusAllows } from '../catalog/catalog';
 import { loadCallerApplication, loadWallet } from './wallets';
@@ -116,16 +116,52 @@ export async function allocateAddressInTx(
   if (pi.assetNetworkId !== assetNetworkId) throw fieldError('assetNetworkId', "must be the payment intent's asset-network");
   const assetNetwork = await tx.assetNetwork.findUnique({ where: { id: assetNetworkId }, include: { network: true } });
   if (!assetNetwork) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
+  const made = await deriveAndInsert(
+    tx,
+    deps,
+    { organizationId: args.organizationId, applicationId: args.applicationId, paymentIntentId },
+    wallet,
+    assetNetwork,
+  );
+  await emitEvent(tx, deps, args.organizationId, made.event);
+  if (ctx) await audit(tx, ctx, made.audit);
+  return made.address;
+}
+
+type WalletRow = Prisma.WalletGetPayload<object>;
+type AssetNetworkWithNetwork = Prisma.AssetNetworkGetPayload<{ include: { network: true } }>;
+
+/**
+ * The address of a payment intent that has none, from `wallet` on `assetNetwork` (both read by the
+ * caller, the intent checked by it): the wallet's next index (its row lock, taken here, serializes
+ * the wallet's derivations until the caller commits: each index is used once), the DepositAddress
+ * row and PaymentIntent.depositAddressId. Answers the `deposit.address_generated` event and the
+ * audit entry for the caller to write (alone, or with its own in one statement each: issue 22).
+ */
+async function deriveAndInsert(
+  tx: Db,
+  deps: Deps,
+  args: { organizationId: string; applicationId: string; paymentIntentId: string },
+  wallet: WalletRow,
+  assetNetwork: AssetNetworkWithNetwork,
+  reservedIndex?: number,
+): Promise<{ address: AllocatedAddress; event: WebhookEventData; audit: AuditInput }> {
+  const { paymentIntentId } = args;
+  const assetNetworkId = assetNetwork.id;
   if (assetNetwork.networkId !== wallet.networkId) throw fieldError('assetNetworkId', "must be on the wallet's network");
   if (!statusAllows.addressAllocation(assetNetwork.status)) throw invalidState(`The asset-network is ${assetNetwork.status}: no new deposit addresses.`);
 
-  // The wallet's row lock (the increment) serializes its derivations: each index is used once.
-  const { nextAddressIndex } = await tx.wallet.update({
-    where: { id: wallet.id },
-    data: { nextAddressIndex: { increment: 1 } },
-    select: { nextAddressIndex: true },
-  });
-  const derivationIndex = nextAddressIndex - 1;
+  // The wallet's row lock (the increment) serializes its derivations: each index is used once. An
+  // index reserved before the caller's transaction (reserveDerivationIndex) takes no lock here.
+  const derivationIndex =
+    reservedIndex ??
+    (
+      await tx.wallet.update({
+        where: { id: wallet.id },
+        data: { nextAddressIndex: { increment: 1 } },
+        select: { nextAddressIndex: true },
+      })
+    ).nextAddressIndex - 1;
   const network = networkRef(assetNetwork.network);
   const adapter = adapterFor(network.kind, tx);
   const derived = adapter.deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
@@ -144,23 +180,61 @@ export async function allocateAddressInTx(
       createdAt: now,
     },
   });
-  await tx.paymentIntent.update({ where: { id: paymentIntentId }, data: { depositAddressId: row.id, updatedAt: now } });
+  await tx.paymentIntent.update({ where: { id: paymentIntentId }, data: { depositAddressId: row.id, updatedAt: now }, select: { id: true } });
   await adapter.watchAddresses(network, [row.address]);
-  await emitEvent(
-    tx,
-    deps,
-    args.organizationId,
-    webhookEvent('deposit.address_generated', { PaymentIntentId: paymentIntentId, Address: row.address, AssetNetworkId: assetNetworkId }),
-  );
-  if (ctx)
-    await audit(tx, ctx, {
+  return {
+    address: shape(row),
+    event: webhookEvent('deposit.address_generated', { PaymentIntentId: paymentIntentId, Address: row.address, AssetNetworkId: assetNetworkId }),
+    audit: {
       organizationId: args.organizationId,
       entityType: 'DepositAddress',
       entityId: row.id,
       action: 'deposit_address.allocated',
       after: { address: row.address, walletId: wallet.id, derivationIndex, assetNetworkId, paymentIntentId },
-    });
-  return shape(row);
+    },
+  };
+}
+
+/**
+ * The address of a payment intent created in this same transaction (CreatePaymentIntent with a
+ * walletId): the caller created the intent (AWAITING_PAYMENT, no address, invisible to any other
+ * transaction until commit, so no row lock is needed) and read the wallet (of its organization and
+ * application) and the asset-network with its network. Nothing is read again; the event and the
+ * audit entry are answered for the caller to write with its own (issue 22).
+ */
+export async function allocateForNewIntentInTx(
+  tx: Db,
+  deps: Deps,
+  args: { organizationId: string; applicationId: string; environmentId: string; paymentIntentId: string },
+  reserved: ReservedIndex,
+  assetNetwork: AssetNetworkWithNetwork,
+): Promise<{ address: AllocatedAddress; event: WebhookEventData; audit: AuditInput }> {
+  const { wallet, derivationIndex } = reserved;
+  if (wallet.organizationId !== args.organizationId || wallet.applicationId !== args.applicationId) throw notFound('Wallet');
+  if (args.environmentId !== wallet.environmentId) throw fieldError('walletId', "must be a wallet of the payment intent's environment");
+  return deriveAndInsert(tx, deps, args, wallet, assetNetwork, derivationIndex);
+}
+
+export interface ReservedIndex {
+  wallet: WalletRow;
+  derivationIndex: number;
+}
+
+/**
+ * Reserves the wallet's next derivation index in one statement committed on its own, before the
+ * transaction that will use it (CreatePaymentIntent with a walletId; issue 22): the wallet's row is
+ * locked for that one statement only, not until the intent's commit, so creations on one wallet no
+ * longer wait for each other's whole transaction. An index is still used at most once (the
+ * increment is atomic and (walletId, derivationIndex) unique); one reserved by a request that then
+ * fails stays unused (a gap: never handed out later). Answers null for no wallet of the organization.
+ */
+export async function reserveDerivationIndex(db: Db, organizationId: string, walletId: string): Promise<ReservedIndex | null> {
+  if (!isUuid(walletId)) return null;
+  const [wallet] = await db.$queryRaw<WalletRow[]>`
+    UPDATE "Wallet" SET "nextAddressIndex" = "nextAddressIndex" + 1
+    WHERE "id" = ${walletId.toLowerCase()}::uuid AND "organizationId" = ${organizationId}::uuid
+    RETURNING *`;
+  return wallet ? { wallet, derivationIndex: wallet.nextAddressIndex - 1 } : null;
 }
 
 /** AllocateDepositAddress: checks the caller, then allocates in a transaction of its own. */

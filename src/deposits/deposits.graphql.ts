@@ -11,6 +11,7 @@ import * as intents from './payment-intents';
 import * as deposits from './deposits';
 import type { IntentRow } from './payment-intents';
 import { ReleaseRuleInput } from '../release/release-rules.graphql';
+import { selectsOnlyId } from '../kernel/selection';
 
 const amount = (v: { toFixed(dp: number): string }) => amountToString(numericToAmount(v));
 
@@ -252,8 +253,11 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreatePaymentIntentInput, required: true }),
       idempotencyKey: t.arg.string({ description: 'Same key and input: the same intent; another input: 409.' }),
     },
-    resolve: (_p, args, ctx) =>
-      intents.createPaymentIntent(ctx, String(args.organizationId), args.input as intents.CreatePaymentIntentInput, args.idempotencyKey),
+    // Only `id` selected (REST's CreatePaymentIntent): the id written, without a re-read (its other fields are never read).
+    resolve: async (_p, args, ctx, info) =>
+      (await intents.createPaymentIntent(ctx, String(args.organizationId), args.input as intents.CreatePaymentIntentInput, args.idempotencyKey, {
+        reread: !selectsOnlyId(info),
+      })) as IntentRow,
   }),
   cancelPaymentIntent: t.field({
     type: PaymentIntent,

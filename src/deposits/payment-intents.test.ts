@@ -172,6 +172,31 @@ describe('CreatePaymentIntent', () => {
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
   });
 
+  test('CreatePaymentIntent with a wallet through REST: 18 statements (31 before issue 22), the derivation index reserved before the transaction', async () => {
+    const f = await moneyFixture(app);
+    expect((await create(f, { walletId: f.walletId })).status).toBe(201);
+    const { result, statements } = await app.sqlStatements(() => create(f, { walletId: f.walletId }));
+    expect(result.status, result.text).toBe(201);
+    // The wallet's row is locked by one statement committed on its own, not until the intent commits.
+    expect(statements[0]).toMatch(/^\s*UPDATE "Wallet" SET "nextAddressIndex"/);
+    expect(statements[1]).toBe('BEGIN');
+    expect(statements.filter((s) => /"Wallet"/.test(s))).toHaveLength(1);
+    // No re-read after the commit (REST selects only the id), one statement for all the events, one for the audit entries.
+    expect(statements.at(-1)).toBe('COMMIT');
+    expect(statements.filter((s) => /INSERT INTO "WebhookEvent"/.test(s))).toHaveLength(1);
+    expect(statements.filter((s) => /INSERT INTO "public"."AuditLogEntry"/.test(s))).toHaveLength(1);
+    expect(statements).toHaveLength(18);
+    const id = result.headers.get('location')!.split('/').pop()!;
+    const intent = await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders });
+    expect(intent.body.address).toMatch(/^0x[0-9a-f]{40}$/);
+    expect((await app.deps.db.depositAddress.findFirstOrThrow({ where: { paymentIntentId: id } })).derivationIndex).toBe(1);
+    expect((await eventsOf(app, f.organizationId)).map((e) => e.type).slice(-3)).toEqual([
+      'transaction.created',
+      'payment_intent.created',
+      'deposit.address_generated',
+    ]);
+  });
+
   test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {
     const f = await moneyFixture(app);
     expect((await create(f, { walletId: f.walletId, reference: 'first' })).status).toBe(201);

@@ -8,9 +8,10 @@ import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from 
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { allocateAddressInTx } from '../custody/addresses';
-import { auditAll, auditAs, type Actor } from '../audit/audit';
-import { emit } from '../webhooks/outbox';
+import { allocateForNewIntentInTx, reserveDerivationIndex } from '../custody/addresses';
+import { auditAll, auditAs, type Actor, type AuditInput } from '../audit/audit';
+import { emit, emitEvents } from '../webhooks/outbox';
+import { webhookEvent, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent } from './funding';
@@ -139,7 +140,13 @@ async function checkAccount(
  * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
  * Idempotency-Key the same request answers the same intent.
  */
-export async function createPaymentIntent(ctx: Context, organizationIdArg: string, input: CreatePaymentIntentInput, idempotencyKey: string | null | undefined) {
+export async function createPaymentIntent(
+  ctx: Context,
+  organizationIdArg: string,
+  input: CreatePaymentIntentInput,
+  idempotencyKey: string | null | undefined,
+  opts: { reread?: boolean } = {},
+): Promise<IntentRow | { id: string }> {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
   const p = ctx.principal;
@@ -156,6 +163,9 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
   };
   let created: { id: string };
   try {
+    // The deposit address's derivation index, reserved before the transaction: the wallet's row is
+    // not held until the intent commits (docs/decisions.md, issue 22).
+    const reserved = input.walletId != null ? await reserveDerivationIndex(deps.db, organizationId, input.walletId) : null;
     created = await deps.db.$transaction(
       (tx) =>
         idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
@@ -188,10 +198,7 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
             (await tx.paymentIntent.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } }))
           )
             throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
-          if (input.walletId != null) {
-            const wallet = isUuid(input.walletId) ? await tx.wallet.findFirst({ where: { id: input.walletId, organizationId }, select: { id: true } }) : null;
-            if (!wallet) throw fieldError('walletId', 'must be a wallet of the organization');
-          }
+          if (input.walletId != null && !reserved) throw fieldError('walletId', 'must be a wallet of the organization');
 
           const createdAt = deps.clock.now();
           const transactionId = uuidv7(createdAt.getTime());
@@ -200,7 +207,8 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
             { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
             ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
           ];
-          await tx.transaction.create({
+          // createMany: an insert without the read-back a create (or a nested create) adds (issue 22).
+          await tx.transaction.createMany({
             data: {
               id: transactionId,
               organizationId,
@@ -210,10 +218,10 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
               assetNetworkId: an.id,
               amount: amountToNumeric(amount),
               createdAt,
-              participants: { create: participants },
             },
           });
-          await tx.paymentIntent.create({
+          await tx.transactionParticipant.createMany({ data: participants.map((x) => ({ transactionId, ...x })) });
+          await tx.paymentIntent.createMany({
             data: {
               id: intentId,
               organizationId,
@@ -229,18 +237,16 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
               createdAt,
             },
           });
-          await emit(tx, deps, organizationId, 'transaction.created', {
-            TransactionId: transactionId,
-            ApplicationId: env.applicationId,
-            ParticipantAccountIds: participants.map((x) => x.accountId),
-          });
-          await emit(tx, deps, organizationId, 'payment_intent.created', {
-            PaymentIntentId: intentId,
-            TransactionId: transactionId,
-            Amount: amount,
-            ExpiresAt: expiresAt,
-          });
-          await auditAll(tx, deps, actor, [
+          // The events and audit entries are written last, each kind in one statement (issue 22).
+          const events: WebhookEventData[] = [
+            webhookEvent('transaction.created', {
+              TransactionId: transactionId,
+              ApplicationId: env.applicationId,
+              ParticipantAccountIds: participants.map((x) => x.accountId),
+            }),
+            webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
+          ];
+          const audits: AuditInput[] = [
             {
               organizationId,
               entityType: 'Transaction',
@@ -262,12 +268,15 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
                 walletId: input.walletId ?? null,
               },
             },
-          ]);
-          if (input.releaseRule != null || input.releaseRuleTemplateId != null)
+          ];
+          if (input.releaseRule != null || input.releaseRuleTemplateId != null) {
+            // The rule's audit entry comes after the intent's (audit entries read back in writing order).
+            await auditAll(tx, deps, actor, audits.splice(0));
             await applyReleaseRuleInTx(tx, deps, actor, transactionId, input.releaseRule ?? { templateId: input.releaseRuleTemplateId }, {
               now,
               field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
             });
+          }
           // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced
           // later is caught by the sweep).
           if (deps.boss)
@@ -276,21 +285,24 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
               id: intentId,
               startAfter: new Date(createdAt.getTime() + (expiresAt.getTime() - now.getTime())),
             });
-          // Last: the allocation locks the wallet's row (its next index) until commit.
-          if (input.walletId != null)
-            await allocateAddressInTx(
+          // Last: the address at the reserved index; nothing is read again.
+          if (reserved) {
+            const made = await allocateForNewIntentInTx(
               tx,
               deps,
-              {
-                organizationId,
-                applicationId: env.applicationId,
-                walletId: input.walletId,
-                assetNetworkId: an.id,
-                paymentIntentId: intentId,
-                environmentId: env.environmentId,
-              },
-              ctx,
+              { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
+              reserved,
+              an,
             );
+            events.push(made.event);
+            audits.push(made.audit);
+          }
+          await emitEvents(
+            tx,
+            deps,
+            events.map((event) => ({ organizationId, event })),
+          );
+          await auditAll(tx, deps, actor, audits);
           return { id: intentId };
         }),
       TX_OPTIONS,
@@ -300,7 +312,8 @@ export async function createPaymentIntent(ctx: Context, organizationIdArg: strin
     if (isUniqueViolation(e)) throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
     throw e;
   }
-  return loadPaymentIntent(ctx, created.id);
+  // The caller needing only the id (REST: 201 with a Location) gets it without a re-read.
+  return opts.reread === false ? { id: created.id } : loadPaymentIntent(ctx, created.id);
 }
 
 /**

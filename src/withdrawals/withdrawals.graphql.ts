@@ -12,6 +12,8 @@ import * as withdrawals from './withdrawals';
 import * as signing from './signing';
 import * as policyFns from './policies';
 import * as resolution from './resolution';
+import { selectsOnlyId } from '../kernel/selection';
+import type { Withdrawal as WithdrawalRow } from '../generated/prisma/client';
 
 /** GraphQL of withdrawals, their policies and SelfCustody signing requests (docs/withdrawals.md). The REST routes carry the same policies. */
 
@@ -317,7 +319,9 @@ builder.mutationFields((t) => ({
       'waits for an operator. 409 over a policy limit or the available balance.',
     authScopes: { policy: manage },
     args: { accountId: t.arg.id({ required: true }), input: t.arg({ type: RequestWithdrawalInput, required: true }), idempotencyKey: t.arg.string() },
-    resolve: (_p, a, ctx) => withdrawals.requestWithdrawal(ctx, String(a.accountId), clean(a.input), a.idempotencyKey),
+    // Only `id` selected (REST's RequestWithdrawal): the id written, without a re-read (its other fields are never read).
+    resolve: async (_p, a, ctx, info) =>
+      (await withdrawals.requestWithdrawal(ctx, String(a.accountId), clean(a.input), a.idempotencyKey, { reread: !selectsOnlyId(info) })) as WithdrawalRow,
   }),
   cancelWithdrawal: t.field({
     type: Withdrawal,

@@ -12,7 +12,8 @@ import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapt
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
 import { auditAs, type Actor } from '../audit/audit';
-import { emit } from '../webhooks/outbox';
+import { emit, emitEvents } from '../webhooks/outbox';
+import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { ledgerAccounts } from '../ledger/ledger';
@@ -141,7 +142,13 @@ const parse = parseInput;
  * approval threshold, or a new destination the payout policy wants approved), else approved at
  * once: APPROVED (custodial, broadcast job sent) or AWAITING_SIGNATURE (SELF_CUSTODY).
  */
-export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, input: unknown, idempotencyKey: string | null | undefined): Promise<Withdrawal> {
+export async function requestWithdrawal(
+  ctx: Context,
+  accountIdArg: unknown,
+  input: unknown,
+  idempotencyKey: string | null | undefined,
+  opts: { reread?: boolean } = {},
+): Promise<Withdrawal | { id: string }> {
   const data = parse(requestWithdrawalInput, input);
   const account = await loadVisibleAccount(ctx, accountIdArg);
   const amount = BigInt(data.amount);
@@ -259,12 +266,17 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
             updatedAt: now,
           },
         });
-        await emit(tx, ctx.deps, w.organizationId, 'withdrawal.requested', {
+        // Requested and (no approval needed) approved: both events in one statement (issue 22).
+        const requestedEvent = webhookEvent('withdrawal.requested', {
           WithdrawalId: id,
           AccountId: account.id,
           Amount: amount,
           WithdrawalDestinationId: destination.id,
         });
+        await emitEvents(tx, ctx.deps, [
+          { organizationId: w.organizationId, event: requestedEvent },
+          ...(waits ? [] : [{ organizationId: w.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
+        ]);
         await auditAs(tx, ctx.deps, requestActor(ctx), {
           organizationId: w.organizationId,
           entityType: 'Withdrawal',
@@ -281,12 +293,14 @@ export async function requestWithdrawal(ctx: Context, accountIdArg: unknown, inp
             holdId,
           },
         });
-        if (!waits) await approved(tx, ctx.deps, w, null);
+        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
+        if (!waits && w.custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, w.id);
         return { id };
       }),
     TX_OPTIONS,
   );
-  return loadWithdrawal(ctx, created.id);
+  // The caller needing only the id (REST: 201 with a Location and { id }) gets it without a re-read.
+  return opts.reread === false ? { id: created.id } : loadWithdrawal(ctx, created.id);
 }
 
 /** What follows an approval (automatic: operatorId null): the event, and the broadcast job of a custodial withdrawal. */
