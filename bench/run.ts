@@ -87,7 +87,8 @@ const TARGET_EVM_DEPOSITS_RATIO = 0.5;
 const settlementsSelected = !only || only.has('settlements');
 // The withdrawals scenario (bench/withdrawals.ts, `withdrawals`): BENCH_WITHDRAWALS_COUNT (500 per round), BENCH_WITHDRAWALS_CONCURRENCY (16).
 const withdrawalsSelected = !only || only.has('withdrawals');
-// The history scenario (bench/history.ts, `history`; issue 22): BENCH_HISTORY_SMALL (10000), BENCH_HISTORY_LARGE (1000000), BENCH_HISTORY_SAMPLES (7).
+// The history scenario (bench/history.ts, `history`; issue 22): BENCH_HISTORY_SMALL (10000), BENCH_HISTORY_LARGE (1000000), BENCH_HISTORY_SAMPLES (15);
+// its two worlds run on databases of their own at BENCH_PG_PORT+1 and +2.
 const historySelected = !only || only.has('history');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
@@ -530,7 +531,7 @@ try {
   }
 
   // Last: it grows the database's history (bulk SQL) and measures at two sizes.
-  const historyOut = historySelected ? historyReport(await runHistoryBench({ deps, call, ownerUrl: db.ownerUrl, say })) : undefined;
+  const historyOut = historySelected ? historyReport(await runHistoryBench({ config, log, pgPort, say })) : undefined;
   if (historyOut) console.log(historyOut.table);
 
   const depositsCheck = deposits && depositRuns.length ? await checkOf(deposits) : undefined;

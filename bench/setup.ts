@@ -13,6 +13,19 @@ export type Call = (
   headers?: Record<string, string>,
 ) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
 
+/** A Call against the service at `base` (JSON bodies). */
+export const callerOf =
+  (base: string): Call =>
+  async (method, path, body, headers = {}) => {
+    const res = await fetch(new URL(path, base), {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
+  };
+
 export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -76,7 +89,7 @@ export interface BenchIntegrator {
  * the asset-network being the token at `evm.contract`, and a PRODUCTION environment.
  */
 export async function setupBenchIntegrator(
-  deps: Deps,
+  deps: Pick<Deps, 'db'>,
   call: Call,
   scenario: string,
   opts: { code: string; requiredConfirmations: number; evm?: { contract: string } },
