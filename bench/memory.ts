@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/embedded';
@@ -37,7 +37,8 @@ import { awaitSettlementsExecuted, createFundedTransactions, requestSettlements,
  * BENCH_MEMORY_DEPOSITS_CONCURRENCY (4: intents and sandbox sends of memory-deposits), BENCH_DATA_DIR
  * (.data/bench-memory), BENCH_PG_PORT (54363), BENCH_MEMORY_PORT (8398),
  * BENCH_MEMORY_HEAPSNAPSHOT=1: the service runs with --heapsnapshot-signal=SIGUSR2 and is sent it
- * at 60 s and at the end (two .heapsnapshot files in DATA_DIR, to compare in Chrome DevTools).
+ * at 60 s and at the end (two .heapsnapshot files in DATA_DIR, to compare in Chrome DevTools). A
+ * snapshot stops the service for seconds (transactions in flight time out): for leak hunting, not figures.
  */
 const seconds = env('BENCH_MEMORY_SECONDS', 600);
 const sampleSeconds = env('BENCH_MEMORY_SAMPLE_SECONDS', 5);
@@ -122,6 +123,21 @@ async function stopService(child: ChildProcess) {
   await exited;
 }
 
+/** Waits (at most 3 minutes) until `n` .heapsnapshot files of process `pid` are in DATA_DIR (Heap.<date>.<time>.<pid>...) and none still grows. */
+async function snapshotsWritten(pid: number, n: number) {
+  const sizes = () =>
+    readdirSync(DATA_DIR)
+      .filter((f) => f.endsWith('.heapsnapshot') && f.includes(`.${pid}.`))
+      .map((f) => statSync(resolve(DATA_DIR, f)).size);
+  let last = '';
+  for (const deadline = performance.now() + 180_000; performance.now() < deadline; await sleep(2000)) {
+    const now = sizes();
+    if (now.length >= n && now.join() === last) return;
+    last = now.join();
+  }
+  say(`heap snapshots: fewer than ${n} complete after 3 minutes`);
+}
+
 const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 async function heapUsed(): Promise<number | null> {
   const text = await fetch(`${base}/metrics`).then(
@@ -191,18 +207,25 @@ async function runScenario(name: string): Promise<MemoryResult> {
       if (samples.length % 12 === 0) say(`${name}: ${s.t} s, RSS ${mib(s.rssBytes)} MiB, heap used ${mib(s.heapUsedBytes)} MiB, ${cycles} cycles`);
     };
     let sampling = true;
+    const exited = () => new Error(`the service exited during the load (code ${child.exitCode}, signal ${child.signalCode})`);
     const sampler = (async () => {
-      for (let next = 0; sampling;) {
+      for (let next = 0; sampling && child.exitCode === null && child.signalCode === null;) {
         await sample();
         next += sampleSeconds;
         await sleep(Math.max(0, next * 1000 - (performance.now() - t0)));
       }
-    })();
+    })().catch((e: unknown) => {
+      sampling = false;
+      return e;
+    });
     while (elapsed() < seconds) {
+      if (!sampling || child.exitCode !== null || child.signalCode !== null) throw exited();
       await load.cycle(++cycles);
     }
     sampling = false;
-    await sampler;
+    const failed = await sampler;
+    if (failed) throw failed;
+    if (child.exitCode !== null || child.signalCode !== null) throw exited();
     await sample();
     if (heapSnapshots) child.kill('SIGUSR2');
     const endLoad = loadavg().map((x) => +x.toFixed(1));
@@ -230,7 +253,7 @@ async function runScenario(name: string): Promise<MemoryResult> {
     };
   } finally {
     await db.$disconnect();
-    if (heapSnapshots) await sleep(10_000); // the last snapshot is written before the process stops
+    if (heapSnapshots) await snapshotsWritten(pid, 2); // the last snapshot is written before the process stops
     await stopService(child);
     await database.stop();
   }
