@@ -218,11 +218,14 @@ async function runScenario(name: string): Promise<MemoryResult> {
       sampling = false;
       return e;
     });
-    while (elapsed() < seconds) {
-      if (!sampling || child.exitCode !== null || child.signalCode !== null) throw exited();
-      await load.cycle(++cycles);
+    try {
+      while (elapsed() < seconds) {
+        if (!sampling || child.exitCode !== null || child.signalCode !== null) throw exited();
+        await load.cycle(++cycles);
+      }
+    } finally {
+      sampling = false; // also when a cycle fails: no sample of a stopped service
     }
-    sampling = false;
     const failed = await sampler;
     if (failed) throw failed;
     if (child.exitCode !== null || child.signalCode !== null) throw exited();
@@ -260,7 +263,11 @@ async function runScenario(name: string): Promise<MemoryResult> {
 }
 
 function windowOf(samples: Sample[], endT: number): MemoryResult['window'] {
-  const rss = (from: number, to: number) => median(samples.filter((s) => s.t >= from && s.t < to).map((s) => s.rssBytes));
+  // A run shorter than two minutes has no second minute: its first sample stands in (a quick look, not the figure).
+  const rss = (from: number, to: number) => {
+    const xs = samples.filter((s) => s.t >= from && s.t < to).map((s) => s.rssBytes);
+    return xs.length ? median(xs) : samples[0]!.rssBytes;
+  };
   const secondMinuteRssBytes = rss(FIRST_MINUTE, 2 * FIRST_MINUTE);
   const lastMinuteRssBytes = rss(endT - FIRST_MINUTE, endT + 1);
   return { secondMinuteRssBytes, lastMinuteRssBytes, ratio: +(lastMinuteRssBytes / secondMinuteRssBytes).toFixed(3) };

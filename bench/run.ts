@@ -18,7 +18,7 @@ import { depositsReport, depositsSettings, startDepositsBench, type DepositsBenc
 import { evmDepositChain } from './evm-deposits';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
-import { checkOf, median, textTable } from './setup';
+import { callerOf, checkOf, median, textTable } from './setup';
 import { historyReport, runHistoryBench } from './history';
 
 /**
@@ -158,15 +158,7 @@ try {
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
   // Seed through the public REST API.
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
-  };
+  const call = callerOf(base);
   const expectStatus = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
     if (r.status !== status) throw new Error(`${what}: expected ${status}, got ${r.status} ${r.text}`);
     return r;
