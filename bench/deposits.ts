@@ -40,7 +40,7 @@ export interface DepositChain {
 }
 
 /** The sandbox chain, through its REST endpoints (POST /v1/sandbox/deposits, POST /v1/sandbox/networks/{id}/mine). */
-export async function sandboxDepositChain(deps: Deps, call: Call, requiredConfirmations: number): Promise<DepositChain> {
+export async function sandboxDepositChain(deps: Pick<Deps, 'db'>, call: Call, requiredConfirmations: number): Promise<DepositChain> {
   const expect = expectStatus('deposits');
   const integrator = await setupBenchIntegrator(deps, call, 'deposits', { code: 'BD', requiredConfirmations });
   const { assetNetworkId, networkId, apiKey } = integrator;
@@ -87,7 +87,7 @@ export const depositsSettings = () => ({
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 
 export async function startDepositsBench(opts: {
-  deps: Deps;
+  deps: Pick<Deps, 'db'>;
   call: Call;
   say: (msg: string) => void;
   /** The chain paid on (default: the sandbox). */

@@ -1,17 +1,35 @@
+import { rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { resolve } from 'node:path';
 import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Config } from '../src/config';
 import type { Deps } from '../src/context';
+import { createDeps } from '../src/compose';
+import { startEmbeddedPostgres } from '../src/db/embedded';
+import { applyMigrations } from '../src/db/migrate';
+import { SERVICE_ROLE } from '../src/db/roles';
+import { startServer } from '../src/server';
+import { stopJobs } from '../jobs/index';
 import { syncNetwork } from '../src/deposits/sync';
-import { env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
+import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
  * The history scenario of `npm run bench` (BENCH_SCENARIOS=history; issue 22, point 2): do everyday
  * operations stay flat as history grows? One service, one database, one run:
  *
- * 1. Setup through REST: an operator, a sandbox network (1 confirmation), an organization with a
- *    sandbox API key, a custodial wallet and a beneficiary account.
- * 2. For each size (small, then large: BENCH_HISTORY_SMALL, default 10^4, and BENCH_HISTORY_LARGE,
- *    default 10^6, ledger entries and audit entries; a tenth as many deposit addresses on the
- *    network), the history is grown to that size in bulk SQL through the service's own data model
+ * Two worlds side by side, each a service (this process, job runner on, the bench's configuration)
+ * on its own fresh embedded PostgreSQL (BENCH_PG_PORT+1 and +2, data under the OS temp folder,
+ * removed after): one holds the small history, the other the large, so every measurement alternates
+ * between them (small then large, then large then small, ... BENCH_HISTORY_SAMPLES times each) and
+ * whatever else loads the machine at that moment hits both alike. The ratio read is the median of
+ * the per-pair ratios, beside the ratio of the two medians.
+ *
+ * 1. Setup through REST in each world: an operator, a sandbox network (1 confirmation), an
+ *    organization with a sandbox API key, a custodial wallet and a beneficiary account.
+ * 2. Each world's history (BENCH_HISTORY_SMALL, default 10^4, and BENCH_HISTORY_LARGE, default
+ *    10^6, ledger entries and audit entries; a tenth as many deposit addresses on the network) is
+ *    grown in bulk SQL through the service's own data model
  *    (generate_series INSERTs into LedgerTransaction and LedgerEntry, with their balance rows'
  *    totals and versions moved to match, AuditLogEntry, DepositAddress), with every trigger and
  *    constraint on, then ANALYZE (as autovacuum would), then measured through the real interfaces:
@@ -20,20 +38,37 @@ import { env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable
  *    - one chain.sync of the network (syncNetwork, the job's handler) after a block;
  *    - GET /v1/admin/audit-log at skip 0 and 5,000, without and with organizationId;
  *    - GET /v1/admin/ledger-entries at skip 0 and 5,000, without and with nature.
- *    Each is the median of BENCH_HISTORY_SAMPLES (default 7) runs.
- * 3. The ratio large/small of each (target: at most 1.5x), and the EXPLAIN (ANALYZE) plans of the
- *    searches and of the sync's change query on the grown history.
+ *    Each is the median of BENCH_HISTORY_SAMPLES (default 15) runs per world, alternated.
+ * 3. The database's own work, which the machine's load does not change: each search's SQL (the
+ *    page at skip 0 and 5,000, and the capped count) and the sync's change queries under EXPLAIN
+ *    (ANALYZE, BUFFERS) in both worlds, alternated: the buffers they touch (shared hit + read: a
+ *    count of pages, the same on a quiet and on a loaded machine) and their execution time (median).
+ * 4. The ratio large/small of each (target: at most 1.5x), and the EXPLAIN (ANALYZE) plans of the
+ *    searches and of the sync's change query on the large history.
  */
 export interface HistoryMeasure {
   name: string;
+  /** Medians of each world's samples (ms). */
   small: number;
   large: number;
+  /** The median of the per-pair ratios large/small (each pair measured back to back): the figure the target reads. */
   ratio: number;
+  /** large / small of the two medians. */
+  ratioOfMedians: number;
+}
+/** One statement under EXPLAIN (ANALYZE, BUFFERS) in both worlds: pages touched and execution time (median, ms). */
+export interface HistoryDbMeasure {
+  name: string;
+  buffers: { small: number; large: number; ratio: number };
+  executionMs: { small: number; large: number; ratio: number };
 }
 export interface HistoryResult {
   sizes: { small: Sizes; large: Sizes };
   growSeconds: { small: number; large: number };
+  samples: number;
+  loadAverage: { start: number[]; end: number[] };
   measures: HistoryMeasure[];
+  database: HistoryDbMeasure[];
   plans: { name: string; plan: string }[];
 }
 interface Sizes {
@@ -45,102 +80,143 @@ interface Sizes {
 const TARGET_RATIO = 1.5;
 const CHUNK = 100_000;
 
-export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: string; say: (msg: string) => void }) {
-  const { deps, call, say } = opts;
+/** A service on its own fresh embedded PostgreSQL, in this process (job runner on): one history size. */
+interface World {
+  deps: Deps;
+  call: Call;
+  ownerUrl: string;
+  close(): Promise<void>;
+}
+
+async function startWorld(config: Config, log: Logger, name: string, port: number): Promise<World> {
+  const dataDir = resolve(tmpdir(), `ftis-bench-history-${process.pid}-${name}`);
+  rmSync(dataDir, { recursive: true, force: true });
+  const db = await startEmbeddedPostgres({ dataDir, port, database: 'ftis_bench' });
+  const steps: (() => Promise<unknown>)[] = [async () => rmSync(dataDir, { recursive: true, force: true }), () => db.stop()];
+  try {
+    await applyMigrations(db.ownerUrl, { serviceRole: SERVICE_ROLE });
+    const deps = await createDeps(config, db.serviceUrl, log);
+    steps.push(() => deps.db.$disconnect());
+    const boss = deps.boss;
+    if (boss) steps.push(() => stopJobs(boss, { graceful: true, timeout: 10_000 }));
+    const server = await startServer(deps, 0, config.HOST);
+    steps.push(() => server.close());
+    return {
+      deps,
+      call: callerOf(server.url),
+      ownerUrl: db.ownerUrl,
+      close: async () => {
+        for (const step of steps.reverse()) await step().catch(() => {});
+      },
+    };
+  } catch (e) {
+    for (const step of steps.reverse()) await step().catch(() => {});
+    throw e;
+  }
+}
+
+/** One world, set up and grown to its size: what is measured in it. */
+interface Grown {
+  sizes: Sizes;
+  growSeconds: number;
+  owner: pg.Client;
+  org: string;
+  networkId: string;
+  depositLatency(): Promise<number>;
+  syncAfterBlock(): Promise<void>;
+  search(path: string): Promise<void>;
+}
+
+async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Promise<Grown> {
+  const { deps, call } = w;
   const expect = expectStatus('history');
-  const samples = env('BENCH_HISTORY_SAMPLES', 7);
-  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10) });
-  const sizes = { small: sizeOf(env('BENCH_HISTORY_SMALL', 10_000)), large: sizeOf(env('BENCH_HISTORY_LARGE', 1_000_000)) };
   const s = await setupBenchIntegrator(deps, call, 'history', { code: 'BHI', requiredConfirmations: 1 });
   const { org, app, networkId, assetNetworkId, apiKey, op } = s;
   const walletId = idOf(
     expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'history' }, apiKey), 201, 'wallet'),
   );
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
-  const owner = new pg.Client({ connectionString: opts.ownerUrl });
+  const owner = new pg.Client({ connectionString: w.ownerUrl });
   await owner.connect();
-  try {
-    // Two balance rows of their own (CUSTOMER rows of the bench organization, owned by no Account: only the history posts to them).
-    const accounts = await owner.query<{ id: string }>(
-      `INSERT INTO "LedgerAccount" ("id", "kind", "ownerId", "organizationId", "assetNetworkId", "normalBalance")
-       SELECT uuidv7(), 'CUSTOMER', o, $2::uuid, $1::uuid, 'CREDIT' FROM (VALUES (gen_random_uuid()), (gen_random_uuid())) v(o) RETURNING "id"`,
-      [assetNetworkId, org],
-    );
-    const [debitAccount, creditAccount] = accounts.rows.map((r) => r.id) as [string, string];
-    const grown: Sizes = { ledgerEntries: 0, auditEntries: 0, depositAddresses: 0 };
+  // Two balance rows of their own (CUSTOMER rows of the bench organization, owned by no Account: only the history posts to them).
+  const accounts = await owner.query<{ id: string }>(
+    `INSERT INTO "LedgerAccount" ("id", "kind", "ownerId", "organizationId", "assetNetworkId", "normalBalance")
+     SELECT uuidv7(), 'CUSTOMER', o, $2::uuid, $1::uuid, 'CREDIT' FROM (VALUES (gen_random_uuid()), (gen_random_uuid())) v(o) RETURNING "id"`,
+    [assetNetworkId, org],
+  );
+  const [debitAccount, creditAccount] = accounts.rows.map((r) => r.id) as [string, string];
 
-    /** Grows the history to `to`, in chunks of CHUNK rows per statement, each its own transaction. */
-    async function grow(to: Sizes) {
-      for (let from = grown.ledgerEntries / 2; from < to.ledgerEntries / 2; from += CHUNK / 2) {
-        const n = Math.min(CHUNK / 2, to.ledgerEntries / 2 - from);
-        await owner.query('BEGIN');
-        const v = await owner.query<{ id: string; version: string }>(
-          `SELECT "id", "version"::text FROM "LedgerAccount" WHERE "id" = ANY($1::uuid[]) FOR UPDATE`,
-          [[debitAccount, creditAccount]],
-        );
-        const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
-        await owner.query(
-          `WITH t AS (
-             INSERT INTO "LedgerTransaction" ("id", "idempotencyKey", "payloadHash", "nature", "organizationId", "postedAt")
-             SELECT uuidv7(), 'history:' || $1 || ':' || g, 'history', CASE WHEN g % 5 < 3 THEN 'history.filtered' ELSE 'history.other' END, $2::uuid,
-                    now() - interval '30 days' + g * interval '1 second'
-               FROM generate_series($3::int + 1, $3::int + $4::int) g
-             RETURNING "id", "postedAt", split_part("idempotencyKey", ':', 3)::int AS g)
-           INSERT INTO "LedgerEntry" ("id", "ledgerTransactionId", "ledgerAccountId", "assetNetworkId", "direction", "amount", "accountVersion", "createdAt")
-           SELECT uuidv7(), t."id", x.account, $5::uuid, x.direction::"LedgerDirection", 1, x.version + t.g - $3::int, t."postedAt"
-             FROM t CROSS JOIN (VALUES ($6::uuid, 'DEBIT', $7::bigint), ($8::uuid, 'CREDIT', $9::bigint)) x(account, direction, version)`,
-          [s.tag, org, from, n, assetNetworkId, debitAccount, version.get(debitAccount)!, creditAccount, version.get(creditAccount)!],
-        );
-        await owner.query(`UPDATE "LedgerAccount" SET "debitsPosted" = "debitsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`, [
-          debitAccount,
-          n,
-        ]);
-        await owner.query(
-          `UPDATE "LedgerAccount" SET "creditsPosted" = "creditsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`,
-          [creditAccount, n],
-        );
-        await owner.query('COMMIT');
-      }
-      for (let from = grown.auditEntries; from < to.auditEntries; from += CHUNK) {
-        const n = Math.min(CHUNK, to.auditEntries - from);
-        // 60% of the entries are the bench organization's (so that skip 5,000 of the filtered search is within
-        // the small history too), the others spread over 100 organizations.
-        await owner.query(
-          `INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "entityType", "entityId", "action", "after")
-           SELECT uuidv7(), now() - interval '30 days' + g * interval '1 second',
-                  CASE WHEN g % 5 < 3 THEN $1::uuid ELSE md5('history-org-' || (g % 100))::uuid END,
-                  'SYSTEM', 'History', gen_random_uuid(), 'history.entry', jsonb_build_object('n', g)
-             FROM generate_series($2::int + 1, $2::int + $3::int) g`,
-          [org, from, n],
-        );
-      }
-      for (let from = grown.depositAddresses; from < to.depositAddresses; from += CHUNK) {
-        const n = Math.min(CHUNK, to.depositAddresses - from);
-        await owner.query(
-          `INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey")
-           SELECT uuidv7(), $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, '0x' || lpad(to_hex(g), 40, '0'), 100000000 + g, 'history'
-             FROM generate_series($6::int + 1, $6::int + $7::int) g`,
-          [org, app, walletId, networkId, assetNetworkId, from, n],
-        );
-      }
-      Object.assign(grown, to);
-      await owner.query('ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction"');
+  /** Grows the history to `to`, in chunks of CHUNK rows per statement, each its own transaction. */
+  async function grow(to: Sizes) {
+    for (let from = 0 / 2; from < to.ledgerEntries / 2; from += CHUNK / 2) {
+      const n = Math.min(CHUNK / 2, to.ledgerEntries / 2 - from);
+      await owner.query('BEGIN');
+      const v = await owner.query<{ id: string; version: string }>(
+        `SELECT "id", "version"::text FROM "LedgerAccount" WHERE "id" = ANY($1::uuid[]) FOR UPDATE`,
+        [[debitAccount, creditAccount]],
+      );
+      const version = new Map(v.rows.map((r) => [r.id, Number(r.version)]));
+      await owner.query(
+        `WITH t AS (
+           INSERT INTO "LedgerTransaction" ("id", "idempotencyKey", "payloadHash", "nature", "organizationId", "postedAt")
+           SELECT uuidv7(), 'history:' || $1 || ':' || g, 'history', CASE WHEN g % 5 < 3 THEN 'history.filtered' ELSE 'history.other' END, $2::uuid,
+                  now() - interval '30 days' + g * interval '1 second'
+             FROM generate_series($3::int + 1, $3::int + $4::int) g
+           RETURNING "id", "postedAt", split_part("idempotencyKey", ':', 3)::int AS g)
+         INSERT INTO "LedgerEntry" ("id", "ledgerTransactionId", "ledgerAccountId", "assetNetworkId", "direction", "amount", "accountVersion", "createdAt")
+         SELECT uuidv7(), t."id", x.account, $5::uuid, x.direction::"LedgerDirection", 1, x.version + t.g - $3::int, t."postedAt"
+           FROM t CROSS JOIN (VALUES ($6::uuid, 'DEBIT', $7::bigint), ($8::uuid, 'CREDIT', $9::bigint)) x(account, direction, version)`,
+        [s.tag, org, from, n, assetNetworkId, debitAccount, version.get(debitAccount)!, creditAccount, version.get(creditAccount)!],
+      );
+      await owner.query(`UPDATE "LedgerAccount" SET "debitsPosted" = "debitsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`, [
+        debitAccount,
+        n,
+      ]);
+      await owner.query(`UPDATE "LedgerAccount" SET "creditsPosted" = "creditsPosted" + $2, "version" = "version" + $2, "updatedAt" = now() WHERE "id" = $1`, [
+        creditAccount,
+        n,
+      ]);
+      await owner.query('COMMIT');
     }
+    for (let from = 0; from < to.auditEntries; from += CHUNK) {
+      const n = Math.min(CHUNK, to.auditEntries - from);
+      // 60% of the entries are the bench organization's (so that skip 5,000 of the filtered search is within
+      // the small history too), the others spread over 100 organizations.
+      await owner.query(
+        `INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "entityType", "entityId", "action", "after")
+         SELECT uuidv7(), now() - interval '30 days' + g * interval '1 second',
+                CASE WHEN g % 5 < 3 THEN $1::uuid ELSE md5('history-org-' || (g % 100))::uuid END,
+                'SYSTEM', 'History', gen_random_uuid(), 'history.entry', jsonb_build_object('n', g)
+           FROM generate_series($2::int + 1, $2::int + $3::int) g`,
+        [org, from, n],
+      );
+    }
+    for (let from = 0; from < to.depositAddresses; from += CHUNK) {
+      const n = Math.min(CHUNK, to.depositAddresses - from);
+      await owner.query(
+        `INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey")
+         SELECT uuidv7(), $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, '0x' || lpad(to_hex(g), 40, '0'), 100000000 + g, 'history'
+           FROM generate_series($6::int + 1, $6::int + $7::int) g`,
+        [org, app, walletId, networkId, assetNetworkId, from, n],
+      );
+    }
+    await owner.query('ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction"');
+  }
+  const t = performance.now();
+  await grow(size);
+  const growSeconds = +((performance.now() - t) / 1000).toFixed(1);
+  say(`history: grown in ${growSeconds} s (${JSON.stringify(size)})`);
 
-    const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss };
-    const timed = async (f: () => Promise<unknown>) => {
-      const t = performance.now();
-      await f();
-      return performance.now() - t;
-    };
-    const sampled = async (f: () => Promise<unknown>) => {
-      const xs: number[] = [];
-      for (let i = 0; i < samples; i++) xs.push(await timed(f));
-      return +median(xs).toFixed(1);
-    };
-    const mine = async () => expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
-    let amountNo = 0;
-    async function depositLatency(): Promise<number> {
+  const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss };
+  const mine = async () => expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+  let amountNo = 0;
+  return {
+    sizes: size,
+    growSeconds,
+    owner,
+    org,
+    networkId,
+    async depositLatency() {
       const intent = expect(
         await call(
           'POST',
@@ -152,120 +228,245 @@ export async function runHistoryBench(opts: { deps: Deps; call: Call; ownerUrl: 
         'payment intent',
       );
       const got = expect(await call('GET', intent.headers.get('location')!, undefined, apiKey), 200, 'get payment intent').body!;
-      const t = performance.now();
+      const t0 = performance.now();
       expect(await call('POST', '/v1/sandbox/deposits', { address: got.address, amount: got.amount, assetNetworkId }, apiKey), 201, 'sandbox send');
       await mine();
       for (;;) {
         const d = await deps.db.deposit.findFirst({ where: { paymentIntentId: got.id, status: 'CONFIRMED' }, select: { id: true } });
-        if (d) return performance.now() - t;
-        if (performance.now() - t > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
+        if (d) return performance.now() - t0;
+        if (performance.now() - t0 > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
         await sleep(5);
       }
-    }
-    const search = (path: string) => async () => expect(await call('GET', path, undefined, op), 200, path);
-    const searches: [string, string][] = [
-      ['audit-log skip 0', '/v1/admin/audit-log?skip=0&take=50'],
-      ['audit-log skip 5000', '/v1/admin/audit-log?skip=5000&take=50'],
-      ['audit-log organizationId skip 0', `/v1/admin/audit-log?organizationId=${org}&skip=0&take=50`],
-      ['audit-log organizationId skip 5000', `/v1/admin/audit-log?organizationId=${org}&skip=5000&take=50`],
-      ['ledger-entries skip 0', '/v1/admin/ledger-entries?skip=0&take=50'],
-      ['ledger-entries skip 5000', '/v1/admin/ledger-entries?skip=5000&take=50'],
-      ['ledger-entries nature skip 0', '/v1/admin/ledger-entries?nature=history.filtered&skip=0&take=50'],
-      ['ledger-entries nature skip 5000', '/v1/admin/ledger-entries?nature=history.filtered&skip=5000&take=50'],
-    ];
-    async function measure(): Promise<Map<string, number>> {
-      const out = new Map<string, number>();
-      const latencies: number[] = [];
-      for (let i = 0; i < samples; i++) latencies.push(await depositLatency());
-      out.set('deposit send → CONFIRMED (ms)', +median(latencies).toFixed(1));
-      out.set(
-        'chain.sync of the network after a block (ms)',
-        await sampled(async () => {
-          await mine();
-          await syncNetwork(moneyDeps, networkId);
-        }),
-      );
-      for (const [name, path] of searches) {
-        await search(path)(); // warm
-        out.set(`GET ${name} (ms)`, await sampled(search(path)));
+    },
+    async syncAfterBlock() {
+      await mine();
+      await syncNetwork(moneyDeps, networkId);
+    },
+    async search(path: string) {
+      expect(await call('GET', path.replace('%ORG%', org), undefined, op), 200, path);
+    },
+  };
+}
+
+export async function runHistoryBench(opts: { config: Config; log: Logger; pgPort: number; say: (msg: string) => void }): Promise<HistoryResult> {
+  const { say } = opts;
+  const samples = env('BENCH_HISTORY_SAMPLES', 15);
+  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10) });
+  const sizes = { small: sizeOf(env('BENCH_HISTORY_SMALL', 10_000)), large: sizeOf(env('BENCH_HISTORY_LARGE', 1_000_000)) };
+  const worlds: World[] = [];
+  const grown: Grown[] = [];
+  try {
+    worlds.push(await startWorld(opts.config, opts.log, 'small', opts.pgPort + 1), await startWorld(opts.config, opts.log, 'large', opts.pgPort + 2));
+    grown.push(await growWorld(worlds[0]!, sizes.small, say), await growWorld(worlds[1]!, sizes.large, say));
+    const [small, large] = grown as [Grown, Grown];
+    const startLoad = loadavg().map((x) => +x.toFixed(1));
+
+    /** `samples` pairs, alternating which world goes first; each world's median and the median of the pair ratios. */
+    async function alternated(name: string, f: (g: Grown) => Promise<number>): Promise<HistoryMeasure> {
+      const xs: number[] = [];
+      const ys: number[] = [];
+      for (let i = 0; i < samples; i++) {
+        if (i % 2 === 0) {
+          xs.push(await f(small));
+          ys.push(await f(large));
+        } else {
+          ys.push(await f(large));
+          xs.push(await f(small));
+        }
       }
-      return out;
+      const a = median(xs);
+      const b = median(ys);
+      // Below a millisecond, timer and scheduling noise dominate: compared from 1 ms.
+      const ratios = xs.map((x, k) => Math.max(1, ys[k]!) / Math.max(1, x));
+      return {
+        name,
+        small: +a.toFixed(1),
+        large: +b.toFixed(1),
+        ratio: +median(ratios).toFixed(2),
+        ratioOfMedians: +(Math.max(1, b) / Math.max(1, a)).toFixed(2),
+      };
+    }
+    const timed = (f: (g: Grown) => Promise<unknown>) => async (g: Grown) => {
+      const t = performance.now();
+      await f(g);
+      return performance.now() - t;
+    };
+    const measures: HistoryMeasure[] = [];
+    measures.push(await alternated('deposit send → CONFIRMED (ms)', (g) => g.depositLatency()));
+    measures.push(
+      await alternated(
+        'chain.sync of the network after a block (ms)',
+        timed((g) => g.syncAfterBlock()),
+      ),
+    );
+    for (const [name, path] of searches) {
+      await small.search(path); // warm
+      await large.search(path);
+      measures.push(
+        await alternated(
+          `GET ${name} (ms)`,
+          timed((g) => g.search(path)),
+        ),
+      );
     }
 
-    const growSeconds = { small: 0, large: 0 };
-    let t = performance.now();
-    await grow(sizes.small);
-    growSeconds.small = +((performance.now() - t) / 1000).toFixed(1);
-    say(`history: small history grown in ${growSeconds.small} s (${JSON.stringify(sizes.small)})`);
-    const small = await measure();
-    t = performance.now();
-    await grow(sizes.large);
-    growSeconds.large = +((performance.now() - t) / 1000).toFixed(1);
-    say(`history: large history grown in ${growSeconds.large} s (${JSON.stringify(sizes.large)})`);
-    const large = await measure();
-    const measures: HistoryMeasure[] = [...small.keys()].map((name) => ({
-      name,
-      small: small.get(name)!,
-      large: large.get(name)!,
-      // Below a millisecond, timer and scheduling noise dominate: compared from 1 ms.
-      ratio: +(Math.max(1, large.get(name)!) / Math.max(1, small.get(name)!)).toFixed(2),
-    }));
-
-    // The plans on the grown history, as the service runs them (the same SQL).
-    const explain = async (name: string, sql: string, params: unknown[] = []) => {
-      const r = await owner.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
-      return { name, plan: r.rows.map((x) => x['QUERY PLAN']).join('\n') };
+    // The database's own work for the same statements, alternated too.
+    const explainJson = async (g: Grown, sql: string, params: (g: Grown) => unknown[]) => {
+      const r = await g.owner.query<{ 'QUERY PLAN': [{ Plan: Record<string, number>; 'Execution Time': number }] }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`,
+        params(g),
+      );
+      const top = r.rows[0]!['QUERY PLAN'][0];
+      return { buffers: (top.Plan['Shared Hit Blocks'] ?? 0) + (top.Plan['Shared Read Blocks'] ?? 0), ms: top['Execution Time'] };
     };
-    const auditPage = `SELECT "id", "occurredAt", "organizationId", "action" FROM "AuditLogEntry" %WHERE% ORDER BY "occurredAt" DESC, "id" DESC LIMIT 51 OFFSET 5000`;
-    const ledgerPage = `SELECT e."id", t."postedAt", e."amount"::text FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId"
-      JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId" %WHERE% ORDER BY t."postedAt" DESC, e."id" DESC LIMIT 51 OFFSET 5000`;
-    const plans = [
-      await explain('audit-log skip 5000', auditPage.replace('%WHERE%', '')),
-      await explain('audit-log organizationId skip 5000', auditPage.replace('%WHERE%', 'WHERE "organizationId" = $1::uuid'), [org]),
-      await explain('audit-log total (capped count)', `SELECT count(*) FROM (SELECT 1 FROM "AuditLogEntry" LIMIT 1001) x`),
-      await explain('ledger-entries skip 5000', ledgerPage.replace('%WHERE%', '')),
-      await explain('ledger-entries nature skip 5000', ledgerPage.replace('%WHERE%', `WHERE t."nature" = 'history.filtered'`)),
-      await explain(
-        'ledger-entries total (capped count)',
-        `SELECT count(*) FROM (SELECT 1 FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId" JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId" LIMIT 1001) x`,
-      ),
-      await explain(
-        'chain.sync: the changed addresses (sandbox adapter)',
-        `SELECT DISTINCT "toAddress" FROM "SandboxTransaction" WHERE "networkId" = $1::uuid AND ("blockHeight" >= (SELECT "height" FROM "ChainSyncCursor" WHERE "networkId" = $1::uuid) OR "status" IN ('PENDING', 'ORPHANED'))`,
-        [networkId],
-      ),
-      await explain(
-        'chain.sync: the open deposits',
-        `SELECT "depositAddressId" FROM "Deposit" WHERE "networkId" = $1::uuid AND ("status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR ("status" = 'CONFIRMED' AND "blockHeight" >= 0))`,
-        [networkId],
-      ),
-    ];
-    const result: HistoryResult = { sizes, growSeconds, measures, plans };
-    return result;
+    const database: HistoryDbMeasure[] = [];
+    for (const q of statements) {
+      const xs: { buffers: number; ms: number }[] = [];
+      const ys: { buffers: number; ms: number }[] = [];
+      for (let i = 0; i < samples; i++) {
+        if (i % 2 === 0) {
+          xs.push(await explainJson(small, q.sql, q.params));
+          ys.push(await explainJson(large, q.sql, q.params));
+        } else {
+          ys.push(await explainJson(large, q.sql, q.params));
+          xs.push(await explainJson(small, q.sql, q.params));
+        }
+      }
+      const bs = median(xs.map((x) => x.buffers));
+      const bl = median(ys.map((x) => x.buffers));
+      const ms = median(xs.map((x) => x.ms));
+      const ml = median(ys.map((x) => x.ms));
+      database.push({
+        name: q.name,
+        buffers: { small: bs, large: bl, ratio: +(Math.max(1, bl) / Math.max(1, bs)).toFixed(2) },
+        // Compared from 0.1 ms: below it the figure is the clock's resolution.
+        executionMs: { small: +ms.toFixed(3), large: +ml.toFixed(3), ratio: +(Math.max(0.1, ml) / Math.max(0.1, ms)).toFixed(2) },
+      });
+    }
+    const endLoad = loadavg().map((x) => +x.toFixed(1));
+
+    // The plans on the large history, as the service runs them (the same SQL).
+    const plans: { name: string; plan: string }[] = [];
+    for (const q of statements) {
+      const r = await large.owner.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.sql}`, q.params(large));
+      plans.push({ name: q.name, plan: r.rows.map((x) => x['QUERY PLAN']).join('\n') });
+    }
+    return {
+      sizes,
+      growSeconds: { small: small.growSeconds, large: large.growSeconds },
+      samples,
+      loadAverage: { start: startLoad, end: endLoad },
+      measures,
+      database,
+      plans,
+    };
   } finally {
-    await owner.end();
+    for (const g of grown) await g.owner.end().catch(() => {});
+    for (const w of worlds) await w.close();
   }
 }
+
+const searches: [string, string][] = [
+  ['audit-log skip 0', '/v1/admin/audit-log?skip=0&take=50'],
+  ['audit-log skip 5000', '/v1/admin/audit-log?skip=5000&take=50'],
+  ['audit-log organizationId skip 0', `/v1/admin/audit-log?organizationId=%ORG%&skip=0&take=50`],
+  ['audit-log organizationId skip 5000', `/v1/admin/audit-log?organizationId=%ORG%&skip=5000&take=50`],
+  ['ledger-entries skip 0', '/v1/admin/ledger-entries?skip=0&take=50'],
+  ['ledger-entries skip 5000', '/v1/admin/ledger-entries?skip=5000&take=50'],
+  ['ledger-entries nature skip 0', '/v1/admin/ledger-entries?nature=history.filtered&skip=0&take=50'],
+  ['ledger-entries nature skip 5000', '/v1/admin/ledger-entries?nature=history.filtered&skip=5000&take=50'],
+];
+
+/** The statements the searches and the sync run (src/admin/audit-search.ts, ledger-search.ts, src/deposits/sync.ts), as EXPLAIN takes them. */
+const auditPage = (where: string, skip: number) =>
+  `SELECT "id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after"
+     FROM "AuditLogEntry" ${where} ORDER BY "occurredAt" DESC, "id" DESC LIMIT 51 OFFSET ${skip}`;
+const ledgerFrom = `FROM "LedgerEntry" e JOIN "LedgerTransaction" t ON t."id" = e."ledgerTransactionId" JOIN "LedgerAccount" a ON a."id" = e."ledgerAccountId"`;
+const ledgerPage = (where: string, skip: number) =>
+  `SELECT e."id", e."ledgerTransactionId", t."nature", t."organizationId", t."referenceType", t."referenceId", e."ledgerAccountId", a."kind", a."ownerId",
+          e."assetNetworkId", e."direction", e."amount"::text, e."pending", e."holdId", e."accountVersion"::text, t."postedAt", e."createdAt"
+     ${ledgerFrom} ${where} ORDER BY t."postedAt" DESC, e."id" DESC LIMIT 51 OFFSET ${skip}`;
+const byOrg = 'WHERE "organizationId" = $1::uuid';
+const byNature = `WHERE t."nature" = 'history.filtered'`;
+const none = () => [];
+const org = (g: Grown) => [g.org];
+const network = (g: Grown) => [g.networkId];
+const statements: { name: string; sql: string; params: (g: Grown) => unknown[] }[] = [
+  { name: 'audit-log skip 0', sql: auditPage('', 0), params: none },
+  { name: 'audit-log skip 5000', sql: auditPage('', 5000), params: none },
+  { name: 'audit-log organizationId skip 0', sql: auditPage(byOrg, 0), params: org },
+  { name: 'audit-log organizationId skip 5000', sql: auditPage(byOrg, 5000), params: org },
+  { name: 'audit-log total (capped count)', sql: `SELECT count(*) FROM (SELECT 1 FROM "AuditLogEntry" LIMIT 1001) x`, params: none },
+  {
+    name: 'audit-log organizationId total (capped count)',
+    sql: `SELECT count(*) FROM (SELECT 1 FROM "AuditLogEntry" ${byOrg} LIMIT 1001) x`,
+    params: org,
+  },
+  { name: 'ledger-entries skip 0', sql: ledgerPage('', 0), params: none },
+  { name: 'ledger-entries skip 5000', sql: ledgerPage('', 5000), params: none },
+  { name: 'ledger-entries nature skip 0', sql: ledgerPage(byNature, 0), params: none },
+  { name: 'ledger-entries nature skip 5000', sql: ledgerPage(byNature, 5000), params: none },
+  { name: 'ledger-entries total (capped count)', sql: `SELECT count(*) FROM (SELECT 1 ${ledgerFrom} LIMIT 1001) x`, params: none },
+  { name: 'ledger-entries nature total (capped count)', sql: `SELECT count(*) FROM (SELECT 1 ${ledgerFrom} ${byNature} LIMIT 1001) x`, params: none },
+  {
+    name: 'chain.sync: the changed addresses (sandbox adapter)',
+    sql: `SELECT DISTINCT "toAddress" FROM "SandboxTransaction" WHERE "networkId" = $1::uuid AND ("blockHeight" >= (SELECT "height" FROM "ChainSyncCursor" WHERE "networkId" = $1::uuid) OR "status" IN ('PENDING', 'ORPHANED'))`,
+    params: network,
+  },
+  {
+    name: 'chain.sync: the open deposits',
+    sql: `SELECT "depositAddressId" FROM "Deposit" WHERE "networkId" = $1::uuid AND ("status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR ("status" = 'CONFIRMED' AND "blockHeight" >= 0))`,
+    params: network,
+  },
+];
 
 /** The scenario's table, its plans and its targets. */
 export function historyReport(r: HistoryResult) {
   const rows = [
     [
-      'history',
+      `history (ms, median of ${r.samples} alternated pairs)`,
       `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses)`,
       `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses})`,
-      'large/small',
+      'large/small (pairs)',
+      'of medians',
     ],
-    ...r.measures.map((m) => [m.name, String(m.small), String(m.large), `${m.ratio}x`]),
+    ...r.measures.map((m) => [m.name, String(m.small), String(m.large), `${m.ratio}x`, `${m.ratioOfMedians}x`]),
+  ];
+  const dbRows = [
+    ['database work (EXPLAIN ANALYZE, BUFFERS)', 'buffers small', 'buffers large', 'ratio', 'exec ms small', 'exec ms large', 'ratio'],
+    ...r.database.map((d) => [
+      d.name,
+      String(d.buffers.small),
+      String(d.buffers.large),
+      `${d.buffers.ratio}x`,
+      String(d.executionMs.small),
+      String(d.executionMs.large),
+      `${d.executionMs.ratio}x`,
+    ]),
   ];
   const plans = r.plans.map((p) => `\n-- EXPLAIN ${p.name} (large history)\n${p.plan}`).join('\n');
   return {
     result: r,
-    table: textTable(rows) + `\n(history grown in ${r.growSeconds.small} s, then ${r.growSeconds.large} s)\n` + plans,
-    targets: r.measures.map((m) => ({
-      target: `history: ${m.name} at most ${TARGET_RATIO}x at the larger history`,
-      met: m.ratio <= TARGET_RATIO,
-      measured: `${m.small} → ${m.large} (${m.ratio}x)`,
-    })),
+    table:
+      textTable(rows) +
+      '\n' +
+      textTable(dbRows) +
+      `\n(history grown in ${r.growSeconds.small} s and ${r.growSeconds.large} s; load average ${r.loadAverage.start.join(' ')} before the measures, ${r.loadAverage.end.join(' ')} after)\n` +
+      plans,
+    targets: [
+      ...r.measures.map((m) => ({
+        target: `history: ${m.name} at most ${TARGET_RATIO}x at the larger history (median of alternated pairs)`,
+        met: m.ratio <= TARGET_RATIO,
+        measured: `${m.small} → ${m.large} (${m.ratio}x; of medians ${m.ratioOfMedians}x)`,
+      })),
+      // Evidence, no target: at 10^4 rows a plan may read the whole small table (fewer pages than skip 5,000 costs at
+      // any size), and at 10^6 the tables outgrow shared_buffers (a sequential scan's pages then come through a ring
+      // buffer from the OS cache): both move these ratios without any work growing with history (docs/benchmarks.md).
+      ...r.database.map((d) => ({
+        target: `history: ${d.name}: database work at both sizes (measured, no target)`,
+        met: null,
+        measured: `${d.buffers.small} → ${d.buffers.large} buffers (${d.buffers.ratio}x); execution ${d.executionMs.small} → ${d.executionMs.large} ms (${d.executionMs.ratio}x)`,
+      })),
+    ],
   };
 }

@@ -18,7 +18,7 @@ import { depositsReport, depositsSettings, startDepositsBench, type DepositsBenc
 import { evmDepositChain } from './evm-deposits';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
-import { checkOf, median, textTable } from './setup';
+import { callerOf, checkOf, median, overload, textTable } from './setup';
 import { historyReport, runHistoryBench } from './history';
 
 /**
@@ -87,7 +87,8 @@ const TARGET_EVM_DEPOSITS_RATIO = 0.5;
 const settlementsSelected = !only || only.has('settlements');
 // The withdrawals scenario (bench/withdrawals.ts, `withdrawals`): BENCH_WITHDRAWALS_COUNT (500 per round), BENCH_WITHDRAWALS_CONCURRENCY (16).
 const withdrawalsSelected = !only || only.has('withdrawals');
-// The history scenario (bench/history.ts, `history`; issue 22): BENCH_HISTORY_SMALL (10000), BENCH_HISTORY_LARGE (1000000), BENCH_HISTORY_SAMPLES (7).
+// The history scenario (bench/history.ts, `history`; issue 22): BENCH_HISTORY_SMALL (10000), BENCH_HISTORY_LARGE (1000000), BENCH_HISTORY_SAMPLES (15);
+// its two worlds run on databases of their own at BENCH_PG_PORT+1 and +2.
 const historySelected = !only || only.has('history');
 
 const say = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
@@ -157,24 +158,7 @@ try {
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
   // Seed through the public REST API.
-  let overloadRetries = 0;
-  // A well-behaved client: a 503 (overloaded, nothing changed: issue 22) is retried after its Retry-After, up to 10 times.
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    let res: Response;
-    for (let attempt = 1; ; attempt++) {
-      res = await fetch(base + path, {
-        method,
-        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-      });
-      if (res.status !== 503 || attempt >= 10) break;
-      await res.text();
-      overloadRetries++;
-      await new Promise((ok) => setTimeout(ok, Number(res.headers.get('retry-after') ?? 1) * 1000));
-    }
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
-  };
+  const call = callerOf(base);
   const expectStatus = <R extends { status: number; text: string }>(r: R, status: number, what: string): R => {
     if (r.status !== status) throw new Error(`${what}: expected ${status}, got ${r.status} ${r.text}`);
     return r;
@@ -539,7 +523,7 @@ try {
   }
 
   // Last: it grows the database's history (bulk SQL) and measures at two sizes.
-  const historyOut = historySelected ? historyReport(await runHistoryBench({ deps, call, ownerUrl: db.ownerUrl, say })) : undefined;
+  const historyOut = historySelected ? historyReport(await runHistoryBench({ config, log, pgPort, say })) : undefined;
   if (historyOut) console.log(historyOut.table);
 
   const depositsCheck = deposits && depositRuns.length ? await checkOf(deposits) : undefined;
@@ -664,7 +648,7 @@ try {
       met: moneyVersusBaseline.withdrawalsToBaseline >= 0.15,
       measured: `${moneyVersusBaseline.withdrawalsPerSecond} withdrawals/s vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.withdrawalsToBaseline}x`,
     });
-  if (overloadRetries) console.log(`\nRequests answered 503 (overloaded) and retried after Retry-After: ${overloadRetries}`);
+  if (overload.retries) console.log(`\nRequests answered 503 (overloaded) and retried after Retry-After: ${overload.retries}`);
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)

@@ -55,12 +55,27 @@ export const settlementsSettings = () => ({
   timeoutSeconds: env('BENCH_SETTLEMENTS_TIMEOUT', 600),
 });
 
-export async function startSettlementsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<SettlementsBench> {
-  const { deps, call, say } = opts;
-  const s = settlementsSettings();
-  const boss = deps.boss;
-  if (!boss) throw new Error('settlements bench: the job runner is off (JOBS=on is needed)');
-  const expect = expectStatus('settlements');
+/** What a settlements load needs (made once through REST): the organization, its three split accounts, the pricing policy. */
+export interface SettlementsSetup {
+  deps: Pick<Deps, 'db' | 'clock'>;
+  call: Call;
+  org: string;
+  assetNetworkId: string;
+  apiKey: Record<string, string>;
+  accounts: string[];
+  releaseRule: { splits: { accountId: string; percentage: string }[] };
+}
+export interface SettlementTx {
+  intentId: string;
+  transactionId: string;
+  amount: bigint;
+  settlementId: string;
+}
+const expectSettlements = expectStatus('settlements');
+
+/** An operator, a sandbox catalog, an organization with three split accounts and an APPLICATION pricing policy (1.5%, min 100, max 50,000). */
+export async function setupSettlements(deps: Pick<Deps, 'db' | 'clock'>, call: Call): Promise<SettlementsSetup> {
+  const expect = expectSettlements;
   const { op, assetNetworkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'settlements', { code: 'BS', requiredConfirmations: 1 });
   const accounts: string[] = [];
   for (const name of ['Seller', 'Marketplace partner', 'Logistics'])
@@ -77,12 +92,129 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
   );
   const releaseRule = {
     splits: [
-      { accountId: accounts[0], percentage: '33.333333' },
-      { accountId: accounts[1], percentage: '33.333333' },
-      { accountId: accounts[2], percentage: '33.333334' },
+      { accountId: accounts[0]!, percentage: '33.333333' },
+      { accountId: accounts[1]!, percentage: '33.333333' },
+      { accountId: accounts[2]!, percentage: '33.333334' },
     ],
   };
-  say(`settlements: organization ${org}, asset-network ${assetNetworkId}, splits 33.333333/33.333333/33.333334 %, fee 1.5% (min 100, max 50,000)`);
+  return { deps, call, org, assetNetworkId, apiKey, accounts, releaseRule };
+}
+
+/** Steps 1 and 2 of a round: `n` payment intents through REST, then funded in the database (100 per transaction). */
+export async function createFundedTransactions(
+  x: SettlementsSetup,
+  n: number,
+  roundNo: number,
+  concurrency: number,
+): Promise<{ txs: SettlementTx[]; createdAt: number }> {
+  const { deps, call, org, assetNetworkId, apiKey, accounts, releaseRule } = x;
+  const txs: SettlementTx[] = new Array(n);
+  await pool(n, concurrency, async (i) => {
+    // Awkward amounts (odd, not multiples of 3) so the rounding rule and the fee clamps are exercised.
+    const amount = BigInt(1_000_001 + roundNo * 100_000 + i * 37);
+    const r = expectSettlements(
+      await call(
+        'POST',
+        `/v1/organizations/${org}/payment-intents`,
+        { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: accounts[0], expiresInSeconds: 86_400, releaseRule },
+        apiKey,
+      ),
+      201,
+      'payment intent',
+    );
+    const intentId = idOf(r);
+    const row = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, select: { transactionId: true } });
+    txs[i] = { intentId, transactionId: row.transactionId, amount, settlementId: '' };
+  });
+  const createdAt = performance.now();
+  // Funding with the ledger shape of a confirmed deposit, 100 transactions per database transaction.
+  for (let k = 0; k < n; k += 100) {
+    const chunk = txs.slice(k, k + 100);
+    await deps.db.$transaction(
+      async (tx) => {
+        const now = deps.clock.now();
+        for (const t of chunk) {
+          const escrowOf = { id: t.transactionId, organizationId: org, assetNetworkId };
+          await postLedgerTransaction(tx, {
+            idempotencyKey: `bench-funding:${t.transactionId}`,
+            nature: 'bench.funding',
+            organizationId: org,
+            referenceType: 'Transaction',
+            referenceId: t.transactionId,
+            lines: [
+              { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: t.amount },
+              { account: ledgerAccounts.escrow(escrowOf), direction: 'CREDIT', amount: t.amount },
+            ],
+            postedAt: now,
+          });
+          await tx.transaction.update({
+            where: { id: t.transactionId },
+            data: { status: 'RESERVED', fundedAmount: amountToNumeric(t.amount), fundedAt: now, reservedAt: now },
+          });
+          await tx.paymentIntent.update({
+            where: { id: t.intentId },
+            data: { status: 'SUCCEEDED', confirmedAmount: amountToNumeric(t.amount), succeededAt: now },
+          });
+        }
+      },
+      { timeout: 60_000 },
+    );
+  }
+  return { txs, createdAt };
+}
+
+/** Step 3: one POST /v1/transactions/{id}/settlements per transaction (no amount: everything); sets each settlementId. */
+export async function requestSettlements(x: SettlementsSetup, txs: SettlementTx[], concurrency: number): Promise<void> {
+  await pool(txs.length, concurrency, async (i) => {
+    const t = txs[i]!;
+    t.settlementId = idOf(
+      expectSettlements(await x.call('POST', `/v1/transactions/${t.transactionId}/settlements`, undefined, x.apiKey), 201, 'request settlement'),
+    );
+  });
+}
+
+/** Waits until every settlement of `ids` is EXECUTED (throws on a FAILED one or after `timeoutSeconds`). */
+export async function awaitSettlementsExecuted(x: SettlementsSetup, ids: string[], timeoutSeconds: number): Promise<void> {
+  const deadline = performance.now() + timeoutSeconds * 1000; // monotonic: a wall-clock step must not end the wait
+  for (;;) {
+    const executed = await x.deps.db.settlement.count({ where: { id: { in: ids }, status: 'EXECUTED' } });
+    if (executed >= ids.length) return;
+    const failed = await x.deps.db.settlement.count({ where: { id: { in: ids }, status: 'FAILED' } });
+    if (failed) throw new Error(`settlements bench: ${failed} settlements FAILED`);
+    if (performance.now() > deadline) throw new Error(`settlements bench: ${executed} of ${ids.length} settlements executed after ${timeoutSeconds} s`);
+    await sleep(20);
+  }
+}
+
+/** The checks after the rounds: every settlement EXECUTED, balances exact, ledger invariants. */
+export async function verifySettlements(x: SettlementsSetup, all: { transactionId: string; settlementId: string; amount: bigint }[]): Promise<string> {
+  const { deps, org, assetNetworkId, accounts } = x;
+  const ids = all.map((t) => t.settlementId);
+  const rows = await deps.db.settlement.findMany({ where: { id: { in: ids } }, select: { status: true, grossAmount: true, feeAmount: true } });
+  const executed = rows.filter((r) => r.status === 'EXECUTED');
+  if (executed.length !== all.length) throw new Error(`${executed.length} of ${all.length} settlements EXECUTED`);
+  const funded = all.reduce((sum, t) => sum + t.amount, 0n);
+  const gross = executed.reduce((sum, r) => sum + numericToAmount(r.grossAmount!), 0n);
+  const fees = executed.reduce((sum, r) => sum + numericToAmount(r.feeAmount!), 0n);
+  if (gross !== funded) throw new Error(`settled ${gross}, funded ${funded}`);
+  const revenue = (await balanceOf(deps.db, { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId })).posted;
+  if (revenue !== fees) throw new Error(`PLATFORM_REVENUE ${revenue}, fees ${fees}`);
+  let customers = 0n;
+  for (const a of accounts) customers += (await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId })).posted;
+  if (customers + revenue !== funded) throw new Error(`accounts ${customers} + revenue ${revenue} != funded ${funded}`);
+  const open = await deps.db.transaction.count({ where: { id: { in: all.map((t) => t.transactionId) }, status: { not: 'SETTLED' } } });
+  if (open) throw new Error(`${open} transactions not SETTLED`);
+  await checkLedgerInvariants(deps.db);
+  return `${all.length} settlements EXECUTED, every transaction SETTLED; the three accounts (${customers}) + PLATFORM_REVENUE (${revenue} = the fees) = funded (${funded}); ledger invariants hold`;
+}
+
+export async function startSettlementsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<SettlementsBench> {
+  const { deps, call, say } = opts;
+  const s = settlementsSettings();
+  const boss = deps.boss;
+  if (!boss) throw new Error('settlements bench: the job runner is off (JOBS=on is needed)');
+  const setup = await setupSettlements(deps, call);
+  say(`settlements: organization ${setup.org}, asset-network ${setup.assetNetworkId}, splits 33.333333/33.333333/33.333334 %, fee 1.5% (min 100, max 50,000)`);
 
   const all: { transactionId: string; settlementId: string; amount: bigint }[] = [];
   let roundNo = 0;
@@ -91,78 +223,19 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
     async run() {
       roundNo++;
       const n = s.transactions;
-      const txs: { intentId: string; transactionId: string; amount: bigint; settlementId: string }[] = new Array(n);
       const t0 = performance.now();
-      await pool(n, s.concurrency, async (i) => {
-        // Awkward amounts (odd, not multiples of 3) so the rounding rule and the fee clamps are exercised.
-        const amount = BigInt(1_000_001 + roundNo * 100_000 + i * 37);
-        const r = expect(
-          await call(
-            'POST',
-            `/v1/organizations/${org}/payment-intents`,
-            { assetNetworkId, amount: amount.toString(), beneficiaryAccountId: accounts[0], expiresInSeconds: 86_400, releaseRule },
-            apiKey,
-          ),
-          201,
-          'payment intent',
-        );
-        const intentId = idOf(r);
-        const row = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: intentId }, select: { transactionId: true } });
-        txs[i] = { intentId, transactionId: row.transactionId, amount, settlementId: '' };
-      });
-      const t1 = performance.now();
-      // Funding with the ledger shape of a confirmed deposit, 100 transactions per database transaction.
-      for (let k = 0; k < n; k += 100) {
-        const chunk = txs.slice(k, k + 100);
-        await deps.db.$transaction(
-          async (tx) => {
-            const now = deps.clock.now();
-            for (const x of chunk) {
-              const t = { id: x.transactionId, organizationId: org, assetNetworkId };
-              await postLedgerTransaction(tx, {
-                idempotencyKey: `bench-funding:${x.transactionId}`,
-                nature: 'bench.funding',
-                organizationId: org,
-                referenceType: 'Transaction',
-                referenceId: x.transactionId,
-                lines: [
-                  { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: x.amount },
-                  { account: ledgerAccounts.escrow(t), direction: 'CREDIT', amount: x.amount },
-                ],
-                postedAt: now,
-              });
-              await tx.transaction.update({
-                where: { id: x.transactionId },
-                data: { status: 'RESERVED', fundedAmount: amountToNumeric(x.amount), fundedAt: now, reservedAt: now },
-              });
-              await tx.paymentIntent.update({
-                where: { id: x.intentId },
-                data: { status: 'SUCCEEDED', confirmedAmount: amountToNumeric(x.amount), succeededAt: now },
-              });
-            }
-          },
-          { timeout: 60_000 },
-        );
-      }
+      const { txs, createdAt: t1 } = await createFundedTransactions(setup, n, roundNo, s.concurrency);
       const t2 = performance.now();
       // Requests with the workers stopped: the queue fills; then the workers drain it.
       await boss.offWork(SETTLEMENT_EXECUTE_QUEUE, { wait: true });
-      await pool(n, s.concurrency, async (i) => {
-        const x = txs[i]!;
-        x.settlementId = idOf(expect(await call('POST', `/v1/transactions/${x.transactionId}/settlements`, undefined, apiKey), 201, 'request settlement'));
-      });
+      await requestSettlements(setup, txs, s.concurrency);
       const t3 = performance.now();
       await startSettlementWorkers(boss, deps, s.workers);
-      const ids = txs.map((x) => x.settlementId);
-      const deadline = performance.now() + s.timeoutSeconds * 1000; // monotonic: a wall-clock step must not end the wait
-      for (;;) {
-        const executed = await deps.db.settlement.count({ where: { id: { in: ids }, status: 'EXECUTED' } });
-        if (executed >= n) break;
-        const failed = await deps.db.settlement.count({ where: { id: { in: ids }, status: 'FAILED' } });
-        if (failed) throw new Error(`settlements bench: ${failed} settlements FAILED`);
-        if (performance.now() > deadline) throw new Error(`settlements bench: ${executed} of ${n} settlements executed after ${s.timeoutSeconds} s`);
-        await sleep(20);
-      }
+      await awaitSettlementsExecuted(
+        setup,
+        txs.map((x) => x.settlementId),
+        s.timeoutSeconds,
+      );
       const t4 = performance.now();
       all.push(...txs.map((x) => ({ transactionId: x.transactionId, settlementId: x.settlementId, amount: x.amount })));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
@@ -177,25 +250,7 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
         seconds: { create: sec(t1 - t0), fund: sec(t2 - t1), request: sec(t3 - t2), execute: sec(t4 - t3) },
       };
     },
-    async verify() {
-      const ids = all.map((x) => x.settlementId);
-      const rows = await deps.db.settlement.findMany({ where: { id: { in: ids } }, select: { status: true, grossAmount: true, feeAmount: true } });
-      const executed = rows.filter((r) => r.status === 'EXECUTED');
-      if (executed.length !== all.length) throw new Error(`${executed.length} of ${all.length} settlements EXECUTED`);
-      const funded = all.reduce((sum, x) => sum + x.amount, 0n);
-      const gross = executed.reduce((sum, r) => sum + numericToAmount(r.grossAmount!), 0n);
-      const fees = executed.reduce((sum, r) => sum + numericToAmount(r.feeAmount!), 0n);
-      if (gross !== funded) throw new Error(`settled ${gross}, funded ${funded}`);
-      const revenue = (await balanceOf(deps.db, { kind: 'PLATFORM_REVENUE', ownerId: null, organizationId: null, assetNetworkId })).posted;
-      if (revenue !== fees) throw new Error(`PLATFORM_REVENUE ${revenue}, fees ${fees}`);
-      let customers = 0n;
-      for (const a of accounts) customers += (await balanceOf(deps.db, { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId })).posted;
-      if (customers + revenue !== funded) throw new Error(`accounts ${customers} + revenue ${revenue} != funded ${funded}`);
-      const open = await deps.db.transaction.count({ where: { id: { in: all.map((x) => x.transactionId) }, status: { not: 'SETTLED' } } });
-      if (open) throw new Error(`${open} transactions not SETTLED`);
-      await checkLedgerInvariants(deps.db);
-      return `${all.length} settlements EXECUTED, every transaction SETTLED; the three accounts (${customers}) + PLATFORM_REVENUE (${revenue} = the fees) = funded (${funded}); ledger invariants hold`;
-    },
+    verify: () => verifySettlements(setup, all),
   };
 }
 

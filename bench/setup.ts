@@ -13,6 +13,32 @@ export type Call = (
   headers?: Record<string, string>,
 ) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
 
+/** How many requests were answered 503 (overloaded, nothing changed: issue 22) and retried by callerOf. */
+export const overload = { retries: 0 };
+
+/**
+ * A Call against the service at `base` (JSON bodies), as a well-behaved client: a 503 is retried
+ * after its Retry-After, up to 10 times (counted in `overload.retries`).
+ */
+export const callerOf =
+  (base: string): Call =>
+  async (method, path, body, headers = {}) => {
+    let res: Response;
+    for (let attempt = 1; ; attempt++) {
+      res = await fetch(new URL(path, base), {
+        method,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      if (res.status !== 503 || attempt >= 10) break;
+      await res.text();
+      overload.retries++;
+      await new Promise((ok) => setTimeout(ok, Number(res.headers.get('retry-after') ?? 1) * 1000));
+    }
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
+  };
+
 export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -76,7 +102,7 @@ export interface BenchIntegrator {
  * the asset-network being the token at `evm.contract`, and a PRODUCTION environment.
  */
 export async function setupBenchIntegrator(
-  deps: Deps,
+  deps: Pick<Deps, 'db'>,
   call: Call,
   scenario: string,
   opts: { code: string; requiredConfirmations: number; evm?: { contract: string } },

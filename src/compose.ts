@@ -42,7 +42,10 @@ export { handBackJobs, stopJobs };
 export async function createDeps(config: Config, url: string, log: Logger): Promise<Deps> {
   // Tracing (issue 20): the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set, once per process.
   if (startTracing(config)) log.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: config.OTEL_TRACES_SAMPLE_RATIO }, 'tracing on (OTLP/HTTP)');
-  const db = createPrisma(url, config.DB_POOL_MAX, (err) => log.warn({ err }, 'database connection lost'));
+  // The error's message and code only: pg hangs the idle client on it (its connection settings and every prepared statement's SQL).
+  const db = createPrisma(url, config.DB_POOL_MAX, (err) =>
+    log.warn({ err: { type: err.name, message: err.message, code: (err as { code?: string }).code } }, 'database connection lost'),
+  );
   const sealingKey = loadSealingKey(config);
   const [boss, tokenKeys] = await Promise.all([
     startJobs(url, { db, clock: systemClock, log, config, sealingKey }, { work: config.JOBS === 'on' }),

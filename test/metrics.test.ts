@@ -135,6 +135,11 @@ describe('/metrics', () => {
     expect(after.get('job_queue_jobs')!.samples.some((s) => s.labels.queue === 'webhook.deliver' && s.labels.state === 'ready')).toBe(true);
     expect(after.get('job_queue_oldest_ready_age_seconds')!.samples.length).toBeGreaterThan(0);
     expect(after.get('webhook_endpoint_backlog_deliveries')!.samples.find((s) => s.labels.endpoint === 'all')).toBeDefined();
+    // The process's memory (issue 22: bench/memory.ts reads it), under prom-client's default names, read at scrape time.
+    expect(value(after, 'process_resident_memory_bytes', {})).toBeGreaterThan(10 * 2 ** 20);
+    expect(value(after, 'nodejs_heap_size_used_bytes', {})).toBeGreaterThan(0);
+    expect(value(after, 'nodejs_heap_size_used_bytes', {})).toBeLessThanOrEqual(value(after, 'nodejs_heap_size_total_bytes', {}));
+    expect(after.get('nodejs_external_memory_bytes')?.type).toBe('gauge');
     // The ledger: the account's creation posted nothing yet, but the families are declared.
     for (const n of ['ledger_postings_total', 'webhook_delivery_attempts_total', 'job_runs_total', 'chain_watcher_lag_blocks']) expect(after.has(n)).toBe(true);
 

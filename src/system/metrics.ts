@@ -61,6 +61,25 @@ const gauges = {
   }),
 };
 
+/**
+ * The process's memory, read at scrape time only (a collect callback: nothing per request), under the
+ * names prom-client's default metrics use, so the usual dashboards read them: resident set size,
+ * the V8 heap used and allocated, and memory held outside the heap (Buffers). bench/memory.ts reads them.
+ */
+const memoryGauge = (name: string, help: string, read: (m: NodeJS.MemoryUsage) => number) =>
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read(process.memoryUsage()));
+    },
+  });
+memoryGauge('process_resident_memory_bytes', 'Resident memory size in bytes.', (m) => m.rss);
+memoryGauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', (m) => m.heapUsed);
+memoryGauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (m) => m.heapTotal);
+memoryGauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (m) => m.external);
+
 async function readGauges(deps: MetricsDeps): Promise<void> {
   const pool = poolUse(deps.db);
   if (pool) for (const [state, v] of Object.entries(pool)) gauges.pool.set({ state }, v);
