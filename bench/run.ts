@@ -8,7 +8,7 @@ import { applyMigrations } from '../src/db/migrate';
 import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
-import { createDeps } from '../src/compose';
+import { createApp, createDeps } from '../src/compose';
 import { startTracing } from '../src/kernel/otel';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
@@ -62,6 +62,10 @@ const TARGET_READ_RATIO = 0.4;
 const TARGET_P99_MS = 50;
 /** The instrumentation cost (issue 20) is judged on this many rounds at least (4 pairs of rounds, one of each order). */
 const MIN_COST_ROUNDS = 8;
+/** BENCH_CPU_PAIRS (default 0: off) pairs of in-process batches of BENCH_CPU_BATCH (default 500) reads, plain and instrumented. */
+const cpuPairs = Number(process.env.BENCH_CPU_PAIRS ?? 0);
+const cpuBatch = Number(process.env.BENCH_CPU_BATCH ?? 500);
+let inProcessCost: { pairs: number; batch: number; ratio: number; ratios: number[]; micros: string[] } | undefined;
 const webhookReceivers = Number(process.env.BENCH_WEBHOOK_RECEIVERS ?? 4);
 const webhookRate = Number(process.env.BENCH_WEBHOOK_RATE ?? 250);
 const webhookConcurrency = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 8);
@@ -154,7 +158,7 @@ try {
     cleanup.push(() => s.close());
     return s.url;
   };
-  if (instrumentedSelected) startTracing(instrumentedConfig);
+  if (instrumentedSelected || cpuPairs > 0) startTracing(instrumentedConfig);
   const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
@@ -221,6 +225,47 @@ try {
   say(
     `seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`,
   );
+
+  // Issue 20, in-process (BENCH_CPU_PAIRS pairs of batches): the plain and the instrumented app
+  // answer the same REST read through yoga.fetch (no socket, no load generator), in batches of
+  // BENCH_CPU_BATCH requests, 16 in flight, alternating ABBA; each batch's CPU time of this process
+  // per request. What sockets, autocannon and a busy machine add to every request is left out, so
+  // the difference is the instrumentation's own.
+  if (cpuPairs > 0 && accountsBuilt) {
+    const apps = { plain: createApp(deps), instrumented: createApp({ ...deps, config: instrumentedConfig }) };
+    const batch = async (app: typeof apps.plain) => {
+      let next = 0;
+      const cpu0 = process.cpuUsage();
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next++ < cpuBatch) {
+            const res = await app.fetch(`http://bench${accountPath}`, { headers: apiKey });
+            if (res.status !== 200) throw new Error(`in-process read: ${res.status}`);
+            await res.arrayBuffer();
+          }
+        }),
+      );
+      const cpu = process.cpuUsage(cpu0);
+      return (cpu.user + cpu.system) / cpuBatch;
+    };
+    await batch(apps.plain);
+    await batch(apps.instrumented); // warm-up of both
+    const ratios: number[] = [];
+    const micros: string[] = [];
+    for (let i = 0; i < cpuPairs; i++) {
+      const [p1, i1] =
+        i % 2 === 0
+          ? [await batch(apps.plain), await batch(apps.instrumented)]
+          : (([b, a]) => [a, b])([await batch(apps.instrumented), await batch(apps.plain)]);
+      ratios.push(p1! / i1!);
+      micros.push(`${p1!.toFixed(0)}/${i1!.toFixed(0)}`);
+    }
+    say(
+      `in-process CPU µs per request, plain/instrumented, ${cpuPairs} pairs of ${cpuBatch}: ${micros.join(', ')}; ` +
+        `median ratio ${(median(ratios) * 100).toFixed(1)}% (lowest ${(Math.min(...ratios) * 100).toFixed(1)}%, highest ${(Math.max(...ratios) * 100).toFixed(1)}%)`,
+    );
+    inProcessCost = { pairs: cpuPairs, batch: cpuBatch, ratio: median(ratios), ratios, micros };
+  }
 
   // Scenarios, in order; each with its warm-up.
   type Scenario = Omit<LoadSpec, 'connections' | 'durationSeconds' | 'warmupSeconds'> & {
@@ -654,6 +699,12 @@ try {
       met: versusBaseline.settlementsToBaseline >= 0.4,
       measured: `${versusBaseline.settlementsPerSecond} settlements/s vs ${versusBaseline.baselineTransfersPerSecond} transfers/s: ${versusBaseline.settlementsToBaseline}x`,
     });
+  if (inProcessCost)
+    targets.push({
+      target: 'instrumentation in-process: CPU time per request of the instrumented app within 3% of the plain one (median of ABBA pairs of batches)',
+      met: inProcessCost.ratio >= 0.97,
+      measured: `${(inProcessCost.ratio * 100).toFixed(1)}% (${inProcessCost.pairs} pairs of ${inProcessCost.batch}; plain/instrumented µs ${inProcessCost.micros.join(', ')})`,
+    });
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)
@@ -666,6 +717,7 @@ try {
     JSON.stringify(
       {
         date: new Date().toISOString(),
+        ...(inProcessCost ? { instrumentationInProcess: inProcessCost } : {}),
         machine: {
           cpus: cpus().length,
           cpuModel: cpus()[0]?.model,
