@@ -33,6 +33,9 @@ import { historyReport, runHistoryBench } from './history';
  * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
+ * BENCH_CPU_PAIRS (default 0) pairs of in-process batches of BENCH_CPU_BATCH reads (default 500) compare
+ * the plain and the instrumented app by CPU time per request without sockets (BENCH_CPU_INSTRUMENTED=
+ * metrics or tracing: only that half on); BENCH_SCENARIOS=none runs that alone.
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -232,7 +235,15 @@ try {
   // per request. What sockets, autocannon and a busy machine add to every request is left out, so
   // the difference is the instrumentation's own.
   if (cpuPairs > 0 && accountsBuilt) {
-    const apps = { plain: createApp(deps), instrumented: createApp({ ...deps, config: instrumentedConfig }) };
+    // BENCH_CPU_INSTRUMENTED=metrics or tracing: only that half on, to tell which costs what.
+    const half = process.env.BENCH_CPU_INSTRUMENTED;
+    const cpuConfig =
+      half === 'metrics'
+        ? { ...instrumentedConfig, OTEL_EXPORTER_OTLP_ENDPOINT: undefined }
+        : half === 'tracing'
+          ? { ...instrumentedConfig, METRICS: 'off' as const }
+          : instrumentedConfig;
+    const apps = { plain: createApp(deps), instrumented: createApp({ ...deps, config: cpuConfig }) };
     const batch = async (app: typeof apps.plain) => {
       let next = 0;
       const cpu0 = process.cpuUsage();
