@@ -8,7 +8,7 @@ import { applyMigrations } from '../src/db/migrate';
 import { SERVICE_ROLE } from '../src/db/roles';
 import { createLogger } from '../src/app';
 import { startServer } from '../src/server';
-import { createDeps } from '../src/compose';
+import { createApp, createDeps } from '../src/compose';
 import { startTracing } from '../src/kernel/otel';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
@@ -33,6 +33,9 @@ import { historyReport, runHistoryBench } from './history';
  * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
+ * BENCH_CPU_PAIRS (default 0) pairs of in-process batches of BENCH_CPU_BATCH reads (default 500) compare
+ * the plain and the instrumented app by CPU time per request without sockets (BENCH_CPU_INSTRUMENTED=
+ * metrics or tracing: only that half on); BENCH_SCENARIOS=none runs that alone.
  *
  * The webhook scenario (bench/webhooks.ts): BENCH_WEBHOOK_RECEIVERS (default 4),
  * BENCH_WEBHOOK_RATE (events/s, default 250: x 4 endpoints = 1,000 deliveries/s),
@@ -60,6 +63,12 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const only = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((n) => n.trim())) : null;
 const TARGET_READ_RATIO = 0.4;
 const TARGET_P99_MS = 50;
+/** The instrumentation cost (issue 20) is judged on this many rounds at least (4 pairs of rounds, one of each order). */
+const MIN_COST_ROUNDS = 8;
+/** BENCH_CPU_PAIRS (default 0: off) pairs of in-process batches of BENCH_CPU_BATCH (default 500) reads, plain and instrumented. */
+const cpuPairs = Number(process.env.BENCH_CPU_PAIRS ?? 0);
+const cpuBatch = Number(process.env.BENCH_CPU_BATCH ?? 500);
+let inProcessCost: { pairs: number; batch: number; ratio: number; ratios: number[]; micros: string[] } | undefined;
 const webhookReceivers = Number(process.env.BENCH_WEBHOOK_RECEIVERS ?? 4);
 const webhookRate = Number(process.env.BENCH_WEBHOOK_RATE ?? 250);
 const webhookConcurrency = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 8);
@@ -153,7 +162,7 @@ try {
     cleanup.push(() => s.close());
     return s.url;
   };
-  if (instrumentedSelected) startTracing(instrumentedConfig);
+  if (instrumentedSelected || cpuPairs > 0) startTracing(instrumentedConfig);
   const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
 
@@ -212,6 +221,55 @@ try {
   say(
     `seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`,
   );
+
+  // Issue 20, in-process (BENCH_CPU_PAIRS pairs of batches): the plain and the instrumented app
+  // answer the same REST read through yoga.fetch (no socket, no load generator), in batches of
+  // BENCH_CPU_BATCH requests, 16 in flight, alternating ABBA; each batch's CPU time of this process
+  // per request. What sockets, autocannon and a busy machine add to every request is left out, so
+  // the difference is the instrumentation's own.
+  if (cpuPairs > 0 && accountsBuilt) {
+    // BENCH_CPU_INSTRUMENTED=metrics or tracing: only that half on, to tell which costs what.
+    const half = process.env.BENCH_CPU_INSTRUMENTED;
+    const cpuConfig =
+      half === 'metrics'
+        ? { ...instrumentedConfig, OTEL_EXPORTER_OTLP_ENDPOINT: undefined }
+        : half === 'tracing'
+          ? { ...instrumentedConfig, METRICS: 'off' as const }
+          : instrumentedConfig;
+    const apps = { plain: createApp(deps), instrumented: createApp({ ...deps, config: cpuConfig }) };
+    const batch = async (app: typeof apps.plain) => {
+      let next = 0;
+      const cpu0 = process.cpuUsage();
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next++ < cpuBatch) {
+            const res = await app.fetch(`http://bench${accountPath}`, { headers: apiKey });
+            if (res.status !== 200) throw new Error(`in-process read: ${res.status}`);
+            await res.arrayBuffer();
+          }
+        }),
+      );
+      const cpu = process.cpuUsage(cpu0);
+      return (cpu.user + cpu.system) / cpuBatch;
+    };
+    await batch(apps.plain);
+    await batch(apps.instrumented); // warm-up of both
+    const ratios: number[] = [];
+    const micros: string[] = [];
+    for (let i = 0; i < cpuPairs; i++) {
+      const [p1, i1] =
+        i % 2 === 0
+          ? [await batch(apps.plain), await batch(apps.instrumented)]
+          : (([b, a]) => [a, b])([await batch(apps.instrumented), await batch(apps.plain)]);
+      ratios.push(p1! / i1!);
+      micros.push(`${p1!.toFixed(0)}/${i1!.toFixed(0)}`);
+    }
+    say(
+      `in-process CPU µs per request, plain/instrumented, ${cpuPairs} pairs of ${cpuBatch}: ${micros.join(', ')}; ` +
+        `median ratio ${(median(ratios) * 100).toFixed(1)}% (lowest ${(Math.min(...ratios) * 100).toFixed(1)}%, highest ${(Math.max(...ratios) * 100).toFixed(1)}%)`,
+    );
+    inProcessCost = { pairs: cpuPairs, batch: cpuBatch, ratio: median(ratios), ratios, micros };
+  }
 
   // Scenarios, in order; each with its warm-up.
   type Scenario = Omit<LoadSpec, 'connections' | 'durationSeconds' | 'warmupSeconds'> & {
@@ -298,8 +356,17 @@ try {
   });
   const webhookRuns: WebhookResult[] = [];
   const ledgerRuns: LedgerResult[] = [];
+  // The REST read and its instrumented and rate-limited variants (issue 20) are compared round by
+  // round; their order flips every other round (plain, instrumented, limited, then limited,
+  // instrumented, plain...), so a machine slowly getting busier or quieter favours none of them.
+  const readFamily = ['rest-read', 'rest-read-instrumented', 'rest-read-limited'];
+  const orderOf = (round: number): Scenario[] => {
+    if (round % 2 === 1) return active;
+    const family = active.filter((s) => readFamily.includes(s.name)).reverse();
+    return active.map((s) => (readFamily.includes(s.name) ? family.shift()! : s));
+  };
   for (let round = 1; round <= rounds; round++) {
-    for (const s of active) {
+    for (const s of orderOf(round)) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
       const { label: _l, skip: _s, role: _r, ...spec } = s;
       const cpu0 = process.cpuUsage();
@@ -425,12 +492,30 @@ try {
       // CPU time per request, plain over variant: the throughput ratio a CPU-bound server would show,
       // and far less disturbed than requests/s by other processes competing for the machine.
       const cpuRatios = runs.map((r, i) => plainRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
-      say(`${name} vs rest-read, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`);
+      // The order flips every other round (orderOf), and whichever runs second in a round measured
+      // up to 30% better on a loaded machine: each pair of rounds (one of each order) gives one ratio,
+      // the geometric mean of its two, which cancels that; the median of the pairs is the figure.
+      const pairs = (xs: number[]) => xs.flatMap((x, i) => (i % 2 === 0 && i + 1 < xs.length ? [Math.sqrt(x * xs[i + 1]!)] : []));
+      const figure = (xs: number[]) => (xs.length >= 2 ? median(pairs(xs)) : median(xs));
+      const pct = (xs: number[]) => xs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ');
+      say(`${name} vs rest-read, per round: ${pct(ratios)}; per pair of rounds: ${pct(pairs(ratios))}; median of pairs ${(figure(ratios) * 100).toFixed(1)}%`);
       say(
         `${name} vs rest-read, CPU µs per request: ${runs.map((r, i) => `${plainRuns[i]!.cpuMicrosPerRequest}/${r.cpuMicrosPerRequest}`).join(', ')}; ` +
-          `plain/variant median ${(median(cpuRatios) * 100).toFixed(1)}%`,
+          `plain/variant per pair ${pct(pairs(cpuRatios))}; median of pairs ${(figure(cpuRatios) * 100).toFixed(1)}%`,
       );
-      return [[name, { ratioToRestRead: median(ratios), rounds: ratios, cpuRatioToRestRead: median(cpuRatios), cpuRounds: cpuRatios }]];
+      return [
+        [
+          name,
+          {
+            ratioToRestRead: figure(ratios),
+            rounds: ratios,
+            pairs: pairs(ratios),
+            cpuRatioToRestRead: figure(cpuRatios),
+            cpuRounds: cpuRatios,
+            cpuPairs: pairs(cpuRatios),
+          },
+        ],
+      ];
     }),
   );
 
@@ -590,11 +675,12 @@ try {
   const instrumented = costs['rest-read-instrumented'];
   if (instrumented)
     targets.push({
-      target: 'instrumentation: rest-read with metrics on and tracing sampled at 0 within 5% of plain rest-read (same rounds)',
-      met: instrumented.ratioToRestRead >= 0.95,
+      target: `instrumentation: rest-read with metrics on and tracing sampled at 0 within 5% of plain rest-read (same rounds, at least ${MIN_COST_ROUNDS})`,
+      // Fewer rounds cannot tell a 5% difference from a shared machine's noise: not judged.
+      met: instrumented.rounds.length < MIN_COST_ROUNDS ? null : instrumented.ratioToRestRead >= 0.95,
       measured:
-        `${(instrumented.ratioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
-        `by CPU time per request ${(instrumented.cpuRatioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.cpuRounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
+        `${instrumented.rounds.length < MIN_COST_ROUNDS ? `not judged: ${instrumented.rounds.length} rounds (BENCH_ROUNDS=${MIN_COST_ROUNDS} or more); ` : ''}${(instrumented.ratioToRestRead * 100).toFixed(1)}% (pairs of rounds ${instrumented.pairs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
+        `by CPU time per request ${(instrumented.cpuRatioToRestRead * 100).toFixed(1)}% (pairs ${instrumented.cpuPairs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
     });
   if (depositsOut) targets.push(...depositsOut.targets);
   if (evmDepositsOut) targets.push(...evmDepositsOut.targets);
@@ -649,6 +735,12 @@ try {
       measured: `${moneyVersusBaseline.withdrawalsPerSecond} withdrawals/s vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.withdrawalsToBaseline}x`,
     });
   if (overload.retries) console.log(`\nRequests answered 503 (overloaded) and retried after Retry-After: ${overload.retries}`);
+  if (inProcessCost)
+    targets.push({
+      target: 'instrumentation in-process: CPU time per request of the instrumented app within 3% of the plain one (median of ABBA pairs of batches)',
+      met: inProcessCost.ratio >= 0.97,
+      measured: `${(inProcessCost.ratio * 100).toFixed(1)}% (${inProcessCost.pairs} pairs of ${inProcessCost.batch}; plain/instrumented µs ${inProcessCost.micros.join(', ')})`,
+    });
   console.log('\nTargets:');
   for (const t of targets) console.log(`  ${t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'}  ${t.target} — measured ${t.measured}`);
   for (const r of results)
@@ -661,6 +753,7 @@ try {
     JSON.stringify(
       {
         date: new Date().toISOString(),
+        ...(inProcessCost ? { instrumentationInProcess: inProcessCost } : {}),
         machine: {
           cpus: cpus().length,
           cpuModel: cpus()[0]?.model,

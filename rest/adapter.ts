@@ -29,6 +29,7 @@ import { projectRoot } from '../src/root';
 import { configuredEvmNetworks } from '../src/chains/evm/config';
 import { evmNodesReadiness } from '../src/chains/evm/watcher';
 import { httpRoutes } from '../src/kernel/telemetry';
+import { stopping } from '../src/kernel/lifecycle';
 
 const MAX_BODY_BYTES = 1 << 20;
 const operationsDir = resolve(projectRoot, 'rest/operations');
@@ -223,6 +224,9 @@ type GetEnveloped = (initial: Record<string, unknown>) => {
 };
 
 export async function readiness(deps: Deps, requestId: string): Promise<Response> {
+  // Shutting down (SIGTERM): not ready, at once and whatever the checks say, so a load balancer
+  // deregisters the process before it stops accepting (src/kernel/lifecycle.ts).
+  if (stopping()) return Response.json({ status: 'stopping' }, { status: 503, headers: { 'x-request-id': requestId } });
   const checks: Record<string, string> = {};
   try {
     await deps.db.$queryRaw`SELECT 1`;

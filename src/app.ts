@@ -166,7 +166,8 @@ export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
     context: async ({ request, clientIp }): Promise<Omit<Context, never>> => {
       const { principal, credentialError } = await authenticate(request.headers, deps);
       // Metrics learn the principal type; the request rate limit counts the request (429 past it).
-      await observer.seen(request, principal);
+      const counted = observer.seen(request, principal);
+      if (counted) await counted;
       return { deps, requestId: idOf(request), principal, credentialError, clientIp: clientIp ?? 'unknown' };
     },
     plugins: [

@@ -109,6 +109,11 @@ const schema = z
     // --- Shutdown and crash recovery (issue 15; docs/deployment.md) ---
     /** On SIGTERM/SIGINT: how long running requests and jobs may take to finish; the rest is handed back to the queue. */
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+    /**
+     * On SIGTERM/SIGINT: how long the process stays up answering /readyz 503 (and serving requests as
+     * usual) before it stops accepting, so a load balancer deregisters it first. 0: stop at once.
+     */
+    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(0),
     /** A settlement, refund, withdrawal or deposit idle (non-terminal, unchanged) longer than this is reported as stuck. */
     STUCK_AFTER_SECONDS: z.coerce
       .number()

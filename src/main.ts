@@ -78,7 +78,7 @@ try {
 }
 log.info({ role, url: server.url, ...(role === 'worker' ? {} : { graphql: `${server.url}/graphql`, openapi: `${server.url}/v1/openapi.json` }) }, 'listening');
 
-installShutdown({ log, server, deps, database: db, timeoutMs: config.SHUTDOWN_TIMEOUT_MS });
+installShutdown({ log, server, deps, database: db, timeoutMs: config.SHUTDOWN_TIMEOUT_MS, delayMs: config.SHUTDOWN_DELAY_MS });
 
 /** The process's role from its first argument: none is everything (`npm start`). */
 function roleOf(argument: string | undefined): 'all' | 'api' | 'worker' | null {

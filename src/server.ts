@@ -9,6 +9,7 @@ import { openSocketSession, type SocketSession } from './auth/socket-sessions';
 import { graphqlLimits } from './graphql-limits';
 import { clientAddress, parseTrustedProxies } from './kernel/client-address';
 import { tracedHandler } from './system/observe';
+import { stopping } from './kernel/lifecycle';
 
 type EnvelopedRoot = { execute: (a: unknown) => unknown; subscribe: (a: unknown) => unknown };
 
@@ -73,7 +74,13 @@ export async function startServer(deps: Deps, port: number, host = '127.0.0.1'):
   // The client's address (rate limits): the socket's peer, or X-Forwarded-For behind a trusted proxy (TRUST_PROXY).
   const proxies = parseTrustedProxies(deps.config.TRUST_PROXY);
   const clientIpOf = (req: IncomingMessage) => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], proxies);
-  const server = createServer(tracedHandler(deps, (req, res, extra) => void yoga.handle(req, res, { clientIp: clientIpOf(req), ...extra })));
+  const server = createServer(
+    tracedHandler(deps, (req, res, extra) => {
+      // Shutting down: keep-alive clients reconnect (to another process) after this answer.
+      if (stopping()) res.shouldKeepAlive = false;
+      void yoga.handle(req, res, { clientIp: clientIpOf(req), ...extra });
+    }),
+  );
   server.keepAliveTimeout = 65_000;
   // Listening before the websocket server is attached: attached first, it would re-emit a taken port
   // as an "internal error" while the process ran on. Upgrades are handled once it listens.
@@ -158,6 +165,7 @@ export async function startWorkerServer(deps: Deps, port: number, host = '127.0.
     res.end(Buffer.from(await answer.arrayBuffer()));
   };
   const server = createServer((req, res) => {
+    if (stopping()) res.shouldKeepAlive = false;
     void (async () => {
       const requestId = crypto.randomUUID();
       const path = new URL(req.url ?? '/', 'http://worker').pathname;

@@ -6,10 +6,14 @@ import { releaseShutdownSignals } from './db/embedded';
 import { handBackJobs, stopJobs } from './compose';
 import { handlersSettled } from './kernel/work';
 import { stopTracing } from './kernel/otel';
+import { lifecycle } from './kernel/lifecycle';
 
 /**
  * The graceful shutdown of `npm start` (docs/deployment.md, "Shutdown"), on SIGTERM or SIGINT:
  *
+ * 0. the process is marked stopping (src/kernel/lifecycle.ts): /readyz answers 503 at once, on the
+ *    API and the worker, while /healthz stays 200; for `delayMs` (SHUTDOWN_DELAY_MS, default 0) it
+ *    goes on serving as usual, so a load balancer that probes /readyz deregisters it first;
  * 1. the HTTP server stops accepting connections; websockets are closed with 1001 (going away);
  *    requests in flight finish (their connections close after the response), within the timeout;
  * 2. the job runner stops: its timers and the delivery worker first, then pg-boss, which waits for
@@ -26,6 +30,8 @@ export interface ShutdownParts {
   deps: Pick<Deps, 'boss' | 'db' | 'deliveryStatus'>;
   database: Pick<Database, 'close'>;
   timeoutMs: number;
+  /** SHUTDOWN_DELAY_MS: how long /readyz answers 503 before the listener closes (default 0). */
+  delayMs?: number;
 }
 
 export function installShutdown(parts: ShutdownParts): void {
@@ -41,10 +47,13 @@ export function installShutdown(parts: ShutdownParts): void {
 }
 
 export async function shutdown(parts: ShutdownParts, signal: string): Promise<number> {
-  const { log, server, deps, database, timeoutMs } = parts;
+  const { log, server, deps, database, timeoutMs, delayMs = 0 } = parts;
+  // First, before anything closes: /readyz answers 503 from now on (the load balancer's cue).
+  lifecycle.stopping = true;
+  log.info({ signal, timeoutMs, delayMs }, 'shutting down');
+  if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
   const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(0, deadline - Date.now());
-  log.info({ signal, timeoutMs }, 'shutting down');
   let code = 0;
   const step = async (name: string, fn: () => Promise<unknown>) => {
     try {

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { createPrisma } from '../src/db/prisma';
 import { setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { checkLedgerInvariants } from './ledger-invariants';
-import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, runCommand, serviceEnv, startService } from './process-harness';
+import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, runCommand, serviceEnv, startService, type ServiceProcess } from './process-harness';
 
 /**
  * The process roles (issue 20): `npm run start:api` (HTTP and websockets, jobs sent, never worked)
@@ -19,6 +19,22 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
+/**
+ * A process told to stop, within SHUTDOWN_DELAY_MS: /readyz answers 503 (with Connection: close, so
+ * the client reconnects elsewhere) while /healthz still answers 200.
+ */
+async function expectStopping(svc: { rest: ServiceProcess['rest'] }): Promise<void> {
+  const notReady = await pollUntil(
+    '/readyz 503',
+    () => svc.rest('GET', '/readyz'),
+    (r) => r.status === 503,
+    2_500,
+    20,
+  );
+  expect(notReady.body).toEqual({ status: 'stopping' });
+  expect(notReady.headers.get('connection')).toBe('close');
+  expect((await svc.rest('GET', '/healthz')).status).toBe(200);
+}
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const ownerUrlOf = (serviceUrl: string) => {
   const u = new URL(inject('serverUrl'));
@@ -49,7 +65,8 @@ test('an API process works no job; a worker does; limits count the client behind
   const db = createPrisma(ownerUrlOf(databaseUrl), 2);
   cleanups.push(() => db.$disconnect());
   // The test is the API's reverse proxy: it connects from 127.0.0.1 and says the client's address in X-Forwarded-For.
-  const env = await serviceEnv({ SHUTDOWN_TIMEOUT_MS: '5000', TRUST_PROXY: '127.0.0.1/32' });
+  // SHUTDOWN_DELAY_MS: a stopping process answers /readyz 503 (and serves on) this long before it stops accepting.
+  const env = await serviceEnv({ SHUTDOWN_TIMEOUT_MS: '5000', SHUTDOWN_DELAY_MS: '3000', TRUST_PROXY: '127.0.0.1/32' });
   const start = (role: 'api' | 'worker') => startService({ databaseUrl, env, role }).then((s) => (cleanups.push(() => s.stop()), s));
   const api = await start('api');
   expect(api.logs().find((l) => l.msg === 'listening')).toMatchObject({ role: 'api' });
@@ -124,6 +141,10 @@ test('an API process works no job; a worker does; limits count the client behind
   // The API stops: an open websocket is closed with 1001 (going away); a request in flight still gets its answer.
   const socket = new WebSocket(`${api.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
   await new Promise((ok, fail) => socket.once('open', ok).once('error', fail));
+  // Authenticated (connection_ack), so graphql-ws's 3 s init timeout does not close it during the shutdown delay.
+  const acked = new Promise((ok) => socket.on('message', (m) => JSON.parse(String(m)).type === 'connection_ack' && ok(true)));
+  socket.send(JSON.stringify({ type: 'connection_init', payload: h }));
+  await acked;
   const closed = new Promise<number>((ok) => socket.once('close', (code) => ok(code)));
   const body = JSON.stringify({ name: 'Late' });
   const late = new Promise<number>((ok, fail) => {
@@ -137,13 +158,17 @@ test('an API process works no job; a worker does; limits count the client behind
   });
   await new Promise((r) => setTimeout(r, 100));
   const stopping = api.stop(20_000);
+  // At once, before it stops listening: not ready (the load balancer's cue), still alive, still serving.
+  await expectStopping(api);
+  expect((await api.rest('GET', `/v1/organizations/${f.organizationId}/accounts`, { headers: h })).status).toBe(200);
   expect(await closed).toBe(1001);
   expect(await late).toBe(201);
   expect(await stopping).toEqual({ code: 0, signal: null });
   expect(api.logs().filter((l) => l.level >= ERROR_LEVEL)).toEqual([]);
 
-  // SIGINT stops a worker the same way.
+  // SIGINT stops a worker the same way; its /readyz answers 503 at once, /healthz 200.
   next.child.kill('SIGINT');
+  await expectStopping(next);
   expect(await next.exited).toEqual({ code: 0, signal: null });
   expect(next.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
   expect(next.logs().filter((l) => l.level >= ERROR_LEVEL)).toEqual([]);

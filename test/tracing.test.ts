@@ -19,6 +19,8 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+  /** The exporting process's service.name (its resource), added by the collector below. */
+  service?: string;
 }
 
 let collector: Server;
@@ -36,9 +38,12 @@ beforeAll(async () => {
     req.on('end', () => {
       contentTypes.add(`${req.method} ${req.url} ${req.headers['content-type']}`);
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
+        resourceSpans: { resource?: { attributes?: OtlpSpan['attributes'] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
       };
-      for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+      for (const rs of body.resourceSpans) {
+        const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue;
+        for (const ss of rs.scopeSpans) spans.push(...ss.spans.map((s) => ({ ...s, service })));
+      }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -136,5 +141,69 @@ describe('tracing over OTLP/HTTP', () => {
     // The request id links the logs to the trace.
     const line = svc.logs().find((l) => l.msg === 'rest' && (l as { requestId?: string }).requestId === 'trace-deposit') as { traceId?: string } | undefined;
     expect(line?.traceId).toBe(depositServer.traceId);
+  }, 120_000);
+
+  test('sampled at 0: requests make no span at all; a request whose caller samples its trace (traceparent flag 01) is traced, down to its job', async () => {
+    const url = await cloneTemplateDatabase('tracing-ratio-0');
+    const quiet = await startService({
+      databaseUrl: url,
+      env: await serviceEnv({
+        OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
+        OTEL_SERVICE_NAME: 'ftis-ratio-0',
+        OTEL_TRACES_SAMPLE_RATIO: '0',
+        SANDBOX_BLOCK_INTERVAL_MS: '0',
+      }),
+    });
+    try {
+      const quietDb = createPrisma(url, 2);
+      const app = { rest: quiet.rest, deps: { db: quietDb } };
+      const catalog = await setupSandboxCatalog(app);
+      const f = await setupIntegrator(app, catalog);
+      await quietDb.$disconnect();
+      const acc = await quiet.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
+      expect(acc.status).toBe(201);
+      const pi = await quiet.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: f.apiKeyHeaders,
+        body: {
+          assetNetworkId: catalog.assetNetworkId,
+          amount: '1000',
+          beneficiaryAccountId: acc.headers.get('location')!.split('/').pop(),
+          walletId: f.walletId,
+        },
+      });
+      expect(pi.status, pi.text).toBe(201);
+      const intent = (await quiet.rest('GET', `/v1/payment-intents/${pi.headers.get('location')!.split('/').pop()}`, { headers: f.apiKeyHeaders })).body as {
+        address: string;
+      };
+      const deposit = (flags: string, traceId: string) =>
+        quiet.rest('POST', '/v1/sandbox/deposits', {
+          headers: { ...f.apiKeyHeaders, traceparent: `00-${traceId}-00f067aa0ba902b7-${flags}` },
+          body: { address: intent.address, amount: '1000', assetNetworkId: catalog.assetNetworkId },
+        });
+      const sampled = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const unsampled = '5bf92f3577b34da6a3ce929d0e0e4737';
+      expect((await deposit('01', sampled)).status).toBe(201);
+      await pollUntil(
+        "the sampled caller's trace exported, down to the job",
+        async () => spans.some((s) => s.traceId === sampled && s.name === 'job chain.sync'),
+        (ok) => ok,
+        30_000,
+      );
+      expect((await deposit('00', unsampled)).status).toBe(201);
+      await new Promise((r) => setTimeout(r, 2500)); // two more export intervals: anything else would be in by now
+      const mine = spans.filter((s) => s.service === 'ftis-ratio-0');
+      // Everything exported belongs to the sampled caller's trace: the set-up requests, the unsampled caller's, made none.
+      expect(mine.length).toBeGreaterThan(0);
+      expect(mine.filter((s) => s.traceId !== sampled)).toEqual([]);
+      const server = mine.find((s) => s.kind === SERVER)!;
+      expect(server.parentSpanId).toBe('00f067aa0ba902b7');
+      expect(server.name).toBe('POST /v1/sandbox/deposits');
+      const op = mine.find((s) => s.name.startsWith('graphql mutation') && s.parentSpanId === server.spanId)!;
+      expect(mine.some((s) => s.name === 'db.query' && s.parentSpanId === op.spanId)).toBe(true);
+      const job = mine.find((s) => s.name === 'job chain.sync')!;
+      expect(job.parentSpanId).toBe(op.spanId);
+    } finally {
+      await quiet.stop();
+    }
   }, 120_000);
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { trace } from '@opentelemetry/api';
 import pg from 'pg';
-import { inSpan, SpanKind, tracingOn } from '../kernel/telemetry';
+import { inSpan, SpanKind, tracing } from '../kernel/telemetry';
 import { PrismaClient } from '../generated/prisma/client';
 
 export type { PrismaClient } from '../generated/prisma/client';
@@ -65,7 +65,7 @@ export function poolUse(client: object): { total: number; idle: number; waiting:
 function tracedConnection(connection: pg.PoolClient): void {
   const query = connection.query.bind(connection) as (...a: unknown[]) => unknown;
   connection.query = ((...a: unknown[]) => {
-    if (!tracingOn() || !trace.getActiveSpan()?.isRecording() || typeof a[a.length - 1] === 'function') return query(...a);
+    if (!tracing.recording || !trace.getActiveSpan()?.isRecording() || typeof a[a.length - 1] === 'function') return query(...a);
     const text = typeof a[0] === 'string' ? a[0] : ((a[0] as { text?: string } | undefined)?.text ?? '');
     return inSpan('db.query', { 'db.system.name': 'postgresql', 'db.query.text': text.slice(0, 2000) }, () => query(...a) as Promise<unknown>, {
       kind: SpanKind.CLIENT,

@@ -31,6 +31,7 @@ export function startTracing(config: Config): { stop: () => Promise<void> } | nu
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  tracing.rootRatio = config.OTEL_TRACES_SAMPLE_RATIO;
   tracing.started = true;
   const stop = async () => {
     await provider.forceFlush().catch(() => undefined);

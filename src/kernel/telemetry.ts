@@ -122,9 +122,41 @@ export function operationLabel(name: string | null | undefined): string {
 
 export const tracer = trace.getTracer('ftis');
 
-/** Whether spans are made at all: the SDK started (src/kernel/otel.ts). */
-export const tracing = { started: false };
+/**
+ * Whether spans are made at all: the SDK started (src/kernel/otel.ts), and the share of root
+ * traces it samples (OTEL_TRACES_SAMPLE_RATIO), and how many recorded spans of this process are
+ * open (`recording`): none open, no active context can hold a sampled span, so the checks per SQL
+ * statement and per job send stop at that count (no context lookup at all).
+ */
+export const tracing = { started: false, rootRatio: 1, recording: 0 };
 export const tracingOn = () => tracing.started;
+
+/**
+ * Whether a span started now (under `parent`, default the active context) could be recorded. The
+ * sampler follows a parent's decision and samples roots at `rootRatio`, so under an unsampled
+ * parent, or with no parent while roots are sampled at 0, no span is made at all: no span object,
+ * no random trace id, no context to carry (issue 20: instrumentation sampled at 0 costs next to
+ * nothing). The answer the SDK's sampler would give, decided before asking it.
+ */
+export function spanWanted(parent?: OtelContext): boolean {
+  if (!tracing.started) return false;
+  // The active context holds a sampled span only while a recorded one is open (a remote parent is
+  // always handed in as `parent`: a request's in tracedHandler, a job's in work.ts).
+  if (!parent && tracing.recording === 0 && tracing.rootRatio <= 0) return false;
+  const parentSpan = trace.getSpan(parent ?? context.active());
+  return parentSpan ? (parentSpan.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0 : tracing.rootRatio > 0;
+}
+
+const TRACEPARENT = /^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-([\da-f]{2})/;
+/**
+ * Whether a request's W3C `traceparent` header asks its trace be sampled (flag 01). A request with
+ * none, a malformed one or an unsampled one starts no span while roots are sampled at 0.
+ */
+export function remoteSampled(traceparent: string | string[] | undefined): boolean {
+  if (typeof traceparent !== 'string') return false;
+  const flags = TRACEPARENT.exec(traceparent.trim())?.[1];
+  return flags !== undefined && (parseInt(flags, 16) & 1) === 1;
+}
 
 /**
  * Runs `fn` in a new span, child of the active one (or of `parent`); the span ends when `fn`
@@ -136,12 +168,12 @@ export async function inSpan<T>(
   fn: (span: Span | undefined) => Promise<T>,
   opts: { kind?: SpanKind; parent?: OtelContext } = {},
 ): Promise<T> {
-  if (!tracingOn()) return fn(undefined);
   // Under a span of a trace not sampled (local, or remote: a job's sender), children are not sampled
-  // either (the sampler follows the parent): no span is made at all.
-  const parentSpan = trace.getSpan(opts.parent ?? context.active());
-  if (parentSpan && !(parentSpan.spanContext().traceFlags & TraceFlags.SAMPLED)) return fn(undefined);
+  // either (the sampler follows the parent), nor roots sampled at 0: no span is made at all.
+  if (!spanWanted(opts.parent)) return fn(undefined);
   return tracer.startActiveSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes }, opts.parent ?? context.active(), async (span) => {
+    const recorded = span.isRecording();
+    if (recorded) tracing.recording++;
     try {
       return await fn(span);
     } catch (err) {
@@ -149,6 +181,7 @@ export async function inSpan<T>(
       span.setStatus({ code: SpanStatusCode.ERROR });
       throw err;
     } finally {
+      if (recorded) tracing.recording--;
       span.end();
     }
   });
@@ -156,7 +189,7 @@ export async function inSpan<T>(
 
 /** The trace and span ids of the active recorded span, for log lines (the pino mixin). */
 export function traceFields(): { traceId?: string; spanId?: string } {
-  if (!tracing.started) return {};
+  if (!tracing.recording) return {};
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return {};
   const { traceId, spanId } = span.spanContext();
@@ -168,7 +201,7 @@ export const JOB_TRACE_KEY = '_trace';
 
 /** The active trace context as a carrier for a job's data, or undefined when nothing is traced. */
 export function traceCarrier(): Record<string, string> | undefined {
-  if (!tracingOn() || !trace.getActiveSpan()?.isRecording()) return undefined;
+  if (!tracing.recording || !trace.getActiveSpan()?.isRecording()) return undefined;
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier.traceparent ? carrier : undefined;
