@@ -1,4 +1,4 @@
-import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode } from '../builder';
+import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode, restListSize, REST_LIST_MAX } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { DomainError, notFound } from '../errors';
 import { assertId } from '../ids';
@@ -87,24 +87,35 @@ const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').imp
     health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
     deliveries: t.connection({
       type: WebhookDelivery,
-      description: 'Its deliveries, newest first, with their attempts.',
-      args: { ...creationArgs, status: t.arg({ type: [WebhookDeliveryStatus] }), eventType: t.arg.string() },
-      resolve: (e, args, ctx) =>
-        keysetConnection(args, (q) =>
-          ctx.deps.db.webhookDelivery.findMany({
-            where: {
-              AND: [
-                q.where,
-                { endpointId: e.id },
-                createdWhere(args),
-                args.status?.length ? { status: { in: args.status } } : {},
-                args.eventType ? { eventType: args.eventType } : {},
-              ],
-            },
-            orderBy: q.orderBy,
-            take: q.take,
-          }),
-        ),
+      description: 'Its deliveries, newest first, with their attempts (REST ListWebhookDeliveries reads it).',
+      ...restListSize,
+      args: {
+        ...creationArgs,
+        status: t.arg({ type: [WebhookDeliveryStatus] }),
+        eventType: t.arg.string({ description: 'An event type of the catalog, e.g. deposit.confirmed.' }),
+      },
+      resolve: (e, args, ctx) => {
+        deliveries.checkEventType(args.eventType);
+        return keysetConnection(
+          args,
+          (q) =>
+            ctx.deps.db.webhookDelivery.findMany({
+              where: {
+                AND: [
+                  q.where,
+                  { endpointId: e.id },
+                  createdWhere(args),
+                  args.status?.length ? { status: { in: args.status } } : {},
+                  args.eventType ? { eventType: args.eventType } : {},
+                ],
+              },
+              orderBy: q.orderBy,
+              take: q.take,
+            }),
+          undefined,
+          REST_LIST_MAX,
+        );
+      },
     }),
   }),
 });
@@ -185,15 +196,6 @@ export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
     attempts: t.relation('attempts', { query: { orderBy: { attemptNumber: 'asc' } } }),
   }),
 });
-
-const WebhookDeliveryPage = builder
-  .objectRef<{ items: Awaited<ReturnType<typeof deliveries.listDeliveries>>['items']; nextCursor: string | null }>('WebhookDeliveryPage')
-  .implement({
-    fields: (t) => ({
-      items: t.field({ type: [WebhookDelivery], resolve: (p) => p.items }),
-      nextCursor: t.exposeString('nextCursor', { nullable: true }),
-    }),
-  });
 
 const WebhookRedeliveryJob = builder.prismaObject('WebhookRedeliveryJob', {
   description: "Bulk redelivery of an endpoint's dead-lettered deliveries, run in the background.",
@@ -281,23 +283,6 @@ builder.queryFields((t) => ({
       if (!row) throw notFound('WebhookDelivery');
       return row;
     },
-  }),
-  webhookDeliveries: t.field({
-    type: WebhookDeliveryPage,
-    description: "An endpoint's deliveries, newest first.",
-    authScopes: { policy: manage },
-    args: {
-      endpointId: t.arg.id({ required: true }),
-      eventType: t.arg.string(),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'nextCursor of the previous page.' }),
-    },
-    resolve: (_p, args, ctx) =>
-      deliveries.listDeliveries(ctx, String(args.endpointId), {
-        eventType: args.eventType,
-        limit: args.limit,
-        after: args.after == null ? null : String(args.after),
-      }),
   }),
   webhookRedeliveryJob: t.field({
     type: WebhookRedeliveryJob,
