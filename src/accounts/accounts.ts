@@ -10,7 +10,6 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
-import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -126,27 +125,6 @@ export async function createAccount(ctx: Context, organizationIdArg: string, inp
     throw e;
   }
   return row ?? loadVisibleAccount(ctx, created.id);
-}
-
-export const listInput = z.object({
-  limit: z.number().int().min(1).max(500).nullish(),
-  after: z.string().nullish(),
-});
-
-/** One page of the organization's visible accounts, ordered by id (UUIDv7: creation order). */
-export async function listAccounts(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
-  const organizationId = assertId(organizationIdArg, 'Organization');
-  assertOrganization(ctx, organizationId, 'Organization');
-  const page = pageQuery(args);
-  const visible = visibleWhere(ctx);
-  if (!visible) throw notFound('Organization');
-  const rows = await ctx.deps.db.account.findMany({
-    where: { AND: [visible, { organizationId }, page.where] },
-    include,
-    orderBy: { id: 'asc' },
-    take: page.take,
-  });
-  return toPage(rows, page.limit);
 }
 
 /** Loads an account of `organizationId` for a member (manage operations) or answers 404. */

@@ -15,7 +15,6 @@ import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
 import { BULK_QUEUE } from '../kernel/queues';
-import { toPage } from '../kernel/paging';
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
 
