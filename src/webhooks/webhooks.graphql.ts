@@ -1,4 +1,15 @@
-import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode, restListSize, REST_LIST_MAX } from '../builder';
+import {
+  batchLoad,
+  builder,
+  countedConnection,
+  createdWhere,
+  creationArgs,
+  keysetConnection,
+  NodeRef,
+  registerNode,
+  restListSize,
+  REST_LIST_MAX,
+} from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { DomainError, notFound } from '../errors';
 import { assertId } from '../ids';
@@ -7,7 +18,7 @@ import * as endpoints from './endpoints';
 import * as deliveries from './deliveries';
 import { eventTypes } from './events';
 import type { DeliveryStatusChange } from './status';
-import { deliveryEnvironmentType } from './environment';
+import { deliveryEnvironmentTypes } from './environment';
 import * as sandboxWebhooks from './sandbox';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 
@@ -176,7 +187,9 @@ export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
       type: EnvironmentType,
       nullable: true,
       description: "SANDBOX or PRODUCTION: the environment type of the event's aggregate (null when it cannot be told).",
-      resolve: (d, _a, ctx) => deliveryEnvironmentType(ctx.deps.db, d.id),
+      // One statement for every delivery of a level (batchLoad), not one per delivery.
+      resolve: async (d, _a, ctx) =>
+        (await batchLoad(ctx, 'WebhookDelivery.environmentType', d.id, (ids) => deliveryEnvironmentTypes(ctx.deps.db, ids))) ?? null,
     }),
     sequenceNumber: t.string({ description: 'Per endpoint, strictly increasing; a hint only. A decimal string.', resolve: (d) => d.sequenceNumber.toString() }),
     status: t.expose('status', { type: WebhookDeliveryStatus }),
