@@ -482,7 +482,9 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
       if (kind === 'path') continue;
       const type = route.variableTypes.get(variable);
       const required = !!type && isNonNullType(type) && !defaults.get(variable);
-      const s = type ? gen.bare(type) : { type: 'string' };
+      // A list's cursor is the id of the previous page's last item (a connection's cursor, typed String in the graph).
+      const cursor = route.success.page && source === 'query.after';
+      const s = cursor ? { type: 'string', format: 'uuid' } : type ? gen.bare(type) : { type: 'string' };
       if (kind === 'query')
         parameters.push({
           name: key,

@@ -200,11 +200,11 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
       expect(r.body.errors).toEqual([{ field: name, message: 'Expected a 32-bit integer.', code: 'invalid_type' }]);
       expect(r.body.items).toBeUndefined();
     }
-    const g = await app.gql('{ auditLogEntries(skip: 100001, take: 0) { total } }', {}, op);
+    const g = await app.gql('{ auditLogEntries(skip: 100001, first: 0) { totalCount } }', {}, op);
     expect(g.data).toBeNull();
     expect(g.errors?.[0]?.extensions).toMatchObject({
       code: 'VALIDATION_FAILED',
-      fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'take' })]),
+      fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'first' })]),
     });
   });
 
@@ -512,9 +512,9 @@ describe('operator routes refuse every other principal', () => {
       '/v1/admin/audit-log?take=0',
     ];
     const queries = [
-      '{ auditLogEntries { total } }',
+      '{ auditLogEntries { totalCount } }',
       `{ auditLogEntry(id: "${crypto.randomUUID()}") { id } }`,
-      '{ ledgerEntries { total } }',
+      '{ ledgerEntries { totalCount } }',
       '{ platformDashboard { organizations } }',
     ];
     for (const [who, headers, status, code] of principals) {
