@@ -78,6 +78,48 @@ export function pick(data: unknown, path: string): unknown {
   return path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), data);
 }
 
+/** What a list route's document selects of its connection (routes.ts, `success.page`). */
+interface ConnectionData {
+  nodes: unknown[];
+  pageInfo?: { hasNextPage: boolean; endCursor: string | null };
+  offset?: number;
+  pageSize?: number;
+  totalCount?: number;
+  totalCountExact?: boolean;
+}
+
+/** The cursor of the page after this one (the id of this page's last item), null on the last page; undefined for a route without one. */
+export function nextCursorOf(route: Pick<Route, 'success'>, data: unknown): string | null | undefined {
+  const { page, body } = route.success;
+  if (page !== 'list' && page !== 'search-cursor') return undefined;
+  const info = (pick(data, body!) as ConnectionData | null | undefined)?.pageInfo;
+  return info?.hasNextPage ? (info.endCursor ?? null) : null;
+}
+
+/** The success body of a route: the data at `success.body`, or for a list route its projection of the connection there. */
+export function successBody(route: Pick<Route, 'success'>, data: unknown): unknown {
+  const { page, body } = route.success;
+  const at = pick(data, body!);
+  if (!page || !at) return at;
+  const c = at as ConnectionData;
+  if (page === 'list') return c.nodes;
+  const search = { items: c.nodes, skip: c.offset, take: c.pageSize, total: c.totalCount };
+  return page === 'search' ? search : { ...search, totalExact: c.totalCountExact, nextCursor: nextCursorOf(route, data) };
+}
+
+/** REST's own bounds of a list route's paging parameters (the spec's `limit` and `after`), checked before the connection runs. */
+export const LIST_LIMIT_MAX = 500;
+function checkListParameters(route: CompiledRoute, variables: Record<string, unknown>): void {
+  for (const [name, source] of Object.entries(route.variables ?? {})) {
+    const value = variables[name];
+    if (value === undefined) continue;
+    // A non-numeric limit is left to GraphQL's coercion of the Int variable (400 as before).
+    if (source === 'query.limit' && typeof value === 'number' && (!Number.isInteger(value) || value < 1 || value > LIST_LIMIT_MAX))
+      throw fieldError('limit', `must be an integer from 1 to ${LIST_LIMIT_MAX}`);
+    if (source === 'query.after' && (typeof value !== 'string' || !isUuid(value))) throw fieldError('after', 'must be a cursor returned as nextCursor');
+  }
+}
+
 /** Problem details (RFC 9457) for an error code. */
 export function problem(
   code: ErrorCode,
@@ -290,6 +332,7 @@ async function handle(
     }
     if (value !== undefined) variables[name] = value;
   }
+  if (route.success.page === 'list') checkListParameters(route, variables);
 
   const result = (await enveloped.execute({
     schema: enveloped.schema,
@@ -307,8 +350,8 @@ async function handle(
       'location',
       success.location.replace(/\{([\w.]+)\}/g, (_m, p: string) => String(pick(result.data, p))),
     );
-  if (success.nextCursor) {
-    const cursor = pick(result.data, success.nextCursor);
+  if (success.page === 'list') {
+    const cursor = nextCursorOf(route, result.data);
     if (typeof cursor === 'string') {
       const next = new URL(url);
       next.searchParams.set('after', cursor);
@@ -317,5 +360,5 @@ async function handle(
   }
   if (success.status === 204 || success.body === undefined) return new Response(null, { status: success.status, headers });
   headers.set('content-type', 'application/json');
-  return new Response(JSON.stringify(pick(result.data, success.body)), { status: success.status, headers });
+  return new Response(JSON.stringify(successBody(route, result.data)), { status: success.status, headers });
 }

@@ -374,6 +374,28 @@ class Generator {
     return skippable ? nullable(s) : s;
   }
 
+  /** The body of an operator search route (routes.ts, `success.page`): its items and paging, as a named component. */
+  searchPage(name: string, items: Schema | undefined, cursor: boolean): Schema {
+    const int = (description: string) => ({ type: 'integer', description });
+    return this.register(name, () => ({
+      type: 'object',
+      description: 'A page of an operator search (the GraphQL search connection of the same name, projected).',
+      required: ['items', 'skip', 'take', 'total', ...(cursor ? ['totalExact', 'nextCursor'] : [])],
+      properties: {
+        items: items ?? { type: 'array' },
+        skip: int('The rows skipped before this page.'),
+        take: int('The page size in force.'),
+        total: int(cursor ? 'The rows the filters match, counted up to 1000: exact when totalExact.' : 'The rows the filters match.'),
+        ...(cursor
+          ? {
+              totalExact: { type: 'boolean', description: 'False when more rows match than total counts.' },
+              nextCursor: nullable({ type: 'string', description: 'Pass as after for the next page; null on the last page.' }),
+            }
+          : {}),
+      },
+    }));
+  }
+
   /** The schema of `data` at a dot path of the operation's result. */
   atPath(op: OperationDefinitionNode, doc: DocumentNode, path: string, owner: string, name?: string): Schema | undefined {
     const root =
@@ -460,7 +482,9 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
       if (kind === 'path') continue;
       const type = route.variableTypes.get(variable);
       const required = !!type && isNonNullType(type) && !defaults.get(variable);
-      const s = type ? gen.bare(type) : { type: 'string' };
+      // A list's cursor is the id of the previous page's last item (a connection's cursor, typed String in the graph).
+      const cursor = route.success.page && source === 'query.after';
+      const s = cursor ? { type: 'string', format: 'uuid' } : type ? gen.bare(type) : { type: 'string' };
       if (kind === 'query')
         parameters.push({
           name: key,
@@ -501,10 +525,22 @@ export function openApiDocument(routes: CompiledRoute[], schema: GraphQLSchema):
         schema: { type: 'string', format: 'uri-reference' },
       };
     }
-    if (success.nextCursor) headers.Link = { description: 'The next page, when there is one: `<...?after=cursor>; rel="next"`.', schema: { type: 'string' } };
+    if (success.page === 'list')
+      headers.Link = { description: 'The next page, when there is one: `<...?after=cursor>; rel="next"`.', schema: { type: 'string' } };
     const successResponse: Schema = { description: success.status === 201 ? 'Created' : success.status === 204 ? 'No content' : 'Success', headers };
     if (success.status !== 204 && success.body !== undefined) {
-      const s = op && route.document ? gen.atPath(op, route.document, success.body, route.operationId, route.schemas?.response) : undefined;
+      const s =
+        !op || !route.document
+          ? undefined
+          : success.page === 'list'
+            ? gen.atPath(op, route.document, `${success.body}.nodes`, route.operationId, route.schemas?.response)
+            : success.page
+              ? gen.searchPage(
+                  route.schemas?.response ?? `${route.operationId}Page`,
+                  gen.atPath(op, route.document, `${success.body}.nodes`, route.operationId),
+                  success.page === 'search-cursor',
+                )
+              : gen.atPath(op, route.document, success.body, route.operationId, route.schemas?.response);
       successResponse.content = { 'application/json': { schema: s ?? {} } };
     }
     responses[String(success.status)] = successResponse;

@@ -11,8 +11,19 @@ import { policies, type Policy } from '../src/auth/policy';
  * - variables: GraphQL variable -> 'path.<param>' | 'query.<param>' | 'header.<name>' | 'body'
  * - success.body: dot path into the operation's data that becomes the JSON body
  * - success.location: a template filled from data, e.g. '/v1/accounts/{createAccount.id}'
- * - success.nextCursor: dot path of the next page's cursor, sent as a Link rel="next" header
+ * - success.page: the body path is a connection of the graph, and the route a list (docs/decisions.md,
+ *   "Issue 19: one paging style"). The adapter maps it the same way for every route:
+ *   - 'list': the body is the connection's `nodes` (an array); the query's `limit` (1-500; the
+ *     document's `$first` default, 100, when absent) and `after` (a cursor: an id) are the
+ *     connection's `first` and `after`; when `pageInfo.hasNextPage`, a Link rel="next" header
+ *     carries `after=<pageInfo.endCursor>` (the id of the page's last item).
+ *   - 'search': an operator search body `{ items: nodes, skip: offset, take: pageSize, total: totalCount }`
+ *     from the search connection (`skip` and `take` are its `skip` and `first`).
+ *   - 'search-cursor': the same plus `totalExact: totalCountExact` and `nextCursor` (`pageInfo.endCursor`
+ *     when `hasNextPage`, else null); the query's `after` is the connection's.
  */
+export type PageStyle = 'list' | 'search' | 'search-cursor';
+
 export type Source = `path.${string}` | `query.${string}` | `header.${string}` | 'body';
 
 export interface Route {
@@ -28,7 +39,7 @@ export interface Route {
   variables?: Record<string, Source>;
   /** Whether the route takes a JSON body: required, optional, or none (default). */
   body?: 'required' | 'optional';
-  success: { status: 200 | 201 | 204; body?: string; location?: string; nextCursor?: string };
+  success: { status: 200 | 201 | 204; body?: string; location?: string; page?: PageStyle };
   /** Statuses the route documents besides success and the generic ones (400, 401, 403, 429, 500). */
   errors?: number[];
   /** 401 bodies shaped like TokenResult (the spec's Login and RefreshToken). */
@@ -80,8 +91,8 @@ export const routes: Route[] = [
     summary: "List the organization's invitations, in every status (never their tokens)",
     tag: 'Account holders',
     policy: policies.member('account-holder-manage'),
-    variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'accountHolderInvitations.items', nextCursor: 'accountHolderInvitations.nextCursor' },
+    variables: { organizationId: 'path.organizationId', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'organization.accountHolderInvitations', page: 'list' },
     errors: [404],
   },
   {
@@ -240,8 +251,8 @@ export const routes: Route[] = [
     summary: "List the organization's accounts (an API key sees the accounts authorized for its application)",
     tag: 'Accounts',
     policy: { member: 'account-read', apiKey: true },
-    variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'accounts.items', nextCursor: 'accounts.nextCursor' },
+    variables: { organizationId: 'path.organizationId', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'organization.accounts', page: 'list' },
     errors: [404],
     schemas: { response: 'OrganizationAccountResponse' },
   },
@@ -386,8 +397,8 @@ export const routes: Route[] = [
     tag: 'API keys',
     policy: policies.member('api-key-manage'),
     operation: 'ListApiKeys',
-    variables: { environmentId: 'path.environmentId', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'apiKeyPage.items', nextCursor: 'apiKeyPage.nextCursor' },
+    variables: { environmentId: 'path.environmentId', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'environment.apiKeys', page: 'list' },
     errors: [404],
     schemas: { response: 'ApiKeyMetadataResponse' },
   },
@@ -439,8 +450,8 @@ export const routes: Route[] = [
     tag: 'Applications',
     policy: policies.member('application-manage'),
     operation: 'ListEnvironments',
-    variables: { applicationId: 'path.applicationId', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'environmentPage.items', nextCursor: 'environmentPage.nextCursor' },
+    variables: { applicationId: 'path.applicationId', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'application.environments', page: 'list' },
     errors: [404],
     schemas: { response: 'EnvironmentResponse' },
   },
@@ -1066,8 +1077,8 @@ export const routes: Route[] = [
     summary: "List the organization's withdrawal destinations, oldest first (an API key: those of its environment type)",
     tag: 'Withdrawals',
     policy: { member: 'account-read', apiKey: true, operator: true },
-    variables: { organizationId: 'path.organizationId', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'withdrawalDestinations.items', nextCursor: 'withdrawalDestinations.nextCursor' },
+    variables: { organizationId: 'path.organizationId', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'organization.withdrawalDestinations', page: 'list' },
     errors: [404],
   },
   {
@@ -1405,8 +1416,8 @@ export const routes: Route[] = [
     summary: "List an endpoint's deliveries, newest first (filter: eventType)",
     tag: 'Webhooks',
     policy: policies.member('webhook-endpoint-manage'),
-    variables: { endpointId: 'path.webhookEndpointId', eventType: 'query.eventType', limit: 'query.limit', after: 'query.after' },
-    success: { status: 200, body: 'webhookDeliveries.items', nextCursor: 'webhookDeliveries.nextCursor' },
+    variables: { endpointId: 'path.webhookEndpointId', eventType: 'query.eventType', first: 'query.limit', after: 'query.after' },
+    success: { status: 200, body: 'webhookEndpoint.deliveries', page: 'list' },
     errors: [404],
   },
   {
@@ -1520,10 +1531,11 @@ export const routes: Route[] = [
       entityId: 'query.entityId',
       actionType: 'query.actionType',
       skip: 'query.skip',
-      take: 'query.take',
+      first: 'query.take',
       after: 'query.after',
     },
-    success: { status: 200, body: 'auditLogEntries' },
+    success: { status: 200, body: 'auditLogEntries', page: 'search-cursor' },
+    schemas: { response: 'AuditLogPage' },
   },
   {
     operationId: 'GetAuditLogEntry',
@@ -1579,10 +1591,11 @@ export const routes: Route[] = [
       from: 'query.from',
       to: 'query.to',
       skip: 'query.skip',
-      take: 'query.take',
+      first: 'query.take',
       after: 'query.after',
     },
-    success: { status: 200, body: 'ledgerEntries' },
+    success: { status: 200, body: 'ledgerEntries', page: 'search-cursor' },
+    schemas: { response: 'AdminLedgerEntryPage' },
   },
   {
     operationId: 'AdminBlockWithdrawalDestination',
@@ -1738,8 +1751,9 @@ export const routes: Route[] = [
     summary: 'Search sweeps, newest first (filter: assetNetworkId; skip 0-100000, take 1-500)',
     tag: 'Administration',
     policy: policies.operator,
-    variables: { assetNetworkId: 'query.assetNetworkId', skip: 'query.skip', take: 'query.take' },
-    success: { status: 200, body: 'treasurySweeps' },
+    variables: { assetNetworkId: 'query.assetNetworkId', skip: 'query.skip', first: 'query.take' },
+    success: { status: 200, body: 'treasurySweeps', page: 'search' },
+    schemas: { response: 'TreasurySweepPage' },
   },
   {
     operationId: 'AdminExecuteSandboxSweep',
@@ -1856,8 +1870,9 @@ export const routes: Route[] = [
     summary: 'Reconciliations, newest first (skip 0-100000, take 1-500)',
     tag: 'Administration',
     policy: policies.operator,
-    variables: { skip: 'query.skip', take: 'query.take' },
-    success: { status: 200, body: 'reconciliations' },
+    variables: { skip: 'query.skip', first: 'query.take' },
+    success: { status: 200, body: 'reconciliations', page: 'search' },
+    schemas: { response: 'ReconciliationPage' },
   },
   {
     operationId: 'GetReconciliation',

@@ -10,6 +10,7 @@ import type { Context } from './context';
 import { DomainError, fieldError, validationFailed, type FieldError } from './errors';
 import { isUuid } from './ids';
 import { allows, denial, type Policy } from './auth/policy';
+import { SKIP_DEFAULT, SKIP_MAX, TAKE_MAX, type Page } from './kernel/paging';
 
 /**
  * The schema builder: plugins, context and scalars. It defines no types; each domain folder
@@ -37,6 +38,8 @@ export const builder = new SchemaBuilder<{
     cursorType: 'String',
     edgesFieldOptions: { nullable: { list: false, items: false } },
     nodeFieldOptions: { nullable: false },
+    // `nodes` beside `edges` (as GitHub's API): the REST list routes answer a connection's nodes.
+    nodesOnConnection: true,
   },
   scopeAuth: {
     authorizeOnSubscribe: true,
@@ -91,12 +94,6 @@ builder.scalarType('JSON', {
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});
-
-/** The cursor page arguments of the list fields (read by src/kernel/paging.ts `pageQuery`). */
-export const cursorPageArgs = builder.args((t) => ({
-  limit: t.int({ description: '1 to 500; default 100.' }),
-  after: t.id({ description: 'The nextCursor of the previous page.' }),
-}));
 
 /*
  * The graph (docs/graphql.md, "The graph"; docs/decisions.md, "A dashboard-grade graph (issue 19)").
@@ -216,8 +213,19 @@ export interface KeysetQuery {
 }
 
 /**
- * A Relay connection read by keyset on the id: `first`/`after` and `last`/`before` (1 to 100,
- * default 20), cursors are ids. `fetch` runs one statement with the clauses it is handed.
+ * The page size cap of the connections a REST list route reads (docs/decisions.md, "Issue 19: one
+ * paging style"): REST's `limit` goes up to 500, so those connections take `first`/`last` up to 500
+ * (declared as the field's `maxSize`, which the query cost counts) instead of 100.
+ */
+export const REST_LIST_MAX = 500;
+
+/** The field option of a connection read by a REST list route: its page size cap (see REST_LIST_MAX). */
+export const restListSize = { maxSize: REST_LIST_MAX } as {};
+
+/**
+ * A Relay connection read by keyset on the id: `first`/`after` and `last`/`before` (0 to
+ * `maxSize`, 100 unless the field declares REST_LIST_MAX; default 20), cursors are ids. `fetch`
+ * runs one statement with the clauses it is handed.
  */
 export interface ConnectionResult<T> {
   edges: { cursor: string; node: T }[];
@@ -241,17 +249,18 @@ export async function keysetConnection<T extends { id: string }>(
   args: ConnectionArgs,
   fetch: (q: KeysetQuery) => Promise<T[]>,
   count?: () => Promise<number>,
+  maxSize = 100,
 ): Promise<ConnectionResult<T>> {
   for (const k of ['after', 'before'] as const) if (args[k] != null && !isUuid(args[k])) throw fieldError(k, 'must be a cursor of this connection');
   for (const k of ['first', 'last'] as const)
-    if (args[k] != null && (!Number.isInteger(args[k]) || args[k]! < 0 || args[k]! > 100)) throw fieldError(k, 'must be an integer from 0 to 100');
+    if (args[k] != null && (!Number.isInteger(args[k]) || args[k]! < 0 || args[k]! > maxSize)) throw fieldError(k, `must be an integer from 0 to ${maxSize}`);
   const newestFirst = (args.orderBy ?? 'NEWEST_FIRST') === 'NEWEST_FIRST';
   const page = await resolveCursorConnection(
     {
       args: { first: args.first, last: args.last, after: args.after ?? undefined, before: args.before ?? undefined },
       toCursor: (r) => (r as T).id,
       defaultSize: 20,
-      maxSize: 100,
+      maxSize,
     },
     ({ after, before, limit, inverted }) => {
       const forward = newestFirst !== inverted; // reading towards older ids
@@ -334,3 +343,80 @@ export const amountArgs = builder.args((t) => ({
   amountMin: t.string({ description: 'Only amounts at or above this (base units, decimal string).' }),
   amountMax: t.string({ description: 'Only amounts at or below this (base units, decimal string).' }),
 }));
+
+/**
+ * The operator searches (audit log, ledger entries, sweeps, reconciliations) as Relay connections
+ * (docs/decisions.md, "Issue 19: one paging style"): `first` (1 to 500, default 50) and `after` (a
+ * cursor: the id of a row of this search) page forward in the search's own order; `skip` is a
+ * bounded compatibility mode for the spec's offset paging (REST `skip`, 0 to 100000), not a second
+ * style: with `after`, it must be 0. `last`/`before` are refused (a search pages forward only).
+ * `totalCount` counts up to the search's cap (`totalCountExact` false beyond), `offset` and
+ * `pageSize` are the paging in force (defaults applied). `run` is the search's service function.
+ */
+export interface SearchConnection<T> extends ConnectionResult<T> {
+  offset: number;
+  pageSize: number;
+  total: number;
+  totalExact: boolean;
+}
+
+export const searchArgs = builder.args((t) => ({
+  skip: t.int({
+    description: `Compatibility mode (the spec's offset paging): rows to skip before the page, 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}; 0 with after. Prefer after.`,
+  }),
+}));
+
+/** The field option of a search connection: `first` up to TAKE_MAX (the query cost counts it). */
+export const searchSize = { maxSize: TAKE_MAX } as {};
+
+export async function searchConnection<T extends { id: string }>(
+  args: { first?: number | null; after?: string | null; last?: number | null; before?: string | null; skip?: number | null },
+  run: (paging: {
+    skip?: number | null;
+    take?: number | null;
+    after?: string | null;
+  }) => Promise<Page<T> & { totalExact?: boolean; nextCursor?: string | null }>,
+): Promise<SearchConnection<T>> {
+  for (const k of ['last', 'before'] as const) if (args[k] != null) throw fieldError(k, 'a search pages forward only: use first and after');
+  let page: Awaited<ReturnType<typeof run>>;
+  try {
+    page = await run({ skip: args.skip, take: args.first, after: args.after == null ? null : String(args.after) });
+  } catch (e) {
+    // The services name the page size `take` (the spec's); here it is `first`.
+    const fieldErrors = e instanceof DomainError ? (e.extensions?.fieldErrors as FieldError[] | undefined) : undefined;
+    if (!fieldErrors?.some((f) => f.field === 'take')) throw e;
+    const renamed = fieldErrors.map((f) => (f.field === 'take' ? { ...f, field: 'first' } : f));
+    throw validationFailed(renamed);
+  }
+  const { items } = page;
+  const hasNextPage = page.nextCursor !== undefined ? page.nextCursor !== null : page.skip + items.length < page.total;
+  return {
+    edges: items.map((node) => ({ cursor: node.id, node })),
+    pageInfo: {
+      hasNextPage,
+      hasPreviousPage: page.skip > 0 || args.after != null,
+      startCursor: items[0]?.id ?? null,
+      endCursor: items[items.length - 1]?.id ?? null,
+    },
+    offset: page.skip,
+    pageSize: page.take,
+    total: page.total,
+    totalExact: page.totalExact ?? true,
+  };
+}
+
+/** The connection type options of the search connections (the second argument of t.connection). */
+export const searchConnectionFields = {
+  fields: (t: PothosSchemaTypes.ObjectFieldBuilder<Types, object>) => ({
+    totalCount: t.int({
+      description: 'The number of rows the filters match, counted up to the search’s cap: exact when totalCountExact, else a lower bound.',
+      resolve: (c) => (c as SearchConnection<unknown>).total,
+    }),
+    totalCountExact: t.boolean({
+      description: 'False when more rows match than the search counts (totalCount is then the cap).',
+      resolve: (c) => (c as SearchConnection<unknown>).totalExact,
+    }),
+    offset: t.int({ description: 'The rows skipped before this page (skip).', resolve: (c) => (c as SearchConnection<unknown>).offset }),
+    pageSize: t.int({ description: 'The page size in force (first, or its default).', resolve: (c) => (c as SearchConnection<unknown>).pageSize }),
+  }),
+} as never;

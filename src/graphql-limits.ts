@@ -46,12 +46,13 @@ export const graphqlLimits = {
   cost: 50_000,
   listFactor: 10,
   /**
-   * The largest page size argument a request may give, by name: relay connections (`first`, `last`)
-   * and the cursor and offset pages (`limit`, `take`, whose resolvers allow 1 to 500). Over it: 400
+   * The largest page size argument a request may give, by name: relay connections (`first`, `last`;
+   * 500 on the connections REST list routes and operator searches read, declared as their `maxSize`)
+   * and `limit` (stuckOperations, 1 to 500). Over it: 400
    * VALIDATION_FAILED naming the argument, before execution (literals at validation, variables once
    * their values are known).
    */
-  pageSize: { first: 100, last: 100, limit: 500, take: 500 },
+  pageSize: { first: 100, last: 100, limit: 500 },
 } as const;
 
 const code: ErrorCode = 'QUERY_TOO_COMPLEX';
@@ -86,7 +87,7 @@ interface SizeArgument {
 }
 
 /**
- * The page size arguments of a field (`first`, `last`, `limit`, `take`): none for a field without. The maximum is graphqlLimits.pageSize's, or the field's own `maxSize` when its Pothos options
+ * The page size arguments of a field (`first`, `last`, `limit`): none for a field without. The maximum is graphqlLimits.pageSize's, or the field's own `maxSize` when its Pothos options
  * set one (a relay connection declared with `maxSize`).
  */
 function sizeArgumentsOf(field: GraphQLField<unknown, unknown>): SizeArgument[] {
@@ -109,7 +110,7 @@ export interface Measure {
  * The estimated cost of an operation, from the schema's types (docs/graphql.md):
  *
  * - every field costs 1 (`__typename` too);
- * - a field with a page size argument (`first`, `last`, `limit`, `take`) multiplies the cost of its
+ * - a field with a page size argument (`first`, `last`, `limit`) multiplies the cost of its
  *   selection by the size asked, or by its maximum when none is given; the lists directly inside
  *   (a connection's `edges` and `nodes`, a page's `items`) are that page and do not multiply again;
  * - any other field of a list type (an unpaged list) multiplies by listFactor; nested lists

@@ -1,7 +1,9 @@
 import {
   GraphQLError,
   Kind,
+  getNamedType,
   getOperationAST,
+  isCompositeType,
   isEnumType,
   isInputObjectType,
   isListType,
@@ -9,6 +11,7 @@ import {
   typeFromAST,
   type ASTNode,
   type DocumentNode,
+  type GraphQLCompositeType,
   type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -223,6 +226,46 @@ function rootPolicies(schema: GraphQLSchema, document: DocumentNode, op: Operati
   return found;
 }
 
+/**
+ * The policies of the fields below the root that take arguments (a connection under
+ * `organization(id:)`, as the REST list routes select them), fragments followed, cached per document.
+ */
+const argumentPolicyCache = new WeakMap<DocumentNode, Map<OperationDefinitionNode, Policy[]>>();
+function nestedArgumentPolicies(schema: GraphQLSchema, document: DocumentNode, op: OperationDefinitionNode): Policy[] {
+  let perOp = argumentPolicyCache.get(document);
+  if (!perOp) argumentPolicyCache.set(document, (perOp = new Map()));
+  let found = perOp.get(op);
+  if (found) return found;
+  const out: Policy[] = [];
+  const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d.selectionSet] as const] : [])));
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode, type: GraphQLCompositeType, depth: number): void => {
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) {
+        const field = 'getFields' in type ? type.getFields()[sel.name.value] : undefined;
+        if (!field) continue;
+        const policy = (field.extensions?.pothosOptions as { authScopes?: { policy?: Policy } } | undefined)?.authScopes?.policy;
+        if (depth > 0 && policy && sel.arguments?.length) out.push(policy);
+        const named = getNamedType(field.type);
+        if (sel.selectionSet && isCompositeType(named)) walk(sel.selectionSet, named, depth + 1);
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        const on = sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : type;
+        if (on && isCompositeType(on)) walk(sel.selectionSet, on, depth);
+      } else {
+        const f = fragments.get(sel.name.value);
+        if (!f || seen.has(sel.name.value)) continue;
+        seen.add(sel.name.value);
+        walk(f, type, depth);
+      }
+    }
+  };
+  const root = schema.getRootType(op.operation);
+  if (root) walk(op.selectionSet, root, 0);
+  found = out;
+  perOp.set(op, found);
+  return found;
+}
+
 /** The refusal of the first root field the caller may not run, or null. */
 function rootDenial(schema: GraphQLSchema, document: DocumentNode, op: OperationDefinitionNode, ctx: Context): DomainError | null {
   for (const policy of rootPolicies(schema, document, op))
@@ -248,6 +291,11 @@ export function refuseInput(
   variableIssues(schema, op, variables, issues);
   issues.push(...literalIssuesOf(document));
   if (!issues.length) return null;
+  // Input that is refused anyway: a field below the root that takes arguments and that the caller
+  // may not run answers its denial first, as a root field does (authentication and authorization
+  // before any look at the input). Valid input leaves those fields to their resolvers (null there).
+  for (const policy of nestedArgumentPolicies(schema, document, op))
+    if (!allows(policy, ctx.principal) || (ctx.credentialError && !policy.public)) return denial(policy, ctx.principal, ctx.credentialError);
   return validationFailed(issues.slice(0, MAX_ISSUES).map((i) => ({ field: fieldName(i.path), message: i.message, code: i.code })));
 }
 

@@ -641,17 +641,18 @@ describe('invitations withdrawn (issue 27)', () => {
       }
       expect(ids).toEqual(all.body.map((i: { id: string }) => i.id));
 
-      const g = await app.gql<{ accountHolderInvitations: { items: { id: string; status: string }[]; nextCursor: string | null } }>(
-        'query($o: ID!) { accountHolderInvitations(organizationId: $o, limit: 2) { items { id status } nextCursor } }',
+      // GraphQL: the organization's invitations connection, the one the REST route reads.
+      const g = await app.gql<{ organization: { accountHolderInvitations: { nodes: { id: string; status: string }[]; pageInfo: unknown } } }>(
+        'query($o: ID!) { organization(id: $o) { accountHolderInvitations(first: 2, orderBy: OLDEST_FIRST) { nodes { id status } pageInfo { hasNextPage endCursor } } } }',
         { o: m.organizationId },
         m.headers,
       );
-      expect(g.data!.accountHolderInvitations).toEqual({
-        items: [
+      expect(g.data!.organization.accountHolderInvitations).toEqual({
+        nodes: [
           { id: claimed.invitationId, status: 'CLAIMED' },
           { id: expiring.invitationId, status: 'EXPIRED' },
         ],
-        nextCursor: expiring.invitationId,
+        pageInfo: { hasNextPage: true, endCursor: expiring.invitationId },
       });
 
       expect((await list(m, '?limit=0')).status).toBe(400);

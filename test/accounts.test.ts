@@ -180,7 +180,7 @@ describe('CreateAccount and GetAccount', () => {
       const g = await app.gql(q, {}, m.headers);
       expect(g.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }
-    const g = await app.gql(`{ accounts(organizationId: "nope") { nextCursor } }`, {}, m.headers);
+    const g = await app.gql(`{ organization(id: "nope") { accounts { totalCount } } }`, {}, m.headers);
     expect(g.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     const id = await createId(m);
     expect((await app.rest('GET', `/v1/accounts/${id}`)).status).toBe(401);
@@ -328,12 +328,12 @@ describe('ListAccountsByOrganization', () => {
       expect(r.status).toBe(400);
     }
     expect((await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts?limit=500`, { headers: m.headers })).status).toBe(200);
-    const g = await app.gql<{ accounts: { items: { id: string }[]; nextCursor: string | null } }>(
-      'query($o: ID!) { accounts(organizationId: $o, limit: 4) { items { id } nextCursor } }',
+    const g = await app.gql<{ organization: { accounts: { pageInfo: { hasNextPage: boolean; endCursor: string } } } }>(
+      'query($o: ID!) { organization(id: $o) { accounts(first: 4, orderBy: OLDEST_FIRST) { pageInfo { hasNextPage endCursor } } } }',
       { o: m.organizationId },
       m.headers,
     );
-    expect(g.data!.accounts.nextCursor).toBe(ids[3]);
+    expect(g.data!.organization.accounts.pageInfo).toEqual({ hasNextPage: true, endCursor: ids[3] });
     expect((await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts`)).status).toBe(401);
   });
 });

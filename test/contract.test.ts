@@ -3,7 +3,7 @@ import type { ContractCase } from './contract-case';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { routes, type Route } from '../rest/routes';
-import { pick } from '../rest/adapter';
+import { nextCursorOf, pick, successBody } from '../rest/adapter';
 import { statusOf } from '../src/errors';
 import { deadLetteredDelivery, emit, emitTransactionCreated, registerEndpoint, webhookEnv } from './webhook-helpers';
 import { bearer, createApiKey, createTestApp, PASSWORD, signUpMember, uniqueEmail, type RestResult, type TestApp } from './harness';
@@ -396,7 +396,7 @@ const fixtures: Record<string, Case[]> = {
       const m = await member();
       await invitation(m);
       await invitation(m);
-      return { variables: { organizationId: m.organizationId, limit: 1 }, headers: m.headers };
+      return { variables: { organizationId: m.organizationId, first: 1 }, headers: m.headers };
     }),
     failure('unknown organization', 'NOT_FOUND', async () => ({ variables: { organizationId: random() }, headers: (await member()).headers })),
   ],
@@ -516,7 +516,7 @@ const fixtures: Record<string, Case[]> = {
       const m = await member();
       await account(m, { reference: 'a' });
       await account(m, { reference: 'b' });
-      return { variables: { organizationId: m.organizationId, limit: 1 }, headers: m.headers };
+      return { variables: { organizationId: m.organizationId, first: 1 }, headers: m.headers };
     }),
     failure('unknown organization', 'NOT_FOUND', async () => ({ variables: { organizationId: random() }, headers: (await member()).headers })),
   ],
@@ -637,7 +637,7 @@ const fixtures: Record<string, Case[]> = {
       await emitTransactionCreated(app, m.organizationId);
       await emitTransactionCreated(app, m.organizationId);
       await emit(app, m.organizationId, 'withdrawal.cancelled', { WithdrawalId: random() });
-      return { variables: { endpointId: id, eventType: 'transaction.created', limit: 1 }, headers: m.headers };
+      return { variables: { endpointId: id, eventType: 'transaction.created', first: 1 }, headers: m.headers };
     }),
     failure('unknown event type', 'VALIDATION_FAILED', async () => {
       const m = await member();
@@ -767,11 +767,11 @@ describe.each(withOperation.map((r) => [`${r.operationId} ${r.method} ${r.path}`
       expect(rest.headers.get('content-type'), why).toMatch(tokenResult ? /^application\/json/ : /^application\/problem\+json/);
     } else {
       expect(rest.status, why).toBe(route.success.status);
-      if (route.success.body !== undefined && route.success.status !== 204) expect(same(rest.body), why).toEqual(same(pick(gql.data, route.success.body)));
+      if (route.success.body !== undefined && route.success.status !== 204) expect(same(rest.body), why).toEqual(same(successBody(route, gql.data)));
       else expect(rest.text, why).toBe('');
       if (route.success.location) expect(same(rest.headers.get('location')), why).toBe(same(fill(route.success.location, gql.data)));
-      if (route.success.nextCursor) {
-        const cursor = pick(gql.data, route.success.nextCursor);
+      if (route.success.page === 'list') {
+        const cursor = nextCursorOf(route, gql.data);
         if (typeof cursor === 'string') expect(rest.headers.get('link'), why).toContain(`after=${encodeURIComponent(cursor)}`);
         else expect(rest.headers.get('link'), why).toBeNull();
       }

@@ -87,9 +87,9 @@ describe('connections', () => {
     expect(frozen.data!.organization.accounts.totalCount).toBe(1);
   });
 
-  test('a page size over 100 or a foreign cursor is refused with a field error', async () => {
+  test('a page size over the cap (500 on the connections REST lists read) or a foreign cursor is refused with a field error', async () => {
     const m = await signUpMember(app);
-    const big = await app.gql(ACCOUNTS, { org: m.organizationId, first: 101 }, m.headers);
+    const big = await app.gql(ACCOUNTS, { org: m.organizationId, first: 501 }, m.headers);
     expect(big.errors?.[0]?.extensions?.code).toBe('VALIDATION_FAILED');
     const bad = await app.gql(ACCOUNTS, { org: m.organizationId, first: 1, after: 'not-a-cursor' }, m.headers);
     expect(bad.errors?.[0]?.extensions?.code).toBe('VALIDATION_FAILED');

@@ -155,7 +155,9 @@ describe('hostile documents are refused before they reach the database', () => {
   const org = () => member.organizationId;
 
   test('the statement counter sees the statements of an answered request', async () => {
-    const { result, statements } = await app.sqlStatements(() => post(`{ accounts(organizationId: "${org()}", limit: 5) { items { id } } }`, member.headers));
+    const { result, statements } = await app.sqlStatements(() =>
+      post(`{ organization(id: "${org()}") { accounts(first: 5) { nodes { id } } } }`, member.headers),
+    );
     expect(result.status).toBe(200);
     expect(result.body.errors).toBeUndefined();
     expect(statements.length).toBeGreaterThan(0);
@@ -185,14 +187,24 @@ describe('hostile documents are refused before they reach the database', () => {
       });
       expect(r.body.errors[0].message).toBe(`${field}: must be at most ${max} (the maximum page size)`);
     };
-    expectOversized(await refusedWithoutSql(`{ accounts(organizationId: "${org()}", limit: 1000000) { items { id } } }`), 'accounts.limit', 500);
-    const byVariable = 'query Accounts($org: ID!, $n: Int) { accounts(organizationId: $org, limit: $n) { items { id } } }';
-    expectOversized(await refusedWithoutSql(byVariable, { org: org(), n: 1_000_000 }), 'accounts.limit', 500);
-    expectOversized(await refusedWithoutSql('{ auditLogEntries(take: 501) { total } }'), 'auditLogEntries.take', 500);
+    // Organization.accounts is read by a REST list route: its cap is REST's 500 (docs/decisions.md, "Issue 19: one paging style").
+    expectOversized(
+      await refusedWithoutSql(`{ organization(id: "${org()}") { accounts(first: 1000000) { nodes { id } } } }`),
+      'organization.accounts.first',
+      500,
+    );
+    const byVariable = 'query Accounts($org: ID!, $n: Int) { organization(id: $org) { accounts(first: $n) { nodes { id } } } }';
+    expectOversized(await refusedWithoutSql(byVariable, { org: org(), n: 1_000_000 }), 'organization.accounts.first', 500);
+    expectOversized(await refusedWithoutSql('{ auditLogEntries(first: 501) { totalCount } }'), 'auditLogEntries.first', 500);
+    expectOversized(
+      await refusedWithoutSql(`{ organization(id: "${org()}") { transactions(first: 101) { nodes { id } } } }`),
+      'organization.transactions.first',
+      100,
+    );
     // the same document with a size within the maximum runs
-    const ok = await app.gql<{ accounts: { items: unknown[] } }>(byVariable, { org: org(), n: 10 }, member.headers);
+    const ok = await app.gql<{ organization: { accounts: { nodes: unknown[] } } }>(byVariable, { org: org(), n: 10 }, member.headers);
     expect(ok.errors).toBeUndefined();
-    expect(ok.data!.accounts.items).toEqual([]);
+    expect(ok.data!.organization.accounts.nodes).toEqual([]);
   });
 
   test('a fragment cycle: refused by validation (400 under the GraphQL-over-HTTP media type)', async () => {
@@ -206,12 +218,12 @@ describe('hostile documents are refused before they reach the database', () => {
 
   test('a wide query multiplying pages and lists: 400 QUERY_TOO_COMPLEX by its cost, with literal or variable sizes', async () => {
     const wide = (size: string) =>
-      `query Wide($org: ID!, $n: Int) { transactions(organizationId: $org, limit: ${size}) { items { id settlements { id allocations { id amount } } refunds { id } } } }`;
-    // 500 transactions x (1 + 10 settlements x (2 + 10 allocations x 2) + 10 refunds x 1) = 500 x 231 > 50,000
+      `query Wide($org: ID!, $n: Int) { organization(id: $org) { accounts(first: ${size}) { nodes { id ledgerEntries(first: 100) { nodes { id } } } } } }`;
+    // 500 accounts x (2 + 100 entries x 1) = 500 x 102 > 50,000
     expectRefused(await refusedWithoutSql(wide('500'), { org: org() }), /cost.*limit is 50000/i);
     expectRefused(await refusedWithoutSql(wide('$n'), { org: org(), n: 500 }), /cost.*limit is 50000/i);
     expectRefused(await refusedWithoutSql(wide('$n'), { org: org() }), /cost/i); // no size: counted at the maximum
-    const ok = await app.gql(wide('$n'), { org: org(), n: 50 }, member.headers); // 50 x 231
+    const ok = await app.gql(wide('$n'), { org: org(), n: 50 }, member.headers); // 50 x 102
     expect(ok.errors).toBeUndefined();
   });
 });

@@ -402,7 +402,7 @@ describe('real faults: INTERNAL on both, one error-level line each', () => {
         faulty.logs.join('\n'),
       ).toHaveLength(1);
       faulty.logs.length = 0;
-      const g = await faulty.gql(`{ accounts(organizationId: "${owner.organizationId}") { items { id } } }`, {}, owner.headers);
+      const g = await faulty.gql(`{ organization(id: "${owner.organizationId}") { accounts { nodes { id } } } }`, {}, owner.headers);
       expect(g.errors?.[0]?.extensions?.code, JSON.stringify(g)).toBe('INTERNAL');
       expect(g.errors?.[0]?.message).toBe('Unexpected error.');
       expect(faulty.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50)).toHaveLength(1);

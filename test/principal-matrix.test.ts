@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { getOperationAST, isObjectType, parse, type OperationDefinitionNode } from 'graphql';
+import { getNamedType, getOperationAST, isObjectType, parse, type GraphQLField, type OperationDefinitionNode } from 'graphql';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { routes, type Route } from '../rest/routes';
-import { allows, type Policy } from '../src/auth/policy';
+import { allows, principalsOf, type Policy } from '../src/auth/policy';
 import { rolePermissions } from '../src/auth/permissions';
 import { hashPassword } from '../src/auth/passwords';
 import { signAccessToken } from '../src/auth/tokens';
@@ -215,8 +215,23 @@ describe('REST and GraphQL share one policy per operation', () => {
     expect(isObjectType(root)).toBe(true);
     const f = isObjectType(root) ? root.getFields()[field] : undefined;
     expect(f, `${type}.${field}`).toBeDefined();
-    const policy = (f!.extensions?.pothosOptions as { authScopes?: { policy?: Policy } } | undefined)?.authScopes?.policy;
-    expect(policy, `${type}.${field} declares no policy`).toBeDefined();
+    const policyOf = (x: GraphQLField<unknown, unknown> | undefined) =>
+      (x?.extensions?.pothosOptions as { authScopes?: { policy?: Policy } } | undefined)?.authScopes?.policy;
+    const rootPolicy = policyOf(f);
+    expect(rootPolicy, `${type}.${field} declares no policy`).toBeDefined();
+    // A list route reads a connection below its root field (success.page, e.g. organization.accounts):
+    // the deepest policy on that path is the route's, and the root field admits every principal kind the route does.
+    let policy = rootPolicy;
+    if (route.success.page) {
+      let here: GraphQLField<unknown, unknown> | undefined = f;
+      for (const key of route.success.body!.split('.').slice(1)) {
+        const parent = here ? getNamedType(here.type) : undefined;
+        here = parent && isObjectType(parent) ? parent.getFields()[key] : undefined;
+        expect(here, `${route.success.body}: ${key}`).toBeDefined();
+        policy = policyOf(here) ?? policy;
+      }
+      expect(principalsOf(rootPolicy!)).toEqual(expect.arrayContaining(principalsOf(route.policy)));
+    }
     expect(policy).toEqual(route.policy);
   });
 });

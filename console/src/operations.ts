@@ -108,23 +108,28 @@ export const EndpointsQuery = graphql(`
 `);
 
 export const DeliveriesQuery = graphql(`
-  query ConsoleDeliveries($endpointId: ID!, $after: ID, $limit: Int) {
-    webhookDeliveries(endpointId: $endpointId, after: $after, limit: $limit) {
-      items {
-        id
-        eventType
-        status
-        attemptCount
-        createdAt
-        lastAttemptAt
-        deadLetteredAt
-        originalDeliveryId
-        attempts {
-          attemptedAt
-          outcome
+  query ConsoleDeliveries($endpointId: ID!, $after: String, $first: Int) {
+    webhookEndpoint(id: $endpointId) {
+      deliveries(after: $after, first: $first) {
+        nodes {
+          id
+          eventType
+          status
+          attemptCount
+          createdAt
+          lastAttemptAt
+          deadLetteredAt
+          originalDeliveryId
+          attempts {
+            attemptedAt
+            outcome
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
         }
       }
-      nextCursor
     }
   }
 `);

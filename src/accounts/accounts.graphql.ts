@@ -4,7 +4,8 @@ import {
   builder,
   createdWhere,
   creationArgs,
-  cursorPageArgs,
+  restListSize,
+  REST_LIST_MAX,
   groupBy,
   keysetConnection,
   NodeRef,
@@ -128,8 +129,10 @@ builder.prismaObjectField('Organization', 'accounts', (t) =>
     {
       type: Account,
       nullable: true,
-      description: "The organization's accounts, newest first; an API key sees those of its mode authorized for its application (as the accounts root field).",
+      description:
+        "The organization's accounts, newest first (REST ListAccountsByOrganization reads it oldest first); an API key sees those of its mode authorized for its application.",
       authScopes: { policy: accountListPolicy },
+      ...restListSize,
       args: { ...creationArgs, status: t.arg({ type: [AccountStatus] }), accountHolderId: t.arg.id() },
       resolve: (org, args, ctx) => {
         const visible = accounts.visibleWhere(ctx);
@@ -146,6 +149,7 @@ builder.prismaObjectField('Organization', 'accounts', (t) =>
           args,
           (q) => ctx.deps.db.account.findMany({ where: { AND: [...where.AND, q.where] }, include: accounts.include, orderBy: q.orderBy, take: q.take }),
           () => ctx.deps.db.account.count({ where }),
+          REST_LIST_MAX,
         );
       },
     },
@@ -195,14 +199,29 @@ const AccountHolderInvitation = builder.objectRef<invitations.InvitationRow>('Ac
   }),
 });
 
-const AccountHolderInvitationPage = builder
-  .objectRef<{ items: invitations.InvitationRow[]; nextCursor: string | null }>('AccountHolderInvitationPage')
-  .implement({
-    fields: (t) => ({
-      items: t.field({ type: [AccountHolderInvitation], resolve: (p) => p.items }),
-      nextCursor: t.exposeID('nextCursor', { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' }),
-    }),
-  });
+builder.prismaObjectField('Organization', 'accountHolderInvitations', (t) =>
+  t.connection({
+    type: AccountHolderInvitation,
+    nullable: true,
+    description: 'Its account holder invitations in every status (never their tokens), newest first (REST ListAccountHolderInvitations reads it oldest first).',
+    authScopes: { policy: policies.member('account-holder-manage') },
+    ...restListSize,
+    args: creationArgs,
+    resolve: (org, args, ctx) =>
+      keysetConnection(
+        args,
+        (q) =>
+          ctx.deps.db.accountHolderInvitation.findMany({
+            where: { AND: [q.where, { organizationId: org.id }, createdWhere(args)] },
+            select: invitations.invitationSelect,
+            orderBy: q.orderBy,
+            take: q.take,
+          }),
+        undefined,
+        REST_LIST_MAX,
+      ),
+  }),
+);
 
 const Relationship = builder.prismaObject('Relationship', {
   description: "An account holder's relationship with an organization, created by claiming an invitation.",
@@ -235,13 +254,6 @@ const AccountHolder = builder.prismaObject('AccountHolder', {
           orderBy: { id: 'asc' },
         }),
     }),
-  }),
-});
-
-const AccountPage = builder.objectRef<{ items: AccountRow[]; nextCursor: string | null }>('AccountPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [Account], resolve: (p) => p.items }),
-    nextCursor: t.exposeID('nextCursor', { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' }),
   }),
 });
 
@@ -349,28 +361,6 @@ builder.queryFields((t) => ({
       if (!holder) throw notFound('Account holder');
       return holder;
     },
-  }),
-  accounts: t.field({
-    type: AccountPage,
-    description: "A page of the organization's accounts, by id. An API key sees the accounts of its mode authorized for its application.",
-    authScopes: { policy: { member: 'account-read', apiKey: true } },
-    args: {
-      organizationId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: (_p, args, ctx) =>
-      accounts.listAccounts(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
-  }),
-  accountHolderInvitations: t.field({
-    type: AccountHolderInvitationPage,
-    description: "A page of the organization's invitations, oldest first, in every status; never their tokens.",
-    authScopes: { policy: policies.member('account-holder-manage') },
-    args: {
-      organizationId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: (_p, args, ctx) =>
-      invitations.listInvitations(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
   }),
   account: t.field({
     type: Account,

@@ -10,7 +10,6 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid, monotonicUuidv7 } from '../ids';
 import { sendRetainedRelease } from '../kernel/queues';
 import { balancesOfOwner } from '../ledger/ledger';
-import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Virtual accounts of an organization. Who sees an account:
@@ -149,27 +148,6 @@ async function insertAccount(
   const row = rows[0];
   if (!row) throw holderRefused();
   return { ...row, authorizations: authorizedApplicationIds.map((applicationId) => ({ applicationId })) };
-}
-
-export const listInput = z.object({
-  limit: z.number().int().min(1).max(500).nullish(),
-  after: z.string().nullish(),
-});
-
-/** One page of the organization's visible accounts, ordered by id (UUIDv7: creation order). */
-export async function listAccounts(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
-  const organizationId = assertId(organizationIdArg, 'Organization');
-  assertOrganization(ctx, organizationId, 'Organization');
-  const page = pageQuery(args);
-  const visible = visibleWhere(ctx);
-  if (!visible) throw notFound('Organization');
-  const rows = await ctx.deps.db.account.findMany({
-    where: { AND: [visible, { organizationId }, page.where] },
-    include,
-    orderBy: { id: 'asc' },
-    take: page.take,
-  });
-  return toPage(rows, page.limit);
 }
 
 /** Loads an account of `organizationId` for a member (manage operations) or answers 404. */

@@ -12,7 +12,6 @@ import { assertOrganization } from '../tenancy/access';
 import { assertId, isUniqueViolation, isUuid } from '../ids';
 import type { Prisma } from '../generated/prisma/client';
 import { asHolderTokens, createHolder, signUpHolderInput, type HolderTokenResult } from './holders';
-import { pageQuery, toPage } from '../kernel/paging';
 
 const HOUR = 3600;
 export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * HOUR;
@@ -220,20 +219,6 @@ export type InvitationRow = Prisma.AccountHolderInvitationGetPayload<{ select: t
 
 export const statusOf = (i: InvitationRow, now: Date): InvitationStatus =>
   i.claimedAt ? 'CLAIMED' : i.revokedAt ? 'REVOKED' : i.expiresAt <= now ? 'EXPIRED' : 'PENDING';
-
-/** One page of the organization's invitations, oldest first (ids are UUIDv7: creation order). */
-export async function listInvitations(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
-  const organizationId = assertId(organizationIdArg, 'Organization');
-  assertOrganization(ctx, organizationId, 'Organization');
-  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
-  const rows = await ctx.deps.db.accountHolderInvitation.findMany({
-    where: { organizationId, ...page.where },
-    select: invitationSelect,
-    orderBy: { id: 'asc' },
-    take: page.take,
-  });
-  return toPage(rows, page.limit);
-}
 
 /**
  * Withdraws an unclaimed invitation: its token answers INVALID_TOKEN from now on, as a used one.

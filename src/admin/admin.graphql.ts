@@ -1,28 +1,13 @@
-import { builder } from '../builder';
+import { builder, searchArgs, searchConnection, searchConnectionFields, searchSize } from '../builder';
 import { policies } from '../auth/policy';
 import { getAuditLogEntry, searchAuditLog, type AuditLogEntryView } from './audit-search';
 import { searchLedgerEntries, type LedgerEntryView } from './ledger-search';
 import { platformDashboard, type PlatformDashboard, type StatusCount, type TransactionVolume } from './dashboard';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX, TOTAL_CAP, type SearchPage } from '../kernel/paging';
+import { TOTAL_CAP } from '../kernel/paging';
 import { NetworkResourceReserveBalance } from '../treasury/costs/costs.graphql';
 
 /** Operator search and dashboard (docs/admin.md): every field is for platform operators only. */
 const operator = policies.operator;
-
-const skipDescription = `Rows to skip: 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}.`;
-const takeDescription = `Rows to return: 1 to ${TAKE_MAX}; default ${TAKE_DEFAULT}.`;
-const afterDescription =
-  "The previous page's nextCursor (its last row's id): the page after it, in the same order (keyset; skip must be 0). Cheap at any depth, unlike skip.";
-const totalDescription = `The number of entries matching the filters, counted up to ${TOTAL_CAP}: exact when totalExact, else a lower bound (narrow the filters for an exact count).`;
-type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
-/** The paging fields of both searches (issue 22: capped total, keyset cursor). */
-const pageFields = <T>(t: PothosSchemaTypes.ObjectFieldBuilder<Types, SearchPage<T>>) => ({
-  skip: t.exposeInt('skip'),
-  take: t.exposeInt('take'),
-  total: t.exposeInt('total', { description: totalDescription }),
-  totalExact: t.exposeBoolean('totalExact', { description: `False when more than ${TOTAL_CAP} entries match (total is then ${TOTAL_CAP}).` }),
-  nextCursor: t.exposeString('nextCursor', { nullable: true, description: 'Pass as after for the next page; null on the last page.' }),
-});
 
 const AuditLogEntry = builder.objectRef<AuditLogEntryView>('AuditLogEntry').implement({
   description: 'AuditLogEntryResponse: one state change, who made it and a summary before and after (never secrets).',
@@ -38,14 +23,6 @@ const AuditLogEntry = builder.objectRef<AuditLogEntryView>('AuditLogEntry').impl
     requestId: t.exposeString('requestId', { nullable: true }),
     before: t.field({ type: 'JSON', nullable: true, resolve: (e) => e.before ?? null }),
     after: t.field({ type: 'JSON', nullable: true, resolve: (e) => e.after ?? null }),
-  }),
-});
-
-const AuditLogPage = builder.objectRef<SearchPage<AuditLogEntryView>>('AuditLogPage').implement({
-  description: 'A page of audit entries, newest first (occurredAt, then id, descending).',
-  fields: (t) => ({
-    items: t.field({ type: [AuditLogEntry], resolve: (p) => p.items }),
-    ...pageFields(t),
   }),
 });
 
@@ -71,14 +48,6 @@ const AdminLedgerEntry = builder.objectRef<LedgerEntryView>('AdminLedgerEntry').
     accountVersion: t.exposeString('accountVersion', { description: "The account's version this entry produced (a decimal string)." }),
     postedAt: t.field({ type: 'DateTime', description: "The ledger transaction's posting time.", resolve: (e) => e.postedAt }),
     createdAt: t.field({ type: 'DateTime', resolve: (e) => e.createdAt }),
-  }),
-});
-
-const AdminLedgerEntryPage = builder.objectRef<SearchPage<LedgerEntryView>>('AdminLedgerEntryPage').implement({
-  description: 'A page of ledger entries, newest first (postedAt, then entry id, descending).',
-  fields: (t) => ({
-    items: t.field({ type: [AdminLedgerEntry], resolve: (p) => p.items }),
-    ...pageFields(t),
   }),
 });
 
@@ -162,30 +131,32 @@ const PlatformDashboardRef = builder.objectRef<PlatformDashboard>('PlatformDashb
 });
 
 builder.queryFields((t) => ({
-  auditLogEntries: t.field({
-    type: AuditLogPage,
-    description: 'SearchAuditLog: exact-match filters, newest first. Platform operators only.',
-    authScopes: { policy: operator },
-    args: {
-      organizationId: t.arg.id(),
-      entityType: t.arg.string(),
-      entityId: t.arg.id(),
-      actionType: t.arg.string({ description: "Filters the entry's action, e.g. account.frozen." }),
-      skip: t.arg.int({ description: skipDescription }),
-      take: t.arg.int({ description: takeDescription }),
-      after: t.arg.id({ description: afterDescription }),
+  auditLogEntries: t.connection(
+    {
+      type: AuditLogEntry,
+      description: `SearchAuditLog: exact-match filters, newest first (occurredAt, then id); totalCount up to ${TOTAL_CAP}. Platform operators only.`,
+      authScopes: { policy: operator },
+      ...searchSize,
+      args: {
+        organizationId: t.arg.id(),
+        entityType: t.arg.string(),
+        entityId: t.arg.id(),
+        actionType: t.arg.string({ description: "Filters the entry's action, e.g. account.frozen." }),
+        ...searchArgs,
+      },
+      resolve: (_p, a, ctx) =>
+        searchConnection(a, (paging) =>
+          searchAuditLog(ctx, {
+            organizationId: a.organizationId == null ? null : String(a.organizationId),
+            entityType: a.entityType,
+            entityId: a.entityId == null ? null : String(a.entityId),
+            actionType: a.actionType,
+            ...paging,
+          }),
+        ),
     },
-    resolve: (_p, a, ctx) =>
-      searchAuditLog(ctx, {
-        organizationId: a.organizationId == null ? null : String(a.organizationId),
-        entityType: a.entityType,
-        entityId: a.entityId == null ? null : String(a.entityId),
-        actionType: a.actionType,
-        skip: a.skip,
-        take: a.take,
-        after: a.after == null ? null : String(a.after),
-      }),
-  }),
+    searchConnectionFields,
+  ),
   auditLogEntry: t.field({
     type: AuditLogEntry,
     description: 'GetAuditLogEntry. Platform operators only.',
@@ -193,30 +164,32 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, a, ctx) => getAuditLogEntry(ctx, String(a.id)),
   }),
-  ledgerEntries: t.field({
-    type: AdminLedgerEntryPage,
-    description: 'SearchLedgerEntriesAdmin: entries of every organization, newest first. Platform operators only.',
-    authScopes: { policy: operator },
-    args: {
-      assetNetworkId: t.arg.id(),
-      nature: t.arg.string({ description: "The ledger transaction's nature, exactly (e.g. deposit.confirmed)." }),
-      from: t.arg({ type: 'DateTime', description: "On the ledger transaction's postedAt, inclusive." }),
-      to: t.arg({ type: 'DateTime', description: "On the ledger transaction's postedAt, exclusive." }),
-      skip: t.arg.int({ description: skipDescription }),
-      take: t.arg.int({ description: takeDescription }),
-      after: t.arg.id({ description: afterDescription }),
+  ledgerEntries: t.connection(
+    {
+      type: AdminLedgerEntry,
+      description: `SearchLedgerEntriesAdmin: entries of every organization, newest first (postedAt, then entry id); totalCount up to ${TOTAL_CAP}. Platform operators only.`,
+      authScopes: { policy: operator },
+      ...searchSize,
+      args: {
+        assetNetworkId: t.arg.id(),
+        nature: t.arg.string({ description: "The ledger transaction's nature, exactly (e.g. deposit.confirmed)." }),
+        from: t.arg({ type: 'DateTime', description: "On the ledger transaction's postedAt, inclusive." }),
+        to: t.arg({ type: 'DateTime', description: "On the ledger transaction's postedAt, exclusive." }),
+        ...searchArgs,
+      },
+      resolve: (_p, a, ctx) =>
+        searchConnection(a, (paging) =>
+          searchLedgerEntries(ctx, {
+            assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId),
+            nature: a.nature,
+            from: a.from,
+            to: a.to,
+            ...paging,
+          }),
+        ),
     },
-    resolve: (_p, a, ctx) =>
-      searchLedgerEntries(ctx, {
-        assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId),
-        nature: a.nature,
-        from: a.from,
-        to: a.to,
-        skip: a.skip,
-        take: a.take,
-        after: a.after == null ? null : String(a.after),
-      }),
-  }),
+    searchConnectionFields,
+  ),
   platformDashboard: t.field({
     type: PlatformDashboardRef,
     description: 'GetPlatformDashboard. Platform operators only.',

@@ -4,6 +4,25 @@ import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { emitTransactionCreated, registerEndpoint, webhookEnv } from '../../test/webhook-helpers';
 import { fundedTransaction } from '../../test/fixtures/settlements/testing';
 
+/** A search connection's paging as the REST route projects it (rest/routes.ts, success.page 'search-cursor'). */
+type SearchConnection = {
+  nodes: unknown[];
+  offset: number;
+  pageSize: number;
+  totalCount: number;
+  totalCountExact: boolean;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+};
+const searchPaging = 'offset pageSize totalCount totalCountExact pageInfo { hasNextPage endCursor }';
+const asSearchBody = (c: SearchConnection) => ({
+  items: c.nodes,
+  skip: c.offset,
+  take: c.pageSize,
+  total: c.totalCount,
+  totalExact: c.totalCountExact,
+  nextCursor: c.pageInfo.hasNextPage ? c.pageInfo.endCursor : null,
+});
+
 /** Operator search and dashboard (docs/admin.md), through REST and GraphQL against PostgreSQL. */
 
 let app: TestApp;
@@ -181,11 +200,11 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
       expect(r.body.errors).toEqual([{ field: name, message: 'Expected a 32-bit integer.', code: 'invalid_type' }]);
       expect(r.body.items).toBeUndefined();
     }
-    const g = await app.gql('{ auditLogEntries(skip: 100001, take: 0) { total } }', {}, op);
+    const g = await app.gql('{ auditLogEntries(skip: 100001, first: 0) { totalCount } }', {}, op);
     expect(g.data).toBeNull();
     expect(g.errors?.[0]?.extensions).toMatchObject({
       code: 'VALIDATION_FAILED',
-      fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'take' })]),
+      fieldErrors: expect.arrayContaining([expect.objectContaining({ field: 'skip' }), expect.objectContaining({ field: 'first' })]),
     });
   });
 
@@ -221,12 +240,12 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
 
   test('REST equals GraphQL for a search', async () => {
     const rest = await auditSearch(`organizationId=${m.organizationId}&skip=1&take=2`);
-    const g = await app.gql<{ auditLogEntries: unknown }>(
-      `query($o: ID) { auditLogEntries(organizationId: $o, skip: 1, take: 2) { items { id occurredAt organizationId actorType actorId entityType entityId action requestId before after } skip take total totalExact nextCursor } }`,
+    const g = await app.gql<{ auditLogEntries: SearchConnection }>(
+      `query($o: ID) { auditLogEntries(organizationId: $o, skip: 1, first: 2) { nodes { id occurredAt organizationId actorType actorId entityType entityId action requestId before after } ${searchPaging} } }`,
       { o: m.organizationId },
       op,
     );
-    expect(g.data!.auditLogEntries).toEqual(rest);
+    expect(asSearchBody(g.data!.auditLogEntries)).toEqual(rest);
   });
 });
 
@@ -306,12 +325,12 @@ describe('SearchLedgerEntriesAdmin', () => {
       totalExact: true,
       nextCursor: all.items.length > 2 ? expect.any(String) : null,
     });
-    const g = await app.gql<{ ledgerEntries: unknown }>(
-      `query($n: ID) { ledgerEntries(assetNetworkId: $n, take: 500) { items { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } skip take total totalExact nextCursor } }`,
+    const g = await app.gql<{ ledgerEntries: SearchConnection }>(
+      `query($n: ID) { ledgerEntries(assetNetworkId: $n, first: 500) { nodes { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } ${searchPaging} } }`,
       { n: a.f.catalog.assetNetworkId },
       op,
     );
-    expect(g.data!.ledgerEntries).toEqual({ ...ofA, take: 500 });
+    expect(asSearchBody(g.data!.ledgerEntries)).toEqual({ ...ofA, take: 500 });
   });
 });
 
@@ -493,9 +512,9 @@ describe('operator routes refuse every other principal', () => {
       '/v1/admin/audit-log?take=0',
     ];
     const queries = [
-      '{ auditLogEntries { total } }',
+      '{ auditLogEntries { totalCount } }',
       `{ auditLogEntry(id: "${crypto.randomUUID()}") { id } }`,
-      '{ ledgerEntries { total } }',
+      '{ ledgerEntries { totalCount } }',
       '{ platformDashboard { organizations } }',
     ];
     for (const [who, headers, status, code] of principals) {

@@ -18,7 +18,6 @@ import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDe
 import { nowFor } from '../chains/sandbox/clock';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
-import { batchLoader, groupBy } from '../kernel/batch';
 import { loadTransaction } from '../transactions/transactions';
 import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker } from '../release/escrow';
 import { computeFee, refundFeePolicyInForce } from '../settlements/policies/policies';
@@ -87,13 +86,6 @@ export async function loadRefund(ctx: Context, idArg: unknown, db: Db = ctx.deps
   if (!row) throw notFound('Refund');
   return row;
 }
-
-/** A transaction's refunds, oldest first (the caller has checked the transaction is visible). */
-export const refundsOfTransaction: (db: Db, transactionId: string) => Promise<Refund[]> = batchLoader(
-  async (db, transactionIds: string[]) =>
-    groupBy(await db.refund.findMany({ where: { transactionId: { in: transactionIds } }, orderBy: { id: 'asc' } }), (r) => r.transactionId),
-  () => [],
-);
 
 // ------------------------------------------------------------------------------------------------
 // The payer's origin

@@ -29,7 +29,6 @@ import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
 import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker, type ReleaseBlocker } from '../release/escrow';
 import { computeFee, pricingPolicyAt, pricingPolicyCandidates } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
-import { batchLoader, groupBy } from '../kernel/batch';
 import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
 import { setSettlementRequester } from '../release/release-rules';
 
@@ -71,16 +70,6 @@ export async function loadSettlement(ctx: Context, idArg: unknown, db: Db = ctx.
   if (!row) throw notFound('Settlement');
   return (await withAllocations(db, [row]))[0]!;
 }
-
-/** A transaction's settlements, oldest first (the caller has checked the transaction is visible). */
-export const settlementsOfTransaction: (db: Db, transactionId: string) => Promise<SettlementRow[]> = batchLoader(
-  async (db, transactionIds: string[]) =>
-    groupBy(
-      await withAllocations(db, await db.settlement.findMany({ where: { transactionId: { in: transactionIds } }, orderBy: { id: 'asc' } })),
-      (s) => s.transactionId,
-    ),
-  () => [],
-);
 
 // ------------------------------------------------------------------------------------------------
 // Request

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import type { ApiKey, Environment as EnvironmentRow } from '../generated/prisma/client';
-import { pageQuery, toPage } from '../kernel/paging';
-import { builder, creationArgs, createdWhere, cursorPageArgs, keysetConnection, NodeRef, registerNode, countedConnection } from '../builder';
+import { builder, creationArgs, createdWhere, keysetConnection, NodeRef, registerNode, countedConnection, restListSize, REST_LIST_MAX } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
 import { rolePermissions } from '../auth/permissions';
@@ -68,9 +66,11 @@ builder.prismaObject('Organization', {
 const ownOrg = (ctx: Parameters<typeof assertOrganization>[0], organizationId: string) => {
   assertOrganization(ctx, organizationId, 'Organization');
 };
+/** Who may read an organization: its members and API keys (their own), operators (any); each of its connections has its own policy. */
+const organizationRead = { member: 'any', apiKey: true, operator: true } as const;
 registerNode({
   typename: 'Organization',
-  policy: policies.memberAny,
+  policy: organizationRead,
   load: async (ctx, id) => {
     ownOrg(ctx, id);
     return ctx.deps.db.organization.findUnique({ where: { id } });
@@ -111,12 +111,24 @@ export const Application = builder.prismaObject('Application', {
     status: t.expose('status', { type: ApplicationStatus }),
     statusReason: t.exposeString('statusReason', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    environments: t.relatedConnection('environments', {
-      cursor: 'id',
-      totalCount: true,
-      query: { orderBy: { id: 'desc' } },
-      description: 'The environments, newest first.',
-    }),
+    environments: t.connection(
+      {
+        type: Environment,
+        description: 'The environments, newest first (REST ListEnvironments reads it oldest first).',
+        ...restListSize,
+        args: creationArgs,
+        resolve: (app, args, ctx) => {
+          const where = { applicationId: app.id, ...createdWhere(args) };
+          return keysetConnection(
+            args,
+            (q) => ctx.deps.db.environment.findMany({ where: { ...where, ...q.where }, orderBy: q.orderBy, take: q.take }),
+            () => ctx.deps.db.environment.count({ where }),
+            REST_LIST_MAX,
+          );
+        },
+      },
+      countedConnection,
+    ),
     organization: t.relation('organization'),
   }),
 });
@@ -154,23 +166,22 @@ const ApiKeyMetadata = builder.prismaObject('ApiKey', {
   }),
 });
 
-const nextCursorField = { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' } as const;
-
-const ApiKeyMetadataPage = builder.objectRef<{ items: ApiKey[]; nextCursor: string | null }>('ApiKeyMetadataPage').implement({
-  description: "A page of an environment's API keys, oldest first.",
-  fields: (t) => ({
-    items: t.field({ type: [ApiKeyMetadata], resolve: (p) => p.items }),
-    nextCursor: t.exposeID('nextCursor', nextCursorField),
+builder.prismaObjectField('Environment', 'apiKeys', (t) =>
+  t.connection({
+    type: ApiKeyMetadata,
+    description: 'Its API keys in every status, newest first (REST ListApiKeys reads it oldest first). Members with api-key-manage.',
+    authScopes: { policy: policies.member('api-key-manage') },
+    ...restListSize,
+    args: creationArgs,
+    resolve: (env, args, ctx) =>
+      keysetConnection(
+        args,
+        (q) => ctx.deps.db.apiKey.findMany({ where: { AND: [q.where, { environmentId: env.id }, createdWhere(args)] }, orderBy: q.orderBy, take: q.take }),
+        undefined,
+        REST_LIST_MAX,
+      ),
   }),
-});
-
-const EnvironmentPage = builder.objectRef<{ items: EnvironmentRow[]; nextCursor: string | null }>('EnvironmentPage').implement({
-  description: "A page of an application's environments, oldest first.",
-  fields: (t) => ({
-    items: t.field({ type: [Environment], resolve: (p) => p.items }),
-    nextCursor: t.exposeID('nextCursor', nextCursorField),
-  }),
-});
+);
 
 interface SecretKey {
   id: string;
@@ -297,7 +308,9 @@ builder.queryFields((t) => ({
   }),
   organization: t.prismaField({
     type: 'Organization',
-    authScopes: { policy: policies.memberAny },
+    description:
+      "An organization: a member's or an API key's own, any for operators. Its connections carry their own policies (the REST list routes read them).",
+    authScopes: { policy: organizationRead },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       assertOrganization(ctx, String(args.id), 'Organization');
@@ -326,55 +339,12 @@ builder.queryFields((t) => ({
       return app;
     },
   }),
-  environments: t.prismaField({
-    type: ['Environment'],
-    description: 'Every environment of the application, oldest first (environmentPage pages them).',
+  environment: t.prismaField({
+    type: 'Environment',
+    description: 'An environment of an application (its apiKeys connection pages its keys).',
     authScopes: { policy: policies.member('application-manage') },
-    args: { applicationId: t.arg.id({ required: true }) },
-    resolve: async (query, _p, args, ctx) => {
-      const app = await loadApplication(ctx, String(args.applicationId));
-      return ctx.deps.db.environment.findMany({ ...query, where: { applicationId: app.id }, orderBy: { id: 'asc' } });
-    },
-  }),
-  apiKeys: t.prismaField({
-    type: ['ApiKey'],
-    description: 'Every API key of the environment, oldest first (apiKeyPage pages them).',
-    authScopes: { policy: policies.member('api-key-manage') },
-    args: { environmentId: t.arg.id({ required: true }) },
-    resolve: async (query, _p, args, ctx) => {
-      const env = await loadEnvironment(ctx, String(args.environmentId));
-      return ctx.deps.db.apiKey.findMany({ ...query, where: { environmentId: env.id }, orderBy: { id: 'asc' } });
-    },
-  }),
-  apiKeyPage: t.field({
-    type: ApiKeyMetadataPage,
-    description: "A page of the environment's API keys, oldest first (REST ListApiKeys).",
-    authScopes: { policy: policies.member('api-key-manage') },
-    args: {
-      environmentId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: async (_p, args, ctx) => {
-      const env = await loadEnvironment(ctx, String(args.environmentId));
-      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
-      const rows = await ctx.deps.db.apiKey.findMany({ where: { environmentId: env.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
-      return toPage(rows, page.limit);
-    },
-  }),
-  environmentPage: t.field({
-    type: EnvironmentPage,
-    description: "A page of the application's environments, oldest first (REST ListEnvironments).",
-    authScopes: { policy: policies.member('application-manage') },
-    args: {
-      applicationId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: async (_p, args, ctx) => {
-      const app = await loadApplication(ctx, String(args.applicationId));
-      const page = pageQuery({ limit: args.limit, after: args.after == null ? null : String(args.after) });
-      const rows = await ctx.deps.db.environment.findMany({ where: { applicationId: app.id, ...page.where }, orderBy: { id: 'asc' }, take: page.take });
-      return toPage(rows, page.limit);
-    },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_query, _p, args, ctx) => loadEnvironment(ctx, String(args.id)),
   }),
 }));
 

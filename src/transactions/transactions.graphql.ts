@@ -1,18 +1,6 @@
 import { numericToAmount } from '../money';
 import { z } from 'zod';
-import {
-  amountArgs,
-  amountWhere,
-  builder,
-  createdWhere,
-  creationArgs,
-  cursorPageArgs,
-  keysetConnection,
-  loadMany,
-  loadOne,
-  NodeRef,
-  registerNode,
-} from '../builder';
+import { amountArgs, amountWhere, builder, createdWhere, creationArgs, keysetConnection, loadMany, loadOne, NodeRef, registerNode } from '../builder';
 import { Deposit, loadIntent, PaymentIntent } from '../deposits/deposits.graphql';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { Account } from '../accounts/accounts.graphql';
@@ -215,13 +203,6 @@ builder.prismaObjectField('Organization', 'transactions', (t) =>
   }),
 );
 
-const TransactionPage = builder.objectRef<{ items: TransactionRow[]; nextCursor: string | null }>('TransactionPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [Transaction], resolve: (p) => p.items }),
-    nextCursor: t.exposeID('nextCursor', { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' }),
-  }),
-});
-
 const TransactionReasonInput = builder.inputType('TransactionReasonInput', {
   fields: (t) => ({ reason: t.string({ required: true }) }),
   validate: z.object({ reason: transactions.reasonInput }),
@@ -241,17 +222,6 @@ builder.queryFields((t) => ({
     authScopes: { policy: read },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => transactions.loadTransaction(ctx, String(args.id)),
-  }),
-  transactions: t.field({
-    type: TransactionPage,
-    description: "A page of the organization's transactions, oldest first (an API key: its environment's).",
-    authScopes: { policy: read },
-    args: {
-      organizationId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: (_p, args, ctx) =>
-      transactions.listTransactions(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
   }),
 }));
 

@@ -46,20 +46,16 @@ describe('reads', () => {
     const other = await signUpMember(app);
     expect((await app.rest('GET', `/v1/transactions/${a.transactionId}`, { headers: other.headers })).status).toBe(404);
     expect((await app.rest('GET', `/v1/transactions/${crypto.randomUUID()}`, { headers: f.apiKeyHeaders })).status).toBe(404);
-    const page = await app.gql<{ transactions: { items: { id: string }[]; nextCursor: string | null } }>(
-      `query($org: ID!, $after: ID) { transactions(organizationId: $org, limit: 2, after: $after) { items { id } nextCursor } }`,
-      { org: f.organizationId },
-      f.apiKeyHeaders,
-    );
+    type Page = { organization: { transactions: { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } };
+    const list = `query($org: ID!, $after: String) {
+      organization(id: $org) { transactions(first: 2, after: $after, orderBy: OLDEST_FIRST) { nodes { id } pageInfo { hasNextPage endCursor } } }
+    }`;
+    const page = await app.gql<Page>(list, { org: f.organizationId }, f.apiKeyHeaders);
     const ids = [a, b, c].map((x) => x.transactionId).sort();
-    expect(page.data!.transactions.items.map((x) => x.id)).toEqual(ids.slice(0, 2));
-    const next = await app.gql<{ transactions: { items: { id: string }[]; nextCursor: string | null } }>(
-      `query($org: ID!, $after: ID) { transactions(organizationId: $org, limit: 2, after: $after) { items { id } nextCursor } }`,
-      { org: f.organizationId, after: page.data!.transactions.nextCursor },
-      f.apiKeyHeaders,
-    );
-    expect(next.data!.transactions).toEqual({ items: [{ id: ids[2] }], nextCursor: null });
-    const foreign = await app.gql(`query($org: ID!) { transactions(organizationId: $org) { items { id } } }`, { org: f.organizationId }, other.headers);
+    expect(page.data!.organization.transactions.nodes.map((x) => x.id)).toEqual(ids.slice(0, 2));
+    const next = await app.gql<Page>(list, { org: f.organizationId, after: page.data!.organization.transactions.pageInfo.endCursor }, f.apiKeyHeaders);
+    expect(next.data!.organization.transactions).toEqual({ nodes: [{ id: ids[2] }], pageInfo: { hasNextPage: false, endCursor: ids[2] } });
+    const foreign = await app.gql(`query($org: ID!) { organization(id: $org) { transactions { nodes { id } } } }`, { org: f.organizationId }, other.headers);
     expect(foreign.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
   });
 });

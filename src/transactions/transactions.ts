@@ -10,7 +10,6 @@ import { emit } from '../webhooks/outbox';
 import { lockTransactionRow, requestActor, TX_OPTIONS } from '../kernel/service';
 import { cancelIntentInTx, DEFAULT_CANCEL_REASON, visibleMoneyWhere } from '../deposits/payment-intents';
 import { sendReleaseEvaluation, sendRetainedRelease } from '../kernel/queues';
-import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Transactions: the money a payment intent collects, held in the transaction's ESCROW ledger
@@ -33,24 +32,6 @@ export async function loadTransaction(ctx: Context, idArg: unknown, db: Db = ctx
   const row = await db.transaction.findFirst({ where: { id, ...visible }, include: transactionInclude });
   if (!row) throw notFound('Transaction');
   return row;
-}
-
-export const listInput = z.object({ limit: z.number().int().min(1).max(500).nullish(), after: z.string().nullish() });
-
-/** A page of the organization's transactions (an API key: its environment's), oldest first by id. */
-export async function listTransactions(ctx: Context, organizationIdArg: string, args: { limit?: number | null; after?: string | null }) {
-  const organizationId = assertId(organizationIdArg, 'Organization');
-  assertOrganization(ctx, organizationId, 'Organization');
-  const page = pageQuery(args);
-  const visible = visibleMoneyWhere(ctx);
-  if (!visible) throw notFound('Organization');
-  const rows = await ctx.deps.db.transaction.findMany({
-    where: { ...visible, organizationId, ...page.where },
-    include: transactionInclude,
-    orderBy: { id: 'asc' },
-    take: page.take,
-  });
-  return toPage(rows, page.limit);
 }
 
 export const reasonInput = z.string().trim().min(1, 'must not be empty').max(1000);

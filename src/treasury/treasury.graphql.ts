@@ -1,6 +1,5 @@
-import { builder } from '../builder';
+import { builder, searchArgs, searchConnection, searchConnectionFields, searchSize } from '../builder';
 import { policies } from '../auth/policy';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../kernel/paging';
 import * as treasury from './treasury';
 import * as sweeps from './sweeps';
 
@@ -175,16 +174,6 @@ const TreasurySweep = builder.objectRef<sweeps.SweepView>('TreasurySweep').imple
   }),
 });
 
-const TreasurySweepPage = builder.objectRef<{ items: sweeps.SweepView[]; skip: number; take: number; total: number }>('TreasurySweepPage').implement({
-  description: 'A page of sweeps, newest first (createdAt, then id, descending).',
-  fields: (t) => ({
-    items: t.field({ type: [TreasurySweep], resolve: (p) => p.items }),
-    skip: t.exposeInt('skip'),
-    take: t.exposeInt('take'),
-    total: t.exposeInt('total', { description: 'The exact number of sweeps matching the filters.' }),
-  }),
-});
-
 const RegisterControlledAddressInput = builder.inputType('RegisterControlledAddressInput', {
   fields: (t) => ({
     assetNetworkIds: t.idList({ required: true, description: 'The asset-networks it holds: all on one network with an adapter.' }),
@@ -220,9 +209,6 @@ const ExecuteSandboxSweepInput = builder.inputType('ExecuteSandboxSweepInput', {
   }),
 });
 
-const skipDescription = `Rows to skip: 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}.`;
-const takeDescription = `Rows to return: 1 to ${TAKE_MAX}; default ${TAKE_DEFAULT}.`;
-
 builder.queryFields((t) => ({
   treasuryOverview: t.field({
     type: TreasuryOverview,
@@ -251,14 +237,18 @@ builder.queryFields((t) => ({
     args: { assetNetworkId: t.arg.id({ required: true }) },
     resolve: (_p, a, ctx) => treasury.rebalancePlan(ctx, String(a.assetNetworkId)),
   }),
-  treasurySweeps: t.field({
-    type: TreasurySweepPage,
-    description: 'SearchTreasurySweeps: newest first. Platform operators only.',
-    authScopes: { policy: operator },
-    args: { assetNetworkId: t.arg.id(), skip: t.arg.int({ description: skipDescription }), take: t.arg.int({ description: takeDescription }) },
-    resolve: (_p, a, ctx) =>
-      sweeps.searchSweeps(ctx, { assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId), skip: a.skip, take: a.take }),
-  }),
+  treasurySweeps: t.connection(
+    {
+      type: TreasurySweep,
+      description: 'SearchTreasurySweeps: newest first (createdAt, then id); totalCount exact. Platform operators only.',
+      authScopes: { policy: operator },
+      ...searchSize,
+      args: { assetNetworkId: t.arg.id(), ...searchArgs },
+      resolve: (_p, a, ctx) =>
+        searchConnection(a, (paging) => sweeps.searchSweeps(ctx, { assetNetworkId: a.assetNetworkId == null ? null : String(a.assetNetworkId), ...paging })),
+    },
+    searchConnectionFields,
+  ),
   treasurySweep: t.field({
     type: TreasurySweep,
     description: 'One sweep. Platform operators only.',

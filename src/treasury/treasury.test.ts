@@ -317,12 +317,12 @@ describe('sweeps and the overview', () => {
       const r = await app.rest('GET', `/v1/admin/treasury/sweeps?${q}`, { headers: op });
       expect(r.status, q).toBe(400);
     }
-    const gql = await app.gql<{ treasurySweeps: { total: number; items: { id: string }[] } }>(
-      'query($a: ID) { treasurySweeps(assetNetworkId: $a, take: 2) { total items { id } } }',
+    const gql = await app.gql<{ treasurySweeps: { totalCount: number; nodes: { id: string }[] } }>(
+      'query($a: ID) { treasurySweeps(assetNetworkId: $a, first: 2) { totalCount nodes { id } } }',
       { a: an },
       op,
     );
-    expect(gql.data!.treasurySweeps).toEqual({ total: 3, items: [{ id: ids[2] }, { id: ids[1] }] });
+    expect(gql.data!.treasurySweeps).toEqual({ totalCount: 3, nodes: [{ id: ids[2] }, { id: ids[1] }] });
   });
 });
 

@@ -15,7 +15,6 @@ import { loadEndpoint } from './endpoints';
 import { deliverJob, sendDeliverJobs } from './outbox';
 import { notifyStatus, type DeliveryStatusChange } from './status';
 import { BULK_QUEUE } from '../kernel/queues';
-import { toPage } from '../kernel/paging';
 
 export const deliveryInclude = { attempts: { orderBy: { attemptNumber: 'asc' } }, event: { select: { body: true } } } as const;
 
@@ -34,26 +33,9 @@ export async function loadDelivery(ctx: Context, idArg: unknown) {
   return delivery;
 }
 
-export const listInput = z.object({
-  eventType: z.string().nullish(),
-  limit: z.number().int().min(1).max(500).nullish(),
-  after: z.string().nullish(),
-});
-
-/** One page of an endpoint's deliveries, newest first (ids are UUIDv7), optionally of one event type. */
-export async function listDeliveries(ctx: Context, endpointIdArg: unknown, args: z.infer<typeof listInput>) {
-  const endpoint = await loadEndpoint(ctx, endpointIdArg);
-  const limit = args.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fieldError('limit', 'must be an integer from 1 to 500');
-  if (args.eventType != null && !isEventType(args.eventType)) throw fieldError('eventType', 'must be an event type of the catalog, e.g. deposit.confirmed');
-  if (args.after != null && !isUuid(args.after)) throw fieldError('after', 'must be a cursor returned as nextCursor');
-  const rows = await ctx.deps.db.webhookDelivery.findMany({
-    where: { endpointId: endpoint.id, ...(args.eventType ? { eventType: args.eventType } : {}), ...(args.after ? { id: { lt: args.after } } : {}) },
-    include: deliveryInclude,
-    orderBy: { id: 'desc' },
-    take: limit + 1,
-  });
-  return toPage(rows, limit);
+/** The eventType filter of a delivery list: an event type of the catalog (400 naming eventType otherwise). */
+export function checkEventType(eventType: string | null | undefined): void {
+  if (eventType != null && !isEventType(eventType)) throw fieldError('eventType', 'must be an event type of the catalog, e.g. deposit.confirmed');
 }
 
 type NewDelivery = { id: string; endpointId: string; organizationId: string; eventType: string; originalDeliveryId: string; attemptCount: number };

@@ -38,3 +38,12 @@ export async function deliveryEnvironmentType(db: Db, deliveryId: string): Promi
     WHERE d."id" = ${deliveryId}::uuid`;
   return row?.mode ?? null;
 }
+
+/** The environment types of many deliveries' events in one statement (the GraphQL field's batch): deliveries without one are absent. */
+export async function deliveryEnvironmentTypes(db: Db, deliveryIds: string[]): Promise<Map<string, EnvironmentMode | null>> {
+  const rows = await db.$queryRaw<{ id: string; mode: EnvironmentMode | null }[]>`
+    SELECT d."id"::text AS "id", CASE ${modeOfEvent} END AS "mode"
+    FROM "WebhookDelivery" d JOIN "WebhookEvent" ev ON ev."id" = d."eventId"
+    WHERE d."id" = ANY(${deliveryIds}::uuid[])`;
+  return new Map(rows.map((r) => [r.id, r.mode]));
+}

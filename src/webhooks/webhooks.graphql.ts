@@ -1,4 +1,15 @@
-import { builder, countedConnection, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode } from '../builder';
+import {
+  batchLoad,
+  builder,
+  countedConnection,
+  createdWhere,
+  creationArgs,
+  keysetConnection,
+  NodeRef,
+  registerNode,
+  restListSize,
+  REST_LIST_MAX,
+} from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { DomainError, notFound } from '../errors';
 import { assertId } from '../ids';
@@ -7,7 +18,7 @@ import * as endpoints from './endpoints';
 import * as deliveries from './deliveries';
 import { eventTypes } from './events';
 import type { DeliveryStatusChange } from './status';
-import { deliveryEnvironmentType } from './environment';
+import { deliveryEnvironmentTypes } from './environment';
 import * as sandboxWebhooks from './sandbox';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 
@@ -87,24 +98,35 @@ const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').imp
     health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
     deliveries: t.connection({
       type: WebhookDelivery,
-      description: 'Its deliveries, newest first, with their attempts.',
-      args: { ...creationArgs, status: t.arg({ type: [WebhookDeliveryStatus] }), eventType: t.arg.string() },
-      resolve: (e, args, ctx) =>
-        keysetConnection(args, (q) =>
-          ctx.deps.db.webhookDelivery.findMany({
-            where: {
-              AND: [
-                q.where,
-                { endpointId: e.id },
-                createdWhere(args),
-                args.status?.length ? { status: { in: args.status } } : {},
-                args.eventType ? { eventType: args.eventType } : {},
-              ],
-            },
-            orderBy: q.orderBy,
-            take: q.take,
-          }),
-        ),
+      description: 'Its deliveries, newest first, with their attempts (REST ListWebhookDeliveries reads it).',
+      ...restListSize,
+      args: {
+        ...creationArgs,
+        status: t.arg({ type: [WebhookDeliveryStatus] }),
+        eventType: t.arg.string({ description: 'An event type of the catalog, e.g. deposit.confirmed.' }),
+      },
+      resolve: (e, args, ctx) => {
+        deliveries.checkEventType(args.eventType);
+        return keysetConnection(
+          args,
+          (q) =>
+            ctx.deps.db.webhookDelivery.findMany({
+              where: {
+                AND: [
+                  q.where,
+                  { endpointId: e.id },
+                  createdWhere(args),
+                  args.status?.length ? { status: { in: args.status } } : {},
+                  args.eventType ? { eventType: args.eventType } : {},
+                ],
+              },
+              orderBy: q.orderBy,
+              take: q.take,
+            }),
+          undefined,
+          REST_LIST_MAX,
+        );
+      },
     }),
   }),
 });
@@ -165,7 +187,9 @@ export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
       type: EnvironmentType,
       nullable: true,
       description: "SANDBOX or PRODUCTION: the environment type of the event's aggregate (null when it cannot be told).",
-      resolve: (d, _a, ctx) => deliveryEnvironmentType(ctx.deps.db, d.id),
+      // One statement for every delivery of a level (batchLoad), not one per delivery.
+      resolve: async (d, _a, ctx) =>
+        (await batchLoad(ctx, 'WebhookDelivery.environmentType', d.id, (ids) => deliveryEnvironmentTypes(ctx.deps.db, ids))) ?? null,
     }),
     sequenceNumber: t.string({ description: 'Per endpoint, strictly increasing; a hint only. A decimal string.', resolve: (d) => d.sequenceNumber.toString() }),
     status: t.expose('status', { type: WebhookDeliveryStatus }),
@@ -185,15 +209,6 @@ export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
     attempts: t.relation('attempts', { query: { orderBy: { attemptNumber: 'asc' } } }),
   }),
 });
-
-const WebhookDeliveryPage = builder
-  .objectRef<{ items: Awaited<ReturnType<typeof deliveries.listDeliveries>>['items']; nextCursor: string | null }>('WebhookDeliveryPage')
-  .implement({
-    fields: (t) => ({
-      items: t.field({ type: [WebhookDelivery], resolve: (p) => p.items }),
-      nextCursor: t.exposeString('nextCursor', { nullable: true }),
-    }),
-  });
 
 const WebhookRedeliveryJob = builder.prismaObject('WebhookRedeliveryJob', {
   description: "Bulk redelivery of an endpoint's dead-lettered deliveries, run in the background.",
@@ -281,23 +296,6 @@ builder.queryFields((t) => ({
       if (!row) throw notFound('WebhookDelivery');
       return row;
     },
-  }),
-  webhookDeliveries: t.field({
-    type: WebhookDeliveryPage,
-    description: "An endpoint's deliveries, newest first.",
-    authScopes: { policy: manage },
-    args: {
-      endpointId: t.arg.id({ required: true }),
-      eventType: t.arg.string(),
-      limit: t.arg.int({ description: '1 to 500; default 100.' }),
-      after: t.arg.id({ description: 'nextCursor of the previous page.' }),
-    },
-    resolve: (_p, args, ctx) =>
-      deliveries.listDeliveries(ctx, String(args.endpointId), {
-        eventType: args.eventType,
-        limit: args.limit,
-        after: args.after == null ? null : String(args.after),
-      }),
   }),
   webhookRedeliveryJob: t.field({
     type: WebhookRedeliveryJob,

@@ -1,4 +1,4 @@
-import { builder, cursorPageArgs, NodeRef, registerNode } from '../builder';
+import { builder, createdWhere, creationArgs, keysetConnection, NodeRef, registerNode, restListSize, REST_LIST_MAX } from '../builder';
 import { policies, type Policy } from '../auth/policy';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 import * as destinations from './destinations';
@@ -33,14 +33,6 @@ export const WithdrawalDestination = builder.prismaObject('WithdrawalDestination
   }),
 });
 
-type DestinationRow = Awaited<ReturnType<typeof destinations.loadDestination>>;
-const WithdrawalDestinationPage = builder.objectRef<{ items: DestinationRow[]; nextCursor: string | null }>('WithdrawalDestinationPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [WithdrawalDestination], resolve: (p) => p.items }),
-    nextCursor: t.exposeID('nextCursor', { nullable: true, description: 'Pass as `after` for the next page; null on the last page.' }),
-  }),
-});
-
 const RegisterWithdrawalDestinationInput = builder.inputType('RegisterWithdrawalDestinationInput', {
   fields: (t) => ({
     networkId: t.id({ required: true, description: 'A network of the catalog (an API key: of its environment type).' }),
@@ -57,6 +49,29 @@ const destinationRead: Policy = { member: 'account-read', apiKey: true, operator
 registerNode({ typename: 'WithdrawalDestination', policy: destinationRead, load: (ctx, id) => destinations.loadDestination(ctx, id) });
 const destinationManage = policies.memberOrApiKey('payment-manage');
 
+builder.prismaObjectField('Organization', 'withdrawalDestinations', (t) =>
+  t.connection({
+    type: WithdrawalDestination,
+    description:
+      'Its withdrawal destinations, newest first (REST ListWithdrawalDestinations reads it oldest first); an API key sees those of its environment type.',
+    authScopes: { policy: destinationRead },
+    ...restListSize,
+    args: creationArgs,
+    resolve: (org, args, ctx) =>
+      keysetConnection(
+        args,
+        (q) =>
+          ctx.deps.db.withdrawalDestination.findMany({
+            where: { AND: [q.where, destinations.visibleWhere(ctx) ?? { id: { in: [] } }, { organizationId: org.id }, createdWhere(args)] },
+            orderBy: q.orderBy,
+            take: q.take,
+          }),
+        undefined,
+        REST_LIST_MAX,
+      ),
+  }),
+);
+
 // ------------------------------------------------------------------------------------------------
 
 builder.queryFields((t) => ({
@@ -65,17 +80,6 @@ builder.queryFields((t) => ({
     authScopes: { policy: destinationRead },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => destinations.loadDestination(ctx, String(args.id)),
-  }),
-  withdrawalDestinations: t.field({
-    type: WithdrawalDestinationPage,
-    description: "The organization's withdrawal destinations, oldest first (an API key: those of its environment type).",
-    authScopes: { policy: destinationRead },
-    args: {
-      organizationId: t.arg.id({ required: true }),
-      ...cursorPageArgs,
-    },
-    resolve: (_p, args, ctx) =>
-      destinations.listDestinations(ctx, String(args.organizationId), { limit: args.limit, after: args.after == null ? null : String(args.after) }),
   }),
 }));
 

@@ -12,7 +12,6 @@ import { auditAs } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
 import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, TX_OPTIONS } from '../kernel/service';
-import { pageQuery, toPage } from '../kernel/paging';
 
 /**
  * Withdrawal destinations (docs/withdrawals.md): addresses an organization registers ahead of its
@@ -50,19 +49,6 @@ export async function loadDestination(ctx: Context, idArg: unknown, db: Db = ctx
   const row = visible ? await db.withdrawalDestination.findFirst({ where: { id, ...visible } }) : null;
   if (!row) throw notFound('WithdrawalDestination');
   return row;
-}
-
-export async function listDestinations(ctx: Context, organizationIdArg: unknown, args: { limit?: number | null; after?: string | null }) {
-  const organizationId = assertId(organizationIdArg, 'Organization');
-  assertOrganization(ctx, organizationId, 'Organization');
-  const page = pageQuery({ limit: args.limit, after: args.after?.toLowerCase() });
-  const visible = visibleWhere(ctx) ?? {};
-  const rows = await ctx.deps.db.withdrawalDestination.findMany({
-    where: { ...visible, organizationId, ...page.where },
-    orderBy: { id: 'asc' },
-    take: page.take,
-  });
-  return toPage(rows, page.limit);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { ConsoleDeliveriesQuery, ConsoleRedeliveryJobQuery } from '../gener
 import { when } from '../format';
 import { useEndpoints } from './endpoint-picker';
 
-type Delivery = ConsoleDeliveriesQuery['webhookDeliveries']['items'][number];
+type Delivery = ConsoleDeliveriesQuery['webhookEndpoint']['deliveries']['nodes'][number];
 type Job = ConsoleRedeliveryJobQuery['webhookRedeliveryJob'];
 const PAGES = 10;
 
@@ -16,10 +16,10 @@ export async function allDeliveries(session: Session, endpointId: string): Promi
   const out: Delivery[] = [];
   let after: string | null | undefined;
   for (let i = 0; i < PAGES; i++) {
-    const page = (await request(session, DeliveriesQuery, { endpointId, after, limit: 500 })).webhookDeliveries;
-    out.push(...page.items);
-    if (!page.nextCursor) break;
-    after = page.nextCursor;
+    const page = (await request(session, DeliveriesQuery, { endpointId, after, first: 500 })).webhookEndpoint.deliveries;
+    out.push(...page.nodes);
+    if (!page.pageInfo.hasNextPage) break;
+    after = page.pageInfo.endCursor;
   }
   return out;
 }

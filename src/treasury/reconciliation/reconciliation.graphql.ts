@@ -1,7 +1,6 @@
-import { builder } from '../../builder';
+import { builder, searchArgs, searchConnection, searchConnectionFields, searchSize } from '../../builder';
 import { policies } from '../../auth/policy';
 import { amountToString, numericToAmount } from '../../money';
-import { SKIP_DEFAULT, SKIP_MAX, TAKE_DEFAULT, TAKE_MAX } from '../../kernel/paging';
 import * as reconciliation from './reconciliation';
 import type { AssetNetworkSummary } from './reconciliation';
 
@@ -67,18 +66,6 @@ export const Reconciliation = builder.prismaObject('Reconciliation', {
   }),
 });
 
-const ReconciliationPage = builder
-  .objectRef<{ items: import('../../generated/prisma/client').Reconciliation[]; skip: number; take: number; total: number }>('ReconciliationPage')
-  .implement({
-    description: 'A page of reconciliations, newest first (startedAt, then id, descending).',
-    fields: (t) => ({
-      items: t.field({ type: [Reconciliation], resolve: (p) => p.items }),
-      skip: t.exposeInt('skip'),
-      take: t.exposeInt('take'),
-      total: t.exposeInt('total'),
-    }),
-  });
-
 const ReconciliationCorrectionAccountInput = builder.inputType('ReconciliationCorrectionAccountInput', {
   fields: (t) => ({
     kind: t.string({ required: true, description: 'CUSTOMER, ESCROW, SUSPENSE, RETAINED, CHAIN_CLEARING, FEES or PLATFORM_REVENUE.' }),
@@ -114,16 +101,17 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => reconciliation.loadReconciliation(ctx, String(args.id)),
   }),
-  reconciliations: t.field({
-    type: ReconciliationPage,
-    description: 'Reconciliations, newest first (operators).',
-    authScopes: { policy: operator },
-    args: {
-      skip: t.arg.int({ description: `Rows to skip: 0 to ${SKIP_MAX}; default ${SKIP_DEFAULT}.` }),
-      take: t.arg.int({ description: `Rows to return: 1 to ${TAKE_MAX}; default ${TAKE_DEFAULT}.` }),
+  reconciliations: t.connection(
+    {
+      type: Reconciliation,
+      description: 'Reconciliations, newest first (startedAt, then id; operators); totalCount exact.',
+      authScopes: { policy: operator },
+      ...searchSize,
+      args: searchArgs,
+      resolve: (_p, args, ctx) => searchConnection(args, (paging) => reconciliation.searchReconciliations(ctx, paging)),
     },
-    resolve: (_p, args, ctx) => reconciliation.searchReconciliations(ctx, args),
-  }),
+    searchConnectionFields,
+  ),
 }));
 
 builder.mutationFields((t) => ({
