@@ -30,7 +30,10 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * names, default all: baseline,rest-read,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * rest-read-no-console (issue 23, point 5) runs on a server of its own in this process with CONSOLE=off (the
+ * /console route not mounted); the main server mounts it. In even rounds it runs before rest-read, so
+ * neither always goes first.
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
  *
@@ -116,6 +119,9 @@ const config = loadConfig({
 const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
 /** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
 const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
+/** rest-read-no-console: the operator console's route not mounted (the main server has it, as `npm start`). */
+const noConsoleConfig = { ...config, CONSOLE: 'off' as const };
+const noConsoleSelected = !only || only.has('rest-read-no-console');
 const instrumentedSelected = !only || only.has('rest-read-instrumented');
 const limitedSelected = !only || only.has('rest-read-limited');
 const log = createLogger(config.LOG_LEVEL);
@@ -155,6 +161,7 @@ try {
   if (instrumentedSelected) startTracing(instrumentedConfig);
   const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
+  const noConsoleBase = noConsoleSelected ? await otherServer(noConsoleConfig) : base;
 
   // Seed through the public REST API.
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -246,6 +253,15 @@ try {
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
     },
     {
+      name: 'rest-read-no-console',
+      label: 'GET /v1/accounts/{id} (API key), console route not mounted',
+      role: 'extra',
+      url: `${noConsoleBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
       name: 'rest-read-instrumented',
       label: 'GET /v1/accounts/{id} (API key), metrics on, tracing sampled at 0',
       role: 'extra',
@@ -306,7 +322,11 @@ try {
   const webhookRuns: WebhookResult[] = [];
   const ledgerRuns: LedgerResult[] = [];
   for (let round = 1; round <= rounds; round++) {
-    for (const s of active) {
+    // rest-read and rest-read-no-console swap places in even rounds (interleaved, neither always first).
+    const order = [...active];
+    const [i, j] = [order.findIndex((s) => s.name === 'rest-read'), order.findIndex((s) => s.name === 'rest-read-no-console')];
+    if (round % 2 === 0 && i >= 0 && j >= 0) [order[i], order[j]] = [order[j]!, order[i]!];
+    for (const s of order) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
       const { label: _l, skip: _s, role: _r, ...spec } = s;
       const cpu0 = process.cpuUsage();
@@ -440,6 +460,26 @@ try {
       return [[name, { ratioToRestRead: median(ratios), rounds: ratios, cpuRatioToRestRead: median(cpuRatios), cpuRounds: cpuRatios }]];
     }),
   );
+
+  // Issue 23, point 5: the REST read's ratio to the baseline with the console route mounted (rest-read,
+  // the main server) over the same ratio without it (rest-read-no-console), per round; the baseline
+  // of the round cancels out, so this is rest-read over rest-read-no-console of the same round.
+  const noConsoleRuns = perScenario.get('rest-read-no-console');
+  const consoleCost =
+    noConsoleRuns && plainRuns
+      ? (() => {
+          const ratios = plainRuns.map((r, i) => r.requestsPerSecond / noConsoleRuns[i]!.requestsPerSecond);
+          const cpuRatios = plainRuns.map((r, i) => noConsoleRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
+          say(
+            `rest-read with the console vs without, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`,
+          );
+          say(
+            `rest-read with the console vs without, CPU µs per request (with/without): ${plainRuns.map((r, i) => `${r.cpuMicrosPerRequest}/${noConsoleRuns[i]!.cpuMicrosPerRequest}`).join(', ')}; ` +
+              `without/with median ${(median(cpuRatios) * 100).toFixed(1)}%`,
+          );
+          return { ratio: median(ratios), rounds: ratios, cpuRatio: median(cpuRatios), cpuRounds: cpuRatios };
+        })()
+      : undefined;
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -603,6 +643,14 @@ try {
         `${(instrumented.ratioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
         `by CPU time per request ${(instrumented.cpuRatioToRestRead * 100).toFixed(1)}% (rounds ${instrumented.cpuRounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
     });
+  if (consoleCost)
+    targets.push({
+      target: 'console: the REST read with the console route mounted within 5% of the REST read without it (same rounds)',
+      met: consoleCost.ratio >= 0.95,
+      measured:
+        `${(consoleCost.ratio * 100).toFixed(1)}% (rounds ${consoleCost.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
+        `by CPU time per request ${(consoleCost.cpuRatio * 100).toFixed(1)}% (rounds ${consoleCost.cpuRounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
+    });
   if (depositsOut) targets.push(...depositsOut.targets);
   if (evmDepositsOut) targets.push(...evmDepositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
@@ -666,6 +714,7 @@ try {
         },
         scenarios: results,
         instrumentationCosts: costs,
+        ...(consoleCost ? { consoleCost } : {}),
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
