@@ -30,10 +30,11 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
- * rest-read-no-console (issue 23, point 5) runs on a server of its own in this process with CONSOLE=off (the
- * /console route not mounted); the main server mounts it. In even rounds it runs before rest-read, so
- * neither always goes first.
+ * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * rest-read-console and rest-read-no-console (issue 23, point 5) run on two more servers of this process,
+ * built alike, one with the console route mounted (CONSOLE=on, as `npm start`) and one without
+ * (CONSOLE=off); they swap places in even rounds, so neither always goes first. (A second server of the
+ * process measured slower than the main one with the same settings: compare servers built alike.)
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
  *
@@ -119,8 +120,10 @@ const config = loadConfig({
 const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
 /** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
 const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
-/** rest-read-no-console: the operator console's route not mounted (the main server has it, as `npm start`). */
+/** rest-read-console / rest-read-no-console: the operator console's route mounted (as `npm start`) or not, each on a server of its own. */
+const consoleConfig = { ...config, CONSOLE: 'on' as const };
 const noConsoleConfig = { ...config, CONSOLE: 'off' as const };
+const consoleSelected = !only || only.has('rest-read-console');
 const noConsoleSelected = !only || only.has('rest-read-no-console');
 const instrumentedSelected = !only || only.has('rest-read-instrumented');
 const limitedSelected = !only || only.has('rest-read-limited');
@@ -161,6 +164,7 @@ try {
   if (instrumentedSelected) startTracing(instrumentedConfig);
   const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
+  const consoleBase = consoleSelected ? await otherServer(consoleConfig) : base;
   const noConsoleBase = noConsoleSelected ? await otherServer(noConsoleConfig) : base;
 
   // Seed through the public REST API.
@@ -253,8 +257,17 @@ try {
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
     },
     {
+      name: 'rest-read-console',
+      label: 'GET /v1/accounts/{id} (API key), console route mounted, server of its own',
+      role: 'extra',
+      url: `${consoleBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
       name: 'rest-read-no-console',
-      label: 'GET /v1/accounts/{id} (API key), console route not mounted',
+      label: 'GET /v1/accounts/{id} (API key), console route not mounted, server of its own',
       role: 'extra',
       url: `${noConsoleBase}${accountPath ?? '/v1/accounts/-'}`,
       method: 'GET',
@@ -322,9 +335,9 @@ try {
   const webhookRuns: WebhookResult[] = [];
   const ledgerRuns: LedgerResult[] = [];
   for (let round = 1; round <= rounds; round++) {
-    // rest-read and rest-read-no-console swap places in even rounds (interleaved, neither always first).
+    // rest-read-console and rest-read-no-console swap places in even rounds (interleaved, neither always first).
     const order = [...active];
-    const [i, j] = [order.findIndex((s) => s.name === 'rest-read'), order.findIndex((s) => s.name === 'rest-read-no-console')];
+    const [i, j] = [order.findIndex((s) => s.name === 'rest-read-console'), order.findIndex((s) => s.name === 'rest-read-no-console')];
     if (round % 2 === 0 && i >= 0 && j >= 0) [order[i], order[j]] = [order[j]!, order[i]!];
     for (const s of order) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
@@ -461,25 +474,25 @@ try {
     }),
   );
 
-  // Issue 23, point 5: the REST read's ratio to the baseline with the console route mounted (rest-read,
-  // the main server) over the same ratio without it (rest-read-no-console), per round; the baseline
-  // of the round cancels out, so this is rest-read over rest-read-no-console of the same round.
-  const noConsoleRuns = perScenario.get('rest-read-no-console');
-  const consoleCost =
-    noConsoleRuns && plainRuns
-      ? (() => {
-          const ratios = plainRuns.map((r, i) => r.requestsPerSecond / noConsoleRuns[i]!.requestsPerSecond);
-          const cpuRatios = plainRuns.map((r, i) => noConsoleRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
-          say(
-            `rest-read with the console vs without, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`,
-          );
-          say(
-            `rest-read with the console vs without, CPU µs per request (with/without): ${plainRuns.map((r, i) => `${r.cpuMicrosPerRequest}/${noConsoleRuns[i]!.cpuMicrosPerRequest}`).join(', ')}; ` +
-              `without/with median ${(median(cpuRatios) * 100).toFixed(1)}%`,
-          );
-          return { ratio: median(ratios), rounds: ratios, cpuRatio: median(cpuRatios), cpuRounds: cpuRatios };
-        })()
-      : undefined;
+  // Issue 23, point 5: the REST read with the console route mounted over the REST read without it,
+  // per round (servers built alike, same round; the baseline of the round cancels out of the ratio of
+  // the two ratios to it), by requests/s and by CPU time per request. And the same comparison of the
+  // main server with the mounted one (identical settings): what two servers alike differ by in this run.
+  const pairCost = (withName: string, withoutName: string, what: string) => {
+    const withRuns = perScenario.get(withName);
+    const withoutRuns = perScenario.get(withoutName);
+    if (!withRuns || !withoutRuns) return undefined;
+    const ratios = withRuns.map((r, i) => r.requestsPerSecond / withoutRuns[i]!.requestsPerSecond);
+    const cpuRatios = withRuns.map((r, i) => withoutRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
+    say(`${what}, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`);
+    say(
+      `${what}, CPU µs per request: ${withRuns.map((r, i) => `${r.cpuMicrosPerRequest}/${withoutRuns[i]!.cpuMicrosPerRequest}`).join(', ')}; ` +
+        `median of the inverse ratios ${(median(cpuRatios) * 100).toFixed(1)}%`,
+    );
+    return { ratio: median(ratios), rounds: ratios, cpuRatio: median(cpuRatios), cpuRounds: cpuRatios };
+  };
+  const consoleCost = pairCost('rest-read-console', 'rest-read-no-console', 'rest-read with the console mounted vs without');
+  const sameServers = pairCost('rest-read-console', 'rest-read', 'rest-read on a second server (console mounted) vs the main server (same settings)');
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -714,7 +727,7 @@ try {
         },
         scenarios: results,
         instrumentationCosts: costs,
-        ...(consoleCost ? { consoleCost } : {}),
+        ...(consoleCost ? { consoleCost, sameServers } : {}),
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
