@@ -30,7 +30,11 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * rest-read-console and rest-read-no-console (issue 23, point 5) run on two more servers of this process,
+ * built alike, one with the console route mounted (CONSOLE=on, as `npm start`) and one without
+ * (CONSOLE=off); they swap places in even rounds, so neither always goes first. (A second server of the
+ * process measured slower than the main one with the same settings: compare servers built alike.)
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
  * BENCH_CPU_PAIRS (default 0) pairs of in-process batches of BENCH_CPU_BATCH reads (default 500) compare
@@ -126,6 +130,11 @@ const config = loadConfig({
 const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
 /** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
 const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
+/** rest-read-console / rest-read-no-console: the operator console's route mounted (as `npm start`) or not, each on a server of its own. */
+const consoleConfig = { ...config, CONSOLE: 'on' as const };
+const noConsoleConfig = { ...config, CONSOLE: 'off' as const };
+const consoleSelected = !only || only.has('rest-read-console');
+const noConsoleSelected = !only || only.has('rest-read-no-console');
 const instrumentedSelected = !only || only.has('rest-read-instrumented');
 const limitedSelected = !only || only.has('rest-read-limited');
 const log = createLogger(config.LOG_LEVEL);
@@ -165,6 +174,8 @@ try {
   if (instrumentedSelected || cpuPairs > 0) startTracing(instrumentedConfig);
   const instrumentedBase = instrumentedSelected ? await otherServer(instrumentedConfig) : base;
   const limitedBase = limitedSelected ? await otherServer(limitedConfig) : base;
+  const consoleBase = consoleSelected ? await otherServer(consoleConfig) : base;
+  const noConsoleBase = noConsoleSelected ? await otherServer(noConsoleConfig) : base;
 
   // Seed through the public REST API.
   const call = callerOf(base);
@@ -297,6 +308,24 @@ try {
       ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
     },
     {
+      name: 'rest-read-console',
+      label: 'GET /v1/accounts/{id} (API key), console route mounted, server of its own',
+      role: 'extra',
+      url: `${consoleBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
+      name: 'rest-read-no-console',
+      label: 'GET /v1/accounts/{id} (API key), console route not mounted, server of its own',
+      role: 'extra',
+      url: `${noConsoleBase}${accountPath ?? '/v1/accounts/-'}`,
+      method: 'GET',
+      headers: apiKey,
+      ...(accountsBuilt ? {} : { skip: `GetAccount not built yet (CreateAccount answered ${created.status})` }),
+    },
+    {
       name: 'rest-read-instrumented',
       label: 'GET /v1/accounts/{id} (API key), metrics on, tracing sampled at 0',
       role: 'extra',
@@ -359,7 +388,8 @@ try {
   // The REST read and its instrumented and rate-limited variants (issue 20) are compared round by
   // round; their order flips every other round (plain, instrumented, limited, then limited,
   // instrumented, plain...), so a machine slowly getting busier or quieter favours none of them.
-  const readFamily = ['rest-read', 'rest-read-instrumented', 'rest-read-limited'];
+  // The REST read variants run in reverse order in even rounds (interleaved: none always first).
+  const readFamily = ['rest-read', 'rest-read-instrumented', 'rest-read-limited', 'rest-read-console', 'rest-read-no-console'];
   const orderOf = (round: number): Scenario[] => {
     if (round % 2 === 1) return active;
     const family = active.filter((s) => readFamily.includes(s.name)).reverse();
@@ -518,6 +548,26 @@ try {
       ];
     }),
   );
+
+  // Issue 23, point 5: the REST read with the console route mounted over the REST read without it,
+  // per round (servers built alike, same round; the baseline of the round cancels out of the ratio of
+  // the two ratios to it), by requests/s and by CPU time per request. And the same comparison of the
+  // main server with the mounted one (identical settings): what two servers alike differ by in this run.
+  const pairCost = (withName: string, withoutName: string, what: string) => {
+    const withRuns = perScenario.get(withName);
+    const withoutRuns = perScenario.get(withoutName);
+    if (!withRuns || !withoutRuns) return undefined;
+    const ratios = withRuns.map((r, i) => r.requestsPerSecond / withoutRuns[i]!.requestsPerSecond);
+    const cpuRatios = withRuns.map((r, i) => withoutRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
+    say(`${what}, per round: ${ratios.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(1)}%`);
+    say(
+      `${what}, CPU µs per request: ${withRuns.map((r, i) => `${r.cpuMicrosPerRequest}/${withoutRuns[i]!.cpuMicrosPerRequest}`).join(', ')}; ` +
+        `median of the inverse ratios ${(median(cpuRatios) * 100).toFixed(1)}%`,
+    );
+    return { ratio: median(ratios), rounds: ratios, cpuRatio: median(cpuRatios), cpuRounds: cpuRatios };
+  };
+  const consoleCost = pairCost('rest-read-console', 'rest-read-no-console', 'rest-read with the console mounted vs without');
+  const sameServers = pairCost('rest-read-console', 'rest-read', 'rest-read on a second server (console mounted) vs the main server (same settings)');
 
   // The webhook scenario: its own table (its measures are not requests/s of one route); the round with the median deliveries/s.
   const webhookResult = webhookRuns.length
@@ -682,6 +732,14 @@ try {
         `${instrumented.rounds.length < MIN_COST_ROUNDS ? `not judged: ${instrumented.rounds.length} rounds (BENCH_ROUNDS=${MIN_COST_ROUNDS} or more); ` : ''}${(instrumented.ratioToRestRead * 100).toFixed(1)}% (pairs of rounds ${instrumented.pairs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
         `by CPU time per request ${(instrumented.cpuRatioToRestRead * 100).toFixed(1)}% (pairs ${instrumented.cpuPairs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
     });
+  if (consoleCost)
+    targets.push({
+      target: 'console: the REST read with the console route mounted within 5% of the REST read without it (same rounds)',
+      met: consoleCost.ratio >= 0.95,
+      measured:
+        `${(consoleCost.ratio * 100).toFixed(1)}% (rounds ${consoleCost.rounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')}); ` +
+        `by CPU time per request ${(consoleCost.cpuRatio * 100).toFixed(1)}% (rounds ${consoleCost.cpuRounds.map((x) => `${(x * 100).toFixed(1)}%`).join(', ')})`,
+    });
   if (depositsOut) targets.push(...depositsOut.targets);
   if (evmDepositsOut) targets.push(...evmDepositsOut.targets);
   if (settlementsOut) targets.push(...settlementsOut.targets);
@@ -784,6 +842,7 @@ try {
         },
         scenarios: results,
         instrumentationCosts: costs,
+        ...(consoleCost ? { consoleCost, sameServers } : {}),
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),

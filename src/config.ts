@@ -122,6 +122,9 @@ const schema = z
       .max(30 * 86_400)
       .default(300),
 
+    /** The operator console at /console (docs/console.md): on, or off (/console and its assets answer 404; the API is unchanged). */
+    CONSOLE: z.enum(['on', 'off']).default('on'),
+
     // --- Metrics, traces and request rate limits (issue 20; docs/observability.md) ---
     /** Prometheus metrics at /metrics and their recording per request: on, or off (nothing recorded per request, /metrics answers 404). */
     METRICS: z.enum(['on', 'off']).default('on'),

@@ -351,7 +351,10 @@ describe('the operator console in a real browser, against npm start', () => {
     await page.evaluate((id) => (location.hash = `#/deliveries/${id}`), aDelivery.id);
     await page.getByRole('alert').waitFor();
     expect(await page.locator('main').innerText()).not.toContain('withdrawal_destination.registered');
-    // Its endpoints and dead letters: its own only.
+    // Its endpoints and dead letters: its own only (organization A's dead letters are the server's to keep out).
+    await page.getByRole('link', { name: 'Dead letters' }).click();
+    await expect.poll(() => page.locator('main').innerText(), { timeout: 15_000 }).toContain('No dead-lettered delivery.');
+    expect(await page.locator('main').innerText()).not.toContain(a.deadEndpoint);
     await page.getByRole('link', { name: 'Endpoint health' }).click();
     const health = page.getByRole('table', { name: /Endpoints/ });
     await expect.poll(() => health.locator('tbody tr').count(), { timeout: 15_000 }).toBe(1);
@@ -364,7 +367,7 @@ describe('the operator console in a real browser, against npm start', () => {
     await page.context().close();
   }, 90_000);
 
-  test('an operator follows the whole platform live, the stuck money and the platform dashboard', async () => {
+  test('an operator follows the whole platform live, every organization’s dead letters (redelivers one, audited as the operator), endpoint health, the stuck money and the platform dashboard', async () => {
     const page = await newTab();
     await signInOperator(page, operatorKey);
     await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
@@ -377,6 +380,38 @@ describe('the operator console in a real browser, against npm start', () => {
       .toEqual(new Set([b.endpoint]));
     await expectAccessible(page, 'operator stream');
     await expectNoCredentialShown(page, operatorKey);
+
+    // Every organization's dead letters: the operator opens one of A's, reads its payload and redelivers it,
+    // an audited call under the operator's identity.
+    const deadOfA = (await deliveriesOf(a, a.deadEndpoint)).filter((d) => d.status === 'DEAD_LETTER');
+    expect(deadOfA.length).toBeGreaterThan(0);
+    await page.getByRole('link', { name: 'Dead letters' }).click();
+    const deadRow = page.locator(`tr[data-delivery-id="${deadOfA[0]!.id}"]`);
+    await deadRow.waitFor({ timeout: 15_000 });
+    expect(await deadRow.innerText()).toContain(a.member.organizationId);
+    await expectAccessible(page, 'operator dead letters');
+    await page.getByRole('button', { name: `Redeliver ${deadOfA[0]!.id}` }).click();
+    const byOperator = deadRow.locator('a').last();
+    await expect.poll(() => byOperator.innerText(), { timeout: 10_000 }).not.toBe(deadOfA[0]!.id);
+    const operatorAudit = await db.auditLogEntry.findFirstOrThrow({
+      where: { entityId: await byOperator.innerText(), action: 'webhook_delivery.redelivered' },
+    });
+    const operatorRow = await db.operator.findFirstOrThrow({ where: { id: operatorAudit.actorId! } });
+    expect({ type: operatorAudit.actorType, organizationId: operatorAudit.organizationId }).toEqual({
+      type: 'OPERATOR',
+      organizationId: a.member.organizationId,
+    });
+    expect(operatorRow.id).toBe(operatorAudit.actorId);
+    await page.locator(`a[href="#/deliveries/${deadOfA[0]!.id}"]`).click();
+    await expect.poll(() => page.getByTestId('delivery-id').innerText(), { timeout: 10_000 }).toBe(deadOfA[0]!.id);
+    expect(await page.getByLabel('Payload').innerText()).toContain('"WithdrawalDestinationId"');
+    // One organization's endpoint health, computed by the server.
+    await page.getByRole('link', { name: 'Endpoint health' }).click();
+    await page.getByLabel('Organization').fill(a.member.organizationId);
+    const health = page.getByRole('table', { name: /Endpoints/ });
+    await expect.poll(() => health.innerText(), { timeout: 15_000 }).toContain(failing.url);
+    expect(await health.locator('tbody tr').count()).toBe(2);
+    await expectAccessible(page, 'operator endpoint health');
 
     await page.getByRole('link', { name: 'Stuck money' }).click();
     await page.getByLabel(/Idle for more than/).fill('0');

@@ -264,3 +264,27 @@ describe('docs/webhooks.md: connectionParams of each credential on graphql-ws', 
     },
   );
 });
+
+test('CONSOLE=off: /console and its assets answer 404, GET / does not list it, the API answers as before', async () => {
+  const off = await createTestApp({ env: { NODE_ENV: 'production', CONSOLE: 'off' } });
+  const server = await off.listen();
+  try {
+    const onPage = await get(prodServer, '/console');
+    expect(onPage.res.status).toBe(200);
+    const assets = referencesOf(onPage.text).filter((r) => r.startsWith('/assets/console.'));
+    expect(assets.length).toBe(2);
+    expect((await get(server, '/console')).res.status).toBe(404);
+    for (const asset of assets) expect((await get(server, asset)).res.status, asset).toBe(404);
+    const root = JSON.parse((await get(server, '/', { accept: 'application/json' })).text);
+    expect(root.links).not.toHaveProperty('console');
+    expect((await get(server, '/assets/pages.css')).res.status).toBe(200);
+    const read = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(await read.json()).toEqual({ data: { __typename: 'Query' } });
+  } finally {
+    await off.close();
+  }
+});

@@ -1,6 +1,8 @@
 // Every GraphQL operation the console sends, in one file: GraphQL Code Generator types them from
 // schema.graphql into ./generated/ (`npm run codegen:console`, console/codegen.ts). When the schema
-// grows (connections, node(id)), only this file and the pages reading it change.
+// grows (connections, node(id)), only this file and the pages reading it change. Dead letters and
+// endpoint health are the server's figures (webhookDeadLetters, WebhookEndpoint.health): the console
+// computes nothing from lists of deliveries.
 import { graphql } from './generated';
 
 export const ViewerQuery = graphql(`
@@ -58,6 +60,7 @@ export const DeliveryQuery = graphql(`
   query ConsoleDelivery($id: ID!) {
     webhookDelivery(id: $id) {
       id
+      organizationId
       endpointId
       eventId
       eventType
@@ -88,14 +91,22 @@ export const DeliveryQuery = graphql(`
 `);
 
 export const EndpointsQuery = graphql(`
-  query ConsoleEndpoints($organizationId: ID!) {
+  query ConsoleEndpoints($organizationId: ID!, $windowHours: Int) {
     webhookEndpoints(organizationId: $organizationId) {
       id
       url
       status
       createdAt
-      health {
-        attemptsLast24h
+      health(windowHours: $windowHours) {
+        windowStart
+        attempts
+        successes
+        successRate
+        outcomesPerHour {
+          hour
+          successes
+          failures
+        }
         deadLetterCount
         pendingCount
         lastError
@@ -107,27 +118,31 @@ export const EndpointsQuery = graphql(`
   }
 `);
 
-export const DeliveriesQuery = graphql(`
-  query ConsoleDeliveries($endpointId: ID!, $after: String, $first: Int) {
-    webhookEndpoint(id: $endpointId) {
-      deliveries(after: $after, first: $first) {
-        nodes {
+export const DeadLettersQuery = graphql(`
+  query ConsoleDeadLetters($organizationId: ID, $endpointId: ID, $eventType: String, $createdAfter: DateTime, $createdBefore: DateTime, $after: String) {
+    webhookDeadLetters(
+      organizationId: $organizationId
+      endpointId: $endpointId
+      eventType: $eventType
+      createdAfter: $createdAfter
+      createdBefore: $createdBefore
+      first: 50
+      after: $after
+    ) {
+      totalCount
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        node {
           id
+          organizationId
+          endpointId
           eventType
-          status
           attemptCount
           createdAt
-          lastAttemptAt
           deadLetteredAt
-          originalDeliveryId
-          attempts {
-            attemptedAt
-            outcome
-          }
-        }
-        pageInfo {
-          hasNextPage
-          endCursor
         }
       }
     }

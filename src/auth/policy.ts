@@ -20,6 +20,8 @@ export const policies = {
   memberAny: { member: 'any' },
   member: (p: Permission): Policy => ({ member: p }),
   memberOrApiKey: (p: Permission): Policy => ({ member: p, apiKey: true }),
+  /** An organization's members with the permission, and platform operators (every organization). */
+  memberOrOperator: (p: Permission): Policy => ({ member: p, operator: true }),
   accountRead: { member: 'account-read', apiKey: true, accountHolder: true },
   accountHolder: { accountHolder: true },
   operator: { operator: true },

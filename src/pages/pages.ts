@@ -12,6 +12,7 @@ import { graphiqlExamplesDocument } from './graphiql-examples';
 
 export const apiReferencePath = '/docs';
 export const consolePath = '/console';
+const consoleAssetsPrefix = '/assets/console.';
 export const openApiPath = '/v1/openapi.json';
 
 /**
@@ -171,7 +172,7 @@ export function serviceLinks(config: Config) {
     graphql: '/graphql',
     ...(posture.graphiql ? { graphiql: '/graphql' } : {}),
     apiReference: apiReferencePath,
-    console: consolePath,
+    ...(config.CONSOLE === 'on' ? { console: consolePath } : {}),
     openapi: openApiPath,
     health: '/healthz',
     ready: '/readyz',
@@ -218,6 +219,7 @@ const html = (body: string) => new Response(body, { headers: { 'content-type': '
 
 export function pagesPlugin(config: Config): Plugin {
   const graphiqlOn = postureOf(config).graphiql;
+  const consoleOn = config.CONSOLE === 'on';
   return {
     async onRequest({ request, url, endResponse }) {
       if (request.method !== 'GET' && request.method !== 'HEAD') return;
@@ -230,8 +232,9 @@ export function pagesPlugin(config: Config): Plugin {
         return endResponse(response);
       }
       if (path === apiReferencePath || path === `${apiReferencePath}/`) return endResponse(html(await apiReferencePage(graphiqlOn)));
-      if (path === consolePath || path === `${consolePath}/`) return endResponse(html(await consolePage()));
+      if (consoleOn && (path === consolePath || path === `${consolePath}/`)) return endResponse(html(await consolePage()));
       if (path.startsWith(assetsPrefix)) {
+        if (!consoleOn && path.startsWith(consoleAssetsPrefix)) return;
         const asset = await assetResponse(request, path);
         if (asset) return endResponse(asset);
       }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { PgBoss } from 'pg-boss';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
+import { Prisma } from '../generated/prisma/client';
 import type { Db, PrismaClient } from '../db/prisma';
 import type { Clock } from '../clock';
 import type { Logger } from 'pino';
@@ -226,46 +227,144 @@ export async function failBulkRedelivery(db: PrismaClient, jobId: string, error:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Endpoint health: what an operator looks at first.
+// The dead-letter queue: dead-lettered deliveries by organization, endpoint, creation time and event
+// type, newest first. Read through partial indexes on ("endpointId", "id"), ("organizationId", "id")
+// and ("id") WHERE status = 'DEAD_LETTER' (migration 20261126224205_console_reads): the queue is read
+// without touching the deliveries that did not dead-letter.
 
-export async function endpointHealth(db: PrismaClient, endpointId: string, now: Date) {
-  const since = new Date(now.getTime() - 24 * 3600_000);
-  const [row] = await db.$queryRaw<
-    {
-      attempts: bigint;
-      successes: bigint;
-      deadLetters: bigint;
-      pending: bigint;
-      nextRetryAt: Date | null;
-      lastErrorAt: Date | null;
-      lastError: string | null;
-      lastOutcome: string | null;
-      lastStatusCode: number | null;
-      lastSuccessAt: Date | null;
-    }[]
-  >`
-    SELECT
-      (SELECT count(*) FROM "WebhookDeliveryAttempt" a JOIN "WebhookDelivery" d ON d."id" = a."deliveryId" WHERE d."endpointId" = ${endpointId}::uuid AND a."attemptedAt" >= ${since}) AS "attempts",
-      (SELECT count(*) FROM "WebhookDeliveryAttempt" a JOIN "WebhookDelivery" d ON d."id" = a."deliveryId" WHERE d."endpointId" = ${endpointId}::uuid AND a."attemptedAt" >= ${since} AND a."outcome" = 'SUCCESS') AS "successes",
-      (SELECT count(*) FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" = 'DEAD_LETTER') AS "deadLetters",
-      (SELECT count(*) FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" IN ('ATTEMPT_PENDING', 'AWAITING_RETRY')) AS "pending",
-      (SELECT min("nextAttemptAt") FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" = 'AWAITING_RETRY') AS "nextRetryAt",
-      f."attemptedAt" AS "lastErrorAt", f."error" AS "lastError", f."outcome"::text AS "lastOutcome", f."statusCode" AS "lastStatusCode",
-      (SELECT max(a."attemptedAt") FROM "WebhookDeliveryAttempt" a JOIN "WebhookDelivery" d ON d."id" = a."deliveryId" WHERE d."endpointId" = ${endpointId}::uuid AND a."outcome" = 'SUCCESS') AS "lastSuccessAt"
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
-      SELECT a."attemptedAt", a."error", a."outcome", a."statusCode" FROM "WebhookDeliveryAttempt" a JOIN "WebhookDelivery" d ON d."id" = a."deliveryId"
-      WHERE d."endpointId" = ${endpointId}::uuid AND a."outcome" <> 'SUCCESS' ORDER BY a."attemptedAt" DESC LIMIT 1
-    ) f ON true`;
-  const attempts = Number(row!.attempts);
+export interface DeadLetterFilter {
+  organizationId?: string | null;
+  endpointId?: string | null;
+  eventType?: string | null;
+  createdAfter?: Date | null;
+  createdBefore?: Date | null;
+}
+
+/**
+ * The Prisma filter of a dead-letter query the principal may run: a member reads its organization
+ * (organizationId, when given, must be its own: 404 otherwise, as for any other tenant's id); an
+ * operator reads one organization, one endpoint, or the whole platform.
+ */
+export async function deadLetterWhere(ctx: Context, f: DeadLetterFilter) {
+  const p = ctx.principal;
+  let organizationId: string | null = null;
+  if (f.organizationId != null) {
+    organizationId = assertId(f.organizationId, 'Organization');
+    assertOrganization(ctx, organizationId, 'Organization');
+  } else if (p?.type === 'member') organizationId = p.organizationId;
+  else if (p?.type !== 'operator') throw notFound('Organization');
+  let endpointId: string | null = null;
+  if (f.endpointId != null) {
+    const endpoint = await loadEndpoint(ctx, f.endpointId);
+    if (organizationId && endpoint.organizationId !== organizationId) throw notFound('WebhookEndpoint');
+    endpointId = endpoint.id;
+  }
+  if (f.eventType != null && !isEventType(f.eventType)) throw fieldError('eventType', 'must be an event type of the catalog, e.g. deposit.confirmed');
+  if (f.createdAfter && f.createdBefore && !(f.createdAfter < f.createdBefore)) throw fieldError('createdBefore', 'must be after createdAfter');
   return {
-    attemptsLast24h: attempts,
-    successRateLast24h: attempts ? Number(row!.successes) / attempts : null,
+    status: 'DEAD_LETTER' as const,
+    ...(organizationId ? { organizationId } : {}),
+    ...(endpointId ? { endpointId } : {}),
+    ...(f.eventType ? { eventType: f.eventType } : {}),
+    ...(f.createdAfter || f.createdBefore
+      ? { createdAt: { ...(f.createdAfter ? { gte: f.createdAfter } : {}), ...(f.createdBefore ? { lt: f.createdBefore } : {}) } }
+      : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endpoint health: what an operator looks at first. Computed by aggregates over a bounded window:
+// the deliveries attempted in it are found through the ("endpointId", "lastAttemptAt") index (a
+// delivery's last attempt is its latest, so any attempt in the window belongs to a delivery whose
+// lastAttemptAt is in it), and their attempts through ("deliveryId", "attemptNumber"). Nothing
+// walks an endpoint's whole history.
+
+export const HEALTH_WINDOW_HOURS = { min: 1, max: 168, default: 24 } as const;
+const HOUR = 3600_000;
+
+export function healthWindow(now: Date, windowHours: number | null | undefined) {
+  const hours = windowHours ?? HEALTH_WINDOW_HOURS.default;
+  if (!Number.isInteger(hours) || hours < HEALTH_WINDOW_HOURS.min || hours > HEALTH_WINDOW_HOURS.max)
+    throw fieldError('windowHours', `must be an integer from ${HEALTH_WINDOW_HOURS.min} to ${HEALTH_WINDOW_HOURS.max}`);
+  // Whole UTC hours: the current one and the hours - 1 before it, so the rate and the chart count the same attempts.
+  const firstHour = Math.floor(now.getTime() / HOUR) - hours + 1;
+  return { hours, firstHour, start: new Date(firstHour * HOUR) };
+}
+
+export async function endpointHealth(db: PrismaClient, endpointId: string, now: Date, windowHours?: number | null) {
+  const w = healthWindow(now, windowHours);
+  const since24h = new Date(now.getTime() - 24 * HOUR);
+  const scanSince = since24h < w.start ? since24h : w.start;
+  const attemptsSince = (since: Date) => Prisma.sql`
+    SELECT a."attemptedAt" AS "at", a."outcome"::text AS "outcome", a."statusCode", a."error"
+    FROM "WebhookDelivery" d JOIN "WebhookDeliveryAttempt" a ON a."deliveryId" = d."id"
+    WHERE d."endpointId" = ${endpointId}::uuid AND d."lastAttemptAt" >= ${since} AND a."attemptedAt" >= ${since}`;
+  const [hours, [lastFailure], [row]] = await Promise.all([
+    db.$queryRaw<{ hour: bigint; successes: bigint; failures: bigint; day: bigint; daySuccesses: bigint }[]>`
+      SELECT floor(extract(epoch FROM r."at") / 3600)::bigint AS "hour",
+        count(*) FILTER (WHERE r."at" >= ${w.start} AND r."outcome" = 'SUCCESS') AS "successes",
+        count(*) FILTER (WHERE r."at" >= ${w.start} AND r."outcome" <> 'SUCCESS') AS "failures",
+        count(*) FILTER (WHERE r."at" >= ${since24h}) AS "day",
+        count(*) FILTER (WHERE r."at" >= ${since24h} AND r."outcome" = 'SUCCESS') AS "daySuccesses"
+      FROM (${attemptsSince(scanSince)}) r GROUP BY 1`,
+    db.$queryRaw<{ at: Date; outcome: string; statusCode: number | null; error: string | null }[]>`
+      SELECT r.* FROM (${attemptsSince(w.start)}) r WHERE r."outcome" <> 'SUCCESS' ORDER BY r."at" DESC LIMIT 1`,
+    db.$queryRaw<
+      {
+        deadLetters: bigint;
+        pending: bigint;
+        nextRetryAt: Date | null;
+        lastSuccessAt: Date | null;
+        lastFailedAt: Date | null;
+        lastFailedOutcome: string | null;
+        lastFailedStatusCode: number | null;
+        lastFailedError: string | null;
+      }[]
+    >`
+      SELECT
+        (SELECT count(*) FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" = 'DEAD_LETTER') AS "deadLetters",
+        (SELECT count(*) FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" IN ('ATTEMPT_PENDING', 'AWAITING_RETRY')) AS "pending",
+        (SELECT min("nextAttemptAt") FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "status" = 'AWAITING_RETRY') AS "nextRetryAt",
+        -- A success is always its delivery's last attempt: the newest delivery whose last attempt succeeded.
+        (SELECT "lastAttemptAt" FROM "WebhookDelivery" WHERE "endpointId" = ${endpointId}::uuid AND "lastOutcome" = 'SUCCESS'
+          ORDER BY "lastAttemptAt" DESC LIMIT 1) AS "lastSuccessAt",
+        f."lastAttemptAt" AS "lastFailedAt", f."lastOutcome"::text AS "lastFailedOutcome", f."lastStatusCode" AS "lastFailedStatusCode", f."lastError" AS "lastFailedError"
+      FROM (SELECT 1) one
+      LEFT JOIN LATERAL (
+        SELECT "lastAttemptAt", "lastOutcome", "lastStatusCode", "lastError" FROM "WebhookDelivery"
+        WHERE "endpointId" = ${endpointId}::uuid AND "lastOutcome" <> 'SUCCESS' ORDER BY "lastAttemptAt" DESC LIMIT 1
+      ) f ON true`,
+  ]);
+  const byHour = new Map(hours.map((h) => [Number(h.hour), h]));
+  const outcomesPerHour = Array.from({ length: w.hours }, (_, i) => {
+    const h = byHour.get(w.firstHour + i);
+    return { hour: new Date((w.firstHour + i) * HOUR), successes: Number(h?.successes ?? 0), failures: Number(h?.failures ?? 0) };
+  });
+  const successes = outcomesPerHour.reduce((a, h) => a + h.successes, 0);
+  const attempts = successes + outcomesPerHour.reduce((a, h) => a + h.failures, 0);
+  const day = hours.reduce((a, h) => a + Number(h.day), 0);
+  const daySuccesses = hours.reduce((a, h) => a + Number(h.daySuccesses), 0);
+  // The last failed attempt: exact within the window; before it, the newest delivery whose last attempt failed.
+  const failure = lastFailure
+    ? { at: lastFailure.at, outcome: lastFailure.outcome, statusCode: lastFailure.statusCode, error: lastFailure.error }
+    : row!.lastFailedAt
+      ? { at: row!.lastFailedAt, outcome: row!.lastFailedOutcome, statusCode: row!.lastFailedStatusCode, error: row!.lastFailedError }
+      : null;
+  return {
+    windowHours: w.hours,
+    windowStart: w.start,
+    attempts,
+    successes,
+    failures: attempts - successes,
+    successRate: attempts ? successes / attempts : null,
+    outcomesPerHour,
+    attemptsLast24h: day,
+    successRateLast24h: day ? daySuccesses / day : null,
     deadLetterCount: Number(row!.deadLetters),
     pendingCount: Number(row!.pending),
     nextRetryAt: row!.nextRetryAt,
     lastSuccessAt: row!.lastSuccessAt,
-    lastErrorAt: row!.lastErrorAt,
-    lastError: row!.lastError ?? (row!.lastOutcome ? `${row!.lastOutcome}${row!.lastStatusCode ? ` ${row!.lastStatusCode}` : ''}` : null),
+    lastErrorAt: failure?.at ?? null,
+    lastError: failure ? (failure.error ?? `${failure.outcome}${failure.statusCode ? ` ${failure.statusCode}` : ''}`) : null,
   };
 }

@@ -22,10 +22,18 @@ import { deliveryEnvironmentTypes } from './environment';
 import * as sandboxWebhooks from './sandbox';
 import { EnvironmentType } from '../tenancy/tenancy.graphql';
 
+/** Registering, rotating and deactivating endpoints: the organization's own configuration and secrets, its members only. */
 const manage = policies.member('webhook-endpoint-manage');
-/** Reading a delivery (its EventType and attempts), and fast-forwarding a sandbox one: also the organization's API keys, for the events of their mode. */
-export const readDelivery = policies.memberOrApiKey('webhook-endpoint-manage');
-const manageOrOperator: Policy = { member: 'webhook-endpoint-manage', operator: true };
+/**
+ * Reading endpoints (never their secret), deliveries, payloads and attempts, and redelivering: the
+ * organization's members, and platform operators for every organization (an operator's redelivery is
+ * audited under the operator's identity). docs/decisions.md "Operators and tenants' deliveries (issue 23)".
+ */
+const manageOrOperator: Policy = policies.memberOrOperator('webhook-endpoint-manage');
+/** Reading one delivery: also the organization's API keys, for the events of their mode. */
+const readDelivery: Policy = { member: 'webhook-endpoint-manage', apiKey: true, operator: true };
+/** Fast-forwarding a sandbox delivery: the organization's members and API keys (a test tool of the integrator's, not an operator's). */
+const fastForward = policies.memberOrApiKey('webhook-endpoint-manage');
 
 const WebhookEndpointStatus = builder.enumType('WebhookEndpointStatus', {
   description: 'ACTIVE -> DEACTIVATED (terminal).',
@@ -47,18 +55,44 @@ const WebhookDeliveryStatusKind = builder.enumType('WebhookDeliveryStatusKind', 
 const WebhookRedeliveryJobStatus = builder.enumType('WebhookRedeliveryJobStatus', { values: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED'] as const });
 
 type Health = Awaited<ReturnType<typeof deliveries.endpointHealth>>;
-const WebhookEndpointHealth = builder.objectRef<Health>('WebhookEndpointHealth').implement({
+const WebhookOutcomeHour = builder.objectRef<Health['outcomesPerHour'][number]>('WebhookOutcomeHour').implement({
+  description: "One UTC hour of an endpoint's attempts.",
   fields: (t) => ({
-    attemptsLast24h: t.exposeInt('attemptsLast24h'),
+    hour: t.expose('hour', { type: 'DateTime', description: 'The start of the hour.' }),
+    successes: t.exposeInt('successes'),
+    failures: t.exposeInt('failures', { description: 'Attempts with any other outcome than SUCCESS.' }),
+  }),
+});
+const WebhookEndpointHealth = builder.objectRef<Health>('WebhookEndpointHealth').implement({
+  description:
+    'Computed by the server with aggregates over a bounded window (the current UTC hour and the windowHours - 1 before it): ' +
+    'attempt counts, success rate and outcomes per hour; backlog, dead letters, next retry, last success and last error of the endpoint.',
+  fields: (t) => ({
+    windowHours: t.exposeInt('windowHours'),
+    windowStart: t.expose('windowStart', { type: 'DateTime', description: 'The start of the first hour of the window.' }),
+    attempts: t.exposeInt('attempts', { description: 'Attempts in the window.' }),
+    successes: t.exposeInt('successes'),
+    failures: t.exposeInt('failures'),
+    successRate: t.exposeFloat('successRate', { nullable: true, description: 'successes / attempts in the window (null: no attempt).' }),
+    outcomesPerHour: t.field({
+      type: [WebhookOutcomeHour],
+      description: 'One entry per hour of the window, oldest first (zeros included).',
+      resolve: (h) => h.outcomesPerHour,
+    }),
+    attemptsLast24h: t.exposeInt('attemptsLast24h', { description: 'Attempts of the last 24 hours (a sliding window, whatever windowHours).' }),
     successRateLast24h: t.exposeFloat('successRateLast24h', {
       nullable: true,
       description: 'Successful attempts / attempts over the last 24 hours (null: no attempt).',
     }),
     deadLetterCount: t.exposeInt('deadLetterCount'),
-    pendingCount: t.exposeInt('pendingCount', { description: 'Deliveries waiting for their first attempt or a retry.' }),
+    pendingCount: t.exposeInt('pendingCount', { description: 'The backlog: deliveries waiting for their first attempt or a retry.' }),
     nextRetryAt: t.expose('nextRetryAt', { type: 'DateTime', nullable: true }),
     lastSuccessAt: t.expose('lastSuccessAt', { type: 'DateTime', nullable: true }),
-    lastErrorAt: t.expose('lastErrorAt', { type: 'DateTime', nullable: true }),
+    lastErrorAt: t.expose('lastErrorAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'The last failed attempt: exact within the window; before it, the last attempt of the newest delivery whose last attempt failed.',
+    }),
     lastError: t.exposeString('lastError', { nullable: true }),
   }),
 });
@@ -95,7 +129,15 @@ const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').imp
   isTypeOf: (v) => typeof v === 'object' && v !== null && !('secret' in v),
   fields: (t) => ({
     id: t.exposeID('id'),
-    health: t.field({ type: WebhookEndpointHealth, resolve: (e, _a, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now()) }),
+    health: t.field({
+      type: WebhookEndpointHealth,
+      args: {
+        windowHours: t.arg.int({
+          description: `The window of attempts, in whole UTC hours (the current one included): ${deliveries.HEALTH_WINDOW_HOURS.min} to ${deliveries.HEALTH_WINDOW_HOURS.max}, default ${deliveries.HEALTH_WINDOW_HOURS.default}.`,
+        }),
+      },
+      resolve: (e, args, ctx) => deliveries.endpointHealth(ctx.deps.db, e.id, ctx.deps.clock.now(), args.windowHours),
+    }),
     deliveries: t.connection({
       type: WebhookDelivery,
       description: 'Its deliveries, newest first, with their attempts (REST ListWebhookDeliveries reads it).',
@@ -131,7 +173,7 @@ const WebhookEndpoint = builder.objectRef<EndpointFields>('WebhookEndpoint').imp
   }),
 });
 
-registerNode({ typename: 'WebhookEndpoint', policy: manage, load: (ctx, id) => endpoints.loadEndpoint(ctx, id) });
+registerNode({ typename: 'WebhookEndpoint', policy: manageOrOperator, load: (ctx, id) => endpoints.loadEndpoint(ctx, id) });
 registerNode({ typename: 'WebhookDelivery', policy: readDelivery, load: (ctx, id) => deliveries.loadDelivery(ctx, id) });
 
 builder.prismaObjectField('Organization', 'webhookEndpoints', (t) =>
@@ -139,7 +181,7 @@ builder.prismaObjectField('Organization', 'webhookEndpoints', (t) =>
     {
       type: WebhookEndpoint,
       description: "The organization's webhook endpoints, newest first.",
-      authScopes: { policy: manage },
+      authScopes: { policy: manageOrOperator },
       args: { ...creationArgs, status: t.arg({ type: [WebhookEndpointStatus] }) },
       resolve: (org, args, ctx) => {
         const where = { organizationId: org.id, ...createdWhere(args), ...(args.status?.length ? { status: { in: args.status } } : {}) };
@@ -181,6 +223,7 @@ export const WebhookDelivery = builder.prismaObject('WebhookDelivery', {
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Sent as X-Webhook-Delivery-Id.' }),
     endpointId: t.exposeID('endpointId'),
+    organizationId: t.exposeID('organizationId'),
     eventId: t.exposeID('eventId'),
     eventType: t.exposeString('eventType'),
     environmentType: t.field({
@@ -268,14 +311,14 @@ const BulkRedeliverInput = builder.inputType('BulkRedeliverWebhookDeliveriesInpu
 builder.queryFields((t) => ({
   webhookEndpoint: t.field({
     type: WebhookEndpoint,
-    authScopes: { policy: manage },
+    authScopes: { policy: manageOrOperator },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => endpoints.loadEndpoint(ctx, String(args.id)),
   }),
   webhookEndpoints: t.field({
     type: [WebhookEndpoint],
     description: "The organization's endpoints, oldest first.",
-    authScopes: { policy: manage },
+    authScopes: { policy: manageOrOperator },
     args: { organizationId: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => {
       const organizationId = assertId(String(args.organizationId), 'Organization');
@@ -286,8 +329,8 @@ builder.queryFields((t) => ({
   webhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
     description:
-      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, or an API key of ' +
-      'the organization for the events of its mode (sandbox or production).',
+      'A delivery by id (the X-Webhook-Delivery-Id header): a member with webhook-endpoint-manage, an API key of ' +
+      'the organization for the events of its mode (sandbox or production), or a platform operator.',
     authScopes: { policy: readDelivery },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
@@ -297,9 +340,41 @@ builder.queryFields((t) => ({
       return row;
     },
   }),
+  webhookDeadLetters: t.connection(
+    {
+      type: WebhookDelivery,
+      description:
+        'The dead-letter queue: dead-lettered deliveries, newest first, by organization, endpoint, event type and creation time ' +
+        '(createdAfter/createdBefore, the range bulkRedeliverWebhookDeliveries takes). A member reads its organization ' +
+        '(organizationId defaults to it); a platform operator reads every organization (or one, or one endpoint).',
+      authScopes: { policy: manageOrOperator },
+      args: {
+        organizationId: t.arg.id(),
+        endpointId: t.arg.id(),
+        eventType: t.arg.string(),
+        createdAfter: t.arg({ type: 'DateTime', description: 'Created at or after this instant.' }),
+        createdBefore: t.arg({ type: 'DateTime', description: 'Created before this instant.' }),
+      },
+      resolve: async (_p, args, ctx) => {
+        const where = await deliveries.deadLetterWhere(ctx, {
+          organizationId: args.organizationId == null ? null : String(args.organizationId),
+          endpointId: args.endpointId == null ? null : String(args.endpointId),
+          eventType: args.eventType,
+          createdAfter: args.createdAfter,
+          createdBefore: args.createdBefore,
+        });
+        return keysetConnection(
+          args,
+          (q) => ctx.deps.db.webhookDelivery.findMany({ where: { ...where, ...q.where }, orderBy: q.orderBy, take: q.take }),
+          () => ctx.deps.db.webhookDelivery.count({ where }),
+        );
+      },
+    },
+    countedConnection,
+  ),
   webhookRedeliveryJob: t.field({
     type: WebhookRedeliveryJob,
-    authScopes: { policy: manage },
+    authScopes: { policy: manageOrOperator },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_p, args, ctx) => deliveries.loadBulkRedelivery(ctx, String(args.id)),
   }),
@@ -328,8 +403,8 @@ builder.mutationFields((t) => ({
   }),
   redeliverWebhookDelivery: t.prismaField({
     type: 'WebhookDelivery',
-    description: 'A new delivery from a dead-lettered one (which stays dead-letter).',
-    authScopes: { policy: manage },
+    description: 'A new delivery from a dead-lettered one (which stays dead-letter). Also platform operators, audited under their identity.',
+    authScopes: { policy: manageOrOperator },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _p, args, ctx) => {
       const d = await deliveries.redeliver(ctx, String(args.id));
@@ -342,7 +417,7 @@ builder.mutationFields((t) => ({
       'Sandbox: a pending delivery of a sandbox event attempts now instead of on its schedule (NEXT), or runs its ' +
       'whole remaining schedule at once (REMAINING), to test redelivery without waiting hours. Production keys and ' +
       'production deliveries: NOT_FOUND; a delivery no longer pending: INVALID_STATE.',
-    authScopes: { policy: readDelivery },
+    authScopes: { policy: fastForward },
     args: {
       id: t.arg.id({ required: true }),
       input: t.arg({ type: SandboxFastForwardInput }),
@@ -357,8 +432,9 @@ builder.mutationFields((t) => ({
   }),
   bulkRedeliverWebhookDeliveries: t.field({
     type: WebhookRedeliveryJob,
-    description: "Redelivers an endpoint's dead-lettered deliveries created in [since, until), in the background; an original is never redelivered twice.",
-    authScopes: { policy: manage },
+    description:
+      "Redelivers an endpoint's dead-lettered deliveries created in [since, until), in the background; an original is never redelivered twice. Also platform operators.",
+    authScopes: { policy: manageOrOperator },
     args: { input: t.arg({ type: BulkRedeliverInput, required: true }) },
     resolve: (_p, args, ctx) =>
       deliveries.startBulkRedelivery(ctx, {

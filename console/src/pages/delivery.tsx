@@ -15,10 +15,6 @@ export function DeliveryPage({ session, id }: { session: Session; id: string }) 
     setD(null);
     setError('');
     setRedelivered('');
-    if (session.kind === 'operator') {
-      setError('A delivery’s payload is the organization’s data: the API shows it to its members (sign in as a member).');
-      return;
-    }
     request(session, DeliveryQuery, { id }).then(
       (r) => setD(r.webhookDelivery),
       (e) => setError(explain(e)),
@@ -51,6 +47,8 @@ export function DeliveryPage({ session, id }: { session: Session; id: string }) 
         <dd>
           {d.eventType} <span class="muted">{d.eventId}</span>
         </dd>
+        <dt>Organization</dt>
+        <dd>{d.organizationId}</dd>
         <dt>Endpoint</dt>
         <dd>{d.endpointId}</dd>
         <dt>Environment</dt>
