@@ -27,27 +27,54 @@ export interface Actor {
   requestId: string | null;
 }
 
-/** The audit entries of one change, in one statement, for requests and jobs alike. */
+/** The audit entries of one change, in one statement, for requests and jobs alike (queued instead in a transaction that defers them: deferAudits). */
 export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Promise<void> {
   if (!entries.length) return;
+  const data = auditRows(deps, actor, entries);
+  const queued = deferredAudits.get(tx);
+  if (queued) queued.push(...data);
+  else await tx.auditLogEntry.createMany({ data });
+}
+
+function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) {
   const { actorType, actorId } = actorOf(actor.principal);
   const occurredAt = deps.clock.now();
-  await tx.auditLogEntry.createMany({
-    // Ids increase in writing order, so entries of one clock tick still read back in order.
-    data: entries.map((entry) => ({
-      id: monotonicUuidv7(occurredAt.getTime()),
-      occurredAt,
-      organizationId: entry.organizationId,
-      actorType,
-      actorId,
-      entityType: entry.entityType,
-      entityId: entry.entityId,
-      action: entry.action,
-      requestId: actor.requestId,
-      before: (entry.before ?? undefined) as never,
-      after: (entry.after ?? undefined) as never,
-    })),
-  });
+  // Ids increase in writing order, so entries of one clock tick still read back in order.
+  return entries.map((entry) => ({
+    id: monotonicUuidv7(occurredAt.getTime()),
+    occurredAt,
+    organizationId: entry.organizationId,
+    actorType,
+    actorId,
+    entityType: entry.entityType,
+    entityId: entry.entityId,
+    action: entry.action,
+    requestId: actor.requestId,
+    before: (entry.before ?? undefined) as never,
+    after: (entry.after ?? undefined) as never,
+  }));
+}
+
+/** Audit rows queued by auditAll() in a database transaction that defers them (deferAudits). */
+const deferredAudits = new WeakMap<object, ReturnType<typeof auditRows>>();
+
+/**
+ * Runs `fn` with the audit entries written in `tx` queued (each with its actor, time and id as it
+ * was made), then inserts them all with one statement in the same database transaction: a group
+ * commit's entries cost one insert. Nested calls join the outer queue.
+ */
+export async function deferAudits<R>(tx: Db, fn: () => Promise<R>): Promise<R> {
+  if (deferredAudits.has(tx)) return fn();
+  const queue: ReturnType<typeof auditRows> = [];
+  deferredAudits.set(tx, queue);
+  try {
+    const r = await fn();
+    deferredAudits.delete(tx);
+    if (queue.length) await tx.auditLogEntry.createMany({ data: queue });
+    return r;
+  } finally {
+    deferredAudits.delete(tx);
+  }
 }
 
 /** One audit entry of a change made by `actor`. */
