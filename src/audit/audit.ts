@@ -33,7 +33,7 @@ export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, ent
   const data = auditRows(deps, actor, entries);
   const queued = deferredAudits.get(tx);
   if (queued) queued.push(...data);
-  else await tx.auditLogEntry.createMany({ data });
+  else await insertAuditRows(tx, data);
 }
 
 function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) {
@@ -55,6 +55,21 @@ function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) 
   }));
 }
 
+/**
+ * Inserts audit rows with one statement whatever their number: the columns as arrays, unnest()ed
+ * in list order (Prisma's createMany binds 11 parameters per row and serializes each JSON value
+ * itself, which made the 128 entries of a settlement group its costliest write; issue 22).
+ */
+async function insertAuditRows(tx: Db, rows: ReturnType<typeof auditRows>): Promise<void> {
+  const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
+  await tx.$executeRaw`
+    INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
+    SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.occurredAt)}::timestamptz[], ${rows.map((r) => r.organizationId)}::uuid[],
+                         ${rows.map((r) => r.actorType)}::"PrincipalType"[], ${rows.map((r) => r.actorId)}::uuid[], ${rows.map((r) => r.entityType)}::text[],
+                         ${rows.map((r) => r.entityId)}::uuid[], ${rows.map((r) => r.action)}::text[], ${rows.map((r) => r.requestId)}::text[],
+                         ${rows.map((r) => json(r.before))}::jsonb[], ${rows.map((r) => json(r.after))}::jsonb[])`;
+}
+
 /** Audit rows queued by auditAll() in a database transaction that defers them (deferAudits). */
 const deferredAudits = new WeakMap<object, ReturnType<typeof auditRows>>();
 
@@ -70,7 +85,7 @@ export async function deferAudits<R>(tx: Db, fn: () => Promise<R>): Promise<R> {
   try {
     const r = await fn();
     deferredAudits.delete(tx);
-    if (queue.length) await tx.auditLogEntry.createMany({ data: queue });
+    if (queue.length) await insertAuditRows(tx, queue);
     return r;
   } finally {
     deferredAudits.delete(tx);
