@@ -211,7 +211,7 @@ describe('races on one transaction', () => {
       return statements;
     };
     const small = await run(2);
-    const large = await run(64);
+    const large = await run(16);
     // BEGIN, the locks, the group's reads, one write per table, the events' jobs, ledger_post, COMMIT.
     expect(large.length).toBe(small.length);
     expect(large.length).toBeLessThanOrEqual(24);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context';
-import type { Db, Prisma } from '../db/prisma';
+import type { Db } from '../db/prisma';
 import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
@@ -246,7 +246,20 @@ interface GroupWrites {
   events: { organizationId: string; event: WebhookEventData }[];
   audits: AuditInput[];
   failed: { settlementId: string; attempts: number; reason: string; failedAt: Date }[];
-  allocations: Prisma.SettlementAllocationCreateManyInput[];
+  allocations: {
+    id: string;
+    settlementId: string;
+    transactionId: string;
+    organizationId: string;
+    splitRuleId: string | null;
+    participantId: string;
+    accountId: string;
+    amount: string;
+    status: 'RETAINED' | 'RELEASED';
+    retainReason: string | null;
+    releasedAt: Date | null;
+    createdAt: Date;
+  }[];
   /** Fixed split rules' allocatedAmount as the group leaves it. */
   ruleAllocated: Map<string, bigint>;
   /** Transactions whose totals the group changed (their new state: GroupReads.transactions). */
@@ -439,7 +452,17 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
                     ${f.map((x) => x.failedAt)}::timestamptz[]) AS v("id", "attempts", "reason", "at")
        WHERE s."id" = v."id"`;
   }
-  if (w.allocations.length) await tx.settlementAllocation.createMany({ data: w.allocations });
+  if (w.allocations.length) {
+    const a = w.allocations;
+    await tx.$executeRaw`
+      INSERT INTO "SettlementAllocation" ("id", "settlementId", "transactionId", "organizationId", "splitRuleId", "participantId", "accountId", "amount",
+                                          "status", "retainReason", "releasedAt", "createdAt", "updatedAt")
+      SELECT v.*, now() FROM unnest(${a.map((x) => x.id)}::uuid[], ${a.map((x) => x.settlementId)}::uuid[], ${a.map((x) => x.transactionId)}::uuid[],
+                                    ${a.map((x) => x.organizationId)}::uuid[], ${a.map((x) => x.splitRuleId)}::uuid[], ${a.map((x) => x.participantId)}::uuid[],
+                                    ${a.map((x) => x.accountId)}::uuid[], ${a.map((x) => x.amount)}::numeric[],
+                                    ${a.map((x) => x.status)}::"SettlementAllocationStatus"[], ${a.map((x) => x.retainReason)}::text[],
+                                    ${a.map((x) => x.releasedAt)}::timestamptz[], ${a.map((x) => x.createdAt)}::timestamptz[]) AS v`;
+  }
   if (w.ruleAllocated.size) {
     const rules = [...w.ruleAllocated];
     await tx.$executeRaw`
