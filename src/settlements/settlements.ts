@@ -109,7 +109,7 @@ export async function requestSettlementInTx(
   const amount = input.amount ?? null;
   if (amount !== null && amount <= 0n) throw new RangeError('a settlement asks for a positive amount');
   const now = deps.clock.now();
-  // Request order is (createdAt, milestone position, id) (executeLocked): two requests of one clock
+  // Request order is (createdAt, milestone position, id) (readGroup): two requests of one clock
   // millisecond must not be ordered by uuidv7's random bits, so the id sorts after every earlier
   // settlement of the transaction (read under its row lock, which serializes the requests).
   const [last] = await tx.$queryRaw<{ id: string }[]>`
