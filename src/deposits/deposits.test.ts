@@ -658,8 +658,6 @@ describe('statements per confirmation (issue 22)', () => {
     const small = await run(2);
     const large = await run(10);
     const perDeposit = (large.length - small.length) / 8;
-    if (process.env.SHOW_STATEMENTS)
-      console.log(`statements: 2 deposits ${small.length}, 10 deposits ${large.length}, ${perDeposit} per deposit\n${large.join('\n---\n')}`);
     // 17 before the chunk deferred its events and audit entries (issue 22); 10 with them written once per chunk.
     expect(perDeposit).toBeLessThanOrEqual(11);
   });
