@@ -27,27 +27,69 @@ export interface Actor {
   requestId: string | null;
 }
 
-/** The audit entries of one change, in one statement, for requests and jobs alike. */
+/** The audit entries of one change, in one statement, for requests and jobs alike (queued instead in a transaction that defers them: deferAudits). */
 export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Promise<void> {
   if (!entries.length) return;
+  const data = auditRows(deps, actor, entries);
+  const queued = deferredAudits.get(tx);
+  if (queued) queued.push(...data);
+  else await insertAuditRows(tx, data);
+}
+
+function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) {
   const { actorType, actorId } = actorOf(actor.principal);
   const occurredAt = deps.clock.now();
-  await tx.auditLogEntry.createMany({
-    // Ids increase in writing order, so entries of one clock tick still read back in order.
-    data: entries.map((entry) => ({
-      id: monotonicUuidv7(occurredAt.getTime()),
-      occurredAt,
-      organizationId: entry.organizationId,
-      actorType,
-      actorId,
-      entityType: entry.entityType,
-      entityId: entry.entityId,
-      action: entry.action,
-      requestId: actor.requestId,
-      before: (entry.before ?? undefined) as never,
-      after: (entry.after ?? undefined) as never,
-    })),
-  });
+  // Ids increase in writing order, so entries of one clock tick still read back in order.
+  return entries.map((entry) => ({
+    id: monotonicUuidv7(occurredAt.getTime()),
+    occurredAt,
+    organizationId: entry.organizationId,
+    actorType,
+    actorId,
+    entityType: entry.entityType,
+    entityId: entry.entityId,
+    action: entry.action,
+    requestId: actor.requestId,
+    before: (entry.before ?? undefined) as never,
+    after: (entry.after ?? undefined) as never,
+  }));
+}
+
+/**
+ * Inserts audit rows with one statement whatever their number: the columns as arrays, unnest()ed
+ * in list order (Prisma's createMany binds 11 parameters per row and serializes each JSON value
+ * itself, which made the 128 entries of a settlement group its costliest write; issue 22).
+ */
+async function insertAuditRows(tx: Db, rows: ReturnType<typeof auditRows>): Promise<void> {
+  const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
+  await tx.$executeRaw`
+    INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
+    SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.occurredAt)}::timestamptz[], ${rows.map((r) => r.organizationId)}::uuid[],
+                         ${rows.map((r) => r.actorType)}::"PrincipalType"[], ${rows.map((r) => r.actorId)}::uuid[], ${rows.map((r) => r.entityType)}::text[],
+                         ${rows.map((r) => r.entityId)}::uuid[], ${rows.map((r) => r.action)}::text[], ${rows.map((r) => r.requestId)}::text[],
+                         ${rows.map((r) => json(r.before))}::jsonb[], ${rows.map((r) => json(r.after))}::jsonb[])`;
+}
+
+/** Audit rows queued by auditAll() in a database transaction that defers them (deferAudits). */
+const deferredAudits = new WeakMap<object, ReturnType<typeof auditRows>>();
+
+/**
+ * Runs `fn` with the audit entries written in `tx` queued (each with its actor, time and id as it
+ * was made), then inserts them all with one statement in the same database transaction: a group
+ * commit's entries cost one insert. Nested calls join the outer queue.
+ */
+export async function deferAudits<R>(tx: Db, fn: () => Promise<R>): Promise<R> {
+  if (deferredAudits.has(tx)) return fn();
+  const queue: ReturnType<typeof auditRows> = [];
+  deferredAudits.set(tx, queue);
+  try {
+    const r = await fn();
+    deferredAudits.delete(tx);
+    if (queue.length) await insertAuditRows(tx, queue);
+    return r;
+  } finally {
+    deferredAudits.delete(tx);
+  }
 }
 
 /**

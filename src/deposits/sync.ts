@@ -3,8 +3,8 @@ import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
-import { auditAs, type Actor } from '../audit/audit';
-import { emit } from '../webhooks/outbox';
+import { auditAs, deferAudits, type Actor } from '../audit/audit';
+import { deferEvents, emit } from '../webhooks/outbox';
 import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
@@ -214,7 +214,16 @@ function clocks(tx: Db, deps: MoneyDeps) {
   };
 }
 
-async function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
+/**
+ * Reconciles a chunk of addresses in the caller's database transaction (one commit for all of its
+ * deposits: group commit). The events and audit entries of the whole chunk are queued and written
+ * with one statement each at its end (deferEvents, deferAudits; issue 22).
+ */
+function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
+  return deferEvents(tx, deps, () => deferAudits(tx, () => reconcileChunk(tx, deps, network, addresses)));
+}
+
+async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
   await lockNetwork(tx, network.id);
   const ref = networkRef(network);
   const observed = await adapterFor(network.kind, tx).transfersTo(

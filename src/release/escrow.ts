@@ -1,4 +1,4 @@
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { Transaction } from '../generated/prisma/client';
 import { amountToNumeric, numericToAmount, type Amount } from '../money';
 
@@ -47,23 +47,48 @@ export async function recordEscrowOutcome(
   delta: { settled?: Amount; refunded?: Amount; reversed?: Amount },
   now: Date,
 ): Promise<{ transaction: Transaction; isTotal: boolean }> {
+  const { data, isTotal } = escrowOutcome(t, delta, now);
+  if (data.status) await tx.releaseMilestone.updateMany({ where: { transactionId: t.id, status: 'PENDING' }, data: { status: 'CANCELLED' } });
+  const transaction = await tx.transaction.update({ where: { id: t.id }, data });
+  return { transaction, isTotal };
+}
+
+/**
+ * What recordEscrowOutcome writes, computed without the database: the new totals (and times), the
+ * terminal status when the escrow is now empty (`status` set: the transaction's PENDING milestones
+ * are to be cancelled), and the transaction as it will be. Settlements executed in a group
+ * (src/settlements/settlements.ts) apply it in memory and write every transaction of the group in
+ * one statement.
+ */
+export function escrowOutcome(
+  t: Transaction,
+  delta: { settled?: Amount; refunded?: Amount; reversed?: Amount },
+  now: Date,
+): {
+  data: { settledAmount: string; refundedAmount: string; reversedAmount: string; settledAt?: Date; refundedAt?: Date; status?: 'SETTLED' | 'REFUNDED' };
+  isTotal: boolean;
+  after: Transaction;
+} {
   const settled = numericToAmount(t.settledAmount) + (delta.settled ?? 0n);
   const refunded = numericToAmount(t.refundedAmount) + (delta.refunded ?? 0n);
   const reversed = numericToAmount(t.reversedAmount) + (delta.reversed ?? 0n);
   const remaining = escrowOf({ fundedAmount: t.fundedAmount, settledAmount: settled, refundedAmount: refunded, reversedAmount: reversed });
   if (remaining < 0n) throw new Error(`transaction ${t.id}: escrow would go negative (${remaining})`);
   const isTotal = remaining === 0n;
-  const data: Record<string, unknown> = {
+  const data: ReturnType<typeof escrowOutcome>['data'] = {
     settledAmount: amountToNumeric(settled),
     refundedAmount: amountToNumeric(refunded),
     reversedAmount: amountToNumeric(reversed),
   };
   if (delta.settled) data.settledAt = now;
   if (delta.refunded) data.refundedAt = now;
-  if (isTotal && t.status === 'RESERVED') {
-    data.status = settled > 0n ? 'SETTLED' : 'REFUNDED';
-    await tx.releaseMilestone.updateMany({ where: { transactionId: t.id, status: 'PENDING' }, data: { status: 'CANCELLED' } });
-  }
-  const transaction = await tx.transaction.update({ where: { id: t.id }, data });
-  return { transaction, isTotal };
+  if (isTotal && t.status === 'RESERVED') data.status = settled > 0n ? 'SETTLED' : 'REFUNDED';
+  const after: Transaction = {
+    ...t,
+    ...data,
+    settledAmount: new Prisma.Decimal(data.settledAmount),
+    refundedAmount: new Prisma.Decimal(data.refundedAmount),
+    reversedAmount: new Prisma.Decimal(data.reversedAmount),
+  };
+  return { data, isTotal, after };
 }

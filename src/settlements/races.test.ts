@@ -199,6 +199,24 @@ describe('races on one transaction', () => {
     }
   });
 
+  test('a group costs the same statements whatever its size: its reads made once, its writes set-based (issue 22)', async () => {
+    const run = async (n: number) => {
+      // Funded first: funding drains the money queues, which would execute a settlement already requested.
+      const transactions: string[] = [];
+      for (let i = 0; i < n; i++) transactions.push(await funded(f));
+      const ids: string[] = [];
+      for (const t of transactions) ids.push(await pendingSettlement(f, t, AMOUNT));
+      const { result, statements } = await app.sqlStatements(() => executeSettlementGroup(moneyDeps(app), ids));
+      for (const r of result) expect(r).toEqual({ status: 'EXECUTED', isTotal: true });
+      return statements;
+    };
+    const small = await run(2);
+    const large = await run(16);
+    // BEGIN, the locks, the group's reads, one write per table, the events' jobs, ledger_post, COMMIT.
+    expect(large.length).toBe(small.length);
+    expect(large.length).toBeLessThanOrEqual(24);
+  });
+
   test('a group with a settlement whose posting the ledger refuses: the group rolls back, the others execute alone, that one fails alone and stays PENDING', async () => {
     const [t1, t2, t3] = [await funded(f), await funded(f), await funded(f)];
     const [s1, s2, s3] = [await pendingSettlement(f, t1, AMOUNT), await pendingSettlement(f, t2, AMOUNT), await pendingSettlement(f, t3, AMOUNT)];

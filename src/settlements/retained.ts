@@ -56,21 +56,50 @@ export async function retainReasons(
   now: Date,
 ): Promise<(RetainReason | null)[]> {
   if (!portions.length) return [];
-  const ids = [...new Set(portions.map((p) => p.accountId))];
-  // The ledger lock first: a freeze or close in flight has committed before the status is read,
-  // and one that comes later waits for this commit (the credit to a frozen account is accepted by
-  // the ledger, so only this read keeps the portion retained).
+  const states = await lockedAccountStates(
+    tx,
+    portions.map((p) => p.accountId),
+    [t.applicationId],
+  );
+  return retainReasonsOf(states, t, portions, now);
+}
+
+/** An account as retainReasonsOf sees it: its status and the applications (of those asked) it is authorized for. */
+export interface AccountState {
+  status: string;
+  applications: ReadonlySet<string>;
+}
+
+/**
+ * The accounts' states, read under their ledger locks (held to the commit), in two statements for
+ * any number of accounts: the ledger locks first, so a freeze or close in flight has committed
+ * before the status is read, and one that comes later waits for this commit (the credit to a
+ * frozen account is accepted by the ledger, so only this read keeps the portion retained).
+ * `applicationIds`: the applications whose authorizations matter (a settlement group spans several).
+ */
+export async function lockedAccountStates(tx: Db, accountIds: readonly string[], applicationIds: readonly string[]): Promise<Map<string, AccountState>> {
+  const ids = [...new Set(accountIds)];
+  if (!ids.length) return new Map();
   await lockAccountsForMove(tx, ids);
   const accounts = await tx.account.findMany({
     where: { id: { in: ids } },
-    select: { id: true, status: true, authorizations: { where: { applicationId: t.applicationId }, select: { applicationId: true } } },
+    select: { id: true, status: true, authorizations: { where: { applicationId: { in: [...new Set(applicationIds)] } }, select: { applicationId: true } } },
   });
-  const byId = new Map(accounts.map((a) => [a.id, a]));
+  return new Map(accounts.map((a) => [a.id, { status: a.status, applications: new Set(a.authorizations.map((x) => x.applicationId)) }]));
+}
+
+/** retainReasons on states already read (lockedAccountStates): no statement. */
+export function retainReasonsOf(
+  states: ReadonlyMap<string, AccountState>,
+  t: TxTimes,
+  portions: readonly { accountId: string; holdConditions: readonly HoldCondition[] }[],
+  now: Date,
+): (RetainReason | null)[] {
   return portions.map((p) => {
-    const a = byId.get(p.accountId);
+    const a = states.get(p.accountId);
     if (!a || a.status === 'CLOSED') return 'ACCOUNT_CLOSED';
     if (a.status === 'FROZEN') return 'ACCOUNT_FROZEN';
-    if (!a.authorizations.length) return 'ACCOUNT_NOT_AUTHORIZED';
+    if (!a.applications.has(t.applicationId)) return 'ACCOUNT_NOT_AUTHORIZED';
     if (!conditionsMet('ALL', p.holdConditions, t, now)) return 'HOLD_CONDITION_NOT_MET';
     return null;
   });

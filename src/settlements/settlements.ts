@@ -21,15 +21,23 @@ import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
-import { sandboxOffsetMs } from '../chains/sandbox/clock';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
 import { allocate, SplitRulesInvalid, type SplitRuleInput } from './allocation';
-import { BLOCKER_MESSAGES, escrowOf, recordEscrowOutcome, releaseBlocker, type ReleaseBlocker } from '../release/escrow';
+import { BLOCKER_MESSAGES, escrowOf, escrowOutcome, releaseBlocker, type ReleaseBlocker } from '../release/escrow';
 import { computeFee, pricingPolicyAt, pricingPolicyCandidates } from './policies/policies';
 import { sendSettlementExecution } from '../kernel/queues';
-import { ledgerCustomer, ledgerRetained, retainReasons, scheduleHoldRecheck, type HoldCondition, type RetainReason } from './retained';
+import {
+  ledgerCustomer,
+  ledgerRetained,
+  lockedAccountStates,
+  retainReasonsOf,
+  scheduleHoldRecheck,
+  type AccountState,
+  type HoldCondition,
+  type RetainReason,
+} from './retained';
 import { setSettlementRequester } from '../release/release-rules';
 
 /**
@@ -90,7 +98,7 @@ export async function requestSettlementInTx(
   const amount = input.amount ?? null;
   if (amount !== null && amount <= 0n) throw new RangeError('a settlement asks for a positive amount');
   const now = deps.clock.now();
-  // Request order is (createdAt, milestone position, id) (executeLocked): two requests of one clock
+  // Request order is (createdAt, milestone position, id) (readGroup): two requests of one clock
   // millisecond must not be ordered by uuidv7's random bits, so the id sorts after every earlier
   // settlement of the transaction (read under its row lock, which serializes the requests).
   const [last] = await tx.$queryRaw<{ id: string }[]>`
@@ -192,17 +200,61 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
 };
 
 /**
- * What the settlements of one database transaction write together at its end (group commit,
- * docs/decisions.md "Money paths at database speed"): their outbox events (one statement), their
- * audit entries (one statement), their ledger postings (one ledger_post call, every balance row
- * locked at once in id order) and then the EXECUTED state of each settlement (one statement: the
- * state needs the ledger transaction's id).
+ * A group of settlements runs in three phases, in one database transaction (group commit,
+ * docs/decisions.md "Money paths at database speed"):
+ * 1. **Reads** (readGroup): after the group's Transaction rows are locked, everything its settlements
+ *    read is read for the whole group in a fixed number of statements, whatever the group's size.
+ * 2. **Rules** (executeOne): each job's settlement is decided in memory, in job order, on the state
+ *    the settlements before it in the group left (the transaction's totals and status, the fixed
+ *    split rules' allocated amounts, which settlement of the transaction is next).
+ * 3. **Writes** (writeGroup): every row the group changes is written set-based, one statement per
+ *    table, the ledger postings in one ledger_post call last.
  */
+interface GroupReads {
+  /** Per transaction, its PENDING settlements in request order (createdAt, milestone position, id): a job takes the first. */
+  pending: Map<string, Settlement[]>;
+  /** The group's transactions, as the settlements executed so far in the group left them. */
+  transactions: Map<string, Transaction>;
+  /** Transactions with a deposit under review or in doubt (releaseBlocker). */
+  underReview: Set<string>;
+  /** Per transaction, its split rules by position (allocatedAmount as the group left it). */
+  rules: Map<string, GroupRule[]>;
+  /** Per transaction without split rules, its BENEFICIARY participant. */
+  beneficiaries: Map<string, { id: string; accountId: string }>;
+  /** The accounts the group's portions go to, read under their ledger locks (retainReasons). */
+  accounts: Map<string, AccountState>;
+  /** The sandbox clock's offset per organization (ms). */
+  offsets: Map<string, number>;
+  /** Pricing-policy candidates per (organization, application, asset-network): the one in force is picked at each settlement's now. */
+  policies: Map<string, PricingPolicy[]>;
+}
+type GroupRule = SplitRuleInput & { holdConditions: HoldCondition[] };
+
+/** What the group's settlements write together at its end (writeGroup). */
 interface GroupWrites {
-  /** Reads shared by the group's settlements (what none of them changes). */
-  cache: { offsets: Map<string, number>; policies: Map<string, PricingPolicy[]>; underReview: Set<string> };
   events: { organizationId: string; event: WebhookEventData }[];
   audits: AuditInput[];
+  failed: { settlementId: string; attempts: number; reason: string; failedAt: Date }[];
+  allocations: {
+    id: string;
+    settlementId: string;
+    transactionId: string;
+    organizationId: string;
+    splitRuleId: string | null;
+    participantId: string;
+    accountId: string;
+    amount: string;
+    status: 'RETAINED' | 'RELEASED';
+    retainReason: string | null;
+    releasedAt: Date | null;
+    createdAt: Date;
+  }[];
+  /** Fixed split rules' allocatedAmount as the group leaves it. */
+  ruleAllocated: Map<string, bigint>;
+  /** Transactions whose totals the group changed (their new state: GroupReads.transactions). */
+  changed: Set<string>;
+  /** Transactions whose escrow the group emptied: their PENDING milestones are cancelled. */
+  emptied: Set<string>;
   executed: { settlementId: string; posting: PostInput; state: ExecutedState }[];
 }
 interface ExecutedState {
@@ -236,13 +288,14 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
 
 /**
  * Executes the settlements of `settlementIds` (each as executeSettlement does) in ONE database
- * transaction: one commit, and the fan-out rows of all of them written set-based at the end
- * (GroupWrites). The Transaction rows are locked first, all at once in id order, so two groups never
- * wait for each other in a cycle. Each settlement answers on its own: a business refusal is its own
- * FAILED outcome inside the group; when anything else goes wrong (a database error, a posting the
- * ledger refuses, a deadlock) the group's transaction rolls back whole and, with `isolateOnError`
- * (the default), each settlement runs again alone in a transaction of its own, so one bad settlement
- * fails alone (its error in its place of the answer) and never takes the others with it.
+ * transaction: one commit, the group's reads made once for all of them and its writes set-based
+ * (GroupReads, GroupWrites). The Transaction rows are locked first, all at once in id order, so two
+ * groups never wait for each other in a cycle. Each settlement answers on its own: a business refusal
+ * is its own FAILED outcome inside the group; when anything else goes wrong (a database error, a
+ * posting the ledger refuses, a deadlock) the group's transaction rolls back whole and, with
+ * `isolateOnError` (the default), each settlement runs again alone in a transaction of its own, so
+ * one bad settlement fails alone (its error in its place of the answer) and never takes the others
+ * with it.
  */
 export async function executeSettlementGroup(
   deps: MoneyDeps,
@@ -260,22 +313,26 @@ export async function executeSettlementGroup(
               FROM "Settlement" s WHERE s."id" = ANY(${valid}::uuid[])`
         : [];
       const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
-      if (transactionIds.length) await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
+      if (!transactionIds.length) return ids.map(() => ({ status: 'SKIPPED' as const }));
+      await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
       const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
-      const writes: GroupWrites = { cache: { offsets: new Map(), policies: new Map(), underReview: new Set() }, events: [], audits: [], executed: [] };
-      // Deposits under review or in doubt of the group's transactions (releaseBlocker), in one read.
-      if (transactionIds.length)
-        for (const d of await tx.deposit.findMany({
-          where: { transactionId: { in: transactionIds }, status: { in: ['UNDER_REVIEW', 'REORG_FROZEN'] } },
-          select: { transactionId: true },
-        }))
-          if (d.transactionId) writes.cache.underReview.add(d.transactionId);
+      const reads = await readGroup(tx, transactionIds);
+      const writes: GroupWrites = {
+        events: [],
+        audits: [],
+        failed: [],
+        allocations: [],
+        ruleAllocated: new Map(),
+        changed: new Set(),
+        emptied: new Set(),
+        executed: [],
+      };
       const out: ExecutionOutcome[] = [];
       for (const id of ids) {
         const transactionId = id === null ? undefined : headOf.get(id);
-        out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeLocked(tx, deps, transactionId, writes));
+        out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
       }
-      await writeGroup(tx, deps, writes);
+      await writeGroup(tx, deps, reads, writes);
       return out;
     }, TX_OPTIONS);
   } catch (e) {
@@ -295,8 +352,123 @@ export async function executeSettlementGroup(
   }
 }
 
-/** The group's fan-out rows, ledger postings and EXECUTED states (GroupWrites). */
-async function writeGroup(tx: Db, deps: MoneyDeps, w: GroupWrites): Promise<void> {
+/**
+ * Everything the group's settlements read, for all of them at once, after the Transaction rows are
+ * locked (so nothing of these transactions changes until the commit): about ten statements for a
+ * group of any size (one more per pricing scope when the group spans several).
+ */
+async function readGroup(tx: Db, transactionIds: string[]): Promise<GroupReads> {
+  // Pending settlements in request order (by time, then milestone position): fixed split amounts
+  // and rounding remainders then land the same way however the workers are scheduled.
+  const order = await tx.$queryRaw<{ id: string }[]>`
+      SELECT s."id"::text AS "id" FROM "Settlement" s LEFT JOIN "ReleaseMilestone" m ON m."id" = s."milestoneId"
+       WHERE s."transactionId" = ANY(${transactionIds}::uuid[]) AND s."status" = 'PENDING'
+       ORDER BY s."createdAt", m."position" NULLS LAST, s."id"`;
+  const reads: GroupReads = {
+    pending: new Map(),
+    transactions: new Map(),
+    underReview: new Set(),
+    rules: new Map(),
+    beneficiaries: new Map(),
+    accounts: new Map(),
+    offsets: new Map(),
+    policies: new Map(),
+  };
+  if (!order.length) return reads;
+  const rows = new Map((await tx.settlement.findMany({ where: { id: { in: order.map((o) => o.id) } } })).map((s) => [s.id, s]));
+  for (const { id } of order) {
+    const s = rows.get(id)!;
+    const list = reads.pending.get(s.transactionId);
+    if (list) list.push(s);
+    else reads.pending.set(s.transactionId, [s]);
+  }
+  const active = [...reads.pending.keys()];
+  for (const t of await tx.transaction.findMany({ where: { id: { in: active } } })) reads.transactions.set(t.id, t);
+  const txs = [...reads.transactions.values()];
+  for (const d of await tx.deposit.findMany({
+    where: { transactionId: { in: active }, status: { in: ['UNDER_REVIEW', 'REORG_FROZEN'] } },
+    select: { transactionId: true },
+  }))
+    if (d.transactionId) reads.underReview.add(d.transactionId);
+  for (const r of await tx.splitRule.findMany({
+    where: { transactionId: { in: active } },
+    orderBy: [{ transactionId: 'asc' }, { position: 'asc' }],
+    include: { holdConditions: true },
+  })) {
+    const rule: GroupRule = { ...splitRuleInput(r), holdConditions: r.holdConditions };
+    const list = reads.rules.get(r.transactionId);
+    if (list) list.push(rule);
+    else reads.rules.set(r.transactionId, [rule]);
+  }
+  const withoutRules = active.filter((id) => !reads.rules.has(id));
+  if (withoutRules.length)
+    for (const b of await tx.transactionParticipant.findMany({
+      where: { transactionId: { in: withoutRules }, role: 'BENEFICIARY' },
+      select: { id: true, accountId: true, transactionId: true },
+    }))
+      if (!reads.beneficiaries.has(b.transactionId)) reads.beneficiaries.set(b.transactionId, { id: b.id, accountId: b.accountId });
+  const sandboxOrgs = [...new Set(txs.filter((t) => t.environmentType === 'SANDBOX').map((t) => t.organizationId))];
+  if (sandboxOrgs.length)
+    for (const c of await tx.sandboxClock.findMany({ where: { organizationId: { in: sandboxOrgs } }, select: { organizationId: true, offsetMs: true } }))
+      reads.offsets.set(c.organizationId, Number(c.offsetMs));
+  for (const t of txs) {
+    const key = policyKey(t);
+    if (!reads.policies.has(key))
+      reads.policies.set(
+        key,
+        await pricingPolicyCandidates(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId }),
+      );
+  }
+  // The accounts every portion of the group may go to, under their ledger locks (held to the commit).
+  reads.accounts = await lockedAccountStates(
+    tx,
+    [...[...reads.rules.values()].flat().map((r) => r.accountId), ...[...reads.beneficiaries.values()].map((b) => b.accountId)],
+    txs.map((t) => t.applicationId),
+  );
+  return reads;
+}
+
+const policyKey = (t: Pick<Transaction, 'organizationId' | 'applicationId' | 'assetNetworkId'>) => `${t.organizationId}:${t.applicationId}:${t.assetNetworkId}`;
+
+/** The group's rows, ledger postings and states, set-based: one statement per table. */
+async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites): Promise<void> {
+  const n = (v: bigint) => amountToNumeric(v);
+  if (w.failed.length) {
+    const f = w.failed;
+    await tx.$executeRaw`
+      UPDATE "Settlement" s SET "status" = 'FAILED', "attempts" = v."attempts", "failureReason" = v."reason", "failedAt" = v."at", "updatedAt" = now()
+        FROM unnest(${f.map((x) => x.settlementId)}::uuid[], ${f.map((x) => x.attempts)}::int[], ${f.map((x) => x.reason)}::text[],
+                    ${f.map((x) => x.failedAt)}::timestamptz[]) AS v("id", "attempts", "reason", "at")
+       WHERE s."id" = v."id"`;
+  }
+  if (w.allocations.length) {
+    const a = w.allocations;
+    await tx.$executeRaw`
+      INSERT INTO "SettlementAllocation" ("id", "settlementId", "transactionId", "organizationId", "splitRuleId", "participantId", "accountId", "amount",
+                                          "status", "retainReason", "releasedAt", "createdAt", "updatedAt")
+      SELECT v.*, now() FROM unnest(${a.map((x) => x.id)}::uuid[], ${a.map((x) => x.settlementId)}::uuid[], ${a.map((x) => x.transactionId)}::uuid[],
+                                    ${a.map((x) => x.organizationId)}::uuid[], ${a.map((x) => x.splitRuleId)}::uuid[], ${a.map((x) => x.participantId)}::uuid[],
+                                    ${a.map((x) => x.accountId)}::uuid[], ${a.map((x) => x.amount)}::numeric[],
+                                    ${a.map((x) => x.status)}::"SettlementAllocationStatus"[], ${a.map((x) => x.retainReason)}::text[],
+                                    ${a.map((x) => x.releasedAt)}::timestamptz[], ${a.map((x) => x.createdAt)}::timestamptz[]) AS v`;
+  }
+  if (w.ruleAllocated.size) {
+    const rules = [...w.ruleAllocated];
+    await tx.$executeRaw`
+      UPDATE "SplitRule" r SET "allocatedAmount" = v."allocated"
+        FROM unnest(${rules.map(([id]) => id)}::uuid[], ${rules.map(([, a]) => n(a))}::numeric[]) AS v("id", "allocated")
+       WHERE r."id" = v."id"`;
+  }
+  if (w.changed.size) {
+    const ts = [...w.changed].map((id) => r.transactions.get(id)!);
+    await tx.$executeRaw`
+      UPDATE "Transaction" t SET "settledAmount" = v."settled", "settledAt" = v."at", "status" = v."status"::"TransactionStatus", "updatedAt" = now()
+        FROM unnest(${ts.map((t) => t.id)}::uuid[], ${ts.map((t) => n(numericToAmount(t.settledAmount)))}::numeric[],
+                    ${ts.map((t) => t.settledAt)}::timestamptz[], ${ts.map((t) => t.status)}::text[]) AS v("id", "settled", "at", "status")
+       WHERE t."id" = v."id"`;
+  }
+  if (w.emptied.size)
+    await tx.releaseMilestone.updateMany({ where: { transactionId: { in: [...w.emptied] }, status: 'PENDING' }, data: { status: 'CANCELLED' } });
   await emitEvents(tx, deps, w.events);
   await auditAll(tx, deps, systemActor(), w.audits);
   if (!w.executed.length) return;
@@ -306,108 +478,97 @@ async function writeGroup(tx: Db, deps: MoneyDeps, w: GroupWrites): Promise<void
     tx,
     w.executed.map((x) => x.posting),
   );
-  const refused = posted.find((r): r is LedgerError => r instanceof Error);
+  const refused = posted.find((p): p is LedgerError => p instanceof Error);
   if (refused) throw new GroupRefused('a settlement posting was refused', { cause: refused });
   const x = w.executed;
-  const n = (v: bigint) => amountToNumeric(v);
   await tx.$executeRaw`
     UPDATE "Settlement" s SET "status" = 'EXECUTED', "attempts" = v."attempts", "grossAmount" = v."gross", "feeAmount" = v."fee",
            "distributableAmount" = v."distributable", "pricingPolicyId" = v."policy", "feePercentage" = v."pct", "isTotal" = v."isTotal",
-           "executedAt" = v."at", "ledgerTransactionId" = v."ledger", "failureReason" = NULL, "failedAt" = NULL
+           "executedAt" = v."at", "ledgerTransactionId" = v."ledger", "failureReason" = NULL, "failedAt" = NULL, "updatedAt" = now()
       FROM unnest(${x.map((e) => e.settlementId)}::uuid[], ${x.map((e) => e.state.attempts)}::int[], ${x.map((e) => n(e.state.gross))}::numeric[],
                   ${x.map((e) => n(e.state.fee))}::numeric[], ${x.map((e) => n(e.state.distributable))}::numeric[],
                   ${x.map((e) => e.state.pricingPolicyId)}::uuid[], ${x.map((e) => e.state.feePercentage)}::numeric[],
                   ${x.map((e) => e.state.isTotal)}::boolean[], ${x.map((e) => e.state.executedAt)}::timestamptz[],
-                  ${posted.map((r) => (r as LedgerResult).ledgerTransactionId)}::uuid[])
+                  ${posted.map((p) => (p as LedgerResult).ledgerTransactionId)}::uuid[])
            AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ledger")
      WHERE s."id" = v."id"`;
 }
 
 /**
- * One settlement of the transaction `transactionId` (its row locked by the caller): the oldest
- * pending one. Reads and per-settlement rows here; events, audit entries, the posting and the
- * EXECUTED state go to `w`, written by writeGroup before the commit.
+ * One job's settlement of the transaction `transactionId` (its row locked): the oldest one still
+ * pending — not only when the job's own settlement is PENDING: its job may come after another job
+ * executed it in its place, and then it executes the next one waiting. Decided in memory on the
+ * group's reads as the settlements before it left them; its rows go to `w`. No statement, except a
+ * hold re-check job when a portion waits for a time hold.
  */
-async function executeLocked(tx: Db, deps: MoneyDeps, transactionId: string, w: GroupWrites): Promise<ExecutionOutcome> {
-  // Not only when this one is PENDING: its job may come after another job executed it in its place
-  // (below), and then it executes the next one waiting.
-  // A transaction's settlements execute in the order they were requested (by time, then milestone
-  // position), whichever of their jobs runs first: fixed split amounts and rounding remainders then
-  // land the same way however the workers are scheduled. Each job executes one pending settlement.
-  // A settlement executed earlier in this group stays PENDING in the database until writeGroup.
-  const done = w.executed.map((e) => e.settlementId);
-  const [next] = await tx.$queryRaw<{ id: string }[]>`
-      SELECT s."id"::text AS "id" FROM "Settlement" s LEFT JOIN "ReleaseMilestone" m ON m."id" = s."milestoneId"
-       WHERE s."transactionId" = ${transactionId}::uuid AND s."status" = 'PENDING' AND s."id" <> ALL(${done}::uuid[])
-       ORDER BY s."createdAt", m."position" NULLS LAST, s."id" LIMIT 1`;
-  if (!next) return { status: 'SKIPPED' as const };
-  const s = await tx.settlement.findUniqueOrThrow({ where: { id: next.id } });
-  const t = await tx.transaction.findUniqueOrThrow({ where: { id: s.transactionId } });
-  const now = await groupNow(tx, deps, w, t);
-  const fail = (code: FailureCode, detail?: string) => failSettlement(tx, w, s, code, detail ?? FAILURE_MESSAGES[code], now);
-  // releaseBlocker's rules, the deposits read once for the group.
+async function executeOne(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites, transactionId: string): Promise<ExecutionOutcome> {
+  const s = r.pending.get(transactionId)?.shift();
+  if (!s) return { status: 'SKIPPED' as const };
+  const t = r.transactions.get(transactionId)!;
+  const now = t.environmentType === 'SANDBOX' ? new Date(deps.clock.now().getTime() + (r.offsets.get(t.organizationId) ?? 0)) : deps.clock.now();
+  const fail = (code: FailureCode, detail?: string) => failSettlement(w, s, code, detail ?? FAILURE_MESSAGES[code], now);
+  // releaseBlocker's rules, on the group's reads.
   const blocker: ReleaseBlocker | null =
-    t.status !== 'RESERVED' ? 'NOT_RESERVED' : t.frozen ? 'TRANSACTION_FROZEN' : w.cache.underReview.has(t.id) ? 'DEPOSIT_UNDER_REVIEW' : null;
+    t.status !== 'RESERVED' ? 'NOT_RESERVED' : t.frozen ? 'TRANSACTION_FROZEN' : r.underReview.has(t.id) ? 'DEPOSIT_UNDER_REVIEW' : null;
   if (blocker) return fail(blocker);
   const escrow = escrowOf(t);
   const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
   if (gross === 0n) return fail('NOTHING_TO_SETTLE');
   if (gross > escrow) return fail('INSUFFICIENT_ESCROW', `The amount asked (${gross}) exceeds what the escrow holds (${escrow}).`);
 
-  // The candidates read once per scope for the group; the one in force picked at this settlement's now.
-  const policyKey = `${t.organizationId}:${t.applicationId}:${t.assetNetworkId}`;
-  let candidates = w.cache.policies.get(policyKey);
-  if (!candidates)
-    w.cache.policies.set(
-      policyKey,
-      (candidates = await pricingPolicyCandidates(tx, { organizationId: t.organizationId, applicationId: t.applicationId, assetNetworkId: t.assetNetworkId })),
-    );
-  const policy = pricingPolicyAt(candidates, now);
+  const policy = pricingPolicyAt(r.policies.get(policyKey(t)) ?? [], now);
   const { fee, percentage } = computeFee(gross, policy);
   if (fee > gross) return fail('FEE_EXCEEDS_GROSS', `The platform fee (${fee}) of pricing policy ${policy!.id} exceeds the amount settled (${gross}).`);
   const distributable = gross - fee;
 
-  const rules = await tx.splitRule.findMany({ where: { transactionId: t.id }, orderBy: { position: 'asc' }, include: { holdConditions: true } });
-  const beneficiary = rules.length
-    ? null
-    : await tx.transactionParticipant.findFirst({ where: { transactionId: t.id, role: 'BENEFICIARY' }, select: { id: true, accountId: true } });
+  const rules = r.rules.get(t.id) ?? [];
+  const beneficiary = rules.length ? null : (r.beneficiaries.get(t.id) ?? null);
   let split;
   try {
-    split = allocate(distributable, rules.map(splitRuleInput), beneficiary && { participantId: beneficiary.id, accountId: beneficiary.accountId });
+    split = allocate(distributable, rules, beneficiary && { participantId: beneficiary.id, accountId: beneficiary.accountId });
   } catch (e) {
     if (e instanceof SplitRulesInvalid) return fail('SPLIT_RULES_INVALID', `${FAILURE_MESSAGES.SPLIT_RULES_INVALID} ${e.message}.`);
     throw e;
   }
-  const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((r) => r.id === ruleId)?.holdConditions ?? []) : []);
-  const reasons = await retainReasons(
-    tx,
+  const holdOf = (ruleId: string | null): HoldCondition[] => (ruleId ? (rules.find((x) => x.id === ruleId)?.holdConditions ?? []) : []);
+  const reasons = retainReasonsOf(
+    r.accounts,
     t,
     split.portions.map((p) => ({ accountId: p.accountId, holdConditions: holdOf(p.splitRuleId) })),
     now,
   );
   const ids = sequentialIds(split.portions.length, deps.clock.now());
   const allocations = split.portions.map((p, i) => ({ id: ids[i]!, ...p, reason: reasons[i] as RetainReason | null }));
-
-  if (allocations.length)
-    await tx.settlementAllocation.createMany({
-      data: allocations.map((a) => ({
-        id: a.id,
-        settlementId: s.id,
-        transactionId: t.id,
-        organizationId: t.organizationId,
-        splitRuleId: a.splitRuleId,
-        participantId: a.participantId,
-        accountId: a.accountId,
-        amount: amountToNumeric(a.amount),
-        status: a.reason ? ('RETAINED' as const) : ('RELEASED' as const),
-        retainReason: a.reason,
-        releasedAt: a.reason ? null : now,
-        createdAt: now,
-      })),
+  for (const a of allocations)
+    w.allocations.push({
+      id: a.id,
+      settlementId: s.id,
+      transactionId: t.id,
+      organizationId: t.organizationId,
+      splitRuleId: a.splitRuleId,
+      participantId: a.participantId,
+      accountId: a.accountId,
+      amount: amountToNumeric(a.amount),
+      status: a.reason ? 'RETAINED' : 'RELEASED',
+      retainReason: a.reason,
+      releasedAt: a.reason ? null : now,
+      createdAt: now,
     });
-  for (const [ruleId, allocated] of split.fixedAllocated)
-    await tx.splitRule.update({ where: { id: ruleId }, data: { allocatedAmount: amountToNumeric(allocated) } });
-  const { isTotal, transaction: after } = await recordEscrowOutcome(tx, t, { settled: gross }, now);
+  // The group's later settlements of this transaction see what this one allocated and settled.
+  if (split.fixedAllocated.size)
+    r.rules.set(
+      t.id,
+      rules.map((rule) => {
+        const allocated = split.fixedAllocated.get(rule.id);
+        if (allocated === undefined) return rule;
+        w.ruleAllocated.set(rule.id, allocated);
+        return { ...rule, allocatedAmount: allocated };
+      }),
+    );
+  const { isTotal, after, data } = escrowOutcome(t, { settled: gross }, now);
+  r.transactions.set(t.id, after);
+  w.changed.add(t.id);
+  if (data.status) w.emptied.add(t.id);
   const org = t.organizationId;
   if (policy)
     ev(w, org, 'settlement.fee_applied', {
@@ -517,14 +678,6 @@ async function executeLocked(tx: Db, deps: MoneyDeps, transactionId: string, w: 
   return { status: 'EXECUTED' as const, isTotal };
 }
 
-/** "Now" for the transaction's environment (nowFor), the sandbox clock's offset read once per organization in the group. */
-async function groupNow(tx: Db, deps: MoneyDeps, w: GroupWrites, t: Transaction): Promise<Date> {
-  if (t.environmentType !== 'SANDBOX') return deps.clock.now();
-  let offset = w.cache.offsets.get(t.organizationId);
-  if (offset === undefined) w.cache.offsets.set(t.organizationId, (offset = await sandboxOffsetMs(tx, t.organizationId)));
-  return new Date(deps.clock.now().getTime() + offset);
-}
-
 /** Queues a catalog event of the group (written by writeGroup, in order). */
 function ev<T extends EventType>(w: GroupWrites, organizationId: string, type: T, fields: EventFields[T]): void {
   w.events.push({ organizationId, event: webhookEvent(type, fields) });
@@ -559,9 +712,9 @@ function splitRuleInput(r: {
   };
 }
 
-async function failSettlement(tx: Db, w: GroupWrites, s: Settlement, code: FailureCode, detail: string, now: Date): Promise<ExecutionOutcome> {
+function failSettlement(w: GroupWrites, s: Settlement, code: FailureCode, detail: string, now: Date): ExecutionOutcome {
   const reason = `${code}: ${detail}`;
-  await tx.settlement.update({ where: { id: s.id }, data: { status: 'FAILED', attempts: s.attempts + 1, failureReason: reason, failedAt: now } });
+  w.failed.push({ settlementId: s.id, attempts: s.attempts + 1, reason, failedAt: now });
   ev(w, s.organizationId, 'settlement.failed', { SettlementId: s.id, TransactionId: s.transactionId, Reason: reason, FailedAt: now });
   w.audits.push({
     organizationId: s.organizationId,

@@ -94,8 +94,34 @@ export async function emitEvent(
 }
 
 /** Emits a catalog event in the caller's transaction (the outbox). */
-export function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]) {
-  return emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
+export async function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]): Promise<void> {
+  const queued = deferredEvents.get(tx);
+  if (queued) queued.push({ organizationId, event: webhookEvent(type, fields) });
+  else await emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
+}
+
+/** Events queued by emit() in a database transaction that defers them (deferEvents). */
+const deferredEvents = new WeakMap<object, { organizationId: string; event: WebhookEventData }[]>();
+
+/**
+ * Runs `fn` with the events that emit() makes in `tx` queued instead of inserted one statement each,
+ * then writes them all, in emission order, with one statement (emitEvents) in the same database
+ * transaction: a group commit's events (N deposits confirmed by one sync chunk) cost one insert.
+ * Nothing reads an event back in the transaction that emits it, so deferring the insert to the end
+ * of the same transaction changes nothing but the statement count. Nested calls join the outer queue.
+ */
+export async function deferEvents<R>(tx: Db, deps: OutboxDeps, fn: () => Promise<R>): Promise<R> {
+  if (deferredEvents.has(tx)) return fn();
+  const queue: { organizationId: string; event: WebhookEventData }[] = [];
+  deferredEvents.set(tx, queue);
+  try {
+    const r = await fn();
+    deferredEvents.delete(tx);
+    await emitEvents(tx, deps, queue);
+    return r;
+  } finally {
+    deferredEvents.delete(tx);
+  }
 }
 
 /**
