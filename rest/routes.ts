@@ -1415,7 +1415,7 @@ export const routes: Route[] = [
     path: '/v1/webhook-endpoints/{webhookEndpointId}/deliveries',
     summary: "List an endpoint's deliveries, newest first (filter: eventType)",
     tag: 'Webhooks',
-    policy: policies.member('webhook-endpoint-manage'),
+    policy: policies.memberOrOperator('webhook-endpoint-manage'),
     variables: { endpointId: 'path.webhookEndpointId', eventType: 'query.eventType', first: 'query.limit', after: 'query.after' },
     success: { status: 200, body: 'webhookEndpoint.deliveries', page: 'list' },
     errors: [404],
