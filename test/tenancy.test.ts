@@ -507,8 +507,8 @@ test('malformed ids answer NOT_FOUND through GraphQL, never an internal error', 
   const m = await signUpMember(app);
   for (const query of [
     '{ application(id: "nope") { id } }',
-    '{ environments(applicationId: "nope") { id } }',
-    '{ apiKeys(environmentId: "nope") { id } }',
+    '{ environment(id: "nope") { id } }',
+    '{ environment(id: "nope") { apiKeys(first: 5) { nodes { id } } } }',
     'mutation { revokeApiKey(id: "nope") { id } }',
     'mutation { rotateApiKey(id: "nope") { id } }',
   ]) {

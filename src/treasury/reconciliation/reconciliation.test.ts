@@ -339,7 +339,7 @@ describe('AdminExecuteReconciliation', () => {
       for (const q of [
         'mutation { adminExecuteReconciliation { id } }',
         `query { reconciliation(id: "${run.id}") { id } }`,
-        'query { reconciliations { total } }',
+        'query { reconciliations(first: 1) { totalCount } }',
         `mutation { adminResolveReconciliationDivergence(reconciliationId: "${run.id}", input: { divergenceId: "${crypto.randomUUID()}", resolution: "ACCEPT_CHAIN", reason: "x" }) { id } }`,
       ]) {
         const g = await app.gql(q, {}, headers);
