@@ -68,7 +68,7 @@ const only = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const TARGET_READ_RATIO = 0.4;
 const TARGET_P99_MS = 50;
 /** The instrumentation cost (issue 20) is judged on this many rounds at least (4 pairs of rounds, one of each order). */
-const MIN_COST_ROUNDS = 8;
+const MIN_COST_ROUNDS = 12;
 /** BENCH_CPU_PAIRS (default 0: off) pairs of in-process batches of BENCH_CPU_BATCH (default 500) reads, plain and instrumented. */
 const cpuPairs = Number(process.env.BENCH_CPU_PAIRS ?? 0);
 const cpuBatch = Number(process.env.BENCH_CPU_BATCH ?? 500);
