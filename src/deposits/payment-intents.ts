@@ -3,14 +3,16 @@ import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import type { Prisma } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
+import { Prisma } from '../generated/prisma/client';
+import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
+import { adapterFor, networkRef } from '../chains/adapter';
+import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict } from '../errors';
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { allocateForNewIntentInTx, reserveDerivationIndex } from '../custody/addresses';
-import { auditAll, auditAs, type Actor, type AuditInput } from '../audit/audit';
-import { emit, emitEvents } from '../webhooks/outbox';
+import { addressForNewIntent, reserveDerivationIndexCte, type ReservedWallet } from '../custody/addresses';
+import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
+import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
@@ -87,48 +89,105 @@ export async function loadPaymentIntent(ctx: Context, idArg: unknown, db: Db = c
   return row;
 }
 
-/** The application and environment the intent is for: an API key's own, or a member's choice. */
-async function resolveEnvironment(ctx: Context, tx: Db, organizationId: string, input: CreatePaymentIntentInput) {
+/**
+ * Everything a creation checks, read by one statement before its transaction (issue 22), with the
+ * wallet's next derivation index reserved by the same statement (reserveDerivationIndexCte): the
+ * environment and its application, the asset-network and its network, the accounts with their
+ * authorization for the application, the organization's sandbox clock and whether the reference is
+ * taken. Nothing is locked: the checks are those the transaction made before (READ COMMITTED reads
+ * without a lock; the constraints hold what a race could break: the reference's unique index).
+ */
+interface IntentReads {
+  environmentId: string | null;
+  applicationId: string | null;
+  environmentType: 'SANDBOX' | 'PRODUCTION' | null;
+  applicationStatus: string | null;
+  assetNetworkId: string | null;
+  assetNetworkStatus: AssetNetworkStatus | null;
+  minimumDeposit: string | null;
+  networkId: string | null;
+  networkKind: NetworkKind | null;
+  networkEnvironmentType: 'SANDBOX' | 'PRODUCTION' | null;
+  requiredConfirmations: number | null;
+  beneficiary: AccountRead | null;
+  payer: AccountRead | null;
+  sandboxOffsetMs: bigint | null;
+  referenceTaken: boolean;
+  wallet: ReservedWallet | null;
+  derivationIndex: number | null;
+}
+interface AccountRead {
+  id: string;
+  mode: 'SANDBOX' | 'PRODUCTION';
+  status: string;
+  authorized: boolean;
+}
+
+const uuidOrNull = (v: string | null | undefined) => (v != null && isUuid(v) ? v.toLowerCase() : null);
+
+async function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
   const p = ctx.principal;
-  let applicationId: string;
-  let environmentId: string;
+  // An API key's own application and environment (a mismatch is refused by checkReads); a member's choice.
+  const applicationId = uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId);
+  const environmentId = uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId);
+  const account = (alias: string, id: string | null) => Prisma.sql`(SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${applicationId}::uuid))
+      FROM "Account" a WHERE a."id" = ${id}::uuid AND a."organizationId" = ${organizationId}::uuid) AS ${Prisma.raw(`"${alias}"`)}`;
+  const [row] = await ctx.deps.db.$queryRaw<(Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>)[]>`
+    WITH ${reserveDerivationIndexCte(organizationId, uuidOrNull(input.walletId))}
+    SELECT e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
+      an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
+      n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
+      ${account('beneficiary', uuidOrNull(input.beneficiaryAccountId))},
+      ${account('payer', uuidOrNull(input.payerAccountId))},
+      (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = ${organizationId}::uuid) AS "sandboxOffsetMs",
+      EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = ${organizationId}::uuid AND x."reference" = ${input.reference ?? null}) AS "referenceTaken",
+      w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
+      w."networkId" AS "walletNetworkId", w."curve", w."publicKey", w."derivationIndex"
+    FROM (SELECT 1) one
+    LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
+      ON e."id" = ${environmentId}::uuid AND e."applicationId" = ${applicationId}::uuid AND e."organizationId" = ${organizationId}::uuid
+    LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = ${uuidOrNull(input.assetNetworkId)}::uuid
+    LEFT JOIN "reserved" w ON true`;
+  const r = row as unknown as Record<string, unknown> & IntentReads;
+  return {
+    ...r,
+    wallet:
+      r.walletId != null
+        ? {
+            id: r.walletId as string,
+            organizationId: r.organizationId as string,
+            applicationId: r.walletApplicationId as string,
+            environmentId: r.walletEnvironmentId as string,
+            networkId: r.walletNetworkId as string,
+            curve: r.curve as string,
+            publicKey: r.publicKey as string,
+          }
+        : null,
+  };
+}
+
+/** The application and environment the intent is for: an API key's own, or a member's choice. */
+function checkEnvironment(ctx: Context, input: CreatePaymentIntentInput, r: IntentReads) {
+  const p = ctx.principal;
   if (p?.type === 'apiKey') {
     if (input.applicationId != null && input.applicationId !== p.applicationId)
       throw fieldError('applicationId', "must be the API key's application or omitted");
     if (input.environmentId != null && input.environmentId !== p.environmentId)
       throw fieldError('environmentId', "must be the API key's environment or omitted");
-    applicationId = p.applicationId;
-    environmentId = p.environmentId;
   } else {
     if (input.applicationId == null) throw fieldError('applicationId', 'is required for a member');
     if (input.environmentId == null) throw fieldError('environmentId', 'is required for a member');
-    applicationId = input.applicationId;
-    environmentId = input.environmentId;
   }
-  const env =
-    isUuid(environmentId) && isUuid(applicationId)
-      ? await tx.environment.findFirst({ where: { id: environmentId, applicationId, organizationId }, include: { application: true } })
-      : null;
-  if (!env) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
-  if (env.application.status !== 'ACTIVE') throw invalidState(`The application is ${env.application.status.toLowerCase()}.`);
-  return { applicationId: env.applicationId, environmentId: env.id, environmentType: env.type };
+  if (!r.environmentId || !r.applicationId || !r.environmentType) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
+  if (r.applicationStatus !== 'ACTIVE') throw invalidState(`The application is ${r.applicationStatus!.toLowerCase()}.`);
+  return { applicationId: r.applicationId, environmentId: r.environmentId, environmentType: r.environmentType };
 }
 
-async function checkAccount(
-  tx: Db,
-  field: 'beneficiaryAccountId' | 'payerAccountId',
-  id: string,
-  scope: { organizationId: string; applicationId: string; environmentType: 'SANDBOX' | 'PRODUCTION' },
-) {
-  const account = isUuid(id)
-    ? await tx.account.findFirst({
-        where: { id, organizationId: scope.organizationId },
-        include: { authorizations: { where: { applicationId: scope.applicationId }, select: { applicationId: true } } },
-      })
-    : null;
+function checkAccount(field: 'beneficiaryAccountId' | 'payerAccountId', account: AccountRead | null, environmentType: 'SANDBOX' | 'PRODUCTION') {
   if (!account) throw fieldError(field, 'must be an account of the organization');
-  if (account.mode !== scope.environmentType) throw fieldError(field, `must be a ${scope.environmentType} account (the environment's mode)`);
-  if (!account.authorizations.length) throw fieldError(field, 'must be an account authorized for the application');
+  if (account.mode !== environmentType) throw fieldError(field, `must be a ${environmentType} account (the environment's mode)`);
+  if (!account.authorized) throw fieldError(field, 'must be an account authorized for the application');
   if (account.status !== 'ACTIVE')
     throw invalidState(`The ${field === 'beneficiaryAccountId' ? 'beneficiary' : 'payer'} account is ${account.status.toLowerCase()}.`);
   return account.id;
@@ -139,6 +198,11 @@ async function checkAccount(
  * one database transaction with transaction.created, payment_intent.created, the audit entries, the
  * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
  * Idempotency-Key the same request answers the same intent.
+ *
+ * Issue 22: one statement reads what the checks need and reserves the wallet's index (before the
+ * transaction: readForIntent); the checks and the address's derivation run in memory; the rows,
+ * events (with their deliveries) and audit entries are one data-modifying statement; the expiry job
+ * (and the deliveries' jobs, if the organization has endpoints) are sent in the same transaction.
  */
 export async function createPaymentIntent(
   ctx: Context,
@@ -163,28 +227,32 @@ export async function createPaymentIntent(
   };
   let created: { id: string };
   try {
-    // The deposit address's derivation index, reserved before the transaction: the wallet's row is
-    // not held until the intent commits (docs/decisions.md, issue 22).
-    const reserved = input.walletId != null ? await reserveDerivationIndex(deps.db, organizationId, input.walletId) : null;
+    // Read before the transaction, the derivation index reserved with it (the wallet's row is not
+    // held until the intent commits); checked inside, after the idempotency key (a replay answers
+    // what it answered, whatever changed since).
+    const reads = await readForIntent(ctx, organizationId, input);
     created = await deps.db.$transaction(
       (tx) =>
         idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
-          const env = await resolveEnvironment(ctx, tx, organizationId, input);
-          const an = isUuid(input.assetNetworkId)
-            ? await tx.assetNetwork.findUnique({ where: { id: input.assetNetworkId }, include: { network: true } })
-            : null;
-          if (!an) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
-          if (an.network.environmentType !== env.environmentType)
+          const env = checkEnvironment(ctx, input, reads);
+          if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
+          if (reads.networkEnvironmentType !== env.environmentType)
             throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
-          if (an.status !== 'ENABLED') throw invalidState(`The asset-network is ${an.status}: it takes no new payment intents.`);
+          if (reads.assetNetworkStatus !== 'ENABLED') throw invalidState(`The asset-network is ${reads.assetNetworkStatus}: it takes no new payment intents.`);
+          const an = {
+            id: reads.assetNetworkId,
+            networkId: reads.networkId!,
+            status: reads.assetNetworkStatus,
+            network: { id: reads.networkId!, kind: reads.networkKind!, requiredConfirmations: reads.requiredConfirmations! },
+          };
           const amount = numericToAmount(input.amount);
-          if (amount < numericToAmount(an.minimumDeposit))
-            throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(an.minimumDeposit)})`);
-          const scopeOf = { organizationId, applicationId: env.applicationId, environmentType: env.environmentType };
-          const beneficiaryAccountId = await checkAccount(tx, 'beneficiaryAccountId', input.beneficiaryAccountId, scopeOf);
-          const payerAccountId = input.payerAccountId != null ? await checkAccount(tx, 'payerAccountId', input.payerAccountId, scopeOf) : null;
+          if (amount < numericToAmount(reads.minimumDeposit!))
+            throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(reads.minimumDeposit!)})`);
+          const beneficiaryAccountId = checkAccount('beneficiaryAccountId', reads.beneficiary, env.environmentType);
+          const payerAccountId = input.payerAccountId != null ? checkAccount('payerAccountId', reads.payer, env.environmentType) : null;
           if (payerAccountId === beneficiaryAccountId) throw fieldError('payerAccountId', 'must differ from the beneficiary account');
-          const now = await nowFor(tx, deps.clock, organizationId, env.environmentType);
+          const now =
+            env.environmentType === 'SANDBOX' ? new Date(deps.clock.now().getTime() + Number(reads.sandboxOffsetMs ?? 0)) : deps.clock.now();
           let expiresAt: Date;
           if (input.expiresAt != null) {
             const seconds = (input.expiresAt.getTime() - now.getTime()) / 1000;
@@ -193,12 +261,9 @@ export async function createPaymentIntent(
             expiresAt = input.expiresAt;
           } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
           const reference = input.reference ?? null;
-          if (
-            reference !== null &&
-            (await tx.paymentIntent.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } }))
-          )
+          if (reference !== null && reads.referenceTaken)
             throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
-          if (input.walletId != null && !reserved) throw fieldError('walletId', 'must be a wallet of the organization');
+          if (input.walletId != null && !reads.wallet) throw fieldError('walletId', 'must be a wallet of the organization');
 
           const createdAt = deps.clock.now();
           const transactionId = uuidv7(createdAt.getTime());
@@ -207,37 +272,15 @@ export async function createPaymentIntent(
             { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
             ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
           ];
-          // createMany: an insert without the read-back a create (or a nested create) adds (issue 22).
-          await tx.transaction.createMany({
-            data: {
-              id: transactionId,
-              organizationId,
-              applicationId: env.applicationId,
-              environmentId: env.environmentId,
-              environmentType: env.environmentType,
-              assetNetworkId: an.id,
-              amount: amountToNumeric(amount),
-              createdAt,
-            },
-          });
-          await tx.transactionParticipant.createMany({ data: participants.map((x) => ({ transactionId, ...x })) });
-          await tx.paymentIntent.createMany({
-            data: {
-              id: intentId,
-              organizationId,
-              applicationId: env.applicationId,
-              environmentId: env.environmentId,
-              environmentType: env.environmentType,
-              transactionId,
-              assetNetworkId: an.id,
-              amount: amountToNumeric(amount),
-              reference,
-              metadata: (input.metadata ?? undefined) as never,
-              expiresAt,
-              createdAt,
-            },
-          });
-          // The events and audit entries are written last, each kind in one statement (issue 22).
+          // The address at the reserved index: checked and derived in memory, inserted with the intent.
+          const address = reads.wallet
+            ? addressForNewIntent(
+                deps,
+                { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
+                { wallet: reads.wallet, derivationIndex: reads.derivationIndex! },
+                an,
+              )
+            : null;
           const events: WebhookEventData[] = [
             webhookEvent('transaction.created', {
               TransactionId: transactionId,
@@ -245,6 +288,7 @@ export async function createPaymentIntent(
               ParticipantAccountIds: participants.map((x) => x.accountId),
             }),
             webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
+            ...(address ? [address.event] : []),
           ];
           const audits: AuditInput[] = [
             {
@@ -268,48 +312,68 @@ export async function createPaymentIntent(
                 walletId: input.walletId ?? null,
               },
             },
+            ...(address ? [address.audit] : []),
           ];
-          if (input.releaseRule != null || input.releaseRuleTemplateId != null) {
+          const a = address?.row;
+          const amountText = amountToNumeric(amount).toString();
+          // One statement: the transaction, its participants, the intent, its address, the events
+          // with their deliveries and the audit entries (issue 22).
+          const deliveries = await tx.$queryRaw<{ id: string; endpointId: string }[]>`
+            WITH "t" AS (
+              INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
+              VALUES (${transactionId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType",
+                      ${an.id}::uuid, ${amountText}::numeric, ${createdAt}::timestamptz, ${createdAt}::timestamptz)
+              RETURNING "id"
+            ), "tp" AS (
+              INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
+              SELECT gen_random_uuid(), t."id", x."accountId", x."role"
+              FROM "t", unnest(${participants.map((x) => x.accountId)}::uuid[], ${participants.map((x) => x.role)}::"ParticipantRole"[]) AS x("accountId", "role")
+            ), "pi" AS (
+              INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
+                                           "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
+              SELECT ${intentId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType", t."id",
+                     ${an.id}::uuid, ${amountText}::numeric, ${reference}, ${input.metadata != null ? JSON.stringify(input.metadata) : null}::jsonb,
+                     ${expiresAt}::timestamptz, ${a?.id ?? null}::uuid, ${createdAt}::timestamptz, ${a?.createdAt ?? createdAt}::timestamptz
+              FROM "t"
+              RETURNING "id"
+            ), "da" AS (
+              INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
+              SELECT ${a?.id ?? null}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${a?.walletId ?? null}::uuid, ${a?.networkId ?? null}::uuid, ${an.id}::uuid,
+                     ${a?.address ?? null}, ${a?.derivationIndex ?? null}::int, ${a?.publicKey ?? null}, "pi"."id", ${a?.createdAt ?? null}::timestamptz
+              FROM "pi" WHERE ${a != null}
+            ), "audit" AS (${auditAllSql(deps, actor, audits)}),
+            ${eventsCte(
+              deps,
+              events.map((event) => ({ organizationId, event })),
+            )}
+            SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
+          if (input.releaseRule != null || input.releaseRuleTemplateId != null)
             // The rule's audit entry comes after the intent's (audit entries read back in writing order).
-            await auditAll(tx, deps, actor, audits.splice(0));
             await applyReleaseRuleInTx(tx, deps, actor, transactionId, input.releaseRule ?? { templateId: input.releaseRuleTemplateId }, {
               now,
               field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
             });
-          }
           // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced
-          // later is caught by the sweep).
+          // later is caught by the sweep), and the deliveries' jobs.
           if (deps.boss)
             await deps.boss.send(EXPIRE_QUEUE, { paymentIntentId: intentId } satisfies ExpireJob, {
               db: fromPrisma(tx as never),
               id: intentId,
               startAfter: new Date(createdAt.getTime() + (expiresAt.getTime() - now.getTime())),
             });
-          // Last: the address at the reserved index; nothing is read again.
-          if (reserved) {
-            const made = await allocateForNewIntentInTx(
-              tx,
-              deps,
-              { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
-              reserved,
-              an,
-            );
-            events.push(made.event);
-            audits.push(made.audit);
-          }
-          await emitEvents(
+          await sendDeliverJobs(
             tx,
-            deps,
-            events.map((event) => ({ organizationId, event })),
+            deps.boss,
+            deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
           );
-          await auditAll(tx, deps, actor, audits);
+          if (a) await adapterFor(an.network.kind, tx).watchAddresses(networkRef(an.network), [a.address]);
           return { id: intentId };
         }),
       TX_OPTIONS,
     );
   } catch (e) {
     // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
-    if (isUniqueViolation(e)) throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
+    if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
     throw e;
   }
   // The caller needing only the id (REST: 201 with a Location) gets it without a re-read.
