@@ -10,7 +10,8 @@ import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConfli
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { addressForNewIntent, reserveDerivationIndexCte, type ReservedWallet } from '../custody/addresses';
+import { addressForNewIntent, reserveDerivationIndexCte, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
+import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
 import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
@@ -193,6 +194,205 @@ function checkAccount(field: 'beneficiaryAccountId' | 'payerAccountId', account:
   return account.id;
 }
 
+/** A payment intent checked and ready to write: every row, event and audit entry of its creation. */
+interface IntentPlan {
+  organizationId: string;
+  actor: Actor;
+  env: { applicationId: string; environmentId: string; environmentType: 'SANDBOX' | 'PRODUCTION' };
+  an: AssetNetworkWithNetwork;
+  transactionId: string;
+  intentId: string;
+  amount: bigint;
+  reference: string | null;
+  metadata: string | null;
+  now: Date;
+  createdAt: Date;
+  expiresAt: Date;
+  participants: { accountId: string; role: 'BENEFICIARY' | 'PAYER' }[];
+  address: ReturnType<typeof addressForNewIntent> | null;
+  events: WebhookEventData[];
+  audits: AuditInput[];
+}
+
+/** The checks of a creation on what readForIntent read, in the order they always ran, and its rows (no statement). */
+function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads): IntentPlan {
+  const deps = ctx.deps;
+  const env = checkEnvironment(ctx, input, reads);
+  if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
+  if (reads.networkEnvironmentType !== env.environmentType)
+    throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
+  if (reads.assetNetworkStatus !== 'ENABLED') throw invalidState(`The asset-network is ${reads.assetNetworkStatus}: it takes no new payment intents.`);
+  const an: AssetNetworkWithNetwork = {
+    id: reads.assetNetworkId,
+    networkId: reads.networkId!,
+    status: reads.assetNetworkStatus,
+    network: { id: reads.networkId!, kind: reads.networkKind!, requiredConfirmations: reads.requiredConfirmations! },
+  };
+  const amount = numericToAmount(input.amount);
+  if (amount < numericToAmount(reads.minimumDeposit!))
+    throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(reads.minimumDeposit!)})`);
+  const beneficiaryAccountId = checkAccount('beneficiaryAccountId', reads.beneficiary, env.environmentType);
+  const payerAccountId = input.payerAccountId != null ? checkAccount('payerAccountId', reads.payer, env.environmentType) : null;
+  if (payerAccountId === beneficiaryAccountId) throw fieldError('payerAccountId', 'must differ from the beneficiary account');
+  // nowFor: the organization's sandbox clock in a sandbox, the real clock in production.
+  const now = env.environmentType === 'SANDBOX' ? new Date(deps.clock.now().getTime() + Number(reads.sandboxOffsetMs ?? 0)) : deps.clock.now();
+  let expiresAt: Date;
+  if (input.expiresAt != null) {
+    const seconds = (input.expiresAt.getTime() - now.getTime()) / 1000;
+    if (seconds < EXPIRES_IN_SECONDS.min || seconds > EXPIRES_IN_SECONDS.max)
+      throw fieldError('expiresAt', `must be between ${EXPIRES_IN_SECONDS.min} seconds and 30 days from now (${now.toISOString()})`);
+    expiresAt = input.expiresAt;
+  } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
+  const reference = input.reference ?? null;
+  if (reference !== null && reads.referenceTaken) throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
+  if (input.walletId != null && !reads.wallet) throw fieldError('walletId', 'must be a wallet of the organization');
+
+  const createdAt = deps.clock.now();
+  const transactionId = uuidv7(createdAt.getTime());
+  const intentId = uuidv7(createdAt.getTime());
+  const participants = [
+    { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
+    ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
+  ];
+  // The address at the reserved index: checked and derived in memory, inserted with the intent.
+  const address = reads.wallet
+    ? addressForNewIntent(
+        deps,
+        { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
+        { wallet: reads.wallet, derivationIndex: reads.derivationIndex! },
+        an,
+      )
+    : null;
+  return {
+    organizationId,
+    actor: requestActor(ctx),
+    env,
+    an,
+    transactionId,
+    intentId,
+    amount,
+    reference,
+    metadata: input.metadata != null ? JSON.stringify(input.metadata) : null,
+    now,
+    createdAt,
+    expiresAt,
+    participants,
+    address,
+    events: [
+      webhookEvent('transaction.created', { TransactionId: transactionId, ApplicationId: env.applicationId, ParticipantAccountIds: participants.map((x) => x.accountId) }),
+      webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
+      ...(address ? [address.event] : []),
+    ],
+    audits: [
+      {
+        organizationId,
+        entityType: 'Transaction',
+        entityId: transactionId,
+        action: 'transaction.created',
+        after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
+      },
+      {
+        organizationId,
+        entityType: 'PaymentIntent',
+        entityId: intentId,
+        action: 'payment_intent.created',
+        after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
+      },
+      ...(address ? [address.audit] : []),
+    ],
+  };
+}
+
+/**
+ * One statement: the transaction, its participants, the intent, its address, the events with their
+ * deliveries and the audit entries (issue 22). Answers the deliveries, whose jobs the caller sends.
+ */
+async function writeIntentRows(tx: Db, deps: MoneyDeps, x: IntentPlan): Promise<{ id: string; endpointId: string }[]> {
+  const { organizationId, env, an, createdAt } = x;
+  const a = x.address?.row;
+  const amountText = amountToNumeric(x.amount).toString();
+  return tx.$queryRaw<{ id: string; endpointId: string }[]>`
+    WITH "t" AS (
+      INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
+      VALUES (${x.transactionId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType",
+              ${an.id}::uuid, ${amountText}::numeric, ${createdAt}::timestamptz, ${createdAt}::timestamptz)
+      RETURNING "id"
+    ), "tp" AS (
+      INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
+      SELECT p."id", t."id", p."accountId", p."role"
+      FROM "t", unnest(${x.participants.map(() => uuidv7(createdAt.getTime()))}::uuid[], ${x.participants.map((p) => p.accountId)}::uuid[],
+                       ${x.participants.map((p) => p.role)}::"ParticipantRole"[]) AS p("id", "accountId", "role")
+    ), "pi" AS (
+      INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
+                                   "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
+      SELECT ${x.intentId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType", t."id",
+             ${an.id}::uuid, ${amountText}::numeric, ${x.reference}, ${x.metadata}::jsonb,
+             ${x.expiresAt}::timestamptz, ${a?.id ?? null}::uuid, ${createdAt}::timestamptz, ${a?.createdAt ?? createdAt}::timestamptz
+      FROM "t"
+      RETURNING "id"
+    ), "da" AS (
+      INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
+      SELECT ${a?.id ?? null}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${a?.walletId ?? null}::uuid, ${a?.networkId ?? null}::uuid, ${an.id}::uuid,
+             ${a?.address ?? null}, ${a?.derivationIndex ?? null}::int, ${a?.publicKey ?? null}, "pi"."id", ${a?.createdAt ?? null}::timestamptz
+      FROM "pi" WHERE ${a != null}
+    ), "audit" AS (${auditAllSql(deps, x.actor, x.audits)}),
+    ${eventsCte(
+      deps,
+      x.events.map((event) => ({ organizationId, event })),
+    )}
+    SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
+}
+
+/**
+ * The jobs of intents written in `tx`: each one's expiry job, due when it expires (by the real
+ * clock: a sandbox clock advanced later is caught by the sweep), in one insert; the deliveries' jobs
+ * in another (only if there are endpoints); the EVM watcher told of the new addresses.
+ */
+async function sendIntentJobs(tx: Db, deps: MoneyDeps, plans: IntentPlan[], deliveries: { id: string; endpointId: string }[]): Promise<void> {
+  if (deps.boss)
+    await deps.boss.insert(
+      EXPIRE_QUEUE,
+      plans.map((x) => ({
+        id: x.intentId,
+        data: { paymentIntentId: x.intentId } satisfies ExpireJob,
+        startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
+      })),
+      { db: fromPrisma(tx as never) },
+    );
+  await sendDeliverJobs(
+    tx,
+    deps.boss,
+    deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
+  );
+  for (const x of plans) if (x.address) await adapterFor(x.an.network.kind, tx).watchAddresses(networkRef(x.an.network), [x.address.row.address]);
+}
+
+/**
+ * Creations without an Idempotency-Key or a release rule are written in groups (issue 22): one
+ * transaction for the intents that arrive while the previous group is being written, each intent's
+ * rows one statement, the expiry jobs one insert. A group that fails is written again intent by
+ * intent (createGroupCommit), so an intent that breaks a constraint fails alone. Per client.
+ */
+const INTENT_GROUP = { maxGroup: 64, concurrency: 2 };
+const intentGroups = new WeakMap<object, GroupCommit<IntentPlan, { id: string }>>();
+function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }> {
+  let g = intentGroups.get(deps.db);
+  if (!g) {
+    g = createGroupCommit<IntentPlan, { id: string }>({
+      ...INTENT_GROUP,
+      write: (plans) =>
+        deps.db.$transaction(async (tx) => {
+          const deliveries: { id: string; endpointId: string }[] = [];
+          for (const x of plans) deliveries.push(...(await writeIntentRows(tx, deps, x)));
+          await sendIntentJobs(tx, deps, plans, deliveries);
+          return plans.map((x) => ({ id: x.intentId }));
+        }, TX_OPTIONS),
+    });
+    intentGroups.set(deps.db, g);
+  }
+  return g;
+}
+
 /**
  * CreatePaymentIntent: the Transaction (AWAITING_FUNDS, with its participants) and the intent, in
  * one database transaction with transaction.created, payment_intent.created, the audit entries, the
@@ -200,9 +400,10 @@ function checkAccount(field: 'beneficiaryAccountId' | 'payerAccountId', account:
  * Idempotency-Key the same request answers the same intent.
  *
  * Issue 22: one statement reads what the checks need and reserves the wallet's index (before the
- * transaction: readForIntent); the checks and the address's derivation run in memory; the rows,
- * events (with their deliveries) and audit entries are one data-modifying statement; the expiry job
- * (and the deliveries' jobs, if the organization has endpoints) are sent in the same transaction.
+ * transaction: readForIntent); the checks and the address's derivation run in memory (planIntent);
+ * the rows, events (with their deliveries) and audit entries are one data-modifying statement
+ * (writeIntentRows); the jobs follow in the same transaction. Without a key or a release rule the
+ * transaction is shared with the creations in flight (group commit: intentGroupOf).
  */
 export async function createPaymentIntent(
   ctx: Context,
@@ -215,7 +416,6 @@ export async function createPaymentIntent(
   assertOrganization(ctx, organizationId, 'Organization');
   const p = ctx.principal;
   const deps = ctx.deps;
-  const actor = requestActor(ctx);
   const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
   const request = {
     organizationId,
@@ -228,149 +428,28 @@ export async function createPaymentIntent(
   let created: { id: string };
   try {
     // Read before the transaction, the derivation index reserved with it (the wallet's row is not
-    // held until the intent commits); checked inside, after the idempotency key (a replay answers
-    // what it answered, whatever changed since).
+    // held until the intent commits).
     const reads = await readForIntent(ctx, organizationId, input);
-    created = await deps.db.$transaction(
-      (tx) =>
-        idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
-          const env = checkEnvironment(ctx, input, reads);
-          if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
-          if (reads.networkEnvironmentType !== env.environmentType)
-            throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
-          if (reads.assetNetworkStatus !== 'ENABLED') throw invalidState(`The asset-network is ${reads.assetNetworkStatus}: it takes no new payment intents.`);
-          const an = {
-            id: reads.assetNetworkId,
-            networkId: reads.networkId!,
-            status: reads.assetNetworkStatus,
-            network: { id: reads.networkId!, kind: reads.networkKind!, requiredConfirmations: reads.requiredConfirmations! },
-          };
-          const amount = numericToAmount(input.amount);
-          if (amount < numericToAmount(reads.minimumDeposit!))
-            throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(reads.minimumDeposit!)})`);
-          const beneficiaryAccountId = checkAccount('beneficiaryAccountId', reads.beneficiary, env.environmentType);
-          const payerAccountId = input.payerAccountId != null ? checkAccount('payerAccountId', reads.payer, env.environmentType) : null;
-          if (payerAccountId === beneficiaryAccountId) throw fieldError('payerAccountId', 'must differ from the beneficiary account');
-          const now =
-            env.environmentType === 'SANDBOX' ? new Date(deps.clock.now().getTime() + Number(reads.sandboxOffsetMs ?? 0)) : deps.clock.now();
-          let expiresAt: Date;
-          if (input.expiresAt != null) {
-            const seconds = (input.expiresAt.getTime() - now.getTime()) / 1000;
-            if (seconds < EXPIRES_IN_SECONDS.min || seconds > EXPIRES_IN_SECONDS.max)
-              throw fieldError('expiresAt', `must be between ${EXPIRES_IN_SECONDS.min} seconds and 30 days from now (${now.toISOString()})`);
-            expiresAt = input.expiresAt;
-          } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
-          const reference = input.reference ?? null;
-          if (reference !== null && reads.referenceTaken)
-            throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
-          if (input.walletId != null && !reads.wallet) throw fieldError('walletId', 'must be a wallet of the organization');
-
-          const createdAt = deps.clock.now();
-          const transactionId = uuidv7(createdAt.getTime());
-          const intentId = uuidv7(createdAt.getTime());
-          const participants = [
-            { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
-            ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
-          ];
-          // The address at the reserved index: checked and derived in memory, inserted with the intent.
-          const address = reads.wallet
-            ? addressForNewIntent(
-                deps,
-                { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
-                { wallet: reads.wallet, derivationIndex: reads.derivationIndex! },
-                an,
-              )
-            : null;
-          const events: WebhookEventData[] = [
-            webhookEvent('transaction.created', {
-              TransactionId: transactionId,
-              ApplicationId: env.applicationId,
-              ParticipantAccountIds: participants.map((x) => x.accountId),
-            }),
-            webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
-            ...(address ? [address.event] : []),
-          ];
-          const audits: AuditInput[] = [
-            {
-              organizationId,
-              entityType: 'Transaction',
-              entityId: transactionId,
-              action: 'transaction.created',
-              after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
-            },
-            {
-              organizationId,
-              entityType: 'PaymentIntent',
-              entityId: intentId,
-              action: 'payment_intent.created',
-              after: {
-                status: 'AWAITING_PAYMENT',
-                transactionId,
-                amount: amountToNumeric(amount),
-                expiresAt: expiresAt.toISOString(),
-                reference,
-                walletId: input.walletId ?? null,
-              },
-            },
-            ...(address ? [address.audit] : []),
-          ];
-          const a = address?.row;
-          const amountText = amountToNumeric(amount).toString();
-          // One statement: the transaction, its participants, the intent, its address, the events
-          // with their deliveries and the audit entries (issue 22).
-          const deliveries = await tx.$queryRaw<{ id: string; endpointId: string }[]>`
-            WITH "t" AS (
-              INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
-              VALUES (${transactionId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType",
-                      ${an.id}::uuid, ${amountText}::numeric, ${createdAt}::timestamptz, ${createdAt}::timestamptz)
-              RETURNING "id"
-            ), "tp" AS (
-              INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
-              SELECT gen_random_uuid(), t."id", x."accountId", x."role"
-              FROM "t", unnest(${participants.map((x) => x.accountId)}::uuid[], ${participants.map((x) => x.role)}::"ParticipantRole"[]) AS x("accountId", "role")
-            ), "pi" AS (
-              INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
-                                           "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
-              SELECT ${intentId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType", t."id",
-                     ${an.id}::uuid, ${amountText}::numeric, ${reference}, ${input.metadata != null ? JSON.stringify(input.metadata) : null}::jsonb,
-                     ${expiresAt}::timestamptz, ${a?.id ?? null}::uuid, ${createdAt}::timestamptz, ${a?.createdAt ?? createdAt}::timestamptz
-              FROM "t"
-              RETURNING "id"
-            ), "da" AS (
-              INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
-              SELECT ${a?.id ?? null}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${a?.walletId ?? null}::uuid, ${a?.networkId ?? null}::uuid, ${an.id}::uuid,
-                     ${a?.address ?? null}, ${a?.derivationIndex ?? null}::int, ${a?.publicKey ?? null}, "pi"."id", ${a?.createdAt ?? null}::timestamptz
-              FROM "pi" WHERE ${a != null}
-            ), "audit" AS (${auditAllSql(deps, actor, audits)}),
-            ${eventsCte(
-              deps,
-              events.map((event) => ({ organizationId, event })),
-            )}
-            SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
-          if (input.releaseRule != null || input.releaseRuleTemplateId != null)
-            // The rule's audit entry comes after the intent's (audit entries read back in writing order).
-            await applyReleaseRuleInTx(tx, deps, actor, transactionId, input.releaseRule ?? { templateId: input.releaseRuleTemplateId }, {
-              now,
-              field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
-            });
-          // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced
-          // later is caught by the sweep), and the deliveries' jobs.
-          if (deps.boss)
-            await deps.boss.send(EXPIRE_QUEUE, { paymentIntentId: intentId } satisfies ExpireJob, {
-              db: fromPrisma(tx as never),
-              id: intentId,
-              startAfter: new Date(createdAt.getTime() + (expiresAt.getTime() - now.getTime())),
-            });
-          await sendDeliverJobs(
-            tx,
-            deps.boss,
-            deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
-          );
-          if (a) await adapterFor(an.network.kind, tx).watchAddresses(networkRef(an.network), [a.address]);
-          return { id: intentId };
-        }),
-      TX_OPTIONS,
-    );
+    const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
+    if (idempotencyKey == null && releaseRule == null) created = await intentGroupOf(deps).submit(planIntent(ctx, organizationId, input, reads));
+    else
+      created = await deps.db.$transaction(
+        (tx) =>
+          // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
+          idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
+            const x = planIntent(ctx, organizationId, input, reads);
+            const deliveries = await writeIntentRows(tx, deps, x);
+            if (releaseRule != null)
+              // The rule's audit entry comes after the intent's (audit entries read back in writing order).
+              await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
+                now: x.now,
+                field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
+              });
+            await sendIntentJobs(tx, deps, [x], deliveries);
+            return { id: x.intentId };
+          }),
+        TX_OPTIONS,
+      );
   } catch (e) {
     // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
     if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
