@@ -128,7 +128,10 @@ function tweak(rootPublicKey: string, index: number, root: Pick<ParsedRoot, 'byt
 
 function childPoint(rootPublicKey: string, index: number) {
   const root = parsedRoot(rootPublicKey);
-  const child = secp256k1.Point.BASE.multiply(tweak(rootPublicKey, index, root)).add(root.point);
+  // multiplyUnsafe (not constant-time) is sound here: the scalar is a function of the root PUBLIC key
+  // and the index, nothing secret, so timing reveals nothing (issue 22: the blinded constant-time
+  // multiply was half of a payment intent's derivation). derivePrivateKey keeps constant-time arithmetic.
+  const child = secp256k1.Point.BASE.multiplyUnsafe(tweak(rootPublicKey, index, root)).add(root.point);
   if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
   return child;
 }
