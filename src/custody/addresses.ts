@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Context, Deps } from '../context';
 import { Prisma, type Db } from '../db/prisma';
 import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
-import { isUniqueViolation, isUuid, uuidv7 } from '../ids';
+import { isUniqueViolation, isUuid, monotonicUuidv7 } from '../ids';
 import { audit, type AuditInput } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
@@ -160,7 +160,8 @@ function derivedAddress(
   const derived = adapterFor(network.kind).deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
   const now = deps.clock.now();
   const row: DepositAddressRow = {
-    id: uuidv7(now.getTime()),
+    // Increasing in creation order within this process, as Prisma's uuid(7) default made them (the sync pages addresses by id).
+    id: monotonicUuidv7(now.getTime()),
     organizationId: args.organizationId,
     applicationId: args.applicationId,
     walletId: wallet.id,

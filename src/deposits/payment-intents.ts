@@ -8,7 +8,7 @@ import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums'
 import { adapterFor, networkRef } from '../chains/adapter';
 import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict } from '../errors';
 import { idempotent } from '../idempotency';
-import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
+import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { addressForNewIntent, reserveDerivationIndexCte, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
@@ -320,7 +320,7 @@ async function writeIntentRows(tx: Db, deps: MoneyDeps, x: IntentPlan): Promise<
     ), "tp" AS (
       INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
       SELECT p."id", t."id", p."accountId", p."role"
-      FROM "t", unnest(${x.participants.map(() => uuidv7(createdAt.getTime()))}::uuid[], ${x.participants.map((p) => p.accountId)}::uuid[],
+      FROM "t", unnest(${x.participants.map(() => monotonicUuidv7(createdAt.getTime()))}::uuid[], ${x.participants.map((p) => p.accountId)}::uuid[],
                        ${x.participants.map((p) => p.role)}::"ParticipantRole"[]) AS p("id", "accountId", "role")
     ), "pi" AS (
       INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
