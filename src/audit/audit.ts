@@ -75,11 +75,12 @@ function auditRowsInsertSql(rows: ReturnType<typeof auditRows>): Prisma.Sql {
 }
 
 /**
- * The insert of `entries` (as auditAll writes them: ids increasing in list order) as one statement,
- * for a data-modifying CTE that makes the change and writes its entries in one statement (issue 22).
+ * The insert of the entries of `changes`, each with its actor (as auditAll writes them: ids
+ * increasing in list order), as one statement, for a data-modifying CTE that makes the changes and
+ * writes their entries in one statement (issue 22).
  */
-export function auditAllSql(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Prisma.Sql {
-  return auditRowsInsertSql(auditRows(deps, actor, entries));
+export function auditAllSql(deps: { clock: Clock }, changes: readonly { actor: Actor; entries: AuditInput[] }[]): Prisma.Sql {
+  return auditRowsInsertSql(changes.flatMap((c) => auditRows(deps, c.actor, c.entries)));
 }
 
 /** Audit rows queued by auditAll() in a database transaction that defers them (deferAudits). */

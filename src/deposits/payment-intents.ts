@@ -304,41 +304,47 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
 }
 
 /**
- * One statement: the transaction, its participants, the intent, its address, the events with their
- * deliveries and the audit entries (issue 22). Answers the deliveries, whose jobs the caller sends.
+ * One statement for any number of intents (a group, issue 22): the transactions, their participants,
+ * the intents, their addresses, the events with their deliveries and the audit entries, each table
+ * one set-based insert (unnest), rows in plan order. Answers the deliveries, whose jobs the caller sends.
  */
-async function writeIntentRows(tx: Db, deps: MoneyDeps, x: IntentPlan): Promise<{ id: string; endpointId: string }[]> {
-  const { organizationId, env, an, createdAt } = x;
-  const a = x.address?.row;
-  const amountText = amountToNumeric(x.amount).toString();
+async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Promise<{ id: string; endpointId: string }[]> {
+  const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
+  const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
+  const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
+  const amounts = col((x) => amountToNumeric(x.amount).toString());
   return tx.$queryRaw<{ id: string; endpointId: string }[]>`
     WITH "t" AS (
       INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
-      VALUES (${x.transactionId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType",
-              ${an.id}::uuid, ${amountText}::numeric, ${createdAt}::timestamptz, ${createdAt}::timestamptz)
-      RETURNING "id"
+      SELECT i, o, a, e, et, an, amt, c, c
+      FROM unnest(${col((x) => x.transactionId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
+                  ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.an.id)}::uuid[],
+                  ${amounts}::numeric[], ${col((x) => x.createdAt)}::timestamptz[]) AS u(i, o, a, e, et, an, amt, c)
     ), "tp" AS (
       INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
-      SELECT p."id", t."id", p."accountId", p."role"
-      FROM "t", unnest(${x.participants.map(() => monotonicUuidv7(createdAt.getTime()))}::uuid[], ${x.participants.map((p) => p.accountId)}::uuid[],
-                       ${x.participants.map((p) => p.role)}::"ParticipantRole"[]) AS p("id", "accountId", "role")
+      SELECT * FROM unnest(${parts.map((p) => p.id)}::uuid[], ${parts.map((p) => p.transactionId)}::uuid[], ${parts.map((p) => p.accountId)}::uuid[],
+                           ${parts.map((p) => p.role)}::"ParticipantRole"[])
     ), "pi" AS (
       INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
                                    "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
-      SELECT ${x.intentId}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${env.environmentId}::uuid, ${env.environmentType}::"EnvironmentType", t."id",
-             ${an.id}::uuid, ${amountText}::numeric, ${x.reference}, ${x.metadata}::jsonb,
-             ${x.expiresAt}::timestamptz, ${a?.id ?? null}::uuid, ${createdAt}::timestamptz, ${a?.createdAt ?? createdAt}::timestamptz
-      FROM "t"
-      RETURNING "id"
+      SELECT * FROM unnest(${col((x) => x.intentId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
+                           ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.transactionId)}::uuid[],
+                           ${col((x) => x.an.id)}::uuid[], ${amounts}::numeric[], ${col((x) => x.reference)}::text[], ${col((x) => x.metadata)}::jsonb[],
+                           ${col((x) => x.expiresAt)}::timestamptz[], ${col((x) => x.address?.row.id ?? null)}::uuid[], ${col((x) => x.createdAt)}::timestamptz[],
+                           ${col((x) => x.address?.row.createdAt ?? x.createdAt)}::timestamptz[])
     ), "da" AS (
       INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
-      SELECT ${a?.id ?? null}::uuid, ${organizationId}::uuid, ${env.applicationId}::uuid, ${a?.walletId ?? null}::uuid, ${a?.networkId ?? null}::uuid, ${an.id}::uuid,
-             ${a?.address ?? null}, ${a?.derivationIndex ?? null}::int, ${a?.publicKey ?? null}, "pi"."id", ${a?.createdAt ?? null}::timestamptz
-      FROM "pi" WHERE ${a != null}
-    ), "audit" AS (${auditAllSql(deps, x.actor, x.audits)}),
+      SELECT * FROM unnest(${addrs.map((a) => a.id)}::uuid[], ${addrs.map((a) => a.organizationId)}::uuid[], ${addrs.map((a) => a.applicationId)}::uuid[],
+                           ${addrs.map((a) => a.walletId)}::uuid[], ${addrs.map((a) => a.networkId)}::uuid[], ${addrs.map((a) => a.assetNetworkId)}::uuid[],
+                           ${addrs.map((a) => a.address)}::text[], ${addrs.map((a) => a.derivationIndex)}::int[], ${addrs.map((a) => a.publicKey)}::text[],
+                           ${addrs.map((a) => a.paymentIntentId)}::uuid[], ${addrs.map((a) => a.createdAt)}::timestamptz[])
+    ), "audit" AS (${auditAllSql(
+      deps,
+      plans.map((x) => ({ actor: x.actor, entries: x.audits })),
+    )}),
     ${eventsCte(
       deps,
-      x.events.map((event) => ({ organizationId, event })),
+      plans.flatMap((x) => x.events.map((event) => ({ organizationId: x.organizationId, event }))),
     )}
     SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
 }
@@ -370,7 +376,7 @@ async function sendIntentJobs(tx: Db, deps: MoneyDeps, plans: IntentPlan[], deli
 /**
  * Creations without an Idempotency-Key or a release rule are written in groups (issue 22): one
  * transaction for the intents that arrive while the previous group is being written, each intent's
- * rows one statement, the expiry jobs one insert. A group that fails is written again intent by
+ * rows in one statement (writeIntentRows), the expiry jobs in one insert. A group that fails is written again intent by
  * intent (createGroupCommit), so an intent that breaks a constraint fails alone. Per client.
  */
 const INTENT_GROUP = { maxGroup: 64, concurrency: 2 };
@@ -382,9 +388,7 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }>
       ...INTENT_GROUP,
       write: (plans) =>
         deps.db.$transaction(async (tx) => {
-          const deliveries: { id: string; endpointId: string }[] = [];
-          for (const x of plans) deliveries.push(...(await writeIntentRows(tx, deps, x)));
-          await sendIntentJobs(tx, deps, plans, deliveries);
+          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans));
           return plans.map((x) => ({ id: x.intentId }));
         }, TX_OPTIONS),
     });
@@ -438,7 +442,7 @@ export async function createPaymentIntent(
           // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
           idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
             const x = planIntent(ctx, organizationId, input, reads);
-            const deliveries = await writeIntentRows(tx, deps, x);
+            const deliveries = await writeIntentRows(tx, deps, [x]);
             if (releaseRule != null)
               // The rule's audit entry comes after the intent's (audit entries read back in writing order).
               await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
