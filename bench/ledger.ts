@@ -338,7 +338,7 @@ function postgresPids(port: number): number[] {
     return [];
   }
 }
-function cpuSnapshot(pgPort: number) {
+export function cpuSnapshot(pgPort: number) {
   let machine = 0;
   let cores = 0;
   try {
@@ -351,7 +351,7 @@ function cpuSnapshot(pgPort: number) {
   }
   return { bench: procCpuMicros(process.pid), postgres: new Map(postgresPids(pgPort).map((p) => [p, procCpuMicros(p)])), machine, cores };
 }
-function cpuDelta(a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>) {
+export function cpuDelta(a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>) {
   let postgres = 0;
   for (const [pid, end] of b.postgres) postgres += Math.max(0, end - (a.postgres.get(pid) ?? 0));
   return { bench: b.bench - a.bench, postgres, machine: b.machine - a.machine };

@@ -16,6 +16,7 @@ import { startWebhookBench, type WebhookBench, type WebhookResult } from './webh
 import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
 import { evmDepositChain } from './evm-deposits';
+import { paymentIntentsReport, paymentIntentsSettings, startPaymentIntentsBench, type PaymentIntentsBench, type PaymentIntentsRound } from './payment-intents';
 import { settlementsReport, settlementsSettings, startSettlementsBench, type SettlementsBench, type SettlementsRound } from './settlements';
 import { startWithdrawalsBench, withdrawalsReport, withdrawalsSettings, type WithdrawalsBench, type WithdrawalsRound } from './withdrawals';
 import { callerOf, checkOf, median, overload, textTable } from './setup';
@@ -30,7 +31,7 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,settlements,withdrawals,history).
+ * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,payment-intents,settlements,withdrawals,history).
  * rest-read-console and rest-read-no-console (issue 23, point 5) run on two more servers of this process,
  * built alike, one with the console route mounted (CONSOLE=on, as `npm start`) and one without
  * (CONSOLE=off); they swap places in even rounds, so neither always goes first. (A second server of the
@@ -95,6 +96,9 @@ const depositsSelected = !only || only.has('deposits');
 // The evm-deposits scenario (bench/evm-deposits.ts, `evm-deposits`): the same rounds paid in an ERC-20 on Hardhat's EDR node through the EVM adapter (PRODUCTION);
 // with `deposits` selected too, each round runs both, the sandbox first: target EVM >= 0.5x sandbox. BENCH_EVM_POLL_MS (250), BENCH_EVM_BLOCK_RANGE (100).
 const evmDepositsSelected = !only || only.has('evm-deposits');
+// The payment-intents scenario (bench/payment-intents.ts, `payment-intents`; issue 22): creation alone through REST, BENCH_INTENTS_COUNT (1000) per
+// concurrency of BENCH_INTENTS_CONCURRENCY (16,64); with `ledger` selected, the ratio to its pg baseline (target 0.25x).
+const paymentIntentsSelected = !only || only.has('payment-intents');
 const TARGET_EVM_DEPOSITS_RATIO = 0.5;
 // The settlements scenario (bench/settlements.ts, `settlements`): BENCH_SETTLEMENTS_TRANSACTIONS (1000 per round), BENCH_SETTLEMENTS_CONCURRENCY (16), BENCH_SETTLEMENTS_WORKERS (8).
 const settlementsSelected = !only || only.has('settlements');
@@ -225,6 +229,8 @@ try {
     evmDeposits = await startDepositsBench({ deps, call, say, chain });
   }
   const evmDepositRuns: DepositsRound[] = [];
+  const paymentIntents: PaymentIntentsBench | undefined = paymentIntentsSelected ? await startPaymentIntentsBench({ deps, call, pgPort, say }) : undefined;
+  const paymentIntentRuns: PaymentIntentsRound[][] = [];
   const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
   const settlementRuns: SettlementsRound[] = [];
   const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, say }) : undefined;
@@ -449,6 +455,16 @@ try {
         `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
       );
       depositRuns.push(r);
+    }
+    if (paymentIntents) {
+      const d = paymentIntentsSettings();
+      say(`round ${round}/${rounds} payment-intents: ${d.count} payment intents created through REST at each of ${d.concurrency.join(', ')} in flight`);
+      const r = await paymentIntents.run();
+      for (const x of r)
+        say(
+          `  ${x.concurrency} in flight: ${x.intentsPerSecond} intents/s (p50 ${x.latencyMs.p50} ms, p99 ${x.latencyMs.p99} ms, cpu µs per intent bench ${x.cpuMicrosPerIntent.bench} postgres ${x.cpuMicrosPerIntent.postgres})`,
+        );
+      paymentIntentRuns.push(r);
     }
     if (evmDeposits) {
       const d = depositsSettings();
@@ -792,6 +808,12 @@ try {
       met: moneyVersusBaseline.withdrawalsToBaseline >= 0.15,
       measured: `${moneyVersusBaseline.withdrawalsPerSecond} withdrawals/s vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.withdrawalsToBaseline}x`,
     });
+  const paymentIntentsCheck = paymentIntents && paymentIntentRuns.length ? await checkOf(paymentIntents) : undefined;
+  const paymentIntentsOut = paymentIntentRuns.length ? paymentIntentsReport(paymentIntentRuns, paymentIntentsCheck, baselineTransfers) : undefined;
+  if (paymentIntentsOut) {
+    console.log(paymentIntentsOut.table);
+    targets.push(...paymentIntentsOut.targets);
+  }
   if (overload.retries) console.log(`\nRequests answered 503 (overloaded) and retried after Retry-After: ${overload.retries}`);
   if (inProcessCost)
     targets.push({
@@ -846,6 +868,7 @@ try {
         ...(webhookResult ? { webhooks: { ...webhookResult, allRounds: webhookRuns } } : {}),
         ...(ledgerResult ? { ledger: { ...ledgerResult, allRounds: ledgerRuns, check: ledgerCheck } } : {}),
         ...(depositsOut ? { deposits: { ...depositsOut.result, check: depositsCheck } } : {}),
+        ...(paymentIntentsOut ? { paymentIntents: { ...paymentIntentsOut.result, check: paymentIntentsCheck } } : {}),
         ...(evmDepositsOut ? { evmDeposits: { ...evmDepositsOut.result, check: evmDepositsCheck } } : {}),
         ...(settlementsOut ? { settlements: { ...settlementsOut.result, check: settlementsCheck } } : {}),
         ...(withdrawalsOut ? { withdrawals: { ...withdrawalsOut.result, check: withdrawalsCheck } } : {}),

@@ -193,10 +193,13 @@ export function violatedUniqueConstraint(e: unknown): string | null {
   if (typeof e !== 'object' || e === null) return null;
   const err = e as { code?: unknown; constraint?: unknown; meta?: { target?: unknown; driverAdapterError?: { cause?: { constraint?: { index?: unknown } } } } };
   if (err.code === '23505') return typeof err.constraint === 'string' ? err.constraint : null;
-  if (err.code !== 'P2002') return null;
+  // P2010: a raw statement's unique violation (a data-modifying CTE; issue 22).
+  if (err.code !== 'P2002' && !(err.code === 'P2010' && sqlState(e) === '23505')) return null;
   const index = err.meta?.driverAdapterError?.cause?.constraint?.index;
   if (typeof index === 'string') return index;
-  return typeof err.meta?.target === 'string' ? err.meta.target : null;
+  if (typeof err.meta?.target === 'string') return err.meta.target;
+  const named = /unique constraint "([^"]+)"/.exec(e instanceof Error ? e.message : '');
+  return named ? named[1]! : null;
 }
 
 /**

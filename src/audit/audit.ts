@@ -61,13 +61,26 @@ function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) 
  * itself, which made the 128 entries of a settlement group its costliest write; issue 22).
  */
 async function insertAuditRows(tx: Db, rows: ReturnType<typeof auditRows>): Promise<void> {
+  await tx.$executeRaw`${auditRowsInsertSql(rows)}`;
+}
+
+function auditRowsInsertSql(rows: ReturnType<typeof auditRows>): Prisma.Sql {
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
-  await tx.$executeRaw`
+  return Prisma.sql`
     INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
     SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.occurredAt)}::timestamptz[], ${rows.map((r) => r.organizationId)}::uuid[],
                          ${rows.map((r) => r.actorType)}::"PrincipalType"[], ${rows.map((r) => r.actorId)}::uuid[], ${rows.map((r) => r.entityType)}::text[],
                          ${rows.map((r) => r.entityId)}::uuid[], ${rows.map((r) => r.action)}::text[], ${rows.map((r) => r.requestId)}::text[],
                          ${rows.map((r) => json(r.before))}::jsonb[], ${rows.map((r) => json(r.after))}::jsonb[])`;
+}
+
+/**
+ * The insert of the entries of `changes`, each with its actor (as auditAll writes them: ids
+ * increasing in list order), as one statement, for a data-modifying CTE that makes the changes and
+ * writes their entries in one statement (issue 22).
+ */
+export function auditAllSql(deps: { clock: Clock }, changes: readonly { actor: Actor; entries: AuditInput[] }[]): Prisma.Sql {
+  return auditRowsInsertSql(changes.flatMap((c) => auditRows(deps, c.actor, c.entries)));
 }
 
 /** Audit rows queued by auditAll() in a database transaction that defers them (deferAudits). */

@@ -61,8 +61,12 @@ export const secp256k1KeyOps = {
   validatePublicKey: (curve: string, publicKey: string) => curve === CURVE && normalizePublicKey(publicKey) !== null,
   /** The child public key at `index` under a wallet's root (throws for a root of another curve). */
   deriveChild(family: string, wallet: { curve: string; publicKey: string }, index: number): string {
+    return secp256k1KeyOps.deriveChildWithAddress(family, wallet, index).publicKey;
+  },
+  /** The child public key at `index` under a wallet's root and its EVM-form address (lowercase). */
+  deriveChildWithAddress(family: string, wallet: { curve: string; publicKey: string }, index: number): { publicKey: string; address: string } {
     if (wallet.curve !== CURVE) throw new Error(`${family} wallets are ${CURVE}, not ${wallet.curve}`);
-    return derivePublicKey(wallet.publicKey, index);
+    return deriveChildWithAddress(wallet.publicKey, index);
   },
 };
 
@@ -84,23 +88,63 @@ function concat(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-function tweak(rootPublicKey: string, index: number): bigint {
+/**
+ * A root public key parsed once (issue 22: a payment intent's address derivation was ~2 ms of CPU,
+ * most of it decompressing the root point and then the child's again): its point, its bytes and its
+ * chain code, per root, for the most recently used roots.
+ */
+interface ParsedRoot {
+  point: InstanceType<typeof secp256k1.Point>;
+  bytes: Uint8Array;
+  chainCode: Uint8Array;
+}
+const ROOT_CACHE_SIZE = 1024;
+const roots = new Map<string, ParsedRoot>();
+function parsedRoot(rootPublicKey: string): ParsedRoot {
+  let r = roots.get(rootPublicKey);
+  if (r) {
+    roots.delete(rootPublicKey); // most recently used last
+    roots.set(rootPublicKey, r);
+    return r;
+  }
+  const bytes = hexToBytes(rootPublicKey);
+  r = { point: secp256k1.Point.fromBytes(bytes), bytes, chainCode: hexToBytes(chainCodeOf(rootPublicKey)) };
+  roots.set(rootPublicKey, r);
+  if (roots.size > ROOT_CACHE_SIZE) roots.delete(roots.keys().next().value!);
+  return r;
+}
+
+function tweak(rootPublicKey: string, index: number, root: Pick<ParsedRoot, 'bytes' | 'chainCode'> = parsedRoot(rootPublicKey)): bigint {
   if (!Number.isInteger(index) || index < 0 || index > MAX_DERIVATION_INDEX) throw new RangeError(`derivation index out of range: ${index}`);
   const data = new Uint8Array(37);
-  data.set(hexToBytes(rootPublicKey), 0);
+  data.set(root.bytes, 0);
   new DataView(data.buffer).setUint32(33, index, false);
-  const i = hmac(sha512, hexToBytes(chainCodeOf(rootPublicKey)), data);
+  const i = hmac(sha512, root.chainCode, data);
   const il = BigInt('0x' + bytesToHex(i.subarray(0, 32)));
   // BIP32: such an index is invalid (probability below 2^-127); the caller never gets an address for it.
   if (il === 0n || il >= N) throw new RangeError(`derivation index ${index} is invalid for this key`);
   return il;
 }
 
+function childPoint(rootPublicKey: string, index: number) {
+  const root = parsedRoot(rootPublicKey);
+  // multiplyUnsafe (not constant-time) is sound here: the scalar is a function of the root PUBLIC key
+  // and the index, nothing secret, so timing reveals nothing (issue 22: the blinded constant-time
+  // multiply was half of a payment intent's derivation). derivePrivateKey keeps constant-time arithmetic.
+  const child = secp256k1.Point.BASE.multiplyUnsafe(tweak(rootPublicKey, index, root)).add(root.point);
+  if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
+  return child;
+}
+
 /** The child public key (compressed hex) at m/<index> under a root public key (compressed hex). */
 export function derivePublicKey(rootPublicKey: string, index: number): string {
-  const child = secp256k1.Point.BASE.multiply(tweak(rootPublicKey, index)).add(secp256k1.Point.fromBytes(hexToBytes(rootPublicKey)));
-  if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
-  return child.toHex(true);
+  return childPoint(rootPublicKey, index).toHex(true);
+}
+
+/** The child public key at m/<index> and its EVM-form address, from one point (as addressOf(derivePublicKey(...)) without parsing the key back). */
+export function deriveChildWithAddress(rootPublicKey: string, index: number): { publicKey: string; address: string } {
+  const child = childPoint(rootPublicKey, index);
+  return { publicKey: child.toHex(true), address: '0x' + bytesToHex(keccak_256(child.toBytes(false).subarray(1)).subarray(12)) };
 }
 
 /** The child private key at m/<index> under a root private key. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Context, Deps } from '../context';
-import type { Db, Prisma } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
-import { isUniqueViolation, isUuid } from '../ids';
+import { isUniqueViolation, isUuid, monotonicUuidv7 } from '../ids';
 import { audit, type AuditInput } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
@@ -129,61 +129,52 @@ export async function allocateAddressInTx(
 }
 
 type WalletRow = Prisma.WalletGetPayload<object>;
-type AssetNetworkWithNetwork = Prisma.AssetNetworkGetPayload<{ include: { network: true } }>;
+/** What an allocation reads of an asset-network and its network (a full row with its network is one). */
+export type AssetNetworkWithNetwork = Pick<Prisma.AssetNetworkGetPayload<object>, 'id' | 'networkId' | 'status'> & {
+  network: Pick<Prisma.NetworkGetPayload<object>, 'id' | 'kind' | 'requiredConfirmations'>;
+};
 
-/**
- * The address of a payment intent that has none, from `wallet` on `assetNetwork` (both read by the
- * caller, the intent checked by it): the wallet's next index (its row lock, taken here, serializes
- * the wallet's derivations until the caller commits: each index is used once), the DepositAddress
- * row and PaymentIntent.depositAddressId. Answers the `deposit.address_generated` event and the
- * audit entry for the caller to write (alone, or with its own in one statement each: issue 22).
- */
-async function deriveAndInsert(
-  tx: Db,
-  deps: Deps,
-  args: { organizationId: string; applicationId: string; paymentIntentId: string },
-  wallet: WalletRow,
-  assetNetwork: AssetNetworkWithNetwork,
-  reservedIndex?: number,
-): Promise<{ address: AllocatedAddress; event: WebhookEventData; audit: AuditInput }> {
-  const { paymentIntentId } = args;
-  const assetNetworkId = assetNetwork.id;
+type DepositAddressRow = Prisma.DepositAddressGetPayload<object>;
+
+/** A deposit address may be derived from `wallet` for `assetNetwork`: on the wallet's network, the asset-network taking new addresses. */
+function checkAddressable(wallet: Pick<WalletRow, 'networkId'>, assetNetwork: AssetNetworkWithNetwork): void {
   if (assetNetwork.networkId !== wallet.networkId) throw fieldError('assetNetworkId', "must be on the wallet's network");
   if (!statusAllows.addressAllocation(assetNetwork.status)) throw invalidState(`The asset-network is ${assetNetwork.status}: no new deposit addresses.`);
+}
 
-  // The wallet's row lock (the increment) serializes its derivations: each index is used once. An
-  // index reserved before the caller's transaction (reserveDerivationIndex) takes no lock here.
-  const derivationIndex =
-    reservedIndex ??
-    (
-      await tx.wallet.update({
-        where: { id: wallet.id },
-        data: { nextAddressIndex: { increment: 1 } },
-        select: { nextAddressIndex: true },
-      })
-    ).nextAddressIndex - 1;
+/**
+ * The address at `derivationIndex` of `wallet` for a payment intent (pure: the derivation is CPU,
+ * nothing is read or written): the DepositAddress row to insert, the `deposit.address_generated`
+ * event and the audit entry.
+ */
+function derivedAddress(
+  deps: Deps,
+  args: { organizationId: string; applicationId: string; paymentIntentId: string },
+  wallet: Pick<WalletRow, 'id' | 'curve' | 'publicKey'>,
+  assetNetwork: AssetNetworkWithNetwork,
+  derivationIndex: number,
+): { row: DepositAddressRow; event: WebhookEventData; audit: AuditInput } {
+  const { paymentIntentId } = args;
+  const assetNetworkId = assetNetwork.id;
   const network = networkRef(assetNetwork.network);
-  const adapter = adapterFor(network.kind, tx);
-  const derived = adapter.deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
+  const derived = adapterFor(network.kind).deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
   const now = deps.clock.now();
-  const row = await tx.depositAddress.create({
-    data: {
-      organizationId: args.organizationId,
-      applicationId: args.applicationId,
-      walletId: wallet.id,
-      networkId: network.id,
-      assetNetworkId,
-      address: derived.address,
-      derivationIndex,
-      publicKey: derived.publicKey,
-      paymentIntentId,
-      createdAt: now,
-    },
-  });
-  await tx.paymentIntent.update({ where: { id: paymentIntentId }, data: { depositAddressId: row.id, updatedAt: now }, select: { id: true } });
-  await adapter.watchAddresses(network, [row.address]);
+  const row: DepositAddressRow = {
+    // Increasing in creation order within this process, as Prisma's uuid(7) default made them (the sync pages addresses by id).
+    id: monotonicUuidv7(now.getTime()),
+    organizationId: args.organizationId,
+    applicationId: args.applicationId,
+    walletId: wallet.id,
+    networkId: network.id,
+    assetNetworkId,
+    address: derived.address,
+    derivationIndex,
+    publicKey: derived.publicKey,
+    paymentIntentId,
+    createdAt: now,
+  };
   return {
-    address: shape(row),
+    row,
     event: webhookEvent('deposit.address_generated', { PaymentIntentId: paymentIntentId, Address: row.address, AssetNetworkId: assetNetworkId }),
     audit: {
       organizationId: args.organizationId,
@@ -196,45 +187,69 @@ async function deriveAndInsert(
 }
 
 /**
- * The address of a payment intent created in this same transaction (CreatePaymentIntent with a
- * walletId): the caller created the intent (AWAITING_PAYMENT, no address, invisible to any other
- * transaction until commit, so no row lock is needed) and read the wallet (of its organization and
- * application) and the asset-network with its network. Nothing is read again; the event and the
- * audit entry are answered for the caller to write with its own (issue 22).
+ * The address of a payment intent that has none, from `wallet` on `assetNetwork` (both read by the
+ * caller, the intent checked by it): the wallet's next index (its row lock, taken here, serializes
+ * the wallet's derivations until the caller commits: each index is used once), the DepositAddress
+ * row and PaymentIntent.depositAddressId. Answers the `deposit.address_generated` event and the
+ * audit entry for the caller to write.
  */
-export async function allocateForNewIntentInTx(
+async function deriveAndInsert(
   tx: Db,
   deps: Deps,
-  args: { organizationId: string; applicationId: string; environmentId: string; paymentIntentId: string },
-  reserved: ReservedIndex,
+  args: { organizationId: string; applicationId: string; paymentIntentId: string },
+  wallet: WalletRow,
   assetNetwork: AssetNetworkWithNetwork,
 ): Promise<{ address: AllocatedAddress; event: WebhookEventData; audit: AuditInput }> {
-  const { wallet, derivationIndex } = reserved;
-  if (wallet.organizationId !== args.organizationId || wallet.applicationId !== args.applicationId) throw notFound('Wallet');
-  if (args.environmentId !== wallet.environmentId) throw fieldError('walletId', "must be a wallet of the payment intent's environment");
-  return deriveAndInsert(tx, deps, args, wallet, assetNetwork, derivationIndex);
+  checkAddressable(wallet, assetNetwork);
+  // The wallet's row lock (the increment) serializes its derivations: each index is used once.
+  const { nextAddressIndex } = await tx.wallet.update({
+    where: { id: wallet.id },
+    data: { nextAddressIndex: { increment: 1 } },
+    select: { nextAddressIndex: true },
+  });
+  const made = derivedAddress(deps, args, wallet, assetNetwork, nextAddressIndex - 1);
+  const row = await tx.depositAddress.create({ data: made.row });
+  await tx.paymentIntent.update({ where: { id: args.paymentIntentId }, data: { depositAddressId: row.id, updatedAt: row.createdAt }, select: { id: true } });
+  await adapterFor(assetNetwork.network.kind, tx).watchAddresses(networkRef(assetNetwork.network), [row.address]);
+  return { address: shape(row), event: made.event, audit: made.audit };
 }
 
-export interface ReservedIndex {
-  wallet: WalletRow;
-  derivationIndex: number;
+/** The wallet's columns a reservation answers (never its sealed key). */
+export type ReservedWallet = Pick<WalletRow, 'id' | 'organizationId' | 'applicationId' | 'environmentId' | 'networkId' | 'curve' | 'publicKey'>;
+
+/**
+ * The wallet's next derivation index, reserved by a statement committed on its own before the
+ * transaction that uses it (CreatePaymentIntent with a walletId; issue 22): a data-modifying CTE
+ * named `reserved`, for the caller's read statement. The wallet's row is locked for that one
+ * statement only, not until the intent commits, so creations on one wallet do not wait for each
+ * other's transaction. An index is still used at most once (the increment is atomic and (walletId,
+ * derivationIndex) unique); one reserved by a request that then fails stays unused (a gap, never
+ * handed out later). No row for no wallet of the organization.
+ */
+export function reserveDerivationIndexCte(organizationId: string, walletId: string | null): Prisma.Sql {
+  return Prisma.sql`"reserved" AS (
+      UPDATE "Wallet" SET "nextAddressIndex" = "nextAddressIndex" + 1
+      WHERE "id" = ${walletId}::uuid AND "organizationId" = ${organizationId}::uuid
+      RETURNING "id", "organizationId", "applicationId", "environmentId", "networkId", "curve", "publicKey", "nextAddressIndex" - 1 AS "derivationIndex"
+    )`;
 }
 
 /**
- * Reserves the wallet's next derivation index in one statement committed on its own, before the
- * transaction that will use it (CreatePaymentIntent with a walletId; issue 22): the wallet's row is
- * locked for that one statement only, not until the intent's commit, so creations on one wallet no
- * longer wait for each other's whole transaction. An index is still used at most once (the
- * increment is atomic and (walletId, derivationIndex) unique); one reserved by a request that then
- * fails stays unused (a gap: never handed out later). Answers null for no wallet of the organization.
+ * The address of a payment intent being created (CreatePaymentIntent with a walletId), at the index
+ * reserved for it, checked and derived without a statement: the caller inserts the row with the
+ * intent, and writes the event and the audit entry with its own (issue 22).
  */
-export async function reserveDerivationIndex(db: Db, organizationId: string, walletId: string): Promise<ReservedIndex | null> {
-  if (!isUuid(walletId)) return null;
-  const [wallet] = await db.$queryRaw<WalletRow[]>`
-    UPDATE "Wallet" SET "nextAddressIndex" = "nextAddressIndex" + 1
-    WHERE "id" = ${walletId.toLowerCase()}::uuid AND "organizationId" = ${organizationId}::uuid
-    RETURNING *`;
-  return wallet ? { wallet, derivationIndex: wallet.nextAddressIndex - 1 } : null;
+export function addressForNewIntent(
+  deps: Deps,
+  args: { organizationId: string; applicationId: string; environmentId: string; paymentIntentId: string },
+  reserved: { wallet: ReservedWallet; derivationIndex: number },
+  assetNetwork: AssetNetworkWithNetwork,
+): { row: DepositAddressRow; event: WebhookEventData; audit: AuditInput } {
+  const { wallet } = reserved;
+  if (wallet.organizationId !== args.organizationId || wallet.applicationId !== args.applicationId) throw notFound('Wallet');
+  if (args.environmentId !== wallet.environmentId) throw fieldError('walletId', "must be a wallet of the payment intent's environment");
+  checkAddressable(wallet, assetNetwork);
+  return derivedAddress(deps, args, wallet, assetNetwork, reserved.derivationIndex);
 }
 
 /** AllocateDepositAddress: checks the caller, then allocates in a transaction of its own. */

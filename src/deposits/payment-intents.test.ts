@@ -172,20 +172,22 @@ describe('CreatePaymentIntent', () => {
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
   });
 
-  test('CreatePaymentIntent with a wallet through REST: 18 statements (31 before issue 22), the derivation index reserved before the transaction', async () => {
+  test('CreatePaymentIntent with a wallet through REST: 5 statements (31 before issue 22, then 18), the derivation index reserved before the transaction', async () => {
     const f = await moneyFixture(app);
     expect((await create(f, { walletId: f.walletId })).status).toBe(201);
     const { result, statements } = await app.sqlStatements(() => create(f, { walletId: f.walletId }));
     expect(result.status, result.text).toBe(201);
-    // The wallet's row is locked by one statement committed on its own, not until the intent commits.
-    expect(statements[0]).toMatch(/^\s*UPDATE "Wallet" SET "nextAddressIndex"/);
+    // One statement reads what the checks need and reserves the wallet's index, committed on its own:
+    // the wallet's row is not held until the intent commits.
+    expect(statements[0]).toMatch(/^\s*WITH "reserved" AS \(\s*UPDATE "Wallet" SET "nextAddressIndex"/);
     expect(statements[1]).toBe('BEGIN');
     expect(statements.filter((s) => /"Wallet"/.test(s))).toHaveLength(1);
-    // No re-read after the commit (REST selects only the id), one statement for all the events, one for the audit entries.
+    // One statement writes the transaction, the intent, its address, the events and the audit entries; then the expiry job.
+    expect(statements[2]).toMatch(/INSERT INTO "Transaction"[\s\S]*INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "DepositAddress"[\s\S]*INSERT INTO "AuditLogEntry"[\s\S]*INSERT INTO "WebhookEvent"/);
+    expect(statements[3]).toMatch(/INSERT INTO pgboss\./);
+    // No re-read after the commit (REST selects only the id).
     expect(statements.at(-1)).toBe('COMMIT');
-    expect(statements.filter((s) => /INSERT INTO "WebhookEvent"/.test(s))).toHaveLength(1);
-    expect(statements.filter((s) => /INSERT INTO ("public".)?"AuditLogEntry"/.test(s))).toHaveLength(1);
-    expect(statements).toHaveLength(18);
+    expect(statements).toHaveLength(5);
     const id = result.headers.get('location')!.split('/').pop()!;
     const intent = await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders });
     expect(intent.body.address).toMatch(/^0x[0-9a-f]{40}$/);
@@ -195,6 +197,42 @@ describe('CreatePaymentIntent', () => {
       'payment_intent.created',
       'deposit.address_generated',
     ]);
+  });
+
+  test('concurrent creations share transactions (group commit, issue 22); a clash in a group fails alone, the others are created whole', async () => {
+    const f = await moneyFixture(app);
+    const n = 24;
+    // Two requests for one reference: both pass the read (it is free), one is refused by the unique
+    // index wherever the two land, and only it: its group is written again intent by intent.
+    const bodies = Array.from({ length: n }, (_, i) => ({ walletId: f.walletId, amount: String(1_000_000 + i), reference: i === 3 || i === 17 ? 'twice' : `ref-${i}` }));
+    const { result, statements } = await app.sqlStatements(() => Promise.all(bodies.map((b) => create(f, b))));
+    const statuses = result.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(n - 1);
+    const refused = result.filter((r) => r.status !== 201);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.status, refused[0]!.text).toBe(409);
+    expect(refused[0]!.body.detail ?? refused[0]!.text).toMatch(/already has a payment intent with this reference/);
+    expect([result[3]!.status, result[17]!.status].sort()).toEqual([201, 409]);
+    // Fewer commits than creations: groups formed.
+    expect(statements.filter((s) => s === 'COMMIT').length).toBeLessThan(n);
+    // Every created intent is whole: its transaction, its address (distinct indexes), its three events, its audit entries, its expiry job.
+    const ids = result.filter((r) => r.status === 201).map((r) => r.headers.get('location')!.split('/').pop()!);
+    const intents = await app.deps.db.paymentIntent.findMany({ where: { id: { in: ids } }, include: { transaction: { include: { participants: true } } } });
+    expect(intents).toHaveLength(n - 1);
+    expect(intents.every((x) => x.depositAddressId !== null && x.transaction.participants.length === 1)).toBe(true);
+    const addresses = await app.deps.db.depositAddress.findMany({ where: { paymentIntentId: { in: ids } } });
+    expect(new Set(addresses.map((a) => a.derivationIndex)).size).toBe(n - 1);
+    expect(addresses.map((a) => a.id).sort()).toEqual(intents.map((x) => x.depositAddressId).sort());
+    const events = await eventsOf(app, f.organizationId);
+    for (const id of ids) expect(events.filter((e) => JSON.stringify(e).includes(id)).length).toBeGreaterThanOrEqual(2);
+    expect(events.filter((e) => e.type === 'payment_intent.created')).toHaveLength(n - 1);
+    expect(events.filter((e) => e.type === 'deposit.address_generated')).toHaveLength(n - 1);
+    expect(await app.deps.db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'payment_intent.created' } })).toBe(n - 1);
+    const [jobs] = await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])`;
+    expect(Number(jobs!.n)).toBe(n - 1);
+    // Nothing of the refused one: one intent and one transaction per created intent only.
+    expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
+    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
   });
 
   test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {

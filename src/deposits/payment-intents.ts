@@ -3,14 +3,17 @@ import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
-import type { Prisma } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound, uniqueConflict } from '../errors';
+import { Prisma } from '../generated/prisma/client';
+import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
+import { adapterFor, networkRef } from '../chains/adapter';
+import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict } from '../errors';
 import { idempotent } from '../idempotency';
-import { assertId, isUniqueViolation, isUuid, uuidv7 } from '../ids';
+import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { allocateForNewIntentInTx, reserveDerivationIndex } from '../custody/addresses';
-import { auditAll, auditAs, type Actor, type AuditInput } from '../audit/audit';
-import { emit, emitEvents } from '../webhooks/outbox';
+import { addressForNewIntent, reserveDerivationIndexCte, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
+import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
+import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
+import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
@@ -87,51 +90,311 @@ export async function loadPaymentIntent(ctx: Context, idArg: unknown, db: Db = c
   return row;
 }
 
-/** The application and environment the intent is for: an API key's own, or a member's choice. */
-async function resolveEnvironment(ctx: Context, tx: Db, organizationId: string, input: CreatePaymentIntentInput) {
+/**
+ * Everything a creation checks, read by one statement before its transaction (issue 22), with the
+ * wallet's next derivation index reserved by the same statement (reserveDerivationIndexCte): the
+ * environment and its application, the asset-network and its network, the accounts with their
+ * authorization for the application, the organization's sandbox clock and whether the reference is
+ * taken. Nothing is locked: the checks are those the transaction made before (READ COMMITTED reads
+ * without a lock; the constraints hold what a race could break: the reference's unique index).
+ */
+interface IntentReads {
+  environmentId: string | null;
+  applicationId: string | null;
+  environmentType: 'SANDBOX' | 'PRODUCTION' | null;
+  applicationStatus: string | null;
+  assetNetworkId: string | null;
+  assetNetworkStatus: AssetNetworkStatus | null;
+  minimumDeposit: string | null;
+  networkId: string | null;
+  networkKind: NetworkKind | null;
+  networkEnvironmentType: 'SANDBOX' | 'PRODUCTION' | null;
+  requiredConfirmations: number | null;
+  beneficiary: AccountRead | null;
+  payer: AccountRead | null;
+  sandboxOffsetMs: bigint | null;
+  referenceTaken: boolean;
+  wallet: ReservedWallet | null;
+  derivationIndex: number | null;
+}
+interface AccountRead {
+  id: string;
+  mode: 'SANDBOX' | 'PRODUCTION';
+  status: string;
+  authorized: boolean;
+}
+
+const uuidOrNull = (v: string | null | undefined) => (v != null && isUuid(v) ? v.toLowerCase() : null);
+
+async function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
   const p = ctx.principal;
-  let applicationId: string;
-  let environmentId: string;
+  // An API key's own application and environment (a mismatch is refused by checkReads); a member's choice.
+  const applicationId = uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId);
+  const environmentId = uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId);
+  const account = (alias: string, id: string | null) => Prisma.sql`(SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${applicationId}::uuid))
+      FROM "Account" a WHERE a."id" = ${id}::uuid AND a."organizationId" = ${organizationId}::uuid) AS ${Prisma.raw(`"${alias}"`)}`;
+  const [row] = await ctx.deps.db.$queryRaw<(Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>)[]>`
+    WITH ${reserveDerivationIndexCte(organizationId, uuidOrNull(input.walletId))}
+    SELECT e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
+      an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
+      n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
+      ${account('beneficiary', uuidOrNull(input.beneficiaryAccountId))},
+      ${account('payer', uuidOrNull(input.payerAccountId))},
+      (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = ${organizationId}::uuid) AS "sandboxOffsetMs",
+      EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = ${organizationId}::uuid AND x."reference" = ${input.reference ?? null}) AS "referenceTaken",
+      w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
+      w."networkId" AS "walletNetworkId", w."curve", w."publicKey", w."derivationIndex"
+    FROM (SELECT 1) one
+    LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
+      ON e."id" = ${environmentId}::uuid AND e."applicationId" = ${applicationId}::uuid AND e."organizationId" = ${organizationId}::uuid
+    LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = ${uuidOrNull(input.assetNetworkId)}::uuid
+    LEFT JOIN "reserved" w ON true`;
+  const r = row as unknown as Record<string, unknown> & IntentReads;
+  return {
+    ...r,
+    wallet:
+      r.walletId != null
+        ? {
+            id: r.walletId as string,
+            organizationId: r.organizationId as string,
+            applicationId: r.walletApplicationId as string,
+            environmentId: r.walletEnvironmentId as string,
+            networkId: r.walletNetworkId as string,
+            curve: r.curve as string,
+            publicKey: r.publicKey as string,
+          }
+        : null,
+  };
+}
+
+/** The application and environment the intent is for: an API key's own, or a member's choice. */
+function checkEnvironment(ctx: Context, input: CreatePaymentIntentInput, r: IntentReads) {
+  const p = ctx.principal;
   if (p?.type === 'apiKey') {
     if (input.applicationId != null && input.applicationId !== p.applicationId)
       throw fieldError('applicationId', "must be the API key's application or omitted");
     if (input.environmentId != null && input.environmentId !== p.environmentId)
       throw fieldError('environmentId', "must be the API key's environment or omitted");
-    applicationId = p.applicationId;
-    environmentId = p.environmentId;
   } else {
     if (input.applicationId == null) throw fieldError('applicationId', 'is required for a member');
     if (input.environmentId == null) throw fieldError('environmentId', 'is required for a member');
-    applicationId = input.applicationId;
-    environmentId = input.environmentId;
   }
-  const env =
-    isUuid(environmentId) && isUuid(applicationId)
-      ? await tx.environment.findFirst({ where: { id: environmentId, applicationId, organizationId }, include: { application: true } })
-      : null;
-  if (!env) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
-  if (env.application.status !== 'ACTIVE') throw invalidState(`The application is ${env.application.status.toLowerCase()}.`);
-  return { applicationId: env.applicationId, environmentId: env.id, environmentType: env.type };
+  if (!r.environmentId || !r.applicationId || !r.environmentType) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
+  if (r.applicationStatus !== 'ACTIVE') throw invalidState(`The application is ${r.applicationStatus!.toLowerCase()}.`);
+  return { applicationId: r.applicationId, environmentId: r.environmentId, environmentType: r.environmentType };
 }
 
-async function checkAccount(
-  tx: Db,
-  field: 'beneficiaryAccountId' | 'payerAccountId',
-  id: string,
-  scope: { organizationId: string; applicationId: string; environmentType: 'SANDBOX' | 'PRODUCTION' },
-) {
-  const account = isUuid(id)
-    ? await tx.account.findFirst({
-        where: { id, organizationId: scope.organizationId },
-        include: { authorizations: { where: { applicationId: scope.applicationId }, select: { applicationId: true } } },
-      })
-    : null;
+function checkAccount(field: 'beneficiaryAccountId' | 'payerAccountId', account: AccountRead | null, environmentType: 'SANDBOX' | 'PRODUCTION') {
   if (!account) throw fieldError(field, 'must be an account of the organization');
-  if (account.mode !== scope.environmentType) throw fieldError(field, `must be a ${scope.environmentType} account (the environment's mode)`);
-  if (!account.authorizations.length) throw fieldError(field, 'must be an account authorized for the application');
+  if (account.mode !== environmentType) throw fieldError(field, `must be a ${environmentType} account (the environment's mode)`);
+  if (!account.authorized) throw fieldError(field, 'must be an account authorized for the application');
   if (account.status !== 'ACTIVE')
     throw invalidState(`The ${field === 'beneficiaryAccountId' ? 'beneficiary' : 'payer'} account is ${account.status.toLowerCase()}.`);
   return account.id;
+}
+
+/** A payment intent checked and ready to write: every row, event and audit entry of its creation. */
+interface IntentPlan {
+  organizationId: string;
+  actor: Actor;
+  env: { applicationId: string; environmentId: string; environmentType: 'SANDBOX' | 'PRODUCTION' };
+  an: AssetNetworkWithNetwork;
+  transactionId: string;
+  intentId: string;
+  amount: bigint;
+  reference: string | null;
+  metadata: string | null;
+  now: Date;
+  createdAt: Date;
+  expiresAt: Date;
+  participants: { accountId: string; role: 'BENEFICIARY' | 'PAYER' }[];
+  address: ReturnType<typeof addressForNewIntent> | null;
+  events: WebhookEventData[];
+  audits: AuditInput[];
+}
+
+/** The checks of a creation on what readForIntent read, in the order they always ran, and its rows (no statement). */
+function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads): IntentPlan {
+  const deps = ctx.deps;
+  const env = checkEnvironment(ctx, input, reads);
+  if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
+  if (reads.networkEnvironmentType !== env.environmentType)
+    throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
+  if (reads.assetNetworkStatus !== 'ENABLED') throw invalidState(`The asset-network is ${reads.assetNetworkStatus}: it takes no new payment intents.`);
+  const an: AssetNetworkWithNetwork = {
+    id: reads.assetNetworkId,
+    networkId: reads.networkId!,
+    status: reads.assetNetworkStatus,
+    network: { id: reads.networkId!, kind: reads.networkKind!, requiredConfirmations: reads.requiredConfirmations! },
+  };
+  const amount = numericToAmount(input.amount);
+  if (amount < numericToAmount(reads.minimumDeposit!))
+    throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(reads.minimumDeposit!)})`);
+  const beneficiaryAccountId = checkAccount('beneficiaryAccountId', reads.beneficiary, env.environmentType);
+  const payerAccountId = input.payerAccountId != null ? checkAccount('payerAccountId', reads.payer, env.environmentType) : null;
+  if (payerAccountId === beneficiaryAccountId) throw fieldError('payerAccountId', 'must differ from the beneficiary account');
+  // nowFor: the organization's sandbox clock in a sandbox, the real clock in production.
+  const now = env.environmentType === 'SANDBOX' ? new Date(deps.clock.now().getTime() + Number(reads.sandboxOffsetMs ?? 0)) : deps.clock.now();
+  let expiresAt: Date;
+  if (input.expiresAt != null) {
+    const seconds = (input.expiresAt.getTime() - now.getTime()) / 1000;
+    if (seconds < EXPIRES_IN_SECONDS.min || seconds > EXPIRES_IN_SECONDS.max)
+      throw fieldError('expiresAt', `must be between ${EXPIRES_IN_SECONDS.min} seconds and 30 days from now (${now.toISOString()})`);
+    expiresAt = input.expiresAt;
+  } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
+  const reference = input.reference ?? null;
+  if (reference !== null && reads.referenceTaken) throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
+  if (input.walletId != null && !reads.wallet) throw fieldError('walletId', 'must be a wallet of the organization');
+
+  const createdAt = deps.clock.now();
+  const transactionId = uuidv7(createdAt.getTime());
+  const intentId = uuidv7(createdAt.getTime());
+  const participants = [
+    { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
+    ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
+  ];
+  // The address at the reserved index: checked and derived in memory, inserted with the intent.
+  const address = reads.wallet
+    ? addressForNewIntent(
+        deps,
+        { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
+        { wallet: reads.wallet, derivationIndex: reads.derivationIndex! },
+        an,
+      )
+    : null;
+  return {
+    organizationId,
+    actor: requestActor(ctx),
+    env,
+    an,
+    transactionId,
+    intentId,
+    amount,
+    reference,
+    metadata: input.metadata != null ? JSON.stringify(input.metadata) : null,
+    now,
+    createdAt,
+    expiresAt,
+    participants,
+    address,
+    events: [
+      webhookEvent('transaction.created', { TransactionId: transactionId, ApplicationId: env.applicationId, ParticipantAccountIds: participants.map((x) => x.accountId) }),
+      webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
+      ...(address ? [address.event] : []),
+    ],
+    audits: [
+      {
+        organizationId,
+        entityType: 'Transaction',
+        entityId: transactionId,
+        action: 'transaction.created',
+        after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
+      },
+      {
+        organizationId,
+        entityType: 'PaymentIntent',
+        entityId: intentId,
+        action: 'payment_intent.created',
+        after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
+      },
+      ...(address ? [address.audit] : []),
+    ],
+  };
+}
+
+/**
+ * One statement for any number of intents (a group, issue 22): the transactions, their participants,
+ * the intents, their addresses, the events with their deliveries and the audit entries, each table
+ * one set-based insert (unnest), rows in plan order. Answers the deliveries, whose jobs the caller sends.
+ */
+async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Promise<{ id: string; endpointId: string }[]> {
+  const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
+  const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
+  const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
+  const amounts = col((x) => amountToNumeric(x.amount).toString());
+  return tx.$queryRaw<{ id: string; endpointId: string }[]>`
+    WITH "t" AS (
+      INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
+      SELECT i, o, a, e, et, an, amt, c, c
+      FROM unnest(${col((x) => x.transactionId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
+                  ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.an.id)}::uuid[],
+                  ${amounts}::numeric[], ${col((x) => x.createdAt)}::timestamptz[]) AS u(i, o, a, e, et, an, amt, c)
+    ), "tp" AS (
+      INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
+      SELECT * FROM unnest(${parts.map((p) => p.id)}::uuid[], ${parts.map((p) => p.transactionId)}::uuid[], ${parts.map((p) => p.accountId)}::uuid[],
+                           ${parts.map((p) => p.role)}::"ParticipantRole"[])
+    ), "pi" AS (
+      INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
+                                   "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
+      SELECT * FROM unnest(${col((x) => x.intentId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
+                           ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.transactionId)}::uuid[],
+                           ${col((x) => x.an.id)}::uuid[], ${amounts}::numeric[], ${col((x) => x.reference)}::text[], ${col((x) => x.metadata)}::jsonb[],
+                           ${col((x) => x.expiresAt)}::timestamptz[], ${col((x) => x.address?.row.id ?? null)}::uuid[], ${col((x) => x.createdAt)}::timestamptz[],
+                           ${col((x) => x.address?.row.createdAt ?? x.createdAt)}::timestamptz[])
+    ), "da" AS (
+      INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
+      SELECT * FROM unnest(${addrs.map((a) => a.id)}::uuid[], ${addrs.map((a) => a.organizationId)}::uuid[], ${addrs.map((a) => a.applicationId)}::uuid[],
+                           ${addrs.map((a) => a.walletId)}::uuid[], ${addrs.map((a) => a.networkId)}::uuid[], ${addrs.map((a) => a.assetNetworkId)}::uuid[],
+                           ${addrs.map((a) => a.address)}::text[], ${addrs.map((a) => a.derivationIndex)}::int[], ${addrs.map((a) => a.publicKey)}::text[],
+                           ${addrs.map((a) => a.paymentIntentId)}::uuid[], ${addrs.map((a) => a.createdAt)}::timestamptz[])
+    ), "audit" AS (${auditAllSql(
+      deps,
+      plans.map((x) => ({ actor: x.actor, entries: x.audits })),
+    )}),
+    ${eventsCte(
+      deps,
+      plans.flatMap((x) => x.events.map((event) => ({ organizationId: x.organizationId, event }))),
+    )}
+    SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
+}
+
+/**
+ * The jobs of intents written in `tx`: each one's expiry job, due when it expires (by the real
+ * clock: a sandbox clock advanced later is caught by the sweep), in one insert; the deliveries' jobs
+ * in another (only if there are endpoints); the EVM watcher told of the new addresses.
+ */
+async function sendIntentJobs(tx: Db, deps: MoneyDeps, plans: IntentPlan[], deliveries: { id: string; endpointId: string }[]): Promise<void> {
+  if (deps.boss)
+    await deps.boss.insert(
+      EXPIRE_QUEUE,
+      plans.map((x) => ({
+        id: x.intentId,
+        data: { paymentIntentId: x.intentId } satisfies ExpireJob,
+        startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
+      })),
+      { db: fromPrisma(tx as never) },
+    );
+  await sendDeliverJobs(
+    tx,
+    deps.boss,
+    deliveries.map((d) => deliverJob(d.id, d.endpointId, 1)),
+  );
+  for (const x of plans) if (x.address) await adapterFor(x.an.network.kind, tx).watchAddresses(networkRef(x.an.network), [x.address.row.address]);
+}
+
+/**
+ * Creations without an Idempotency-Key or a release rule are written in groups (issue 22): one
+ * transaction for the intents that arrive while the previous group is being written, each intent's
+ * rows in one statement (writeIntentRows), the expiry jobs in one insert. A group that fails is written again intent by
+ * intent (createGroupCommit), so an intent that breaks a constraint fails alone. Per client.
+ */
+const INTENT_GROUP = { maxGroup: 64, concurrency: 2 };
+const intentGroups = new WeakMap<object, GroupCommit<IntentPlan, { id: string }>>();
+function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }> {
+  let g = intentGroups.get(deps.db);
+  if (!g) {
+    g = createGroupCommit<IntentPlan, { id: string }>({
+      ...INTENT_GROUP,
+      write: (plans) =>
+        deps.db.$transaction(async (tx) => {
+          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans));
+          return plans.map((x) => ({ id: x.intentId }));
+        }, TX_OPTIONS),
+    });
+    intentGroups.set(deps.db, g);
+  }
+  return g;
 }
 
 /**
@@ -139,6 +402,12 @@ async function checkAccount(
  * one database transaction with transaction.created, payment_intent.created, the audit entries, the
  * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
  * Idempotency-Key the same request answers the same intent.
+ *
+ * Issue 22: one statement reads what the checks need and reserves the wallet's index (before the
+ * transaction: readForIntent); the checks and the address's derivation run in memory (planIntent);
+ * the rows, events (with their deliveries) and audit entries are one data-modifying statement
+ * (writeIntentRows); the jobs follow in the same transaction. Without a key or a release rule the
+ * transaction is shared with the creations in flight (group commit: intentGroupOf).
  */
 export async function createPaymentIntent(
   ctx: Context,
@@ -151,7 +420,6 @@ export async function createPaymentIntent(
   assertOrganization(ctx, organizationId, 'Organization');
   const p = ctx.principal;
   const deps = ctx.deps;
-  const actor = requestActor(ctx);
   const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
   const request = {
     organizationId,
@@ -163,153 +431,32 @@ export async function createPaymentIntent(
   };
   let created: { id: string };
   try {
-    // The deposit address's derivation index, reserved before the transaction: the wallet's row is
-    // not held until the intent commits (docs/decisions.md, issue 22).
-    const reserved = input.walletId != null ? await reserveDerivationIndex(deps.db, organizationId, input.walletId) : null;
-    created = await deps.db.$transaction(
-      (tx) =>
-        idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
-          const env = await resolveEnvironment(ctx, tx, organizationId, input);
-          const an = isUuid(input.assetNetworkId)
-            ? await tx.assetNetwork.findUnique({ where: { id: input.assetNetworkId }, include: { network: true } })
-            : null;
-          if (!an) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
-          if (an.network.environmentType !== env.environmentType)
-            throw fieldError('assetNetworkId', `must be on a ${env.environmentType} network (the environment's type)`);
-          if (an.status !== 'ENABLED') throw invalidState(`The asset-network is ${an.status}: it takes no new payment intents.`);
-          const amount = numericToAmount(input.amount);
-          if (amount < numericToAmount(an.minimumDeposit))
-            throw fieldError('amount', `must be at least the asset-network's minimum deposit (${numericToAmount(an.minimumDeposit)})`);
-          const scopeOf = { organizationId, applicationId: env.applicationId, environmentType: env.environmentType };
-          const beneficiaryAccountId = await checkAccount(tx, 'beneficiaryAccountId', input.beneficiaryAccountId, scopeOf);
-          const payerAccountId = input.payerAccountId != null ? await checkAccount(tx, 'payerAccountId', input.payerAccountId, scopeOf) : null;
-          if (payerAccountId === beneficiaryAccountId) throw fieldError('payerAccountId', 'must differ from the beneficiary account');
-          const now = await nowFor(tx, deps.clock, organizationId, env.environmentType);
-          let expiresAt: Date;
-          if (input.expiresAt != null) {
-            const seconds = (input.expiresAt.getTime() - now.getTime()) / 1000;
-            if (seconds < EXPIRES_IN_SECONDS.min || seconds > EXPIRES_IN_SECONDS.max)
-              throw fieldError('expiresAt', `must be between ${EXPIRES_IN_SECONDS.min} seconds and 30 days from now (${now.toISOString()})`);
-            expiresAt = input.expiresAt;
-          } else expiresAt = new Date(now.getTime() + (input.expiresInSeconds ?? EXPIRES_IN_SECONDS.default) * 1000);
-          const reference = input.reference ?? null;
-          if (
-            reference !== null &&
-            (await tx.paymentIntent.findUnique({ where: { organizationId_reference: { organizationId, reference } }, select: { id: true } }))
-          )
-            throw new DomainError('CONFLICT', 'The organization already has a payment intent with this reference.');
-          if (input.walletId != null && !reserved) throw fieldError('walletId', 'must be a wallet of the organization');
-
-          const createdAt = deps.clock.now();
-          const transactionId = uuidv7(createdAt.getTime());
-          const intentId = uuidv7(createdAt.getTime());
-          const participants = [
-            { accountId: beneficiaryAccountId, role: 'BENEFICIARY' as const },
-            ...(payerAccountId ? [{ accountId: payerAccountId, role: 'PAYER' as const }] : []),
-          ];
-          // createMany: an insert without the read-back a create (or a nested create) adds (issue 22).
-          await tx.transaction.createMany({
-            data: {
-              id: transactionId,
-              organizationId,
-              applicationId: env.applicationId,
-              environmentId: env.environmentId,
-              environmentType: env.environmentType,
-              assetNetworkId: an.id,
-              amount: amountToNumeric(amount),
-              createdAt,
-            },
-          });
-          await tx.transactionParticipant.createMany({ data: participants.map((x) => ({ transactionId, ...x })) });
-          await tx.paymentIntent.createMany({
-            data: {
-              id: intentId,
-              organizationId,
-              applicationId: env.applicationId,
-              environmentId: env.environmentId,
-              environmentType: env.environmentType,
-              transactionId,
-              assetNetworkId: an.id,
-              amount: amountToNumeric(amount),
-              reference,
-              metadata: (input.metadata ?? undefined) as never,
-              expiresAt,
-              createdAt,
-            },
-          });
-          // The events and audit entries are written last, each kind in one statement (issue 22).
-          const events: WebhookEventData[] = [
-            webhookEvent('transaction.created', {
-              TransactionId: transactionId,
-              ApplicationId: env.applicationId,
-              ParticipantAccountIds: participants.map((x) => x.accountId),
-            }),
-            webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
-          ];
-          const audits: AuditInput[] = [
-            {
-              organizationId,
-              entityType: 'Transaction',
-              entityId: transactionId,
-              action: 'transaction.created',
-              after: { status: 'AWAITING_FUNDS', amount: amountToNumeric(amount), assetNetworkId: an.id, applicationId: env.applicationId, participants },
-            },
-            {
-              organizationId,
-              entityType: 'PaymentIntent',
-              entityId: intentId,
-              action: 'payment_intent.created',
-              after: {
-                status: 'AWAITING_PAYMENT',
-                transactionId,
-                amount: amountToNumeric(amount),
-                expiresAt: expiresAt.toISOString(),
-                reference,
-                walletId: input.walletId ?? null,
-              },
-            },
-          ];
-          if (input.releaseRule != null || input.releaseRuleTemplateId != null) {
-            // The rule's audit entry comes after the intent's (audit entries read back in writing order).
-            await auditAll(tx, deps, actor, audits.splice(0));
-            await applyReleaseRuleInTx(tx, deps, actor, transactionId, input.releaseRule ?? { templateId: input.releaseRuleTemplateId }, {
-              now,
-              field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
-            });
-          }
-          // The expiry job, due when the intent expires (by the real clock: a sandbox clock advanced
-          // later is caught by the sweep).
-          if (deps.boss)
-            await deps.boss.send(EXPIRE_QUEUE, { paymentIntentId: intentId } satisfies ExpireJob, {
-              db: fromPrisma(tx as never),
-              id: intentId,
-              startAfter: new Date(createdAt.getTime() + (expiresAt.getTime() - now.getTime())),
-            });
-          // Last: the address at the reserved index; nothing is read again.
-          if (reserved) {
-            const made = await allocateForNewIntentInTx(
-              tx,
-              deps,
-              { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
-              reserved,
-              an,
-            );
-            events.push(made.event);
-            audits.push(made.audit);
-          }
-          await emitEvents(
-            tx,
-            deps,
-            events.map((event) => ({ organizationId, event })),
-          );
-          await auditAll(tx, deps, actor, audits);
-          return { id: intentId };
-        }),
-      TX_OPTIONS,
-    );
+    // Read before the transaction, the derivation index reserved with it (the wallet's row is not
+    // held until the intent commits).
+    const reads = await readForIntent(ctx, organizationId, input);
+    const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
+    if (idempotencyKey == null && releaseRule == null) created = await intentGroupOf(deps).submit(planIntent(ctx, organizationId, input, reads));
+    else
+      created = await deps.db.$transaction(
+        (tx) =>
+          // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
+          idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
+            const x = planIntent(ctx, organizationId, input, reads);
+            const deliveries = await writeIntentRows(tx, deps, [x]);
+            if (releaseRule != null)
+              // The rule's audit entry comes after the intent's (audit entries read back in writing order).
+              await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
+                now: x.now,
+                field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
+              });
+            await sendIntentJobs(tx, deps, [x], deliveries);
+            return { id: x.intentId };
+          }),
+        TX_OPTIONS,
+      );
   } catch (e) {
     // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
-    if (isUniqueViolation(e)) throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
+    if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
     throw e;
   }
   // The caller needing only the id (REST: 201 with a Location) gets it without a re-read.

@@ -1,6 +1,6 @@
 import { fromPrisma } from 'pg-boss';
 import type { PgBoss } from 'pg-boss';
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { Clock } from '../clock';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from './events';
 import type { MoneyDeps } from '../kernel/service';
@@ -125,20 +125,15 @@ export async function deferEvents<R>(tx: Db, deps: OutboxDeps, fn: () => Promise
 }
 
 /**
- * Emits many events in the caller's transaction with one statement (group commit of independent
- * operations, issue 22): the same rows as `emitEvent` for each, in list order (event ids, from the
- * database's clock as emitEvent's, increase in that order; each endpoint's SequenceNumbers are taken in that order), and the delivery jobs in one
- * insert.
+ * The common table expressions that write `events` (ids from the database's clock in list order) with
+ * their deliveries, as emitEvents writes them, for a statement that writes other rows too (a payment
+ * intent's creation: issue 22). The last one, `deliveries`, returns each delivery's "id" and
+ * "endpointId": the caller sends their jobs (sendDeliverJobs) in the same transaction. The names
+ * input, ev, endpoints, pairs, numbered and deliveries are taken.
  */
-export async function emitEvents(tx: Db, deps: OutboxDeps, events: readonly { organizationId: string; event: WebhookEventData }[]): Promise<void> {
-  if (!events.length) return;
-  if (events.length === 1) {
-    await emitEvent(tx, deps, events[0]!.organizationId, events[0]!.event);
-    return;
-  }
+export function eventsCte(deps: Pick<OutboxDeps, 'clock'>, events: readonly { organizationId: string; event: WebhookEventData }[]): Prisma.Sql {
   const now = deps.clock.now();
-  const rows = await tx.$queryRaw<{ id: string; endpointId: string }[]>`
-    WITH input AS MATERIALIZED (
+  return Prisma.sql`input AS MATERIALIZED (
       -- Ids from the database's clock, as emitEvent's: taken row by row in list order (unnest's order).
       SELECT uuidv7() AS "id", i.* FROM unnest(${events.map((e) => e.organizationId)}::uuid[], ${events.map((e) => e.event.type)}::text[],
                            ${events.map((e) => e.event.aggregateId)}::uuid[], ${events.map((e) => e.event.body)}::text[])
@@ -160,7 +155,23 @@ export async function emitEvents(tx: Db, deps: OutboxDeps, events: readonly { or
       INSERT INTO "WebhookDelivery" ("id", "organizationId", "endpointId", "eventId", "eventType", "sequenceNumber", "status", "attemptCount", "nextAttemptAt", "createdAt", "updatedAt")
       SELECT uuidv7(), "org", "endpointId", "eventId", "type", "sequenceNumber", 'ATTEMPT_PENDING', 0, ${now}, ${now}, ${now} FROM numbered
       RETURNING "id", "endpointId"
-    )
+    )`;
+}
+
+/**
+ * Emits many events in the caller's transaction with one statement (group commit of independent
+ * operations, issue 22): the same rows as `emitEvent` for each, in list order (event ids, from the
+ * database's clock as emitEvent's, increase in that order; each endpoint's SequenceNumbers are taken in that order), and the delivery jobs in one
+ * insert.
+ */
+export async function emitEvents(tx: Db, deps: OutboxDeps, events: readonly { organizationId: string; event: WebhookEventData }[]): Promise<void> {
+  if (!events.length) return;
+  if (events.length === 1) {
+    await emitEvent(tx, deps, events[0]!.organizationId, events[0]!.event);
+    return;
+  }
+  const rows = await tx.$queryRaw<{ id: string; endpointId: string }[]>`
+    WITH ${eventsCte(deps, events)}
     SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
   await sendDeliverJobs(
     tx,

@@ -47,8 +47,8 @@ export function evmAdapter(db?: Db, clock?: Clock): NetworkAdapter {
     kind: 'EVM',
     ...keys.secp256k1KeyOps,
     deriveAddress(_network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress {
-      const publicKey = keys.secp256k1KeyOps.deriveChild('EVM', wallet, index);
-      return { address: getAddress(keys.addressOf(publicKey)), publicKey };
+      const { publicKey, address } = keys.secp256k1KeyOps.deriveChildWithAddress('EVM', wallet, index);
+      return { address: getAddress(address), publicKey };
     },
     // All lower-case, all upper-case, or a valid EIP-55 checksum.
     validateAddress: (address) => isAddress(address, { strict: true }),

@@ -20,8 +20,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
     kind: 'SANDBOX',
     ...keys.secp256k1KeyOps,
     deriveAddress(_network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress {
-      const publicKey = keys.secp256k1KeyOps.deriveChild('sandbox', wallet, index);
-      return { address: keys.addressOf(publicKey), publicKey };
+      return keys.secp256k1KeyOps.deriveChildWithAddress('sandbox', wallet, index);
     },
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),
     signTransfer: async (_network, payload, privateKey) => keys.signTransfer(payload, privateKey),

@@ -1,0 +1,143 @@
+import type { Deps } from '../src/context';
+import { cpuDelta, cpuSnapshot } from './ledger';
+import { env, expectStatus, idOf, median, pool, setupBenchIntegrator, textTable, type Call, type ScenarioBench } from './setup';
+
+/**
+ * The payment-intents scenario of `npm run bench` (BENCH_SCENARIOS=ledger,payment-intents; issue 22,
+ * point 1): payment intents created through REST alone, as an integrator creates them
+ * (POST /v1/organizations/{org}/payment-intents with a walletId: the transaction, the intent, the
+ * deposit address, three events, two audit entries, the expiry job), at each concurrency of
+ * BENCH_INTENTS_CONCURRENCY (default "16,64"), BENCH_INTENTS_COUNT (default 1000) per concurrency
+ * per round, no GET after each (the 201 with its Location is the answer).
+ *
+ * Measured per concurrency: intents created per second, latency p50/p99, and CPU microseconds per
+ * intent of this process (service + load generator) and of PostgreSQL (less sensitive to the
+ * machine's load than the rates). Run with `ledger` selected, the run prints the ratio to the
+ * one-transfer-per-commit pg baseline of the same run (target >= 0.25x).
+ * After the rounds: every intent exists with its address, its three events, two audit entries and
+ * its expiry job; the derivation indexes are distinct.
+ */
+export interface PaymentIntentsRound {
+  concurrency: number;
+  intents: number;
+  intentsPerSecond: number;
+  latencyMs: { p50: number; p99: number };
+  cpuMicrosPerIntent: { bench: number; postgres: number };
+}
+export type PaymentIntentsBench = ScenarioBench<PaymentIntentsRound[]>;
+
+export const paymentIntentsSettings = () => ({
+  count: env('BENCH_INTENTS_COUNT', 1000),
+  concurrency: (process.env.BENCH_INTENTS_CONCURRENCY ?? '16,64').split(',').map(Number),
+});
+
+const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
+
+export async function startPaymentIntentsBench(opts: {
+  deps: Pick<Deps, 'db'>;
+  call: Call;
+  pgPort: number;
+  say: (msg: string) => void;
+}): Promise<PaymentIntentsBench> {
+  const { deps, call, say } = opts;
+  const s = paymentIntentsSettings();
+  const expect = expectStatus('payment-intents');
+  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'payment-intents', { code: 'BP', requiredConfirmations: 1 });
+  const walletId = idOf(
+    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
+  );
+  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  say(`payment-intents: organization ${org}, wallet ${walletId}`);
+  const ids: string[] = [];
+  let seq = 0;
+
+  return {
+    async run() {
+      const out: PaymentIntentsRound[] = [];
+      for (const concurrency of s.concurrency) {
+        const n = s.count;
+        const latencies: number[] = new Array(n);
+        const cpu0 = cpuSnapshot(opts.pgPort);
+        const t0 = performance.now();
+        await pool(n, concurrency, async (i) => {
+          const amount = BigInt(1_000_000) + BigInt(seq++) * 10n;
+          const a = performance.now();
+          const r = expect(
+            await call(
+              'POST',
+              `/v1/organizations/${org}/payment-intents`,
+              { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
+              apiKey,
+            ),
+            201,
+            'payment intent',
+          );
+          latencies[i] = performance.now() - a;
+          ids.push(idOf(r));
+        });
+        const seconds = (performance.now() - t0) / 1000;
+        const cpu = cpuDelta(cpu0, cpuSnapshot(opts.pgPort));
+        latencies.sort((x, y) => x - y);
+        out.push({
+          concurrency,
+          intents: n,
+          intentsPerSecond: Math.round(n / seconds),
+          latencyMs: { p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)) },
+          cpuMicrosPerIntent: { bench: Math.round(cpu.bench / n), postgres: Math.round(cpu.postgres / n) },
+        });
+      }
+      return out;
+    },
+    async verify() {
+      const [row] = await deps.db.$queryRaw<{ intents: bigint; addresses: bigint; indexes: bigint; events: bigint; audits: bigint; jobs: bigint }[]>`
+        WITH i AS (SELECT unnest(${ids}::uuid[]) AS id)
+        SELECT
+          (SELECT count(*) FROM "PaymentIntent" pi JOIN i ON i.id = pi."id" WHERE pi."status" = 'AWAITING_PAYMENT') AS intents,
+          (SELECT count(*) FROM "DepositAddress" d JOIN i ON i.id = d."paymentIntentId") AS addresses,
+          (SELECT count(DISTINCT d."derivationIndex") FROM "DepositAddress" d JOIN i ON i.id = d."paymentIntentId") AS indexes,
+          (SELECT count(*) FROM "WebhookEvent" e WHERE e."organizationId" = ${org}::uuid) AS events,
+          (SELECT count(*) FROM "AuditLogEntry" a JOIN i ON i.id = a."entityId") AS audits,
+          (SELECT count(*) FROM pgboss.job j JOIN i ON i.id = j."id" WHERE j."name" = 'payment-intent.expire') AS jobs`;
+      const n = ids.length;
+      const got = Object.fromEntries(Object.entries(row!).map(([k, v]) => [k, Number(v)]));
+      const want = { intents: n, addresses: n, indexes: n, events: 3 * n, audits: n, jobs: n };
+      const bad = Object.entries(want).filter(([k, v]) => got[k] !== v);
+      if (bad.length) throw new Error(`payment-intents: ${bad.map(([k, v]) => `${k} ${got[k]} (expected ${v})`).join(', ')}`);
+      return `${n} intents AWAITING_PAYMENT, each with its address (distinct derivation indexes), three events, its audit entry and its expiry job`;
+    },
+  };
+}
+
+/** The scenario's table: the round with the median rate per concurrency, with the ratio to the pg baseline of the same run. */
+export function paymentIntentsReport(runs: PaymentIntentsRound[][], check: { ok: boolean; detail: string } | undefined, baselineTransfers: number | undefined) {
+  const byConcurrency = [...new Set(runs.flat().map((r) => r.concurrency))].map((c) => {
+    const rs = runs.flat().filter((r) => r.concurrency === c);
+    const m = median(rs.map((r) => r.intentsPerSecond));
+    const r = rs.find((x) => x.intentsPerSecond === m)!;
+    return { ...r, toBaseline: baselineTransfers ? +(r.intentsPerSecond / baselineTransfers).toFixed(3) : undefined, rounds: rs.map((x) => x.intentsPerSecond) };
+  });
+  const rows = [
+    ['payment-intents', 'intents/s', 'vs pg baseline', 'p50 ms', 'p99 ms', 'cpu µs/intent bench/pg', 'rounds: intents/s'],
+    ...byConcurrency.map((r) => [
+      `${r.intents} intents, ${r.concurrency} in flight`,
+      String(r.intentsPerSecond),
+      r.toBaseline !== undefined ? `${r.toBaseline}x (${baselineTransfers}/s)` : 'no baseline (select ledger)',
+      String(r.latencyMs.p50),
+      String(r.latencyMs.p99),
+      `${r.cpuMicrosPerIntent.bench}/${r.cpuMicrosPerIntent.postgres}`,
+      r.rounds.join(', '),
+    ]),
+  ];
+  return {
+    result: { baselineTransfersPerSecond: baselineTransfers, byConcurrency, rounds: runs },
+    table: textTable(rows),
+    targets: [
+      ...byConcurrency.map((r) => ({
+        target: `payment-intents: created through REST, ${r.concurrency} in flight, >= 0.25x the one-transfer-per-commit baseline (issue 22)`,
+        met: r.toBaseline !== undefined ? r.toBaseline >= 0.25 : null,
+        measured: `${r.intentsPerSecond} intents/s vs ${baselineTransfers ?? '?'} transfers/s: ${r.toBaseline ?? '?'}x (cpu µs per intent: bench ${r.cpuMicrosPerIntent.bench}, postgres ${r.cpuMicrosPerIntent.postgres})`,
+      })),
+      { target: 'payment-intents: every intent complete (address, events, audit, expiry job)', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+    ],
+  };
+}
