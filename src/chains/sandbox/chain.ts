@@ -7,6 +7,7 @@ import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
 import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
+import { monotonicUuidv7 } from '../../ids';
 import type { ObservedTransfer } from '../adapter';
 
 /**
@@ -42,8 +43,10 @@ import type { ObservedTransfer } from '../adapter';
  *   address, recomputed for the addresses each change touches. The payer side is a faucet: payers'
  *   balances are not tracked.
  *
- * Every change of a network runs under that network's advisory lock (one writer at a time, so nonces
- * and heights never race) and sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
+ * Every change of a network but a send runs under that network's advisory lock (one writer at a time,
+ * so heights never race); a send takes only its recipient's lock (its bound) and the network's nonce
+ * counter row, in its last statement (issue 22: sends to different addresses run in parallel). Each
+ * sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
 
@@ -84,6 +87,15 @@ const sha = (parts: unknown[]) => '0x' + createHash('sha256').update(JSON.string
 /** A block's hash: SHA-256 of the JSON array [network, height, parent hash, fork number, sorted transaction hashes]. */
 export function blockHash(networkId: string, height: number, parentHash: string | null, fork: number, txHashes: string[]): string {
   return sha(['block', networkId, height, parentHash, fork, [...txHashes].sort()]);
+}
+
+/** A transaction's hash: SHA-256 of the JSON array ['tx', network, nonce, from, to, asset-network, amount, replaceable, revert] (insertTransaction computes it in SQL). */
+export function transactionHash(
+  networkId: string,
+  nonce: number,
+  t: { fromAddress: string; toAddress: string; assetNetworkId: string; amount: bigint; replaceable: boolean; revert: boolean },
+): string {
+  return sha(['tx', networkId, nonce, t.fromAddress, t.toAddress, t.assetNetworkId, t.amount.toString(), t.replaceable, t.revert]);
 }
 
 /** The payer of an organization's sandbox deposits: a deterministic address per organization. */
@@ -156,68 +168,91 @@ export interface SendArgs {
 }
 
 /**
+ * Serializes what bounds an address's incoming value on one network: sends and replacements to it
+ * (transaction-scoped). Sends to different addresses run in parallel (issue 22): nothing else of a
+ * send needs one writer per network (the nonce is a counter row taken last, heights are the
+ * miner's, which holds the network's lock). Taken after the network's lock by those that hold it.
+ */
+async function lockRecipient(tx: Db, networkId: string, address: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to ' + address}, 0))`;
+}
+
+/**
  * An address never holds more than 2^256 - 1 base units (a uint256 balance): refused (409, nothing
  * written) when its balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the
  * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
- * whatever order the mempool is mined in. The caller holds the network lock.
+ * whatever order the mempool is mined in. The caller holds the recipient's lock (lockRecipient), so
+ * no other send to the address passes this check at the same time; balance and pending are read in
+ * one statement (one snapshot), so a block mined meanwhile moves value from one to the other unseen.
  */
 async function assertRecipientCanHold(
   tx: Db,
   a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string },
 ): Promise<void> {
   if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
-  const incoming = await tx.sandboxTransaction.aggregate({
-    where: {
-      networkId: a.networkId,
-      assetNetworkId: a.assetNetworkId,
-      toAddress: a.toAddress,
-      status: { in: ['PENDING', 'ORPHANED'] },
-      ...(a.replacesId ? { id: { not: a.replacesId } } : {}),
-    },
-    _sum: { amount: true },
-  });
-  const held = (await balanceOf(tx, a.networkId, a.assetNetworkId, a.toAddress)) + (incoming._sum.amount ? numericToAmount(incoming._sum.amount) : 0n);
+  const [row] = await tx.$queryRaw<{ held: string }[]>`
+    SELECT (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                       WHERE b."networkId" = ${a.networkId}::uuid AND b."assetNetworkId" = ${a.assetNetworkId}::uuid AND b."address" = ${a.toAddress}), 0)
+          + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                       WHERE t."networkId" = ${a.networkId}::uuid AND t."assetNetworkId" = ${a.assetNetworkId}::uuid AND t."toAddress" = ${a.toAddress}
+                         AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" IS DISTINCT FROM ${a.replacesId ?? null}::uuid), 0))::text AS held`;
+  const held = BigInt(row!.held);
   if (held + a.amount > MAX_AMOUNT)
     throw invalidState(
       `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
     );
 }
 
+/**
+ * Inserts a PENDING transaction with its nonce in ONE statement, the caller's last before its commit
+ * (issue 22): the network's nonce counter (SandboxNetworkNonce: the count of its transactions before
+ * this one, as the nonce always was) is taken and the row inserted together, and the hash is
+ * computed by PostgreSQL over exactly the JSON `sha()` hashes, so the counter row is locked from this
+ * statement to the commit only. The recipient's bound is checked first, under the recipient's lock.
+ */
 async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
   await assertRecipientCanHold(tx, a);
-  const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
-  const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
+  // sha(['tx', networkId, nonce, from, to, assetNetworkId, amount, replaceable, revert]), the nonce spliced in by SQL.
+  const head = JSON.stringify(['tx', a.networkId]).slice(0, -1) + ',';
+  const tail = ',' + JSON.stringify([a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]).slice(1);
   const now = deps.clock.now();
-  return tx.sandboxTransaction.create({
-    data: {
-      networkId: a.networkId,
-      assetNetworkId: a.assetNetworkId,
-      txHash,
-      fromAddress: a.fromAddress,
-      toAddress: a.toAddress,
-      amount: a.amount.toString(),
-      status: 'PENDING',
-      replaceable: a.replaceable,
-      willRevert: a.revert,
-      senderOrganizationId: a.senderOrganizationId,
-      recipientOrganizationId: a.recipientOrganizationId,
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
+  const id = monotonicUuidv7(); // mempool order among equal createdAt (a test clock): the id's
+  const [row] = await tx.$queryRaw<(Omit<SandboxTransactionRow, 'amount'> & { amount: string })[]>`
+    WITH n AS (
+      INSERT INTO "SandboxNetworkNonce" ("networkId", "next") VALUES (${a.networkId}::uuid, 1)
+      ON CONFLICT ("networkId") DO UPDATE SET "next" = "SandboxNetworkNonce"."next" + 1
+      RETURNING "next" - 1 AS nonce
+    )
+    INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
+                                      "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
+    SELECT ${id}::uuid, ${a.networkId}::uuid, ${a.assetNetworkId}::uuid,
+           '0x' || encode(sha256(convert_to(${head} || n.nonce::text || ${tail}, 'UTF8')), 'hex'),
+           ${a.fromAddress}, ${a.toAddress}, ${a.amount.toString()}::numeric, 'PENDING', ${a.replaceable}, ${a.revert},
+           ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
+      FROM n
+    RETURNING "id"::text, "networkId"::text, "assetNetworkId"::text, "txHash", "fromAddress", "toAddress", "amount"::text AS amount,
+              "status"::text AS status, "replaceable", "replacedByTxHash", "blockHash", "blockHeight", "willRevert",
+              "senderOrganizationId"::text, "recipientOrganizationId"::text, "createdAt", "updatedAt"`;
+  const amount = row!.amount;
+  return { ...row!, amount: { toFixed: () => amount } };
 }
 
-/** Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is the owner of the deposit address. */
+/**
+ * Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is
+ * the owner of the deposit address. Under the recipient's lock only (not the network's: sends to
+ * different addresses do not wait for each other, issue 22); the `chain.sync` job is queued before
+ * the insert so the nonce counter is held for the insert and the caller's last statements.
+ */
 export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
   if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
-  await lockNetwork(tx, a.networkId);
+  // A deposit address never changes owner: read before any lock.
   const recipient = await tx.depositAddress.findUnique({
     where: { networkId_address: { networkId: a.networkId, address: a.toAddress } },
     select: { organizationId: true },
   });
-  const row = await insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
+  await lockRecipient(tx, a.networkId, a.toAddress);
   await sendChainSync(tx, deps.boss, a.networkId);
-  return row;
+  return insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
@@ -480,6 +515,7 @@ export async function replaceTransaction(
     if (spendable < next) throw invalidState(`insufficient funds: ${row.fromAddress} can spend ${spendable}, not ${next}.`);
     if (next > original) throw invalidState(`A replacement re-sends the transfer: at most ${original} from ${row.fromAddress}, not ${next}.`);
   }
+  await lockRecipient(tx, row.networkId, row.toAddress);
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId,
     assetNetworkId: row.assetNetworkId,

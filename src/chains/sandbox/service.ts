@@ -153,7 +153,8 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
         action: 'sandbox.transaction_sent',
         after: { txHash: row.txHash, ...request, networkId: assetNetwork.networkId },
       });
-      return view(row, await tipHeight(tx, row.networkId));
+      // Just sent: PENDING, no confirmations whatever the tip (no read of it).
+      return view(row, 0);
     }),
   );
 }
