@@ -2,12 +2,23 @@ import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
-import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
-import { auditAs, deferAudits, type Actor } from '../audit/audit';
+import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
+import { auditAll, auditAs, deferAudits, type Actor } from '../audit/audit';
 import { deferEvents, emit } from '../webhooks/outbox';
 import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
-import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
+import {
+  decideIntent,
+  depositCreditPosting,
+  depositSumsOf,
+  evaluateIntent,
+  freezeForDeposit,
+  postDepositCredit,
+  type IntentDecision,
+  type IntentWithTransaction,
+  type LedgerKind,
+} from './funding';
+import { LedgerError, postLedgerTransactions } from '../ledger/ledger';
 import { reasons, screeningVerdict } from './rules';
 import { isUuid } from '../ids';
 
@@ -145,6 +156,8 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
 
 /** Deposits whose state the chain may still move without a new transfer: waiting for confirmations, or under review. */
 const OPEN_DEPOSIT: DepositStatus[] = ['DETECTED', 'CONFIRMING', 'UNDER_REVIEW'];
+/** A transaction that takes a deposit's credit in its ESCROW (confirm()). */
+const OPEN_TRANSACTION: string[] = ['AWAITING_FUNDS', 'FUNDED', 'RESERVED'];
 /** Addresses looked up per statement when joining the chain's changed addresses to deposit addresses. */
 const JOIN_BATCH = 5_000;
 
@@ -239,20 +252,30 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
     for (const i of await tx.paymentIntent.findMany({ where: { id: { in: intentIds } }, select: { id: true, environmentType: true, transactionId: true } }))
       env.set(i.id, { environmentType: i.environmentType, transactionId: i.transactionId });
   const s = scope(tx, deps, network, env);
+  const byId = new Map(addresses.map((a) => [a.id, a]));
+  const observedHashes = new Set(observed.filter((o) => byAddress.has(o.toAddress)).map((o) => o.txHash));
+  const unseen = deposits.filter((d) => !observedHashes.has(d.txHash));
+  // How many transfers of the chunk touch each intent (an address without one: the address). An
+  // intent touched once whose deposit reaches its depth is confirmed with the others, set-based
+  // (confirmMany); anything else one transfer at a time, as always.
+  const touchKey = (a: AddressRow) => a.paymentIntentId ?? a.id;
+  const touches = new Map<string, number>();
+  const touch = (a: AddressRow) => touches.set(touchKey(a), (touches.get(touchKey(a)) ?? 0) + 1);
+  for (const o of observed) if (byAddress.has(o.toAddress)) touch(byAddress.get(o.toAddress)!);
+  for (const d of unseen) touch(byId.get(d.depositAddressId)!);
+  const batch: Confirmation[] = [];
   let changes = 0;
-  const seen = new Set<string>();
   for (const o of observed) {
     const address = byAddress.get(o.toAddress);
     if (!address) continue;
-    seen.add(o.txHash);
-    if (await reconcile(s, address, byHash.get(o.txHash) ?? null, o)) changes++;
+    const d = byHash.get(o.txHash) ?? null;
+    const confirmation = d && touches.get(touchKey(address)) === 1 ? batchable(s, d, o) : null;
+    if (confirmation) batch.push(confirmation);
+    else if (await reconcile(s, address, d, o)) changes++;
   }
   // Deposits the chain no longer reports (a real node forgets dropped transactions).
-  for (const d of deposits)
-    if (!seen.has(d.txHash)) {
-      const address = addresses.find((a) => a.id === d.depositAddressId)!;
-      if (await reconcile(s, address, d, null)) changes++;
-    }
+  for (const d of unseen) if (await reconcile(s, byId.get(d.depositAddressId)!, d, null)) changes++;
+  if (batch.length) changes += await confirmMany(s, batch);
   return { observed: observed.length, changes };
 }
 
@@ -504,14 +527,7 @@ export async function confirm(
     },
   });
   await postDepositCredit(tx, deps, confirmed, to);
-  await auditAs(tx, deps, actor, {
-    organizationId: d.organizationId,
-    entityType: 'Deposit',
-    entityId: d.id,
-    action: 'deposit.confirmed',
-    before: { status: d.status },
-    after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations: view.confirmations, late },
-  });
+  await auditAs(tx, deps, actor, confirmedAudit(d, to, view.confirmations, late));
   await depositEvents(s, confirmed, 'confirmed');
   if (intent && late) {
     if (!intent.paidLate) await tx.paymentIntent.update({ where: { id: intent.id }, data: { paidLate: true } });
@@ -524,6 +540,125 @@ export async function confirm(
       ReceivedAt: d.detectedAt,
     });
   } else if (intent) await evaluateIntent(tx, deps, actor, intent.id, now, intent);
+}
+
+/** The audit entry of a deposit's confirmation. */
+const confirmedAudit = (d: Deposit, to: LedgerKind, confirmations: number, late: boolean) => ({
+  organizationId: d.organizationId,
+  entityType: 'Deposit',
+  entityId: d.id,
+  action: 'deposit.confirmed',
+  before: { status: d.status },
+  after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations, late },
+});
+
+/** A deposit of the chunk reaching its depth, confirmed with the chunk's others (confirmMany). */
+interface Confirmation {
+  d: Deposit;
+  view: { confirmations: number; blockHash: string | null; blockHeight: number | null };
+}
+
+/**
+ * A transfer whose deposit (DETECTED or CONFIRMING, of an intent, not late) reaches its depth now:
+ * the common confirmation, taken set-based by confirmMany. Anything else (null) is reconciled alone.
+ */
+function batchable(s: SyncScope, d: Deposit, o: ObservedTransfer): Confirmation | null {
+  if (d.status !== 'DETECTED' && d.status !== 'CONFIRMING') return null;
+  if (!d.paymentIntentId || !d.transactionId || d.late) return null;
+  const view = chainView(o, s.network.requiredConfirmations);
+  if (view.gone !== null || !view.deep) return null;
+  return { d, view: { confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } };
+}
+
+/**
+ * The confirmations of a chunk, set-based (issue 22; the settlement groups' shape): the rules are
+ * confirm()'s and evaluateIntent's (decideIntent), the reads and writes one statement per table.
+ *
+ * - Reads, once, after locking every Transaction row of the batch in id order (one statement): the
+ *   intents with their transactions, and their deposits' sums (one grouped read).
+ * - Decisions, in memory: each deposit credited to its transaction's ESCROW, its intent's sums
+ *   moved by it (undecided → credited), decideIntent. A deposit whose transaction is no longer open
+ *   (late: SUSPENSE) or whose intent would expire now is confirmed alone by confirm(), after the
+ *   others (still in this transaction, under the same locks): the rare paths keep their one code.
+ * - Writes: one ledger_post for every credit (postLedgerTransactions; keys `deposit:<id>:confirmed`,
+ *   so a credit is never posted twice), one UPDATE each for the deposits, the transactions and the
+ *   intents (unnest), one insert of the release evaluation jobs; events and audit entries are queued
+ *   in confirm()'s order per deposit and written once at the chunk's end (deferEvents, deferAudits).
+ * A refused credit or any error rolls the chunk back whole; syncNetwork then redoes it address by
+ * address (each confirmed alone), isolating a failing one, as before. Answers the changes (one per deposit).
+ */
+async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number> {
+  const { tx, deps } = s;
+  const transactionIds = [...new Set(items.map((i) => i.d.transactionId!))].sort();
+  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
+  const intents = new Map(
+    (await tx.paymentIntent.findMany({ where: { id: { in: items.map((i) => i.d.paymentIntentId!) } }, include: { transaction: true } })).map((i) => [
+      i.id,
+      i,
+    ]),
+  );
+  const sums = await depositSumsOf(tx, [...intents.keys()]);
+  const together: (Confirmation & { now: Date; decision: IntentDecision })[] = [];
+  const alone: (Confirmation & { intent: IntentWithTransaction })[] = [];
+  for (const it of items) {
+    const intent = intents.get(it.d.paymentIntentId!)!;
+    const open = OPEN_TRANSACTION.includes(intent.transaction.status) && intent.status !== 'EXPIRED' && intent.status !== 'CANCELLED';
+    const now = await intentNow(s, it.d);
+    const before = sums.get(intent.id)!;
+    const decision = open
+      ? decideIntent(intent, { ...before, credited: before.credited + numericToAmount(it.d.amount), undecided: before.undecided - 1 }, now)
+      : null;
+    if (!decision || decision.expire) alone.push({ ...it, intent });
+    else together.push({ ...it, now, decision });
+  }
+  if (together.length) {
+    const posted = await postLedgerTransactions(
+      tx,
+      together.map((c) => depositCreditPosting(deps, c.d, 'ESCROW')),
+    );
+    for (const p of posted) if (p instanceof LedgerError) throw p;
+    const updatedAt = new Date();
+    await tx.$executeRaw`
+      UPDATE "Deposit" AS d SET "status" = 'CONFIRMED', "confirmations" = u.confirmations, "blockHash" = u.hash, "blockHeight" = u.height,
+             "confirmedAt" = u.at, "creditedTo" = 'ESCROW', "late" = false, "updatedAt" = ${updatedAt}
+        FROM unnest(${together.map((c) => c.d.id)}::uuid[], ${together.map((c) => c.view.confirmations)}::int[],
+                    ${together.map((c) => c.view.blockHash)}::text[], ${together.map((c) => c.view.blockHeight)}::int[],
+                    ${together.map((c) => c.now.toISOString())}::timestamptz[]) AS u(id, confirmations, hash, height, at)
+       WHERE d."id" = u.id`;
+    const transactions = together.filter((c) => c.decision.transactionData).map((c) => c.decision.transaction);
+    if (transactions.length)
+      await tx.$executeRaw`
+        UPDATE "Transaction" AS t SET "fundedAmount" = u.funded, "status" = u.status::"TransactionStatus", "fundedAt" = u.funded_at,
+               "reservedAt" = u.reserved_at, "updatedAt" = ${updatedAt}
+          FROM unnest(${transactions.map((t) => t.id)}::uuid[], ${transactions.map((t) => String(numericToAmount(t.fundedAmount)))}::numeric[],
+                      ${transactions.map((t) => t.status)}::text[], ${transactions.map((t) => t.fundedAt?.toISOString() ?? null)}::timestamptz[],
+                      ${transactions.map((t) => t.reservedAt?.toISOString() ?? null)}::timestamptz[]) AS u(id, funded, status, funded_at, reserved_at)
+         WHERE t."id" = u.id`;
+    const changedIntents = together.filter((c) => c.decision.intentData).map((c) => c.decision.intent);
+    if (changedIntents.length)
+      await tx.$executeRaw`
+        UPDATE "PaymentIntent" AS p SET "detectedAmount" = u.detected, "confirmedAmount" = u.confirmed, "overpaid" = u.overpaid,
+               "status" = u.status::"PaymentIntentStatus", "succeededAt" = u.succeeded_at, "updatedAt" = ${updatedAt}
+          FROM unnest(${changedIntents.map((i) => i.id)}::uuid[], ${changedIntents.map((i) => String(numericToAmount(i.detectedAmount)))}::numeric[],
+                      ${changedIntents.map((i) => String(numericToAmount(i.confirmedAmount)))}::numeric[], ${changedIntents.map((i) => i.overpaid)}::boolean[],
+                      ${changedIntents.map((i) => i.status)}::text[], ${changedIntents.map((i) => i.succeededAt?.toISOString() ?? null)}::timestamptz[])
+               AS u(id, detected, confirmed, overpaid, status, succeeded_at)
+         WHERE p."id" = u.id`;
+    await sendReleaseEvaluations(
+      tx,
+      deps.boss,
+      together.filter((c) => c.decision.release).map((c) => c.decision.transaction.id),
+    );
+    for (const c of together) {
+      const confirmed = { ...c.d, status: 'CONFIRMED' as const, transactionId: c.d.transactionId };
+      await auditAs(tx, deps, SYNC_ACTOR, confirmedAudit(c.d, 'ESCROW', c.view.confirmations, false));
+      await depositEvents(s, confirmed, 'confirmed');
+      for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
+      await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
+    }
+  }
+  for (const c of alone) await confirm(s, c.d, c.view, SYNC_ACTOR, c.intent);
+  return items.length;
 }
 
 /** Dropped, replaced, reverted (or gone while under review) before confirmation: REJECTED, never credited. */
