@@ -20,7 +20,7 @@ import {
 } from './funding';
 import { LedgerError, postLedgerTransactions } from '../ledger/ledger';
 import { reasons, screeningVerdict } from './rules';
-import { isUuid } from '../ids';
+import { isUuid, monotonicUuidv7 } from '../ids';
 
 /**
  * Deposit detection: the `chain.sync` job handler. It asks the network's adapter what changed since
@@ -263,19 +263,24 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
   const touch = (a: AddressRow) => touches.set(touchKey(a), (touches.get(touchKey(a)) ?? 0) + 1);
   for (const o of observed) if (byAddress.has(o.toAddress)) touch(byAddress.get(o.toAddress)!);
   for (const d of unseen) touch(byId.get(d.depositAddressId)!);
-  const batch: Confirmation[] = [];
+  const confirmations: Confirmation[] = [];
+  const detections: Detection[] = [];
   let changes = 0;
   for (const o of observed) {
     const address = byAddress.get(o.toAddress);
     if (!address) continue;
     const d = byHash.get(o.txHash) ?? null;
-    const confirmation = d && touches.get(touchKey(address)) === 1 ? batchable(s, d, o) : null;
-    if (confirmation) batch.push(confirmation);
+    const once = touches.get(touchKey(address)) === 1;
+    const confirmation = once && d ? batchable(s, d, o) : null;
+    const detection = once && !d ? detectable(s, address, o) : null;
+    if (confirmation) confirmations.push(confirmation);
+    else if (detection) detections.push(detection);
     else if (await reconcile(s, address, d, o)) changes++;
   }
   // Deposits the chain no longer reports (a real node forgets dropped transactions).
   for (const d of unseen) if (await reconcile(s, byId.get(d.depositAddressId)!, d, null)) changes++;
-  if (batch.length) changes += await confirmMany(s, batch);
+  if (detections.length) changes += await detectMany(s, detections);
+  if (confirmations.length) changes += await confirmMany(s, confirmations);
   return { observed: observed.length, changes };
 }
 
@@ -378,6 +383,34 @@ async function intentNow(s: SyncScope, d: Pick<Deposit, 'organizationId' | 'paym
 }
 
 /**
+ * What a new transfer is as a deposit: wrong asset or below the minimum → REJECTED; screening or a
+ * DISABLED asset-network → UNDER_REVIEW; otherwise DETECTED, or CONFIRMING when first seen already
+ * in a block (but not yet deep).
+ */
+function classify(s: SyncScope, address: AddressRow, o: ObservedTransfer) {
+  const an = s.assetNetworks.get(address.assetNetworkId);
+  let status: DepositStatus = 'DETECTED';
+  let reason: string | null = null;
+  let reviewReason: string | null = null;
+  if (o.assetNetworkId !== address.assetNetworkId) {
+    status = 'REJECTED';
+    reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
+  } else if (an && o.amount < numericToAmount(an.minimumDeposit)) {
+    status = 'REJECTED';
+    reason = `${reasons.belowMinimum}: the minimum deposit is ${numericToAmount(an.minimumDeposit)}`;
+  } else {
+    const verdict = screeningVerdict(s.network.kind, o);
+    if (verdict) reviewReason = verdict;
+    else if (an?.status === 'DISABLED') reviewReason = `${reasons.assetNetworkDisabled}: the asset-network was disabled`;
+    if (reviewReason) status = 'UNDER_REVIEW';
+  }
+  const view = chainView(o, s.network.requiredConfirmations);
+  // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
+  if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
+  return { status, reason, reviewReason, view };
+}
+
+/**
  * A new transfer (or a dropped one seen again): wrong asset or below the minimum → REJECTED;
  * screening or a DISABLED asset-network → UNDER_REVIEW; otherwise DETECTED, then as deep as the
  * chain says. After its intent expired or was cancelled, the deposit is late.
@@ -397,26 +430,8 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
       intent = await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent);
     late = intent.status === 'EXPIRED' || intent.status === 'CANCELLED';
   }
-  const an = s.assetNetworks.get(address.assetNetworkId);
-  let status: DepositStatus = 'DETECTED';
-  let reason: string | null = null;
-  let reviewReason: string | null = null;
-  if (o.assetNetworkId !== address.assetNetworkId) {
-    status = 'REJECTED';
-    reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
-  } else if (an && o.amount < numericToAmount(an.minimumDeposit)) {
-    status = 'REJECTED';
-    reason = `${reasons.belowMinimum}: the minimum deposit is ${numericToAmount(an.minimumDeposit)}`;
-  } else {
-    const verdict = screeningVerdict(s.network.kind, o);
-    if (verdict) reviewReason = verdict;
-    else if (an?.status === 'DISABLED') reviewReason = `${reasons.assetNetworkDisabled}: the asset-network was disabled`;
-    if (reviewReason) status = 'UNDER_REVIEW';
-  }
-  const view = chainView(o, s.network.requiredConfirmations);
+  const { status, reason, reviewReason, view } = classify(s, address, o);
   const mined = o.status === 'MINED';
-  // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
-  if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
   const data = {
     status,
     reason,
@@ -589,15 +604,11 @@ function batchable(s: SyncScope, d: Deposit, o: ObservedTransfer): Confirmation 
  */
 async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number> {
   const { tx, deps } = s;
-  const transactionIds = [...new Set(items.map((i) => i.d.transactionId!))].sort();
-  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
-  const intents = new Map(
-    (await tx.paymentIntent.findMany({ where: { id: { in: items.map((i) => i.d.paymentIntentId!) } }, include: { transaction: true } })).map((i) => [
-      i.id,
-      i,
-    ]),
+  const { intents, sums } = await readIntents(
+    s,
+    items.map((i) => i.d.paymentIntentId!),
+    items.map((i) => i.d.transactionId!),
   );
-  const sums = await depositSumsOf(tx, [...intents.keys()]);
   const together: (Confirmation & { now: Date; decision: IntentDecision })[] = [];
   const alone: (Confirmation & { intent: IntentWithTransaction })[] = [];
   for (const it of items) {
@@ -625,29 +636,10 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
                     ${together.map((c) => c.view.blockHash)}::text[], ${together.map((c) => c.view.blockHeight)}::int[],
                     ${together.map((c) => c.now.toISOString())}::timestamptz[]) AS u(id, confirmations, hash, height, at)
        WHERE d."id" = u.id`;
-    const transactions = together.filter((c) => c.decision.transactionData).map((c) => c.decision.transaction);
-    if (transactions.length)
-      await tx.$executeRaw`
-        UPDATE "Transaction" AS t SET "fundedAmount" = u.funded, "status" = u.status::"TransactionStatus", "fundedAt" = u.funded_at,
-               "reservedAt" = u.reserved_at, "updatedAt" = ${updatedAt}
-          FROM unnest(${transactions.map((t) => t.id)}::uuid[], ${transactions.map((t) => String(numericToAmount(t.fundedAmount)))}::numeric[],
-                      ${transactions.map((t) => t.status)}::text[], ${transactions.map((t) => t.fundedAt?.toISOString() ?? null)}::timestamptz[],
-                      ${transactions.map((t) => t.reservedAt?.toISOString() ?? null)}::timestamptz[]) AS u(id, funded, status, funded_at, reserved_at)
-         WHERE t."id" = u.id`;
-    const changedIntents = together.filter((c) => c.decision.intentData).map((c) => c.decision.intent);
-    if (changedIntents.length)
-      await tx.$executeRaw`
-        UPDATE "PaymentIntent" AS p SET "detectedAmount" = u.detected, "confirmedAmount" = u.confirmed, "overpaid" = u.overpaid,
-               "status" = u.status::"PaymentIntentStatus", "succeededAt" = u.succeeded_at, "updatedAt" = ${updatedAt}
-          FROM unnest(${changedIntents.map((i) => i.id)}::uuid[], ${changedIntents.map((i) => String(numericToAmount(i.detectedAmount)))}::numeric[],
-                      ${changedIntents.map((i) => String(numericToAmount(i.confirmedAmount)))}::numeric[], ${changedIntents.map((i) => i.overpaid)}::boolean[],
-                      ${changedIntents.map((i) => i.status)}::text[], ${changedIntents.map((i) => i.succeededAt?.toISOString() ?? null)}::timestamptz[])
-               AS u(id, detected, confirmed, overpaid, status, succeeded_at)
-         WHERE p."id" = u.id`;
-    await sendReleaseEvaluations(
-      tx,
-      deps.boss,
-      together.filter((c) => c.decision.release).map((c) => c.decision.transaction.id),
+    await writeDecisions(
+      s,
+      together.map((c) => c.decision),
+      updatedAt,
     );
     for (const c of together) {
       const confirmed = { ...c.d, status: 'CONFIRMED' as const, transactionId: c.d.transactionId };
@@ -658,6 +650,151 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
     }
   }
   for (const c of alone) await confirm(s, c.d, c.view, SYNC_ACTOR, c.intent);
+  return items.length;
+}
+
+/**
+ * The row writes of intents' decisions (decideIntent), one statement per table: the transactions
+ * (funded amount, status, times), the intents (sums, status, succeededAt), the release evaluation
+ * jobs. Their events and audit entries are the caller's (in its order).
+ */
+async function writeDecisions(s: SyncScope, decisions: IntentDecision[], updatedAt: Date): Promise<void> {
+  const { tx, deps } = s;
+  const transactions = decisions.filter((d) => d.transactionData).map((d) => d.transaction);
+  if (transactions.length)
+    await tx.$executeRaw`
+      UPDATE "Transaction" AS t SET "fundedAmount" = u.funded, "status" = u.status::"TransactionStatus", "fundedAt" = u.funded_at,
+             "reservedAt" = u.reserved_at, "updatedAt" = ${updatedAt}
+        FROM unnest(${transactions.map((t) => t.id)}::uuid[], ${transactions.map((t) => String(numericToAmount(t.fundedAmount)))}::numeric[],
+                    ${transactions.map((t) => t.status)}::text[], ${transactions.map((t) => t.fundedAt?.toISOString() ?? null)}::timestamptz[],
+                    ${transactions.map((t) => t.reservedAt?.toISOString() ?? null)}::timestamptz[]) AS u(id, funded, status, funded_at, reserved_at)
+       WHERE t."id" = u.id`;
+  const intents = decisions.filter((d) => d.intentData).map((d) => d.intent);
+  if (intents.length)
+    await tx.$executeRaw`
+      UPDATE "PaymentIntent" AS p SET "detectedAmount" = u.detected, "confirmedAmount" = u.confirmed, "overpaid" = u.overpaid,
+             "status" = u.status::"PaymentIntentStatus", "succeededAt" = u.succeeded_at, "updatedAt" = ${updatedAt}
+        FROM unnest(${intents.map((i) => i.id)}::uuid[], ${intents.map((i) => String(numericToAmount(i.detectedAmount)))}::numeric[],
+                    ${intents.map((i) => String(numericToAmount(i.confirmedAmount)))}::numeric[], ${intents.map((i) => i.overpaid)}::boolean[],
+                    ${intents.map((i) => i.status)}::text[], ${intents.map((i) => i.succeededAt?.toISOString() ?? null)}::timestamptz[])
+             AS u(id, detected, confirmed, overpaid, status, succeeded_at)
+       WHERE p."id" = u.id`;
+  await sendReleaseEvaluations(
+    tx,
+    deps.boss,
+    decisions.filter((d) => d.release).map((d) => d.transaction.id),
+  );
+}
+
+/** Locks the Transaction rows of a batch (one statement, in id order) and reads their intents with their transactions and their deposits' sums. */
+async function readIntents(s: SyncScope, intentIds: string[], transactionIds: string[]) {
+  const { tx } = s;
+  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${[...new Set(transactionIds)].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
+  const intents = new Map(
+    (await tx.paymentIntent.findMany({ where: { id: { in: [...new Set(intentIds)] } }, include: { transaction: true } })).map((i) => [i.id, i]),
+  );
+  return { intents, sums: await depositSumsOf(tx, [...intents.keys()]) };
+}
+
+/** A new transfer to an intent's address, detected with the chunk's others (detectMany). */
+interface Detection {
+  address: AddressRow & { paymentIntentId: string };
+  o: ObservedTransfer;
+  status: 'DETECTED' | 'CONFIRMING';
+}
+
+/** A new transfer that becomes a DETECTED or CONFIRMING deposit of an intent (not deep yet): the common detection, set-based. */
+function detectable(s: SyncScope, address: AddressRow, o: ObservedTransfer): Detection | null {
+  if (!address.paymentIntentId || !s.env.has(address.paymentIntentId)) return null;
+  const c = classify(s, address, o);
+  if (c.view.gone !== null || c.view.deep || (c.status !== 'DETECTED' && c.status !== 'CONFIRMING')) return null;
+  return { address: address as Detection['address'], o, status: c.status };
+}
+
+/**
+ * The detections of a chunk, set-based (issue 22), with detect()'s rules: the Transaction rows
+ * locked at once, the intents and sums read once; an intent that is no longer open, or due (its
+ * expiry is materialized first, and the deposit is late), is detected alone by detect(), after the
+ * others. The rest: the deposits inserted with one statement, each intent decided in memory with
+ * the new deposit live and undecided (decideIntent: PROCESSING), the rows written by writeDecisions;
+ * deposit.detected (deposit.confirming when first seen in a block), then the intent's, per deposit.
+ */
+async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
+  const { tx, deps } = s;
+  const { intents, sums } = await readIntents(
+    s,
+    items.map((i) => i.address.paymentIntentId),
+    items.map((i) => s.env.get(i.address.paymentIntentId)!.transactionId),
+  );
+  const together: (Detection & { d: Deposit; decision: IntentDecision })[] = [];
+  const alone: Detection[] = [];
+  const updatedAt = new Date();
+  for (const it of items) {
+    const intent = intents.get(it.address.paymentIntentId)!;
+    const now = await s.now(it.address.organizationId, intent.environmentType);
+    if ((intent.status !== 'AWAITING_PAYMENT' && intent.status !== 'PROCESSING') || now >= intent.expiresAt) {
+      alone.push(it);
+      continue;
+    }
+    const { o } = it;
+    const mined = o.status === 'MINED';
+    const d: Deposit = {
+      id: monotonicUuidv7(),
+      organizationId: it.address.organizationId,
+      paymentIntentId: intent.id,
+      transactionId: intent.transactionId,
+      depositAddressId: it.address.id,
+      networkId: s.network.id,
+      assetNetworkId: o.assetNetworkId,
+      address: it.address.address,
+      txHash: o.txHash,
+      amount: amountToNumeric(o.amount) as unknown as Deposit['amount'],
+      status: it.status,
+      confirmations: mined ? o.confirmations : 0,
+      blockHash: mined ? o.blockHash : null,
+      blockHeight: mined ? o.blockHeight : null,
+      late: false,
+      creditedTo: null,
+      reason: null,
+      reviewReason: null,
+      detectedAt: now,
+      confirmedAt: null,
+      resolvedAt: null,
+      createdAt: updatedAt,
+      updatedAt,
+    };
+    const before = sums.get(intent.id)!;
+    const decision = decideIntent(intent, { ...before, detected: before.detected + o.amount, live: before.live + 1, undecided: before.undecided + 1 }, now);
+    together.push({ ...it, d, decision });
+  }
+  if (together.length) {
+    const ds = together.map((c) => c.d);
+    await tx.$executeRaw`
+      INSERT INTO "Deposit" ("id", "organizationId", "paymentIntentId", "transactionId", "depositAddressId", "networkId", "assetNetworkId",
+                             "address", "txHash", "amount", "status", "confirmations", "blockHash", "blockHeight", "late", "detectedAt",
+                             "createdAt", "updatedAt")
+      SELECT u.id, u.org, u.intent, u.tx, u.addr_id, ${s.network.id}::uuid, u.an, u.addr, u.hash, u.amount, u.status::"DepositStatus",
+             u.confirmations, u.block_hash, u.block_height, false, u.detected_at, ${updatedAt}, ${updatedAt}
+        FROM unnest(${ds.map((d) => d.id)}::uuid[], ${ds.map((d) => d.organizationId)}::uuid[], ${ds.map((d) => d.paymentIntentId)}::uuid[],
+                    ${ds.map((d) => d.transactionId)}::uuid[], ${ds.map((d) => d.depositAddressId)}::uuid[], ${ds.map((d) => d.assetNetworkId)}::uuid[],
+                    ${ds.map((d) => d.address)}::text[], ${ds.map((d) => d.txHash)}::text[], ${ds.map((d) => String(d.amount))}::numeric[],
+                    ${ds.map((d) => d.status)}::text[], ${ds.map((d) => d.confirmations)}::int[], ${ds.map((d) => d.blockHash)}::text[],
+                    ${ds.map((d) => d.blockHeight)}::int[], ${ds.map((d) => d.detectedAt.toISOString())}::timestamptz[])
+             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at)`;
+    await writeDecisions(
+      s,
+      together.map((c) => c.decision),
+      updatedAt,
+    );
+    for (const c of together) {
+      await audit(s, c.d, 'deposit.detected', null, { status: c.status, txHash: c.d.txHash, amount: amountToNumeric(c.o.amount), late: false });
+      await depositEvents(s, c.d, 'detected');
+      if (c.status === 'CONFIRMING') await emit(tx, deps, c.d.organizationId, 'deposit.confirming', { DepositId: c.d.id, ConfirmationCount: c.d.confirmations });
+      for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
+      await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
+    }
+  }
+  for (const c of alone) await detect(s, c.address, c.o);
   return items.length;
 }
 
