@@ -185,7 +185,10 @@ export function decideIntent(intent: IntentWithTransaction, sums: DepositSums, n
   if (changed) {
     if (tStatus !== t.status && tStatus === 'RESERVED') {
       // FUNDED and RESERVED in one step: the funds are held in its escrow from the moment they cover it.
-      events.push({ type: 'transaction.funded', fields: { TransactionId: t.id } }, { type: 'transaction.reserved', fields: { TransactionId: t.id, Amount: sums.credited } });
+      events.push(
+        { type: 'transaction.funded', fields: { TransactionId: t.id } },
+        { type: 'transaction.reserved', fields: { TransactionId: t.id, Amount: sums.credited } },
+      );
       // Reserved: its release rule may release now (docs/release-rules.md).
       release = true;
       audits.push(

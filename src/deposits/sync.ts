@@ -265,6 +265,7 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
   for (const d of unseen) touch(byId.get(d.depositAddressId)!);
   const confirmations: Confirmation[] = [];
   const detections: Detection[] = [];
+  const progressions: Progression[] = [];
   let changes = 0;
   for (const o of observed) {
     const address = byAddress.get(o.toAddress);
@@ -273,12 +274,15 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
     const once = touches.get(touchKey(address)) === 1;
     const confirmation = once && d ? batchable(s, d, o) : null;
     const detection = once && !d ? detectable(s, address, o) : null;
+    const progression = once && d && !confirmation ? progressable(s, d, o) : null;
     if (confirmation) confirmations.push(confirmation);
     else if (detection) detections.push(detection);
+    else if (progression) progressions.push(progression);
     else if (await reconcile(s, address, d, o)) changes++;
   }
   // Deposits the chain no longer reports (a real node forgets dropped transactions).
   for (const d of unseen) if (await reconcile(s, byId.get(d.depositAddressId)!, d, null)) changes++;
+  if (progressions.length) changes += await progressMany(s, progressions);
   if (detections.length) changes += await detectMany(s, detections);
   if (confirmations.length) changes += await confirmMany(s, confirmations);
   return { observed: observed.length, changes };
@@ -477,18 +481,53 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
   if (intentId && !late) await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent ?? undefined);
 }
 
+type ChainPosition = { confirmations: number; blockHash: string | null; blockHeight: number | null };
+
 /** The confirmation count changed below the required depth: one deposit.confirming per change. */
-async function progress(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<boolean> {
+async function progress(s: SyncScope, d: Deposit, view: ChainPosition): Promise<boolean> {
   const status: DepositStatus = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
   if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return false;
   await s.tx.deposit.update({
     where: { id: d.id },
     data: { status, confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight },
   });
+  await progressed(s, { d, status, view });
+  return true;
+}
+
+/** What progress() emits and audits for one deposit whose row moved. */
+async function progressed(s: SyncScope, { d, status, view }: Progression): Promise<void> {
   if (d.confirmations !== view.confirmations)
     await emit(s.tx, s.deps, d.organizationId, 'deposit.confirming', { DepositId: d.id, ConfirmationCount: view.confirmations });
   if (d.status !== status) await audit(s, d, `deposit.${status.toLowerCase()}`, { status: d.status }, { status, confirmations: view.confirmations });
-  return true;
+}
+
+/** A DETECTED or CONFIRMING deposit whose position on the chain moved, still short of its depth (progress(), set-based by progressMany). */
+interface Progression {
+  d: Deposit;
+  status: 'DETECTED' | 'CONFIRMING';
+  view: ChainPosition;
+}
+
+function progressable(s: SyncScope, d: Deposit, o: ObservedTransfer): Progression | null {
+  if (d.status !== 'DETECTED' && d.status !== 'CONFIRMING') return null;
+  const view = chainView(o, s.network.requiredConfirmations);
+  if (view.gone !== null || view.deep) return null;
+  const status = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
+  if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return null;
+  return { d, status, view: { confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } };
+}
+
+/** Every deposit of the chunk that moved on the chain short of its depth (each block moves them all): one UPDATE, then progress()'s events and audit entries per deposit. */
+async function progressMany(s: SyncScope, items: Progression[]): Promise<number> {
+  await s.tx.$executeRaw`
+    UPDATE "Deposit" AS d SET "status" = u.status::"DepositStatus", "confirmations" = u.confirmations, "blockHash" = u.hash,
+           "blockHeight" = u.height, "updatedAt" = ${new Date()}
+      FROM unnest(${items.map((i) => i.d.id)}::uuid[], ${items.map((i) => i.status)}::text[], ${items.map((i) => i.view.confirmations)}::int[],
+                  ${items.map((i) => i.view.blockHash)}::text[], ${items.map((i) => i.view.blockHeight)}::int[]) AS u(id, status, confirmations, hash, height)
+     WHERE d."id" = u.id`;
+  for (const i of items) await progressed(s, i);
+  return items.length;
 }
 
 /** Silent bookkeeping (no event): a deposit under review, or a confirmed one re-mined in another deep block. */
@@ -789,7 +828,8 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
     for (const c of together) {
       await audit(s, c.d, 'deposit.detected', null, { status: c.status, txHash: c.d.txHash, amount: amountToNumeric(c.o.amount), late: false });
       await depositEvents(s, c.d, 'detected');
-      if (c.status === 'CONFIRMING') await emit(tx, deps, c.d.organizationId, 'deposit.confirming', { DepositId: c.d.id, ConfirmationCount: c.d.confirmations });
+      if (c.status === 'CONFIRMING')
+        await emit(tx, deps, c.d.organizationId, 'deposit.confirming', { DepositId: c.d.id, ConfirmationCount: c.d.confirmations });
       for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
       await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
     }
