@@ -161,7 +161,7 @@ describe('sending and mining', () => {
 });
 
 describe('concurrent sends (issue 22: no network-wide lock)', () => {
-  test('sends to many addresses at once: every one PENDING with its own nonce 0..n-1 (hash as the chain defines it), the counter at n', async () => {
+  test('sends to many addresses at once: every one PENDING with its own nonce 0..n-1 from the network’s sequence (hash as the chain defines it)', async () => {
     const c = await freshChain();
     const targets = Array.from({ length: 6 }, () => address());
     const n = 24;
@@ -184,8 +184,8 @@ describe('concurrent sends (issue 22: no network-wide lock)', () => {
       };
       return Array.from({ length: n }, (_x, k) => k).find((k) => transactionHash(c.networkId, k, t) === s.txHash);
     });
+    // Nothing refused or rolled back: the network's sequence gave exactly 0..n-1.
     expect(nonces.sort((a, b) => a! - b!)).toEqual(Array.from({ length: n }, (_x, k) => k));
-    expect((await app.deps.db.sandboxNetworkNonce.findUniqueOrThrow({ where: { networkId: c.networkId } })).next).toBe(BigInt(n));
     await sandboxMine(app, h, c.networkId, 1);
     for (const to of targets) expect(await balance(c.assetNetworkId, to)).toBe(sent.filter((s) => s.to === to).reduce((a, s) => a + s.amount, 0n));
   });

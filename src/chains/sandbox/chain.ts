@@ -18,7 +18,7 @@ import type { ObservedTransfer } from '../adapter';
  *   each becomes MINED, or REVERTED when it was sent to fail (mined, no value moved).
  * - A block's hash is SHA-256 over (network, height, parent hash, fork number, sorted transaction
  *   hashes); a transaction's over (network, nonce, from, to, asset-network, amount, flags), the nonce
- *   being the count of the network's transactions before it. The same operations in the same order
+ *   being the network's next sequence number (0, 1, 2… in send order; a rolled-back send leaves a gap). The same operations in the same order
  *   give the same hashes. The fork number (blocks already seen at that height) tells a replacement
  *   block from the one it replaces.
  * - Confirmations of a MINED transaction: tip height - block height + 1; 0 for anything else.
@@ -44,8 +44,9 @@ import type { ObservedTransfer } from '../adapter';
  *   balances are not tracked.
  *
  * Every change of a network but a send runs under that network's advisory lock (one writer at a time,
- * so heights never race); a send takes only its recipient's lock (its bound) and the network's nonce
- * counter row, in its last statement (issue 22: sends to different addresses run in parallel). Each
+ * so heights never race); a send takes only its recipient's lock (its bound) and a nonce from the
+ * network's sequence (issue 22: sends to different addresses run in parallel, nothing of a network is
+ * held to a send's commit). Each
  * sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
@@ -170,89 +171,85 @@ export interface SendArgs {
 /**
  * Serializes what bounds an address's incoming value on one network: sends and replacements to it
  * (transaction-scoped). Sends to different addresses run in parallel (issue 22): nothing else of a
- * send needs one writer per network (the nonce is a counter row taken last, heights are the
- * miner's, which holds the network's lock). Taken after the network's lock by those that hold it.
+ * send needs one writer per network (the nonce is a sequence's, heights are the miner's, which holds
+ * the network's lock). Taken after the network's lock by those that hold it.
+ * Answers the organization whose deposit address it is (null: none), read in the same statement
+ * (a deposit address never changes owner).
  */
-async function lockRecipient(tx: Db, networkId: string, address: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to ' + address}, 0))`;
+async function lockRecipient(tx: Db, networkId: string, address: string): Promise<string | null> {
+  const [row] = await tx.$queryRaw<{ org: string | null }[]>`
+    SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to ' + address}, 0))::text AS locked,
+           (SELECT a."organizationId"::text FROM "DepositAddress" a WHERE a."networkId" = ${networkId}::uuid AND a."address" = ${address}) AS org`;
+  return row!.org;
 }
 
 /**
- * An address never holds more than 2^256 - 1 base units (a uint256 balance): refused (409, nothing
- * written) when its balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the
- * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
- * whatever order the mempool is mined in. The caller holds the recipient's lock (lockRecipient), so
- * no other send to the address passes this check at the same time; balance and pending are read in
- * one statement (one snapshot), so a block mined meanwhile moves value from one to the other unseen.
- */
-async function assertRecipientCanHold(
-  tx: Db,
-  a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string },
-): Promise<void> {
-  if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
-  const [row] = await tx.$queryRaw<{ held: string }[]>`
-    SELECT (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
-                       WHERE b."networkId" = ${a.networkId}::uuid AND b."assetNetworkId" = ${a.assetNetworkId}::uuid AND b."address" = ${a.toAddress}), 0)
-          + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
-                       WHERE t."networkId" = ${a.networkId}::uuid AND t."assetNetworkId" = ${a.assetNetworkId}::uuid AND t."toAddress" = ${a.toAddress}
-                         AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" IS DISTINCT FROM ${a.replacesId ?? null}::uuid), 0))::text AS held`;
-  const held = BigInt(row!.held);
-  if (held + a.amount > MAX_AMOUNT)
-    throw invalidState(
-      `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
-    );
-}
-
-/**
- * Inserts a PENDING transaction with its nonce in ONE statement, the caller's last before its commit
- * (issue 22): the network's nonce counter (SandboxNetworkNonce: the count of its transactions before
- * this one, as the nonce always was) is taken and the row inserted together, and the hash is
- * computed by PostgreSQL over exactly the JSON `sha()` hashes, so the counter row is locked from this
- * statement to the commit only. The recipient's bound is checked first, under the recipient's lock.
+ * Inserts a PENDING transaction in ONE statement (issue 22), the caller holding the recipient's lock
+ * (lockRecipient):
+ * - **the recipient's bound**: an address never holds more than 2^256 - 1 base units (a uint256
+ *   balance): nothing is inserted, and 409, when its balance plus every transfer still to be mined to
+ *   it (PENDING, ORPHANED; less the one a replacement replaces) plus `amount` would exceed it. So no
+ *   block ever overflows a balance, whatever order the mempool is mined in. Balance and pending are
+ *   read in the statement's one snapshot, taken after the lock, so no other send to the address
+ *   passes the check at the same time and a block mined meanwhile moves value between them unseen;
+ * - **the nonce**: the next value of the network's sequence (`sandbox_nonce_seq_<network>`, made with
+ *   the network; migration 20261127014056_sandbox_nonce): no lock is held to the commit, so sends
+ *   of one network commit in parallel; unique and increasing per network in send order, from 0 (the
+ *   count it was before issue 22), a rolled-back send leaving a gap; a refused send takes none;
+ * - **the hash**: computed by PostgreSQL over exactly the JSON `transactionHash` hashes.
  */
 async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
-  await assertRecipientCanHold(tx, a);
-  // sha(['tx', networkId, nonce, from, to, assetNetworkId, amount, replaceable, revert]), the nonce spliced in by SQL.
+  if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+  // transactionHash's JSON, the nonce spliced in by SQL.
   const head = JSON.stringify(['tx', a.networkId]).slice(0, -1) + ',';
   const tail = ',' + JSON.stringify([a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]).slice(1);
   const now = deps.clock.now();
   const id = monotonicUuidv7(); // mempool order among equal createdAt (a test clock): the id's
-  const [row] = await tx.$queryRaw<(Omit<SandboxTransactionRow, 'amount'> & { amount: string })[]>`
-    WITH n AS (
-      INSERT INTO "SandboxNetworkNonce" ("networkId", "next") VALUES (${a.networkId}::uuid, 1)
-      ON CONFLICT ("networkId") DO UPDATE SET "next" = "SandboxNetworkNonce"."next" + 1
-      RETURNING "next" - 1 AS nonce
+  const [row] = await tx.$queryRaw<(Omit<SandboxTransactionRow, 'amount'> & { amount: string; held: string })[]>`
+    WITH held AS (
+      SELECT COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                        WHERE b."networkId" = ${a.networkId}::uuid AND b."assetNetworkId" = ${a.assetNetworkId}::uuid AND b."address" = ${a.toAddress}), 0)
+           + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                        WHERE t."networkId" = ${a.networkId}::uuid AND t."assetNetworkId" = ${a.assetNetworkId}::uuid AND t."toAddress" = ${a.toAddress}
+                          AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" IS DISTINCT FROM ${a.replacesId ?? null}::uuid), 0) AS v
+    ), fits AS (
+      SELECT 1 FROM held WHERE held.v + ${a.amount.toString()}::numeric <= ${MAX_AMOUNT.toString()}::numeric
+    ), n AS (
+      SELECT nextval(sandbox_nonce_sequence(${a.networkId}::uuid)) AS nonce FROM fits
+    ), ins AS (
+      INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
+                                        "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
+      SELECT ${id}::uuid, ${a.networkId}::uuid, ${a.assetNetworkId}::uuid,
+             '0x' || encode(sha256(convert_to(${head} || n.nonce::text || ${tail}, 'UTF8')), 'hex'),
+             ${a.fromAddress}, ${a.toAddress}, ${a.amount.toString()}::numeric, 'PENDING', ${a.replaceable}, ${a.revert},
+             ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
+        FROM n
+      RETURNING *
     )
-    INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
-                                      "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
-    SELECT ${id}::uuid, ${a.networkId}::uuid, ${a.assetNetworkId}::uuid,
-           '0x' || encode(sha256(convert_to(${head} || n.nonce::text || ${tail}, 'UTF8')), 'hex'),
-           ${a.fromAddress}, ${a.toAddress}, ${a.amount.toString()}::numeric, 'PENDING', ${a.replaceable}, ${a.revert},
-           ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
-      FROM n
-    RETURNING "id"::text, "networkId"::text, "assetNetworkId"::text, "txHash", "fromAddress", "toAddress", "amount"::text AS amount,
-              "status"::text AS status, "replaceable", "replacedByTxHash", "blockHash", "blockHeight", "willRevert",
-              "senderOrganizationId"::text, "recipientOrganizationId"::text, "createdAt", "updatedAt"`;
-  const amount = row!.amount;
-  return { ...row!, amount: { toFixed: () => amount } };
+    SELECT held.v::text AS held, ins."id"::text, ins."networkId"::text, ins."assetNetworkId"::text, ins."txHash", ins."fromAddress", ins."toAddress",
+           ins."amount"::text AS amount, ins."status"::text AS status, ins."replaceable", ins."replacedByTxHash", ins."blockHash", ins."blockHeight",
+           ins."willRevert", ins."senderOrganizationId"::text, ins."recipientOrganizationId"::text, ins."createdAt", ins."updatedAt"
+      FROM held LEFT JOIN ins ON true`;
+  if (!row!.id) {
+    const held = BigInt(row!.held);
+    throw invalidState(
+      `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
+    );
+  }
+  const { held: _held, amount, ...rest } = row!;
+  return { ...rest, amount: { toFixed: () => amount } };
 }
 
 /**
  * Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is
  * the owner of the deposit address. Under the recipient's lock only (not the network's: sends to
- * different addresses do not wait for each other, issue 22); the `chain.sync` job is queued before
- * the insert so the nonce counter is held for the insert and the caller's last statements.
+ * different addresses do not wait for each other, issue 22).
  */
 export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
   if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
-  // A deposit address never changes owner: read before any lock.
-  const recipient = await tx.depositAddress.findUnique({
-    where: { networkId_address: { networkId: a.networkId, address: a.toAddress } },
-    select: { organizationId: true },
-  });
-  await lockRecipient(tx, a.networkId, a.toAddress);
+  const recipientOrganizationId = await lockRecipient(tx, a.networkId, a.toAddress);
   await sendChainSync(tx, deps.boss, a.networkId);
-  return insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
+  return insertTransaction(tx, deps, { ...a, recipientOrganizationId });
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
