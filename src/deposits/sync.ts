@@ -662,11 +662,10 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
     else together.push({ ...it, now, decision });
   }
   if (together.length) {
-    const posted = await postLedgerTransactions(
-      tx,
-      together.map((c) => depositCreditPosting(deps, c.d, 'ESCROW')),
+    await postCredits(
+      s,
+      together.map((c) => c.d),
     );
-    for (const p of posted) if (p instanceof LedgerError) throw p;
     const updatedAt = new Date();
     await tx.$executeRaw`
       UPDATE "Deposit" AS d SET "status" = 'CONFIRMED', "confirmations" = u.confirmations, "blockHash" = u.hash, "blockHeight" = u.height,
@@ -725,6 +724,20 @@ async function writeDecisions(s: SyncScope, decisions: IntentDecision[], updated
   );
 }
 
+/**
+ * Confirmed deposits' credits to their transactions' ESCROW, with one ledger_post (keys
+ * `deposit:<id>:confirmed`: never posted twice). A refusal throws: the chunk rolls back whole and is
+ * redone address by address (syncNetwork), where the refused one fails alone.
+ */
+async function postCredits(s: SyncScope, deposits: Deposit[]): Promise<void> {
+  if (!deposits.length) return;
+  const posted = await postLedgerTransactions(
+    s.tx,
+    deposits.map((d) => depositCreditPosting(s.deps, d, 'ESCROW')),
+  );
+  for (const p of posted) if (p instanceof LedgerError) throw p;
+}
+
 /** Locks the Transaction rows of a batch (one statement, in id order) and reads their intents with their transactions and their deposits' sums. */
 async function readIntents(s: SyncScope, intentIds: string[], transactionIds: string[]) {
   const { tx } = s;
@@ -740,14 +753,16 @@ interface Detection {
   address: AddressRow & { paymentIntentId: string };
   o: ObservedTransfer;
   status: 'DETECTED' | 'CONFIRMING';
+  /** First seen at its depth already (a sync behind the chain): detected and confirmed at once. */
+  deep: boolean;
 }
 
-/** A new transfer that becomes a DETECTED or CONFIRMING deposit of an intent (not deep yet): the common detection, set-based. */
+/** A new transfer that becomes a DETECTED or CONFIRMING deposit of an intent, or one confirmed at once: the common detection, set-based. */
 function detectable(s: SyncScope, address: AddressRow, o: ObservedTransfer): Detection | null {
   if (!address.paymentIntentId || !s.env.has(address.paymentIntentId)) return null;
   const c = classify(s, address, o);
-  if (c.view.gone !== null || c.view.deep || (c.status !== 'DETECTED' && c.status !== 'CONFIRMING')) return null;
-  return { address: address as Detection['address'], o, status: c.status };
+  if (c.view.gone !== null || (c.status !== 'DETECTED' && c.status !== 'CONFIRMING')) return null;
+  return { address: address as Detection['address'], o, status: c.status, deep: c.view.deep };
 }
 
 /**
@@ -771,7 +786,11 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
   for (const it of items) {
     const intent = intents.get(it.address.paymentIntentId)!;
     const now = await s.now(it.address.organizationId, intent.environmentType);
-    if ((intent.status !== 'AWAITING_PAYMENT' && intent.status !== 'PROCESSING') || now >= intent.expiresAt) {
+    if (
+      (intent.status !== 'AWAITING_PAYMENT' && intent.status !== 'PROCESSING') ||
+      now >= intent.expiresAt ||
+      !OPEN_TRANSACTION.includes(intent.transaction.status)
+    ) {
       alone.push(it);
       continue;
     }
@@ -788,38 +807,48 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
       address: it.address.address,
       txHash: o.txHash,
       amount: amountToNumeric(o.amount) as unknown as Deposit['amount'],
-      status: it.status,
+      status: it.deep ? 'CONFIRMED' : it.status,
       confirmations: mined ? o.confirmations : 0,
       blockHash: mined ? o.blockHash : null,
       blockHeight: mined ? o.blockHeight : null,
       late: false,
-      creditedTo: null,
+      creditedTo: it.deep ? 'ESCROW' : null,
       reason: null,
       reviewReason: null,
       detectedAt: now,
-      confirmedAt: null,
+      confirmedAt: it.deep ? now : null,
       resolvedAt: null,
       createdAt: updatedAt,
       updatedAt,
     };
     const before = sums.get(intent.id)!;
-    const decision = decideIntent(intent, { ...before, detected: before.detected + o.amount, live: before.live + 1, undecided: before.undecided + 1 }, now);
+    // The new deposit is live; undecided until deep, then credited.
+    const after = it.deep
+      ? { ...before, detected: before.detected + o.amount, live: before.live + 1, credited: before.credited + o.amount }
+      : { ...before, detected: before.detected + o.amount, live: before.live + 1, undecided: before.undecided + 1 };
+    const decision = decideIntent(intent, after, now);
     together.push({ ...it, d, decision });
   }
   if (together.length) {
+    await postCredits(
+      s,
+      together.filter((c) => c.deep).map((c) => c.d),
+    );
     const ds = together.map((c) => c.d);
     await tx.$executeRaw`
       INSERT INTO "Deposit" ("id", "organizationId", "paymentIntentId", "transactionId", "depositAddressId", "networkId", "assetNetworkId",
                              "address", "txHash", "amount", "status", "confirmations", "blockHash", "blockHeight", "late", "detectedAt",
-                             "createdAt", "updatedAt")
+                             "confirmedAt", "creditedTo", "createdAt", "updatedAt")
       SELECT u.id, u.org, u.intent, u.tx, u.addr_id, ${s.network.id}::uuid, u.an, u.addr, u.hash, u.amount, u.status::"DepositStatus",
-             u.confirmations, u.block_hash, u.block_height, false, u.detected_at, ${updatedAt}, ${updatedAt}
+             u.confirmations, u.block_hash, u.block_height, false, u.detected_at, CASE WHEN u.deep THEN u.detected_at END,
+             CASE WHEN u.deep THEN 'ESCROW'::"LedgerAccountKind" END, ${updatedAt}, ${updatedAt}
         FROM unnest(${ds.map((d) => d.id)}::uuid[], ${ds.map((d) => d.organizationId)}::uuid[], ${ds.map((d) => d.paymentIntentId)}::uuid[],
                     ${ds.map((d) => d.transactionId)}::uuid[], ${ds.map((d) => d.depositAddressId)}::uuid[], ${ds.map((d) => d.assetNetworkId)}::uuid[],
                     ${ds.map((d) => d.address)}::text[], ${ds.map((d) => d.txHash)}::text[], ${ds.map((d) => String(d.amount))}::numeric[],
                     ${ds.map((d) => d.status)}::text[], ${ds.map((d) => d.confirmations)}::int[], ${ds.map((d) => d.blockHash)}::text[],
-                    ${ds.map((d) => d.blockHeight)}::int[], ${ds.map((d) => d.detectedAt.toISOString())}::timestamptz[])
-             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at)`;
+                    ${ds.map((d) => d.blockHeight)}::int[], ${ds.map((d) => d.detectedAt.toISOString())}::timestamptz[],
+                    ${ds.map((d) => d.status === 'CONFIRMED')}::boolean[])
+             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at, deep)`;
     await writeDecisions(
       s,
       together.map((c) => c.decision),
@@ -830,6 +859,11 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
       await depositEvents(s, c.d, 'detected');
       if (c.status === 'CONFIRMING')
         await emit(tx, deps, c.d.organizationId, 'deposit.confirming', { DepositId: c.d.id, ConfirmationCount: c.d.confirmations });
+      if (c.deep) {
+        // detect() then confirm(): the confirmation's audit entry and event follow the detection's.
+        await auditAs(tx, deps, SYNC_ACTOR, confirmedAudit({ ...c.d, status: 'DETECTED' }, 'ESCROW', c.d.confirmations, false));
+        await depositEvents(s, c.d, 'confirmed');
+      }
       for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
       await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
     }
