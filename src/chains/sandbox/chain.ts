@@ -8,6 +8,8 @@ import { invalidState, notFound } from '../../errors';
 import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
 import { monotonicUuidv7 } from '../../ids';
+import { Prisma } from '../../db/prisma';
+import { auditInsertSql, type Actor, type AuditInput } from '../../audit/audit';
 import type { ObservedTransfer } from '../adapter';
 
 /**
@@ -166,6 +168,11 @@ export interface SendArgs {
   senderOrganizationId: string | null;
   /** The transaction a replacement replaces (its amount no longer awaits the recipient). */
   replacesId?: string;
+  /**
+   * The send's audit entry, written by the insert's own statement (issue 22: one round trip fewer):
+   * given the new transaction's id; its `after` gets the `txHash` the statement computes.
+   */
+  audit?: { deps: { clock: Clock }; actor: Actor; entry: (id: string) => AuditInput };
 }
 
 /**
@@ -225,7 +232,7 @@ async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipi
              ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
         FROM n
       RETURNING *
-    )
+    )${a.audit ? Prisma.sql`, audited AS (${auditInsertSql(a.audit.deps, a.audit.actor, a.audit.entry(id), 'ins', Prisma.sql`jsonb_build_object('txHash', ins."txHash")`)})` : Prisma.empty}
     SELECT held.v::text AS held, ins."id"::text, ins."networkId"::text, ins."assetNetworkId"::text, ins."txHash", ins."fromAddress", ins."toAddress",
            ins."amount"::text AS amount, ins."status"::text AS status, ins."replaceable", ins."replacedByTxHash", ins."blockHash", ins."blockHeight",
            ins."willRevert", ins."senderOrganizationId"::text, ins."recipientOrganizationId"::text, ins."createdAt", ins."updatedAt"

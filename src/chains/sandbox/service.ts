@@ -160,13 +160,18 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
         replaceable: request.replaceable,
         revert: request.revert,
         senderOrganizationId: caller.organizationId,
-      });
-      await audit(tx, ctx, {
-        organizationId: caller.organizationId,
-        entityType: 'SandboxTransaction',
-        entityId: row.id,
-        action: 'sandbox.transaction_sent',
-        after: { txHash: row.txHash, ...request, networkId: assetNetwork.networkId },
+        // Written by the insert's statement, with the txHash it computes.
+        audit: {
+          deps: ctx.deps,
+          actor: { principal: ctx.principal, requestId: ctx.requestId },
+          entry: (id) => ({
+            organizationId: caller.organizationId,
+            entityType: 'SandboxTransaction',
+            entityId: id,
+            action: 'sandbox.transaction_sent',
+            after: { ...request, networkId: assetNetwork.networkId },
+          }),
+        },
       });
       // Just sent: PENDING, no confirmations whatever the tip (no read of it).
       return view(row, 0);
