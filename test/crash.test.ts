@@ -499,3 +499,103 @@ describe('crash mid-group of settlements (issue 22: settlements execute in group
     expect(unexpectedErrors(b)).toEqual([]);
   }, 240_000);
 });
+
+describe('crash mid-chunk of deposit confirmations (issue 22: a sync chunk confirms its deposits set-based, one database transaction)', () => {
+  test('kill -9 of the process group while a sync chunk waits in its one ledger posting; restart: every deposit CONFIRMED within 60 s, each credited once, invariants hold', async () => {
+    const databaseUrl = await cloneTemplateDatabase('deposits');
+    const db = createPrisma(ownerUrlOf(databaseUrl), 4);
+    cleanups.push(() => db.$disconnect());
+    // No produced blocks: the test mines the blocks that confirm, when the chunk is to wait.
+    const env = await serviceEnv({ SANDBOX_BLOCK_INTERVAL_MS: '0' });
+    const a = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => a.stop());
+    const app = { rest: a.rest, deps: { db } };
+    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+    const f = await setupIntegrator(app, catalog);
+    const h = f.apiKeyHeaders;
+    const an = catalog.assetNetworkId;
+    const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: h });
+    expect(acc.status, acc.text).toBe(201);
+    const accountId = idOf(acc);
+    const N = 12;
+    const intents: { id: string; transactionId: string; address: string }[] = [];
+    for (let i = 0; i <= N; i++) {
+      const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: h,
+        body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
+      });
+      expect(pi.status, pi.text).toBe(201);
+      intents.push((await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body);
+    }
+    const status = (svc: ServiceProcess, pis: typeof intents) =>
+      Promise.all(pis.map(async (pi) => (await svc.rest('GET', `/v1/payment-intents/${pi.id}`, { headers: h })).body.status as string));
+    const mine = (svc: ServiceProcess) => svc.rest('POST', `/v1/sandbox/networks/${catalog.networkId}/mine`, { headers: h, body: { blocks: 1 } });
+    // The first one paid and confirmed: CHAIN_CLEARING's balance row exists.
+    const send = (pi: (typeof intents)[number]) =>
+      a.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: pi.address, amount: '1000000', assetNetworkId: an } });
+    expect((await send(intents[0]!)).status).toBe(201);
+    expect((await mine(a)).status).toBe(200);
+    await pollUntil(
+      'the first confirmed',
+      () => status(a, [intents[0]!]),
+      (s) => s[0] === 'SUCCEEDED',
+      60_000,
+      200,
+    );
+    const rest = intents.slice(1);
+    for (const pi of rest) expect((await send(pi)).status).toBe(201);
+    await pollUntil(
+      'all detected',
+      () => status(a, rest),
+      (s) => s.every((x) => x === 'PROCESSING'),
+      60_000,
+      200,
+    );
+
+    // CHAIN_CLEARING's balance row locked by this test: the chunk confirming the block's deposits gets
+    // through its reads and decisions and waits in its one ledger_post (before the deposits' writes).
+    const blocker = new pg.Client({ connectionString: ownerUrlOf(databaseUrl) });
+    await blocker.connect();
+    cleanups.push(() => blocker.end().catch(() => {}));
+    await blocker.query('BEGIN');
+    const locked = await blocker.query(`SELECT "id" FROM "LedgerAccount" WHERE "kind" = 'CHAIN_CLEARING' AND "assetNetworkId" = $1 FOR UPDATE`, [an]);
+    expect(locked.rowCount).toBe(1);
+    expect((await mine(a)).status).toBe(200);
+    const waiting = await pollUntil(
+      'a sync chunk waiting in its ledger posting',
+      async () =>
+        (await blocker.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`)).rows[0].n as number,
+      (n) => n > 0,
+      30_000,
+      100,
+    );
+    expect(waiting).toBeGreaterThan(0);
+    expect(await db.deposit.count({ where: { paymentIntentId: { in: rest.map((pi) => pi.id) }, status: 'CONFIRMED' } })).toBe(0);
+    const killed = await a.killGroup('SIGKILL');
+    expect(killed.signal).toBe('SIGKILL');
+    await blocker.query('ROLLBACK');
+    const restartedAt = Date.now();
+    const b = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => b.stop());
+
+    await pollUntil(
+      'every intent SUCCEEDED',
+      () => status(b, rest),
+      (s) => s.every((x) => x === 'SUCCEEDED'),
+      Math.max(1_000, restartedAt + RECOVERY_BOUND_MS - Date.now()),
+      250,
+    );
+    expect(Date.now() - restartedAt).toBeLessThan(RECOVERY_BOUND_MS);
+    // Nothing lost, nothing twice: one deposit, one credit, one deposit.confirmed and one audit entry per send.
+    const deposits = await db.deposit.findMany({ where: { paymentIntentId: { in: rest.map((pi) => pi.id) } } });
+    expect(deposits.map((d) => d.status)).toEqual(rest.map(() => 'CONFIRMED'));
+    const ids = deposits.map((d) => d.id);
+    expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `deposit:${id}:confirmed`) } } })).toBe(N);
+    expect(await db.webhookEvent.count({ where: { organizationId: f.organizationId, eventType: 'deposit.confirmed' } })).toBe(N + 1);
+    expect(await db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'deposit.confirmed' } })).toBe(N);
+    for (const pi of rest) expect((await db.transaction.findUniqueOrThrow({ where: { id: pi.transactionId } })).status).toBe('RESERVED');
+    await checkLedgerInvariants(db);
+    await checkSandboxInvariants(db);
+    expect(unexpectedErrors(b)).toEqual([]);
+  }, 240_000);
+});

@@ -40,7 +40,9 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   const moneyDeps = { db: deps.db, clock: deps.clock, boss };
   // A network's failure (ChainSyncFailure names each) is logged at error by workBatch, then retried;
   // a failing address is logged here and retried alone by chain.sync.address.
-  await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 50 }, async (jobs) => {
+  // One fetch takes the whole backlog (up to 500 jobs: a burst of sends queues one each) and runs one
+  // sync per network for all of them: every job fetched committed before the sync reads the chain.
+  await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 500 }, async (jobs) => {
     const r = await runChainSyncJobs(
       moneyDeps,
       jobs.map((j) => j.data),

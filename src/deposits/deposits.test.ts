@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend } from '../../test/money-helpers';
-import { balanceOf } from '../ledger/ledger';
+import { balanceOf, postLedgerTransaction } from '../ledger/ledger';
 import { ledgerAccounts } from '../ledger/ledger';
 import { syncNetwork } from './sync';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
@@ -658,7 +658,79 @@ describe('statements per confirmation (issue 22)', () => {
     const small = await run(2);
     const large = await run(10);
     const perDeposit = (large.length - small.length) / 8;
-    // 17 before the chunk deferred its events and audit entries (issue 22); 10 with them written once per chunk.
-    expect(perDeposit).toBeLessThanOrEqual(11);
+    // 17 before the chunk deferred its events and audit entries (issue 22); 10 with them written once
+    // per chunk; 0.125 with the confirmations set-based (confirmMany): a chunk's statements no longer grow with its deposits.
+    expect(perDeposit).toBeLessThanOrEqual(0.5);
+  });
+
+  test('a sandbox send is 5 statements in one transaction; a sync detecting N deposits a fixed number, whatever N', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 2 });
+    const run = async (n: number) => {
+      const intents = [];
+      for (let i = 0; i < n; i++) intents.push(await createIntent(app, f));
+      await sync();
+      const sends: string[][] = [];
+      for (const pi of intents) sends.push((await app.sqlStatements(() => send(f, pi.address, 1_000_000n))).statements);
+      const detect = (await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements;
+      for (const pi of intents) expect(await intentOf(f, pi.id)).toMatchObject({ status: 'PROCESSING', detectedAmount: '1000000' });
+      await mine(f, 1);
+      const progress = (await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements;
+      await mine(f, 1);
+      await sync();
+      for (const pi of intents) expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED' });
+      return { send: sends.at(-1)!, detect, progress };
+    };
+    const small = await run(2);
+    const large = await run(10);
+    // 13 before issue 22 (2 catalog reads, BEGIN, the network lock, the recipient, 2 reads for the bound,
+    // the nonce count, the insert, the sync job, the audit entry, the tip, COMMIT); now BEGIN, the
+    // recipient's lock with its owner, the sync job, bound + nonce + insert + audit entry, COMMIT.
+    expect(large.send).toHaveLength(5);
+    expect(large.send[0]).toBe('BEGIN');
+    // Detection (6.1 statements per deposit before) and each block's progress (1 per deposit) no longer grow with N.
+    expect((large.detect.length - small.detect.length) / 8).toBeLessThanOrEqual(0.5);
+    expect((large.progress.length - small.progress.length) / 8).toBeLessThanOrEqual(0.5);
+  });
+
+  test('a credit the ledger refuses fails alone: the chunk is redone address by address, the others confirm, the refused one is isolated', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const intents = [];
+    for (let i = 0; i < 3; i++) intents.push(await createIntent(app, f));
+    for (const pi of intents) await send(f, pi.address, 1_000_000n);
+    await sync();
+    const victim = intents[1]!;
+    const [depositId] = (await intentOf(f, victim.id)).depositIds as string[];
+    // Another posting already holds the deposit's credit key (other fields): the ledger refuses its
+    // credit with IDEMPOTENCY_CONFLICT, inside the chunk's one ledger_post.
+    const an = f.catalog.assetNetworkId;
+    const escrow = ledgerAccounts.escrow({ id: victim.transactionId, organizationId: f.organizationId, assetNetworkId: an });
+    const planted = (key: string, from: 'clearing' | 'escrow') =>
+      postLedgerTransaction(app.deps.db, {
+        idempotencyKey: key,
+        nature: 'test.planted',
+        organizationId: f.organizationId,
+        referenceType: 'Test',
+        referenceId: victim.transactionId,
+        metadata: {},
+        lines: [
+          { account: from === 'clearing' ? ledgerAccounts.clearing(an) : escrow, direction: 'DEBIT', amount: 1n },
+          { account: from === 'clearing' ? escrow : ledgerAccounts.clearing(an), direction: 'CREDIT', amount: 1n },
+        ],
+        postedAt: app.clock.now(),
+      });
+    await planted(`deposit:${depositId}:confirmed`, 'clearing');
+    await mine(f, 1);
+    const r = await syncNetwork(moneyDeps(app), f.catalog.networkId);
+    expect(r.isolated.map((x) => x.address)).toEqual([victim.address]);
+    expect(r.isolated[0]!.error).toMatch(/idempotency|IDEMPOTENCY/i);
+    for (const pi of [intents[0]!, intents[2]!]) {
+      expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
+      expect((await balances(f, pi.transactionId)).escrow).toBe(1_000_000n);
+    }
+    expect(await intentOf(f, victim.id)).toMatchObject({ status: 'PROCESSING', confirmedAmount: '0' });
+    expect(await depositOf(f, depositId!)).toMatchObject({ status: 'DETECTED', creditedTo: null });
+    // Undo the planted posting, so the ledger invariants checked after each test hold.
+    await planted(`test:${depositId}:undo`, 'escrow');
+    await app.deps.db.$executeRaw`DELETE FROM pgboss.job WHERE name = 'chain.sync.address'`;
   });
 });

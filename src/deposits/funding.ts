@@ -2,7 +2,7 @@ import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
 import { DomainError } from '../errors';
 import type { Db } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
-import { ledgerAccounts, postLedgerTransaction } from '../ledger/ledger';
+import { ledgerAccounts, postLedgerTransaction, type PostInput } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
@@ -26,7 +26,7 @@ import { sendReleaseEvaluation } from '../kernel/queues';
  * re-run sync never posts twice.
  */
 
-type LedgerKind = 'ESCROW' | 'SUSPENSE';
+export type LedgerKind = 'ESCROW' | 'SUSPENSE';
 
 function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'assetNetworkId' | 'transactionId'>) {
   if (kind === 'ESCROW') {
@@ -36,10 +36,10 @@ function creditAccount(kind: LedgerKind, d: Pick<Deposit, 'organizationId' | 'as
   return ledgerAccounts.suspense(d.organizationId, d.assetNetworkId);
 }
 
-/** Posts a confirmed deposit's credit: DEBIT CHAIN_CLEARING, CREDIT ESCROW or SUSPENSE. Once per deposit, ever. */
-export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to: LedgerKind): Promise<void> {
+/** A confirmed deposit's credit: DEBIT CHAIN_CLEARING, CREDIT ESCROW or SUSPENSE, keyed by the deposit (once per deposit, ever). */
+export function depositCreditPosting(deps: MoneyDeps, d: Deposit, to: LedgerKind): PostInput {
   const amount = numericToAmount(d.amount);
-  await postLedgerTransaction(tx, {
+  return {
     idempotencyKey: `deposit:${d.id}:confirmed`,
     nature: to === 'ESCROW' ? 'deposit.confirmed' : 'deposit.confirmed.suspense',
     organizationId: d.organizationId,
@@ -51,7 +51,12 @@ export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to:
       { account: creditAccount(to, d), direction: 'CREDIT', amount },
     ],
     postedAt: deps.clock.now(),
-  });
+  };
+}
+
+/** Posts a confirmed deposit's credit (depositCreditPosting). */
+export async function postDepositCredit(tx: Db, deps: MoneyDeps, d: Deposit, to: LedgerKind): Promise<void> {
+  await postLedgerTransaction(tx, depositCreditPosting(deps, d, to));
 }
 
 /** Reverses a credited deposit that the chain no longer has: DEBIT where it sits now, CREDIT CHAIN_CLEARING. */
@@ -80,62 +85,88 @@ async function loadIntent(tx: Db, intentId: string): Promise<IntentWithTransacti
 }
 
 /** Sums of an intent's own (not late) deposits by stage. */
-async function depositSums(tx: Db, intentId: string) {
+export interface DepositSums {
+  detected: bigint;
+  credited: bigint;
+  live: number;
+  undecided: number;
+}
+
+/** Adds one group (status, sum, count) of an intent's deposits to its sums. */
+export function addToSums(sums: DepositSums, status: string, sum: bigint, count: number): void {
+  if ((LIVE_DEPOSIT as readonly string[]).includes(status)) {
+    sums.detected += sum;
+    sums.live += count;
+  }
+  if ((CREDITED_DEPOSIT as readonly string[]).includes(status)) sums.credited += sum;
+  if ((UNDECIDED_DEPOSIT as readonly string[]).includes(status)) sums.undecided += count;
+}
+
+export const noSums = (): DepositSums => ({ detected: 0n, credited: 0n, live: 0, undecided: 0 });
+
+/** The sums of several intents' own (not late) deposits, in one statement. */
+export async function depositSumsOf(tx: Db, intentIds: string[]): Promise<Map<string, DepositSums>> {
+  const out = new Map(intentIds.map((id) => [id, noSums()]));
+  if (!intentIds.length) return out;
   const groups = await tx.deposit.groupBy({
-    by: ['status'],
-    where: { paymentIntentId: intentId, late: false },
+    by: ['paymentIntentId', 'status'],
+    where: { paymentIntentId: { in: intentIds }, late: false },
     _sum: { amount: true },
     _count: { _all: true },
   });
-  let detected = 0n;
-  let credited = 0n;
-  let live = 0;
-  let undecided = 0;
-  for (const g of groups) {
-    const sum = g._sum.amount ? numericToAmount(g._sum.amount) : 0n;
-    if ((LIVE_DEPOSIT as readonly string[]).includes(g.status)) {
-      detected += sum;
-      live += g._count._all;
-    }
-    if ((CREDITED_DEPOSIT as readonly string[]).includes(g.status)) credited += sum;
-    if ((UNDECIDED_DEPOSIT as readonly string[]).includes(g.status)) undecided += g._count._all;
-  }
-  return { detected, credited, live, undecided };
+  for (const g of groups) addToSums(out.get(g.paymentIntentId!)!, g.status, g._sum.amount ? numericToAmount(g._sum.amount) : 0n, g._count._all);
+  return out;
 }
 
-/**
- * The payment intent state machine, evaluated from its deposits (docs/money-in.md):
- * - credited (CONFIRMED + REORG_FROZEN) covers the amount → SUCCEEDED, and the transaction
- *   AWAITING_FUNDS → FUNDED → RESERVED (transaction.funded, transaction.reserved Amount);
- * - else a live deposit exists → PROCESSING; else → AWAITING_PAYMENT;
- * - not SUCCEEDED, ExpiresAt passed and no deposit undecided → EXPIRED (partial funds to SUSPENSE).
- * A SUCCEEDED intent whose credit was reversed goes back; EXPIRED and CANCELLED are terminal.
- * Derived, so evaluating twice changes nothing.
- */
-export async function evaluateIntent(
-  tx: Db,
-  deps: MoneyDeps,
-  actor: Actor,
-  intentId: string,
-  now: Date,
-  loaded?: IntentWithTransaction,
-): Promise<IntentWithTransaction> {
-  const intent = loaded ?? (await loadIntent(tx, intentId));
-  if (intent.status === 'EXPIRED' || intent.status === 'CANCELLED') return intent;
-  const t = intent.transaction;
-  const amount = numericToAmount(intent.amount);
-  const sums = await depositSums(tx, intentId);
-  // The sums are stored (detected, confirmed, funded amounts): beyond NUMERIC(78,0), refused before
-  // writing (409; in chain.sync the deposit fails alone and is retried, docs/decisions.md issue 26).
+async function depositSums(tx: Db, intentId: string): Promise<DepositSums> {
+  return (await depositSumsOf(tx, [intentId])).get(intentId)!;
+}
+
+/** What evaluating an intent decides (decideIntent): the rows' changes, events, audit entries, and whether it expires now. */
+export interface IntentDecision {
+  /** Changed columns of the transaction (null: unchanged), and of the intent. */
+  transactionData: Record<string, unknown> | null;
+  intentData: Record<string, unknown> | null;
+  /** The transaction and intent as they are once the changes are written. */
+  transaction: Transaction;
+  intent: PaymentIntent;
+  events: { type: 'transaction.funded' | 'transaction.reserved'; fields: { TransactionId: string; Amount?: bigint } }[];
+  /** A release evaluation job for the transaction (it became RESERVED). */
+  release: boolean;
+  audits: AuditInput[];
+  /** Due and nothing undecided: expires now (expireIntent, after the writes). */
+  expire: boolean;
+}
+
+/** Refuses sums beyond NUMERIC(78,0) before anything is written (409; in chain.sync the deposit fails alone and is retried, docs/decisions.md issue 26). */
+export function assertStorableSums(intentId: string, sums: DepositSums): void {
   if (sums.detected > MAX_STORED_SUM || sums.credited > MAX_STORED_SUM)
     throw new DomainError(
       'INVALID_STATE',
       `AMOUNT_OUT_OF_RANGE: the deposits of payment intent ${intentId} would sum to more than ${MAX_STORED_SUM} base units.`,
     );
+}
+
+/**
+ * The payment intent state machine, decided in memory from the intent, its transaction and the sums
+ * of its deposits (docs/money-in.md); the intent must be open (not EXPIRED nor CANCELLED):
+ * - credited (CONFIRMED + REORG_FROZEN) covers the amount → SUCCEEDED, and the transaction
+ *   AWAITING_FUNDS → FUNDED → RESERVED (transaction.funded, transaction.reserved Amount);
+ * - else a live deposit exists → PROCESSING; else → AWAITING_PAYMENT;
+ * - not SUCCEEDED, ExpiresAt passed and no deposit undecided → EXPIRED (partial funds to SUSPENSE).
+ * A SUCCEEDED intent whose credit was reversed goes back. Shared by evaluateIntent (one intent) and
+ * the set-based confirmation of a sync chunk (src/deposits/sync.ts), so both apply the same rules.
+ */
+export function decideIntent(intent: IntentWithTransaction, sums: DepositSums, now: Date): IntentDecision {
+  assertStorableSums(intent.id, sums);
+  const t = intent.transaction;
+  const amount = numericToAmount(intent.amount);
   const covered = isCovered(sums.credited, amount);
   const status: PaymentIntent['status'] = covered ? 'SUCCEEDED' : sums.live > 0 ? 'PROCESSING' : 'AWAITING_PAYMENT';
   const expire = status !== 'SUCCEEDED' && now.getTime() >= intent.expiresAt.getTime() && sums.undecided === 0;
   const audits: AuditInput[] = [];
+  const events: IntentDecision['events'] = [];
+  let release = false;
   const org = t.organizationId;
 
   // The transaction follows the credited sum.
@@ -150,15 +181,16 @@ export async function evaluateIntent(
     tStatus = 'AWAITING_FUNDS';
     Object.assign(tData, { status: 'AWAITING_FUNDS', fundedAt: null, reservedAt: null });
   }
-  let transaction = t;
-  if (Object.keys(tData).length) {
-    transaction = await tx.transaction.update({ where: { id: t.id }, data: tData });
+  const changed = Object.keys(tData).length > 0;
+  if (changed) {
     if (tStatus !== t.status && tStatus === 'RESERVED') {
       // FUNDED and RESERVED in one step: the funds are held in its escrow from the moment they cover it.
-      await emit(tx, deps, org, 'transaction.funded', { TransactionId: t.id });
-      await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
+      events.push(
+        { type: 'transaction.funded', fields: { TransactionId: t.id } },
+        { type: 'transaction.reserved', fields: { TransactionId: t.id, Amount: sums.credited } },
+      );
       // Reserved: its release rule may release now (docs/release-rules.md).
-      await sendReleaseEvaluation(tx, deps.boss, t.id);
+      release = true;
       audits.push(
         {
           organizationId: org,
@@ -188,7 +220,7 @@ export async function evaluateIntent(
       });
     } else if (tStatus === 'RESERVED' && sums.credited > previousFunded) {
       // More funds arrived for a reserved transaction (an overpayment, a second payment): all held.
-      await emit(tx, deps, org, 'transaction.reserved', { TransactionId: t.id, Amount: sums.credited });
+      events.push({ type: 'transaction.reserved', fields: { TransactionId: t.id, Amount: sums.credited } });
       audits.push({
         organizationId: org,
         entityType: 'Transaction',
@@ -217,10 +249,44 @@ export async function evaluateIntent(
       after: { status, detectedAmount: amountToNumeric(sums.detected), confirmedAmount: amountToNumeric(sums.credited) },
     });
   }
+  const hasIntentData = Object.keys(intentData).length > 0;
+  return {
+    transactionData: changed ? tData : null,
+    intentData: hasIntentData ? intentData : null,
+    transaction: changed ? ({ ...t, ...tData } as Transaction) : t,
+    intent: hasIntentData ? ({ ...intent, ...intentData } as PaymentIntent) : intent,
+    events,
+    release,
+    audits,
+    expire,
+  };
+}
+
+/**
+ * The payment intent state machine for one intent (decideIntent), read and written here: its sums
+ * read, the decision's writes made, its events emitted and audit entries written, then the expiry.
+ * EXPIRED and CANCELLED are terminal. Derived, so evaluating twice changes nothing.
+ */
+export async function evaluateIntent(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  intentId: string,
+  now: Date,
+  loaded?: IntentWithTransaction,
+): Promise<IntentWithTransaction> {
+  const intent = loaded ?? (await loadIntent(tx, intentId));
+  if (intent.status === 'EXPIRED' || intent.status === 'CANCELLED') return intent;
+  const d = decideIntent(intent, await depositSums(tx, intentId), now);
+  const org = intent.transaction.organizationId;
+  let transaction = intent.transaction;
+  if (d.transactionData) transaction = await tx.transaction.update({ where: { id: transaction.id }, data: d.transactionData });
+  for (const e of d.events) await emit(tx, deps, org, e.type, e.fields as never);
+  if (d.release) await sendReleaseEvaluation(tx, deps.boss, transaction.id);
   let updated: PaymentIntent = intent;
-  if (Object.keys(intentData).length) updated = await tx.paymentIntent.update({ where: { id: intent.id }, data: intentData });
-  await auditAll(tx, deps, actor, audits);
-  if (expire) return expireIntent(tx, deps, actor, intent.id, now);
+  if (d.intentData) updated = await tx.paymentIntent.update({ where: { id: intent.id }, data: d.intentData });
+  await auditAll(tx, deps, actor, d.audits);
+  if (d.expire) return expireIntent(tx, deps, actor, intent.id, now);
   return { ...updated, transaction };
 }
 

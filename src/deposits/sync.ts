@@ -2,14 +2,25 @@ import { numericToAmount, amountToNumeric } from '../money';
 import type { Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
-import { addressJobStates, isLiveJobState, sendAddressSync, type ChainSyncAddressJob } from '../kernel/queues';
-import { auditAs, deferAudits, type Actor } from '../audit/audit';
+import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
+import { auditAll, auditAs, deferAudits, type Actor } from '../audit/audit';
 import { deferEvents, emit } from '../webhooks/outbox';
 import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
-import { evaluateIntent, freezeForDeposit, postDepositCredit, type IntentWithTransaction } from './funding';
+import {
+  decideIntent,
+  depositCreditPosting,
+  depositSumsOf,
+  evaluateIntent,
+  freezeForDeposit,
+  postDepositCredit,
+  type IntentDecision,
+  type IntentWithTransaction,
+  type LedgerKind,
+} from './funding';
+import { LedgerError, postLedgerTransactions } from '../ledger/ledger';
 import { reasons, screeningVerdict } from './rules';
-import { isUuid } from '../ids';
+import { isUuid, monotonicUuidv7 } from '../ids';
 
 /**
  * Deposit detection: the `chain.sync` job handler. It asks the network's adapter what changed since
@@ -145,6 +156,8 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
 
 /** Deposits whose state the chain may still move without a new transfer: waiting for confirmations, or under review. */
 const OPEN_DEPOSIT: DepositStatus[] = ['DETECTED', 'CONFIRMING', 'UNDER_REVIEW'];
+/** A transaction that takes a deposit's credit in its ESCROW (confirm()). */
+const OPEN_TRANSACTION: string[] = ['AWAITING_FUNDS', 'FUNDED', 'RESERVED'];
 /** Addresses looked up per statement when joining the chain's changed addresses to deposit addresses. */
 const JOIN_BATCH = 5_000;
 
@@ -239,20 +252,39 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
     for (const i of await tx.paymentIntent.findMany({ where: { id: { in: intentIds } }, select: { id: true, environmentType: true, transactionId: true } }))
       env.set(i.id, { environmentType: i.environmentType, transactionId: i.transactionId });
   const s = scope(tx, deps, network, env);
+  const byId = new Map(addresses.map((a) => [a.id, a]));
+  const observedHashes = new Set(observed.filter((o) => byAddress.has(o.toAddress)).map((o) => o.txHash));
+  const unseen = deposits.filter((d) => !observedHashes.has(d.txHash));
+  // How many transfers of the chunk touch each intent (an address without one: the address). An
+  // intent touched once whose deposit reaches its depth is confirmed with the others, set-based
+  // (confirmMany); anything else one transfer at a time, as always.
+  const touchKey = (a: AddressRow) => a.paymentIntentId ?? a.id;
+  const touches = new Map<string, number>();
+  const touch = (a: AddressRow) => touches.set(touchKey(a), (touches.get(touchKey(a)) ?? 0) + 1);
+  for (const o of observed) if (byAddress.has(o.toAddress)) touch(byAddress.get(o.toAddress)!);
+  for (const d of unseen) touch(byId.get(d.depositAddressId)!);
+  const confirmations: Confirmation[] = [];
+  const detections: Detection[] = [];
+  const progressions: Progression[] = [];
   let changes = 0;
-  const seen = new Set<string>();
   for (const o of observed) {
     const address = byAddress.get(o.toAddress);
     if (!address) continue;
-    seen.add(o.txHash);
-    if (await reconcile(s, address, byHash.get(o.txHash) ?? null, o)) changes++;
+    const d = byHash.get(o.txHash) ?? null;
+    const once = touches.get(touchKey(address)) === 1;
+    const confirmation = once && d ? batchable(s, d, o) : null;
+    const detection = once && !d ? detectable(s, address, o) : null;
+    const progression = once && d && !confirmation ? progressable(s, d, o) : null;
+    if (confirmation) confirmations.push(confirmation);
+    else if (detection) detections.push(detection);
+    else if (progression) progressions.push(progression);
+    else if (await reconcile(s, address, d, o)) changes++;
   }
   // Deposits the chain no longer reports (a real node forgets dropped transactions).
-  for (const d of deposits)
-    if (!seen.has(d.txHash)) {
-      const address = addresses.find((a) => a.id === d.depositAddressId)!;
-      if (await reconcile(s, address, d, null)) changes++;
-    }
+  for (const d of unseen) if (await reconcile(s, byId.get(d.depositAddressId)!, d, null)) changes++;
+  if (progressions.length) changes += await progressMany(s, progressions);
+  if (detections.length) changes += await detectMany(s, detections);
+  if (confirmations.length) changes += await confirmMany(s, confirmations);
   return { observed: observed.length, changes };
 }
 
@@ -355,6 +387,34 @@ async function intentNow(s: SyncScope, d: Pick<Deposit, 'organizationId' | 'paym
 }
 
 /**
+ * What a new transfer is as a deposit: wrong asset or below the minimum → REJECTED; screening or a
+ * DISABLED asset-network → UNDER_REVIEW; otherwise DETECTED, or CONFIRMING when first seen already
+ * in a block (but not yet deep).
+ */
+function classify(s: SyncScope, address: AddressRow, o: ObservedTransfer) {
+  const an = s.assetNetworks.get(address.assetNetworkId);
+  let status: DepositStatus = 'DETECTED';
+  let reason: string | null = null;
+  let reviewReason: string | null = null;
+  if (o.assetNetworkId !== address.assetNetworkId) {
+    status = 'REJECTED';
+    reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
+  } else if (an && o.amount < numericToAmount(an.minimumDeposit)) {
+    status = 'REJECTED';
+    reason = `${reasons.belowMinimum}: the minimum deposit is ${numericToAmount(an.minimumDeposit)}`;
+  } else {
+    const verdict = screeningVerdict(s.network.kind, o);
+    if (verdict) reviewReason = verdict;
+    else if (an?.status === 'DISABLED') reviewReason = `${reasons.assetNetworkDisabled}: the asset-network was disabled`;
+    if (reviewReason) status = 'UNDER_REVIEW';
+  }
+  const view = chainView(o, s.network.requiredConfirmations);
+  // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
+  if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
+  return { status, reason, reviewReason, view };
+}
+
+/**
  * A new transfer (or a dropped one seen again): wrong asset or below the minimum → REJECTED;
  * screening or a DISABLED asset-network → UNDER_REVIEW; otherwise DETECTED, then as deep as the
  * chain says. After its intent expired or was cancelled, the deposit is late.
@@ -374,26 +434,8 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
       intent = await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent);
     late = intent.status === 'EXPIRED' || intent.status === 'CANCELLED';
   }
-  const an = s.assetNetworks.get(address.assetNetworkId);
-  let status: DepositStatus = 'DETECTED';
-  let reason: string | null = null;
-  let reviewReason: string | null = null;
-  if (o.assetNetworkId !== address.assetNetworkId) {
-    status = 'REJECTED';
-    reason = `${reasons.wrongAsset}: the address takes asset-network ${address.assetNetworkId}`;
-  } else if (an && o.amount < numericToAmount(an.minimumDeposit)) {
-    status = 'REJECTED';
-    reason = `${reasons.belowMinimum}: the minimum deposit is ${numericToAmount(an.minimumDeposit)}`;
-  } else {
-    const verdict = screeningVerdict(s.network.kind, o);
-    if (verdict) reviewReason = verdict;
-    else if (an?.status === 'DISABLED') reviewReason = `${reasons.assetNetworkDisabled}: the asset-network was disabled`;
-    if (reviewReason) status = 'UNDER_REVIEW';
-  }
-  const view = chainView(o, s.network.requiredConfirmations);
+  const { status, reason, reviewReason, view } = classify(s, address, o);
   const mined = o.status === 'MINED';
-  // Counted from the chain: a transfer first seen already in a block starts CONFIRMING.
-  if (status === 'DETECTED' && view.gone === null && !view.deep && view.confirmations > 0) status = 'CONFIRMING';
   const data = {
     status,
     reason,
@@ -439,18 +481,53 @@ async function detect(s: SyncScope, address: AddressRow, o: ObservedTransfer, ex
   if (intentId && !late) await evaluateIntent(tx, deps, SYNC_ACTOR, intentId, now, intent ?? undefined);
 }
 
+type ChainPosition = { confirmations: number; blockHash: string | null; blockHeight: number | null };
+
 /** The confirmation count changed below the required depth: one deposit.confirming per change. */
-async function progress(s: SyncScope, d: Deposit, view: { confirmations: number; blockHash: string | null; blockHeight: number | null }): Promise<boolean> {
+async function progress(s: SyncScope, d: Deposit, view: ChainPosition): Promise<boolean> {
   const status: DepositStatus = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
   if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return false;
   await s.tx.deposit.update({
     where: { id: d.id },
     data: { status, confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight },
   });
+  await progressed(s, { d, status, view });
+  return true;
+}
+
+/** What progress() emits and audits for one deposit whose row moved. */
+async function progressed(s: SyncScope, { d, status, view }: Progression): Promise<void> {
   if (d.confirmations !== view.confirmations)
     await emit(s.tx, s.deps, d.organizationId, 'deposit.confirming', { DepositId: d.id, ConfirmationCount: view.confirmations });
   if (d.status !== status) await audit(s, d, `deposit.${status.toLowerCase()}`, { status: d.status }, { status, confirmations: view.confirmations });
-  return true;
+}
+
+/** A DETECTED or CONFIRMING deposit whose position on the chain moved, still short of its depth (progress(), set-based by progressMany). */
+interface Progression {
+  d: Deposit;
+  status: 'DETECTED' | 'CONFIRMING';
+  view: ChainPosition;
+}
+
+function progressable(s: SyncScope, d: Deposit, o: ObservedTransfer): Progression | null {
+  if (d.status !== 'DETECTED' && d.status !== 'CONFIRMING') return null;
+  const view = chainView(o, s.network.requiredConfirmations);
+  if (view.gone !== null || view.deep) return null;
+  const status = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
+  if (d.status === status && d.confirmations === view.confirmations && d.blockHash === view.blockHash) return null;
+  return { d, status, view: { confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } };
+}
+
+/** Every deposit of the chunk that moved on the chain short of its depth (each block moves them all): one UPDATE, then progress()'s events and audit entries per deposit. */
+async function progressMany(s: SyncScope, items: Progression[]): Promise<number> {
+  await s.tx.$executeRaw`
+    UPDATE "Deposit" AS d SET "status" = u.status::"DepositStatus", "confirmations" = u.confirmations, "blockHash" = u.hash,
+           "blockHeight" = u.height, "updatedAt" = ${new Date()}
+      FROM unnest(${items.map((i) => i.d.id)}::uuid[], ${items.map((i) => i.status)}::text[], ${items.map((i) => i.view.confirmations)}::int[],
+                  ${items.map((i) => i.view.blockHash)}::text[], ${items.map((i) => i.view.blockHeight)}::int[]) AS u(id, status, confirmations, hash, height)
+     WHERE d."id" = u.id`;
+  for (const i of items) await progressed(s, i);
+  return items.length;
 }
 
 /** Silent bookkeeping (no event): a deposit under review, or a confirmed one re-mined in another deep block. */
@@ -504,14 +581,7 @@ export async function confirm(
     },
   });
   await postDepositCredit(tx, deps, confirmed, to);
-  await auditAs(tx, deps, actor, {
-    organizationId: d.organizationId,
-    entityType: 'Deposit',
-    entityId: d.id,
-    action: 'deposit.confirmed',
-    before: { status: d.status },
-    after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations: view.confirmations, late },
-  });
+  await auditAs(tx, deps, actor, confirmedAudit(d, to, view.confirmations, late));
   await depositEvents(s, confirmed, 'confirmed');
   if (intent && late) {
     if (!intent.paidLate) await tx.paymentIntent.update({ where: { id: intent.id }, data: { paidLate: true } });
@@ -524,6 +594,282 @@ export async function confirm(
       ReceivedAt: d.detectedAt,
     });
   } else if (intent) await evaluateIntent(tx, deps, actor, intent.id, now, intent);
+}
+
+/** The audit entry of a deposit's confirmation. */
+const confirmedAudit = (d: Deposit, to: LedgerKind, confirmations: number, late: boolean) => ({
+  organizationId: d.organizationId,
+  entityType: 'Deposit',
+  entityId: d.id,
+  action: 'deposit.confirmed',
+  before: { status: d.status },
+  after: { status: 'CONFIRMED', creditedTo: to, amount: amountToNumeric(numericToAmount(d.amount)), confirmations, late },
+});
+
+/** A deposit of the chunk reaching its depth, confirmed with the chunk's others (confirmMany). */
+interface Confirmation {
+  d: Deposit;
+  view: { confirmations: number; blockHash: string | null; blockHeight: number | null };
+}
+
+/**
+ * A transfer whose deposit (DETECTED or CONFIRMING, of an intent, not late) reaches its depth now:
+ * the common confirmation, taken set-based by confirmMany. Anything else (null) is reconciled alone.
+ */
+function batchable(s: SyncScope, d: Deposit, o: ObservedTransfer): Confirmation | null {
+  if (d.status !== 'DETECTED' && d.status !== 'CONFIRMING') return null;
+  if (!d.paymentIntentId || !d.transactionId || d.late) return null;
+  const view = chainView(o, s.network.requiredConfirmations);
+  if (view.gone !== null || !view.deep) return null;
+  return { d, view: { confirmations: view.confirmations, blockHash: view.blockHash, blockHeight: view.blockHeight } };
+}
+
+/**
+ * The confirmations of a chunk, set-based (issue 22; the settlement groups' shape): the rules are
+ * confirm()'s and evaluateIntent's (decideIntent), the reads and writes one statement per table.
+ *
+ * - Reads, once, after locking every Transaction row of the batch in id order (one statement): the
+ *   intents with their transactions, and their deposits' sums (one grouped read).
+ * - Decisions, in memory: each deposit credited to its transaction's ESCROW, its intent's sums
+ *   moved by it (undecided → credited), decideIntent. A deposit whose transaction is no longer open
+ *   (late: SUSPENSE) or whose intent would expire now is confirmed alone by confirm(), after the
+ *   others (still in this transaction, under the same locks): the rare paths keep their one code.
+ * - Writes: one ledger_post for every credit (postLedgerTransactions; keys `deposit:<id>:confirmed`,
+ *   so a credit is never posted twice), one UPDATE each for the deposits, the transactions and the
+ *   intents (unnest), one insert of the release evaluation jobs; events and audit entries are queued
+ *   in confirm()'s order per deposit and written once at the chunk's end (deferEvents, deferAudits).
+ * A refused credit or any error rolls the chunk back whole; syncNetwork then redoes it address by
+ * address (each confirmed alone), isolating a failing one, as before. Answers the changes (one per deposit).
+ */
+async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number> {
+  const { tx, deps } = s;
+  const { intents, sums } = await readIntents(
+    s,
+    items.map((i) => i.d.paymentIntentId!),
+    items.map((i) => i.d.transactionId!),
+  );
+  const together: (Confirmation & { now: Date; decision: IntentDecision })[] = [];
+  const alone: (Confirmation & { intent: IntentWithTransaction })[] = [];
+  for (const it of items) {
+    const intent = intents.get(it.d.paymentIntentId!)!;
+    const open = OPEN_TRANSACTION.includes(intent.transaction.status) && intent.status !== 'EXPIRED' && intent.status !== 'CANCELLED';
+    const now = await intentNow(s, it.d);
+    const before = sums.get(intent.id)!;
+    const decision = open
+      ? decideIntent(intent, { ...before, credited: before.credited + numericToAmount(it.d.amount), undecided: before.undecided - 1 }, now)
+      : null;
+    if (!decision || decision.expire) alone.push({ ...it, intent });
+    else together.push({ ...it, now, decision });
+  }
+  if (together.length) {
+    await postCredits(
+      s,
+      together.map((c) => c.d),
+    );
+    const updatedAt = new Date();
+    await tx.$executeRaw`
+      UPDATE "Deposit" AS d SET "status" = 'CONFIRMED', "confirmations" = u.confirmations, "blockHash" = u.hash, "blockHeight" = u.height,
+             "confirmedAt" = u.at, "creditedTo" = 'ESCROW', "late" = false, "updatedAt" = ${updatedAt}
+        FROM unnest(${together.map((c) => c.d.id)}::uuid[], ${together.map((c) => c.view.confirmations)}::int[],
+                    ${together.map((c) => c.view.blockHash)}::text[], ${together.map((c) => c.view.blockHeight)}::int[],
+                    ${together.map((c) => c.now.toISOString())}::timestamptz[]) AS u(id, confirmations, hash, height, at)
+       WHERE d."id" = u.id`;
+    await writeDecisions(
+      s,
+      together.map((c) => c.decision),
+      updatedAt,
+    );
+    for (const c of together) {
+      const confirmed = { ...c.d, status: 'CONFIRMED' as const, transactionId: c.d.transactionId };
+      await auditAs(tx, deps, SYNC_ACTOR, confirmedAudit(c.d, 'ESCROW', c.view.confirmations, false));
+      await depositEvents(s, confirmed, 'confirmed');
+      for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
+      await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
+    }
+  }
+  for (const c of alone) await confirm(s, c.d, c.view, SYNC_ACTOR, c.intent);
+  return items.length;
+}
+
+/**
+ * The row writes of intents' decisions (decideIntent), one statement per table: the transactions
+ * (funded amount, status, times), the intents (sums, status, succeededAt), the release evaluation
+ * jobs. Their events and audit entries are the caller's (in its order).
+ */
+async function writeDecisions(s: SyncScope, decisions: IntentDecision[], updatedAt: Date): Promise<void> {
+  const { tx, deps } = s;
+  const transactions = decisions.filter((d) => d.transactionData).map((d) => d.transaction);
+  if (transactions.length)
+    await tx.$executeRaw`
+      UPDATE "Transaction" AS t SET "fundedAmount" = u.funded, "status" = u.status::"TransactionStatus", "fundedAt" = u.funded_at,
+             "reservedAt" = u.reserved_at, "updatedAt" = ${updatedAt}
+        FROM unnest(${transactions.map((t) => t.id)}::uuid[], ${transactions.map((t) => String(numericToAmount(t.fundedAmount)))}::numeric[],
+                    ${transactions.map((t) => t.status)}::text[], ${transactions.map((t) => t.fundedAt?.toISOString() ?? null)}::timestamptz[],
+                    ${transactions.map((t) => t.reservedAt?.toISOString() ?? null)}::timestamptz[]) AS u(id, funded, status, funded_at, reserved_at)
+       WHERE t."id" = u.id`;
+  const intents = decisions.filter((d) => d.intentData).map((d) => d.intent);
+  if (intents.length)
+    await tx.$executeRaw`
+      UPDATE "PaymentIntent" AS p SET "detectedAmount" = u.detected, "confirmedAmount" = u.confirmed, "overpaid" = u.overpaid,
+             "status" = u.status::"PaymentIntentStatus", "succeededAt" = u.succeeded_at, "updatedAt" = ${updatedAt}
+        FROM unnest(${intents.map((i) => i.id)}::uuid[], ${intents.map((i) => String(numericToAmount(i.detectedAmount)))}::numeric[],
+                    ${intents.map((i) => String(numericToAmount(i.confirmedAmount)))}::numeric[], ${intents.map((i) => i.overpaid)}::boolean[],
+                    ${intents.map((i) => i.status)}::text[], ${intents.map((i) => i.succeededAt?.toISOString() ?? null)}::timestamptz[])
+             AS u(id, detected, confirmed, overpaid, status, succeeded_at)
+       WHERE p."id" = u.id`;
+  await sendReleaseEvaluations(
+    tx,
+    deps.boss,
+    decisions.filter((d) => d.release).map((d) => d.transaction.id),
+  );
+}
+
+/**
+ * Confirmed deposits' credits to their transactions' ESCROW, with one ledger_post (keys
+ * `deposit:<id>:confirmed`: never posted twice). A refusal throws: the chunk rolls back whole and is
+ * redone address by address (syncNetwork), where the refused one fails alone.
+ */
+async function postCredits(s: SyncScope, deposits: Deposit[]): Promise<void> {
+  if (!deposits.length) return;
+  const posted = await postLedgerTransactions(
+    s.tx,
+    deposits.map((d) => depositCreditPosting(s.deps, d, 'ESCROW')),
+  );
+  for (const p of posted) if (p instanceof LedgerError) throw p;
+}
+
+/** Locks the Transaction rows of a batch (one statement, in id order) and reads their intents with their transactions and their deposits' sums. */
+async function readIntents(s: SyncScope, intentIds: string[], transactionIds: string[]) {
+  const { tx } = s;
+  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${[...new Set(transactionIds)].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
+  const intents = new Map(
+    (await tx.paymentIntent.findMany({ where: { id: { in: [...new Set(intentIds)] } }, include: { transaction: true } })).map((i) => [i.id, i]),
+  );
+  return { intents, sums: await depositSumsOf(tx, [...intents.keys()]) };
+}
+
+/** A new transfer to an intent's address, detected with the chunk's others (detectMany). */
+interface Detection {
+  address: AddressRow & { paymentIntentId: string };
+  o: ObservedTransfer;
+  status: 'DETECTED' | 'CONFIRMING';
+  /** First seen at its depth already (a sync behind the chain): detected and confirmed at once. */
+  deep: boolean;
+}
+
+/** A new transfer that becomes a DETECTED or CONFIRMING deposit of an intent, or one confirmed at once: the common detection, set-based. */
+function detectable(s: SyncScope, address: AddressRow, o: ObservedTransfer): Detection | null {
+  if (!address.paymentIntentId || !s.env.has(address.paymentIntentId)) return null;
+  const c = classify(s, address, o);
+  if (c.view.gone !== null || (c.status !== 'DETECTED' && c.status !== 'CONFIRMING')) return null;
+  return { address: address as Detection['address'], o, status: c.status, deep: c.view.deep };
+}
+
+/**
+ * The detections of a chunk, set-based (issue 22), with detect()'s rules: the Transaction rows
+ * locked at once, the intents and sums read once; an intent that is no longer open, or due (its
+ * expiry is materialized first, and the deposit is late), is detected alone by detect(), after the
+ * others. The rest: the deposits inserted with one statement, each intent decided in memory with
+ * the new deposit live and undecided (decideIntent: PROCESSING), the rows written by writeDecisions;
+ * deposit.detected (deposit.confirming when first seen in a block), then the intent's, per deposit.
+ */
+async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
+  const { tx, deps } = s;
+  const { intents, sums } = await readIntents(
+    s,
+    items.map((i) => i.address.paymentIntentId),
+    items.map((i) => s.env.get(i.address.paymentIntentId)!.transactionId),
+  );
+  const together: (Detection & { d: Deposit; decision: IntentDecision })[] = [];
+  const alone: Detection[] = [];
+  const updatedAt = new Date();
+  for (const it of items) {
+    const intent = intents.get(it.address.paymentIntentId)!;
+    const now = await s.now(it.address.organizationId, intent.environmentType);
+    if (
+      (intent.status !== 'AWAITING_PAYMENT' && intent.status !== 'PROCESSING') ||
+      now >= intent.expiresAt ||
+      !OPEN_TRANSACTION.includes(intent.transaction.status)
+    ) {
+      alone.push(it);
+      continue;
+    }
+    const { o } = it;
+    const mined = o.status === 'MINED';
+    const d: Deposit = {
+      id: monotonicUuidv7(),
+      organizationId: it.address.organizationId,
+      paymentIntentId: intent.id,
+      transactionId: intent.transactionId,
+      depositAddressId: it.address.id,
+      networkId: s.network.id,
+      assetNetworkId: o.assetNetworkId,
+      address: it.address.address,
+      txHash: o.txHash,
+      amount: amountToNumeric(o.amount) as unknown as Deposit['amount'],
+      status: it.deep ? 'CONFIRMED' : it.status,
+      confirmations: mined ? o.confirmations : 0,
+      blockHash: mined ? o.blockHash : null,
+      blockHeight: mined ? o.blockHeight : null,
+      late: false,
+      creditedTo: it.deep ? 'ESCROW' : null,
+      reason: null,
+      reviewReason: null,
+      detectedAt: now,
+      confirmedAt: it.deep ? now : null,
+      resolvedAt: null,
+      createdAt: updatedAt,
+      updatedAt,
+    };
+    const before = sums.get(intent.id)!;
+    // The new deposit is live; undecided until deep, then credited.
+    const after = it.deep
+      ? { ...before, detected: before.detected + o.amount, live: before.live + 1, credited: before.credited + o.amount }
+      : { ...before, detected: before.detected + o.amount, live: before.live + 1, undecided: before.undecided + 1 };
+    const decision = decideIntent(intent, after, now);
+    together.push({ ...it, d, decision });
+  }
+  if (together.length) {
+    await postCredits(
+      s,
+      together.filter((c) => c.deep).map((c) => c.d),
+    );
+    const ds = together.map((c) => c.d);
+    await tx.$executeRaw`
+      INSERT INTO "Deposit" ("id", "organizationId", "paymentIntentId", "transactionId", "depositAddressId", "networkId", "assetNetworkId",
+                             "address", "txHash", "amount", "status", "confirmations", "blockHash", "blockHeight", "late", "detectedAt",
+                             "confirmedAt", "creditedTo", "createdAt", "updatedAt")
+      SELECT u.id, u.org, u.intent, u.tx, u.addr_id, ${s.network.id}::uuid, u.an, u.addr, u.hash, u.amount, u.status::"DepositStatus",
+             u.confirmations, u.block_hash, u.block_height, false, u.detected_at, CASE WHEN u.deep THEN u.detected_at END,
+             CASE WHEN u.deep THEN 'ESCROW'::"LedgerAccountKind" END, ${updatedAt}, ${updatedAt}
+        FROM unnest(${ds.map((d) => d.id)}::uuid[], ${ds.map((d) => d.organizationId)}::uuid[], ${ds.map((d) => d.paymentIntentId)}::uuid[],
+                    ${ds.map((d) => d.transactionId)}::uuid[], ${ds.map((d) => d.depositAddressId)}::uuid[], ${ds.map((d) => d.assetNetworkId)}::uuid[],
+                    ${ds.map((d) => d.address)}::text[], ${ds.map((d) => d.txHash)}::text[], ${ds.map((d) => String(d.amount))}::numeric[],
+                    ${ds.map((d) => d.status)}::text[], ${ds.map((d) => d.confirmations)}::int[], ${ds.map((d) => d.blockHash)}::text[],
+                    ${ds.map((d) => d.blockHeight)}::int[], ${ds.map((d) => d.detectedAt.toISOString())}::timestamptz[],
+                    ${ds.map((d) => d.status === 'CONFIRMED')}::boolean[])
+             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at, deep)`;
+    await writeDecisions(
+      s,
+      together.map((c) => c.decision),
+      updatedAt,
+    );
+    for (const c of together) {
+      await audit(s, c.d, 'deposit.detected', null, { status: c.status, txHash: c.d.txHash, amount: amountToNumeric(c.o.amount), late: false });
+      await depositEvents(s, c.d, 'detected');
+      if (c.status === 'CONFIRMING')
+        await emit(tx, deps, c.d.organizationId, 'deposit.confirming', { DepositId: c.d.id, ConfirmationCount: c.d.confirmations });
+      if (c.deep) {
+        // detect() then confirm(): the confirmation's audit entry and event follow the detection's.
+        await auditAs(tx, deps, SYNC_ACTOR, confirmedAudit({ ...c.d, status: 'DETECTED' }, 'ESCROW', c.d.confirmations, false));
+        await depositEvents(s, c.d, 'confirmed');
+      }
+      for (const e of c.decision.events) await emit(tx, deps, c.d.organizationId, e.type, e.fields as never);
+      await auditAll(tx, deps, SYNC_ACTOR, c.decision.audits);
+    }
+  }
+  for (const c of alone) await detect(s, c.address, c.o);
+  return items.length;
 }
 
 /** Dropped, replaced, reverted (or gone while under review) before confirmation: REJECTED, never credited. */

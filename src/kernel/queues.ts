@@ -68,6 +68,15 @@ export async function sendReleaseEvaluation(tx: Db, boss: PgBoss | null, transac
   if (!boss) return;
   await boss.send(RELEASE_EVALUATE_QUEUE, { transactionId } satisfies ReleaseEvaluateJob, { ...inTx(tx), ...(startAfter ? { startAfter } : {}) });
 }
+/** Release evaluation jobs for several transactions, with one insert through the caller's transaction. */
+export async function sendReleaseEvaluations(tx: Db, boss: PgBoss | null, transactionIds: string[]): Promise<void> {
+  if (!boss || !transactionIds.length) return;
+  await boss.insert(
+    RELEASE_EVALUATE_QUEUE,
+    transactionIds.map((transactionId) => ({ data: { transactionId } satisfies ReleaseEvaluateJob })),
+    inTx(tx),
+  );
+}
 export async function sendReleaseSweep(tx: Db, boss: PgBoss | null, organizationId?: string): Promise<void> {
   if (!boss) return;
   await boss.send(RELEASE_SWEEP_QUEUE, (organizationId ? { organizationId } : {}) satisfies ReleaseSweepJob, inTx(tx));

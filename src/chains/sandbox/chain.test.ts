@@ -14,7 +14,8 @@ import {
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
 import { CHAIN_SYNC_QUEUE } from '../../kernel/queues';
-import { blockHash, payerAddress } from './chain';
+import { blockHash, payerAddress, transactionHash } from './chain';
+import { MAX_AMOUNT } from '../../money';
 import { sandboxNow } from './clock';
 import { produceSandboxBlocks } from './producer';
 
@@ -156,6 +157,48 @@ describe('sending and mining', () => {
         (await app.deps.db.sandboxTransaction.findMany({ where: { blockHeight: 1, networkId: c.networkId } })).map((t) => t.txHash),
       ),
     );
+  });
+});
+
+describe('concurrent sends (issue 22: no network-wide lock)', () => {
+  test('sends to many addresses at once: every one PENDING with its own nonce 0..n-1 from the network’s sequence (hash as the chain defines it)', async () => {
+    const c = await freshChain();
+    const targets = Array.from({ length: 6 }, () => address());
+    const n = 24;
+    const sent = await Promise.all(
+      Array.from({ length: n }, async (_x, i) => {
+        const to = targets[i % targets.length]!;
+        const amount = BigInt(100 + i);
+        const r = await sandboxSend(app, h, { address: to, amount, assetNetworkId: c.assetNetworkId });
+        return { ...r, to, amount };
+      }),
+    );
+    const nonces = sent.map((s) => {
+      const t = {
+        fromAddress: payerAddress(integ.organizationId),
+        toAddress: s.to,
+        assetNetworkId: c.assetNetworkId,
+        amount: s.amount,
+        replaceable: false,
+        revert: false,
+      };
+      return Array.from({ length: n }, (_x, k) => k).find((k) => transactionHash(c.networkId, k, t) === s.txHash);
+    });
+    // Nothing refused or rolled back: the network's sequence gave exactly 0..n-1.
+    expect(nonces.sort((a, b) => a! - b!)).toEqual(Array.from({ length: n }, (_x, k) => k));
+    await sandboxMine(app, h, c.networkId, 1);
+    for (const to of targets) expect(await balance(c.assetNetworkId, to)).toBe(sent.filter((s) => s.to === to).reduce((a, s) => a + s.amount, 0n));
+  });
+
+  test('two sends to one address at once that together exceed 2^256 - 1: one 201, one 409 (the recipient lock)', async () => {
+    const c = await freshChain();
+    const to = address();
+    const half = MAX_AMOUNT / 2n + 1n;
+    const body = { address: to, amount: half.toString(), assetNetworkId: c.assetNetworkId };
+    const answers = await Promise.all([0, 1, 2].map(() => app.rest('POST', '/v1/sandbox/deposits', { headers: h, body })));
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+    await sandboxMine(app, h, c.networkId, 1);
+    expect(await balance(c.assetNetworkId, to)).toBe(half);
   });
 });
 

@@ -7,6 +7,9 @@ import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
 import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
+import { monotonicUuidv7 } from '../../ids';
+import { Prisma } from '../../db/prisma';
+import { auditInsertSql, type Actor, type AuditInput } from '../../audit/audit';
 import type { ObservedTransfer } from '../adapter';
 
 /**
@@ -17,7 +20,7 @@ import type { ObservedTransfer } from '../adapter';
  *   each becomes MINED, or REVERTED when it was sent to fail (mined, no value moved).
  * - A block's hash is SHA-256 over (network, height, parent hash, fork number, sorted transaction
  *   hashes); a transaction's over (network, nonce, from, to, asset-network, amount, flags), the nonce
- *   being the count of the network's transactions before it. The same operations in the same order
+ *   being the network's next sequence number (0, 1, 2… in send order; a rolled-back send leaves a gap). The same operations in the same order
  *   give the same hashes. The fork number (blocks already seen at that height) tells a replacement
  *   block from the one it replaces.
  * - Confirmations of a MINED transaction: tip height - block height + 1; 0 for anything else.
@@ -42,8 +45,11 @@ import type { ObservedTransfer } from '../adapter';
  *   address, recomputed for the addresses each change touches. The payer side is a faucet: payers'
  *   balances are not tracked.
  *
- * Every change of a network runs under that network's advisory lock (one writer at a time, so nonces
- * and heights never race) and sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
+ * Every change of a network but a send runs under that network's advisory lock (one writer at a time,
+ * so heights never race); a send takes only its recipient's lock (its bound) and a nonce from the
+ * network's sequence (issue 22: sends to different addresses run in parallel, nothing of a network is
+ * held to a send's commit). Each
+ * sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
 
@@ -84,6 +90,15 @@ const sha = (parts: unknown[]) => '0x' + createHash('sha256').update(JSON.string
 /** A block's hash: SHA-256 of the JSON array [network, height, parent hash, fork number, sorted transaction hashes]. */
 export function blockHash(networkId: string, height: number, parentHash: string | null, fork: number, txHashes: string[]): string {
   return sha(['block', networkId, height, parentHash, fork, [...txHashes].sort()]);
+}
+
+/** A transaction's hash: SHA-256 of the JSON array ['tx', network, nonce, from, to, asset-network, amount, replaceable, revert] (insertTransaction computes it in SQL). */
+export function transactionHash(
+  networkId: string,
+  nonce: number,
+  t: { fromAddress: string; toAddress: string; assetNetworkId: string; amount: bigint; replaceable: boolean; revert: boolean },
+): string {
+  return sha(['tx', networkId, nonce, t.fromAddress, t.toAddress, t.assetNetworkId, t.amount.toString(), t.replaceable, t.revert]);
 }
 
 /** The payer of an organization's sandbox deposits: a deterministic address per organization. */
@@ -153,71 +168,95 @@ export interface SendArgs {
   senderOrganizationId: string | null;
   /** The transaction a replacement replaces (its amount no longer awaits the recipient). */
   replacesId?: string;
+  /**
+   * The send's audit entry, written by the insert's own statement (issue 22: one round trip fewer):
+   * given the new transaction's id; its `after` gets the `txHash` the statement computes.
+   */
+  audit?: { deps: { clock: Clock }; actor: Actor; entry: (id: string) => AuditInput };
 }
 
 /**
- * An address never holds more than 2^256 - 1 base units (a uint256 balance): refused (409, nothing
- * written) when its balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the
- * one a replacement replaces) plus `amount` would exceed it. So no block ever overflows a balance,
- * whatever order the mempool is mined in. The caller holds the network lock.
+ * Serializes what bounds an address's incoming value on one network: sends and replacements to it
+ * (transaction-scoped). Sends to different addresses run in parallel (issue 22): nothing else of a
+ * send needs one writer per network (the nonce is a sequence's, heights are the miner's, which holds
+ * the network's lock). Taken after the network's lock by those that hold it.
+ * Answers the organization whose deposit address it is (null: none), read in the same statement
+ * (a deposit address never changes owner).
  */
-async function assertRecipientCanHold(
-  tx: Db,
-  a: { networkId: string; assetNetworkId: string; toAddress: string; amount: bigint; replacesId?: string },
-): Promise<void> {
+async function lockRecipient(tx: Db, networkId: string, address: string): Promise<string | null> {
+  const [row] = await tx.$queryRaw<{ org: string | null }[]>`
+    SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to ' + address}, 0))::text AS locked,
+           (SELECT a."organizationId"::text FROM "DepositAddress" a WHERE a."networkId" = ${networkId}::uuid AND a."address" = ${address}) AS org`;
+  return row!.org;
+}
+
+/**
+ * Inserts a PENDING transaction in ONE statement (issue 22), the caller holding the recipient's lock
+ * (lockRecipient):
+ * - **the recipient's bound**: an address never holds more than 2^256 - 1 base units (a uint256
+ *   balance): nothing is inserted, and 409, when its balance plus every transfer still to be mined to
+ *   it (PENDING, ORPHANED; less the one a replacement replaces) plus `amount` would exceed it. So no
+ *   block ever overflows a balance, whatever order the mempool is mined in. Balance and pending are
+ *   read in the statement's one snapshot, taken after the lock, so no other send to the address
+ *   passes the check at the same time and a block mined meanwhile moves value between them unseen;
+ * - **the nonce**: the next value of the network's sequence (`sandbox_nonce_seq_<network>`, made with
+ *   the network; migration 20261127014056_sandbox_nonce): no lock is held to the commit, so sends
+ *   of one network commit in parallel; unique and increasing per network in send order, from 0 (the
+ *   count it was before issue 22), a rolled-back send leaving a gap; a refused send takes none;
+ * - **the hash**: computed by PostgreSQL over exactly the JSON `transactionHash` hashes.
+ */
+async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
   if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
-  const incoming = await tx.sandboxTransaction.aggregate({
-    where: {
-      networkId: a.networkId,
-      assetNetworkId: a.assetNetworkId,
-      toAddress: a.toAddress,
-      status: { in: ['PENDING', 'ORPHANED'] },
-      ...(a.replacesId ? { id: { not: a.replacesId } } : {}),
-    },
-    _sum: { amount: true },
-  });
-  const held = (await balanceOf(tx, a.networkId, a.assetNetworkId, a.toAddress)) + (incoming._sum.amount ? numericToAmount(incoming._sum.amount) : 0n);
-  if (held + a.amount > MAX_AMOUNT)
+  // transactionHash's JSON, the nonce spliced in by SQL.
+  const head = JSON.stringify(['tx', a.networkId]).slice(0, -1) + ',';
+  const tail = ',' + JSON.stringify([a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]).slice(1);
+  const now = deps.clock.now();
+  const id = monotonicUuidv7(); // mempool order among equal createdAt (a test clock): the id's
+  const [row] = await tx.$queryRaw<(Omit<SandboxTransactionRow, 'amount'> & { amount: string; held: string })[]>`
+    WITH held AS (
+      SELECT COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                        WHERE b."networkId" = ${a.networkId}::uuid AND b."assetNetworkId" = ${a.assetNetworkId}::uuid AND b."address" = ${a.toAddress}), 0)
+           + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                        WHERE t."networkId" = ${a.networkId}::uuid AND t."assetNetworkId" = ${a.assetNetworkId}::uuid AND t."toAddress" = ${a.toAddress}
+                          AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" IS DISTINCT FROM ${a.replacesId ?? null}::uuid), 0) AS v
+    ), fits AS (
+      SELECT 1 FROM held WHERE held.v + ${a.amount.toString()}::numeric <= ${MAX_AMOUNT.toString()}::numeric
+    ), n AS (
+      SELECT nextval(sandbox_nonce_sequence(${a.networkId}::uuid)) AS nonce FROM fits
+    ), ins AS (
+      INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
+                                        "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
+      SELECT ${id}::uuid, ${a.networkId}::uuid, ${a.assetNetworkId}::uuid,
+             '0x' || encode(sha256(convert_to(${head} || n.nonce::text || ${tail}, 'UTF8')), 'hex'),
+             ${a.fromAddress}, ${a.toAddress}, ${a.amount.toString()}::numeric, 'PENDING', ${a.replaceable}, ${a.revert},
+             ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
+        FROM n
+      RETURNING *
+    )${a.audit ? Prisma.sql`, audited AS (${auditInsertSql(a.audit.deps, a.audit.actor, a.audit.entry(id), 'ins', Prisma.sql`jsonb_build_object('txHash', ins."txHash")`)})` : Prisma.empty}
+    SELECT held.v::text AS held, ins."id"::text, ins."networkId"::text, ins."assetNetworkId"::text, ins."txHash", ins."fromAddress", ins."toAddress",
+           ins."amount"::text AS amount, ins."status"::text AS status, ins."replaceable", ins."replacedByTxHash", ins."blockHash", ins."blockHeight",
+           ins."willRevert", ins."senderOrganizationId"::text, ins."recipientOrganizationId"::text, ins."createdAt", ins."updatedAt"
+      FROM held LEFT JOIN ins ON true`;
+  if (!row!.id) {
+    const held = BigInt(row!.held);
     throw invalidState(
       `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
     );
+  }
+  const { held: _held, amount, ...rest } = row!;
+  return { ...rest, amount: { toFixed: () => amount } };
 }
 
-async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
-  await assertRecipientCanHold(tx, a);
-  const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
-  const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
-  const now = deps.clock.now();
-  return tx.sandboxTransaction.create({
-    data: {
-      networkId: a.networkId,
-      assetNetworkId: a.assetNetworkId,
-      txHash,
-      fromAddress: a.fromAddress,
-      toAddress: a.toAddress,
-      amount: a.amount.toString(),
-      status: 'PENDING',
-      replaceable: a.replaceable,
-      willRevert: a.revert,
-      senderOrganizationId: a.senderOrganizationId,
-      recipientOrganizationId: a.recipientOrganizationId,
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-}
-
-/** Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is the owner of the deposit address. */
+/**
+ * Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is
+ * the owner of the deposit address. Under the recipient's lock only (not the network's: sends to
+ * different addresses do not wait for each other, issue 22).
+ */
 export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
   if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
-  await lockNetwork(tx, a.networkId);
-  const recipient = await tx.depositAddress.findUnique({
-    where: { networkId_address: { networkId: a.networkId, address: a.toAddress } },
-    select: { organizationId: true },
-  });
-  const row = await insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
+  const recipientOrganizationId = await lockRecipient(tx, a.networkId, a.toAddress);
   await sendChainSync(tx, deps.boss, a.networkId);
-  return row;
+  return insertTransaction(tx, deps, { ...a, recipientOrganizationId });
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
@@ -480,6 +519,7 @@ export async function replaceTransaction(
     if (spendable < next) throw invalidState(`insufficient funds: ${row.fromAddress} can spend ${spendable}, not ${next}.`);
     if (next > original) throw invalidState(`A replacement re-sends the transfer: at most ${original} from ${row.fromAddress}, not ${next}.`);
   }
+  await lockRecipient(tx, row.networkId, row.toAddress);
   const replacement = await insertTransaction(tx, deps, {
     networkId: row.networkId,
     assetNetworkId: row.assetNetworkId,

@@ -119,11 +119,26 @@ async function tipHeight(db: Db, networkId: string) {
 
 const scope = (op: string, caller: { organizationId: string; actor: string }) => `sandbox.${op}:${caller.organizationId}:${caller.actor}`;
 
+/**
+ * An asset-network's network and its kind, read once per process (issue 22: a sandbox send is a
+ * hot path): neither ever changes (the catalog adds asset-networks and changes their status, which
+ * a send does not read). Bounded; a missing id is not remembered.
+ */
+const assetNetworks = new Map<string, { id: string; networkId: string; network: { kind: string } }>();
+async function assetNetworkOf(db: Db, id: string) {
+  const hit = assetNetworks.get(id);
+  if (hit) return hit;
+  const found = await db.assetNetwork.findUnique({ where: { id }, select: { id: true, networkId: true, network: { select: { kind: true } } } });
+  if (found) {
+    if (assetNetworks.size >= 1000) assetNetworks.clear();
+    assetNetworks.set(id, found);
+  }
+  return found;
+}
+
 export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>, idempotencyKey?: string | null): Promise<SandboxTransactionView> {
   const caller = await sandboxCaller(ctx, input.environmentId);
-  const assetNetwork = isUuid(input.assetNetworkId)
-    ? await ctx.deps.db.assetNetwork.findUnique({ where: { id: input.assetNetworkId.toLowerCase() }, include: { network: true } })
-    : null;
+  const assetNetwork = isUuid(input.assetNetworkId) ? await assetNetworkOf(ctx.deps.db, input.assetNetworkId.toLowerCase()) : null;
   if (!assetNetwork) throw fieldError('assetNetworkId', 'must be the id of an asset-network of the catalog');
   if (assetNetwork.network.kind !== 'SANDBOX') throw fieldError('assetNetworkId', 'must be an asset-network of a SANDBOX network');
   if (!adapterFor('SANDBOX').validateAddress(input.address)) throw fieldError('address', 'must be a sandbox address: 0x and 40 hex digits');
@@ -145,15 +160,21 @@ export async function sendDeposit(ctx: Context, input: z.infer<typeof sendInput>
         replaceable: request.replaceable,
         revert: request.revert,
         senderOrganizationId: caller.organizationId,
+        // Written by the insert's statement, with the txHash it computes.
+        audit: {
+          deps: ctx.deps,
+          actor: { principal: ctx.principal, requestId: ctx.requestId },
+          entry: (id) => ({
+            organizationId: caller.organizationId,
+            entityType: 'SandboxTransaction',
+            entityId: id,
+            action: 'sandbox.transaction_sent',
+            after: { ...request, networkId: assetNetwork.networkId },
+          }),
+        },
       });
-      await audit(tx, ctx, {
-        organizationId: caller.organizationId,
-        entityType: 'SandboxTransaction',
-        entityId: row.id,
-        action: 'sandbox.transaction_sent',
-        after: { txHash: row.txHash, ...request, networkId: assetNetwork.networkId },
-      });
-      return view(row, await tipHeight(tx, row.networkId));
+      // Just sent: PENDING, no confirmations whatever the tip (no read of it).
+      return view(row, 0);
     }),
   );
 }
