@@ -476,7 +476,9 @@ try {
       const d = withdrawalsSettings();
       say(`round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight`);
       const r = await withdrawals.run();
-      say(`  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST)`);
+      say(
+        `  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST; phases: request ${r.seconds.request} s, broadcast ${r.seconds.broadcast} s more, confirmation ${r.seconds.confirmation} s more)`,
+      );
       withdrawalRuns.push(r);
     }
   }

@@ -538,6 +538,19 @@ export async function postHold(tx: Db, input: ResolveHoldInput & { amount?: bigi
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
 
+/**
+ * Posts several pending holds (each all of it) with ONE ledger_post call (group commit, issue 22):
+ * each answers its result or its refusal (a LedgerError, nothing of it written); the others are
+ * posted either way, in list order. Each once (its idempotency key).
+ */
+export async function postHolds(tx: Db, inputs: readonly ResolveHoldInput[]): Promise<(LedgerResult | LedgerError)[]> {
+  const outcomes = await execute(
+    tx,
+    inputs.map((i) => prepareResolution('post_hold', i)),
+  );
+  return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
+}
+
 /** Releases a pending hold without moving anything. Once. */
 export async function voidHold(tx: Db, input: ResolveHoldInput): Promise<LedgerResult> {
   const r = await one(tx, prepareResolution('void_hold', input));

@@ -2,11 +2,13 @@ import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../db/prisma';
+import type { Prisma } from '../../generated/prisma/client';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
 import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
+import { monotonicUuidv7 } from '../../ids';
 import type { ObservedTransfer } from '../adapter';
 
 /**
@@ -186,25 +188,30 @@ async function assertRecipientCanHold(
 async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
   await assertRecipientCanHold(tx, a);
   const nonce = await tx.sandboxTransaction.count({ where: { networkId: a.networkId } });
-  const txHash = sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]);
-  const now = deps.clock.now();
-  return tx.sandboxTransaction.create({
-    data: {
-      networkId: a.networkId,
-      assetNetworkId: a.assetNetworkId,
-      txHash,
-      fromAddress: a.fromAddress,
-      toAddress: a.toAddress,
-      amount: a.amount.toString(),
-      status: 'PENDING',
-      replaceable: a.replaceable,
-      willRevert: a.revert,
-      senderOrganizationId: a.senderOrganizationId,
-      recipientOrganizationId: a.recipientOrganizationId,
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
+  return tx.sandboxTransaction.create({ data: pendingRow(a, nonce, deps.clock.now()) });
+}
+
+/** The row of a new PENDING transaction with its nonce (its hash: over network, nonce, from, to, asset-network, amount, flags). */
+function pendingRow(
+  a: Omit<SendArgs, 'replacesId'> & { recipientOrganizationId: string | null },
+  nonce: number,
+  now: Date,
+): Prisma.SandboxTransactionCreateManyInput & { txHash: string } {
+  return {
+    networkId: a.networkId,
+    assetNetworkId: a.assetNetworkId,
+    txHash: sha(['tx', a.networkId, nonce, a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]),
+    fromAddress: a.fromAddress,
+    toAddress: a.toAddress,
+    amount: a.amount.toString(),
+    status: 'PENDING',
+    replaceable: a.replaceable,
+    willRevert: a.revert,
+    senderOrganizationId: a.senderOrganizationId,
+    recipientOrganizationId: a.recipientOrganizationId,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 /** Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is the owner of the deposit address. */
@@ -218,6 +225,61 @@ export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Pro
   const row = await insertTransaction(tx, deps, { ...a, recipientOrganizationId: recipient?.organizationId ?? null });
   await sendChainSync(tx, deps.boss, a.networkId);
   return row;
+}
+
+/**
+ * Sends several transactions of one network at once (a broadcast group, issue 22): one network lock,
+ * one read of the recipients' organizations, one of what each recipient holds or awaits, one count
+ * for the nonces (assigned in list order, consecutive), one insert and one chain.sync job, whatever
+ * the number. Each item is refused alone, nothing of it written, as sendTransaction refuses it (a
+ * RangeError for a non-positive amount, INVALID_STATE when its recipient would hold more than
+ * 2^256 - 1, counting the items of the list before it); the others are sent. No replacements here.
+ */
+export async function sendTransactions(tx: Db, deps: ChainDeps, networkId: string, items: readonly Omit<SendArgs, 'networkId' | 'replacesId'>[]): Promise<({ txHash: string } | Error)[]> {
+  if (!items.length) return [];
+  await lockNetwork(tx, networkId);
+  const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
+  const pairs = [...new Map(items.map((a) => [key(a.assetNetworkId, a.toAddress), a] as const)).values()];
+  const [recipients, heldRows, nonce0] = [
+    await tx.depositAddress.findMany({
+      where: { networkId, address: { in: [...new Set(items.map((a) => a.toAddress))] } },
+      select: { address: true, organizationId: true },
+    }),
+    await tx.$queryRaw<{ a: string; addr: string; held: string }[]>`
+      SELECT p.a::text AS a, p.addr,
+             (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                         WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr), 0)
+            + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                         WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr
+                           AND t."status" IN ('PENDING', 'ORPHANED')), 0))::text AS held
+        FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`,
+    await tx.sandboxTransaction.count({ where: { networkId } }),
+  ];
+  const organizationOf = new Map(recipients.map((r) => [r.address, r.organizationId]));
+  const held = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
+  const now = deps.clock.now();
+  const rows: Prisma.SandboxTransactionCreateManyInput[] = [];
+  let nonce = nonce0;
+  const out = items.map((a): { txHash: string } | Error => {
+    if (a.amount <= 0n) return new RangeError('a sandbox transaction moves a positive amount');
+    if (a.amount > MAX_AMOUNT) return invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+    const k = key(a.assetNetworkId, a.toAddress);
+    const h = held.get(k) ?? 0n;
+    if (h + a.amount > MAX_AMOUNT)
+      return invalidState(
+        `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${h}, so it can receive at most ${MAX_AMOUNT - h} more.`,
+      );
+    held.set(k, h + a.amount);
+    // The mempool's order (createdAt, id) is the nonces' order.
+    const row = { id: monotonicUuidv7(), ...pendingRow({ ...a, networkId, recipientOrganizationId: organizationOf.get(a.toAddress) ?? null }, nonce++, now) };
+    rows.push(row);
+    return { txHash: row.txHash };
+  });
+  if (rows.length) {
+    await tx.sandboxTransaction.createMany({ data: rows });
+    await sendChainSync(tx, deps.boss, networkId);
+  }
+  return out;
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
