@@ -11,7 +11,7 @@ import { amountToNumeric, amountToString, numericToAmount, type Amount, positive
 import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAll, auditAs, deferAudits, type Actor, type AuditInput } from '../audit/audit';
+import { auditAll, auditAs, auditInsertSql, deferAudits, type Actor, type AuditInput } from '../audit/audit';
 import { deferEvents, emit, emitEvents } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
@@ -225,8 +225,28 @@ export async function requestWithdrawal(
             if (!used) approvalReasons.push('the destination was never used by a confirmed withdrawal');
           }
         }
-        // The hold: the available balance drops now; an insufficient balance refuses the request (409).
         const id = uuidv7();
+        const waits = approvalReasons.length > 0;
+        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
+        const custodyMode = source ? 'SELF_CUSTODY' : 'CUSTODIAL';
+        const approvalReason = waits ? approvalReasons.join('; ') : null;
+        // What needs no hold first (issue 22): the hold's ledger_post locks the CHAIN_CLEARING balance
+        // row every withdrawal of the asset-network shares, until the commit; from it to the commit
+        // there are two statements (the hold, then the row with its audit entry in one).
+        // Requested and (no approval needed) approved: both events in one statement.
+        const requestedEvent = webhookEvent('withdrawal.requested', {
+          WithdrawalId: id,
+          AccountId: account.id,
+          Amount: amount,
+          WithdrawalDestinationId: destination.id,
+        });
+        await emitEvents(tx, ctx.deps, [
+          { organizationId: account.organizationId, event: requestedEvent },
+          ...(waits ? [] : [{ organizationId: account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
+        ]);
+        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
+        if (!waits && custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, id);
+        // The hold: the available balance drops now; an insufficient balance refuses the request (409).
         const { holdId } = await createHold(tx, {
           idempotencyKey: `withdrawal:${id}:hold`,
           nature: 'withdrawal.requested',
@@ -238,63 +258,40 @@ export async function requestWithdrawal(
           amount,
           postedAt: now,
         });
-        const waits = approvalReasons.length > 0;
-        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
-        const w = await tx.withdrawal.create({
-          data: {
-            id,
+        // The row and its audit entry, one statement.
+        const audit = auditInsertSql(
+          ctx.deps,
+          requestActor(ctx),
+          {
             organizationId: account.organizationId,
-            environmentType: account.mode,
-            applicationId: p?.type === 'apiKey' ? p.applicationId : null,
-            accountId: account.id,
-            assetNetworkId: assetNetwork.id,
-            networkId: network.id,
-            withdrawalDestinationId: destination.id,
-            toAddress: destination.address,
-            amount: amountToNumeric(amount),
-            status,
-            custodyMode: source ? 'SELF_CUSTODY' : 'CUSTODIAL',
-            walletId: source?.walletId ?? null,
-            sourceIndex: source?.sourceIndex ?? null,
-            fromAddress: source?.fromAddress ?? null,
-            holdId,
-            withdrawalPolicyId: policy?.id ?? null,
-            payoutPolicyId: payout?.id ?? null,
-            approvalReason: waits ? approvalReasons.join('; ') : null,
-            approvedAt: waits ? null : now,
-            createdAt: now,
-            updatedAt: now,
+            entityType: 'Withdrawal',
+            entityId: id,
+            action: 'withdrawal.requested',
+            after: {
+              status,
+              accountId: account.id,
+              assetNetworkId: assetNetwork.id,
+              amount: amountToString(amount),
+              withdrawalDestinationId: destination.id,
+              custodyMode,
+              approvalReason,
+              holdId,
+            },
           },
-        });
-        // Requested and (no approval needed) approved: both events in one statement (issue 22).
-        const requestedEvent = webhookEvent('withdrawal.requested', {
-          WithdrawalId: id,
-          AccountId: account.id,
-          Amount: amount,
-          WithdrawalDestinationId: destination.id,
-        });
-        await emitEvents(tx, ctx.deps, [
-          { organizationId: w.organizationId, event: requestedEvent },
-          ...(waits ? [] : [{ organizationId: w.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
-        ]);
-        await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId: w.organizationId,
-          entityType: 'Withdrawal',
-          entityId: id,
-          action: 'withdrawal.requested',
-          after: {
-            status,
-            accountId: account.id,
-            assetNetworkId: assetNetwork.id,
-            amount: amountToString(amount),
-            withdrawalDestinationId: destination.id,
-            custodyMode: w.custodyMode,
-            approvalReason: w.approvalReason,
-            holdId,
-          },
-        });
-        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
-        if (!waits && w.custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, w.id);
+          'w',
+        );
+        await tx.$executeRaw`
+          WITH "w" AS (
+            INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
+                                      "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
+                                      "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
+            VALUES (${id}::uuid, ${account.organizationId}::uuid, ${account.mode}::"EnvironmentType", ${p?.type === 'apiKey' ? p.applicationId : null}::uuid,
+                    ${account.id}::uuid, ${assetNetwork.id}::uuid, ${network.id}::uuid, ${destination.id}::uuid, ${destination.address},
+                    ${amountToNumeric(amount)}::numeric, ${status}::"WithdrawalStatus", ${custodyMode}::"CustodyMode", ${source?.walletId ?? null}::uuid,
+                    ${source?.sourceIndex ?? null}::int, ${source?.fromAddress ?? null}, ${holdId}::uuid, ${policy?.id ?? null}::uuid,
+                    ${payout?.id ?? null}::uuid, ${approvalReason}, ${waits ? null : now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)
+            RETURNING "id"
+          ) ${audit}`;
         return { id };
       }),
     TX_OPTIONS,
