@@ -5,7 +5,7 @@ import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { moneyDeps } from '../../test/fixtures/deposits/testing';
 import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 import { withdrawalHandlers } from './withdrawals.jobs';
-import { followNetworkWithdrawals } from './withdrawals';
+import { followNetworkWithdrawals, RESERVE_RETRY_MS } from './withdrawals';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 
 /**
@@ -23,7 +23,7 @@ afterAll(() => app.close());
 afterEach(() => checkLedgerInvariants(app.deps.db));
 
 const DEST = '0x00000000000000000000000000000000000000e1';
-const { idOf, setup, get, mine, sweptToHot } = withdrawalTesting(() => app, DEST);
+const { idOf, setup, get, mine, sweptToHot, sweep, balance, withdrawalEvents } = withdrawalTesting(() => app, DEST);
 const deps = () => ({ ...moneyDeps(app), sealingKey: app.deps.sealingKey });
 
 async function withdraw(s: WithdrawalSetup, amount: bigint): Promise<string> {
@@ -86,5 +86,96 @@ describe('statements per withdrawal', () => {
     expect(per.request).toBeLessThanOrEqual(99);
     expect(per.broadcast).toBeLessThanOrEqual(99);
     expect(per.confirmation).toBeLessThanOrEqual(99);
+  });
+});
+
+describe('broadcast groups', () => {
+  test('one group, per-item outcomes: two networks, a reserve that pays for two of three (the third waits alone), an id already broadcast and a bad id skipped; then each confirms once', async () => {
+    const s = await setup(10_000_000n);
+    const hot = await hotTreasury(s, 42_000n); // the sandbox network cost is 21,000: two broadcasts
+    const other = await setup(1_000_000n); // another organization, another network, no HOT address: paid from its deposit address
+    const w1 = await withdraw(s, 1_000n);
+    const w2 = await withdraw(s, 2_000n);
+    const w3 = await withdraw(s, 3_000n);
+    const o1 = await withdraw(other, 4_000n);
+    const queued = await takeBroadcastJobs();
+    expect(queued.sort()).toEqual([w1, w2, w3, o1].sort());
+    const results = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](
+      deps(),
+      [w1, 'not-a-uuid', w2, w3, o1].map((withdrawalId) => ({ data: { withdrawalId } })),
+    );
+    expect(results).toEqual(['BROADCAST', 'SKIPPED', 'BROADCAST', 'DEFERRED', 'BROADCAST']);
+    expect(await get(s, w1)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1 });
+    expect(await get(s, w2)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1 });
+    expect(await get(s, w3)).toMatchObject({
+      status: 'APPROVED',
+      broadcastAttempts: 0,
+      txHash: null,
+      lastBroadcastError: expect.stringMatching(/^RESERVE_EXHAUSTED/),
+    });
+    expect(await get(other, o1)).toMatchObject({ status: 'BROADCAST', fromAddress: other.depositAddress, broadcastAttempts: 1 });
+    // The two HOT transfers: consecutive nonces (the sandbox's hash covers the nonce), in list order.
+    const sent = await app.deps.db.sandboxTransaction.findMany({
+      where: { fromAddress: hot.address, toAddress: DEST },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      select: { txHash: true, amount: true },
+    });
+    expect(sent.map((t) => t.amount.toString())).toEqual(['1000', '2000']);
+    expect(sent.map((t) => t.txHash)).toEqual([(await get(s, w1)).txHash, (await get(s, w2)).txHash]);
+    // A job run again (a retried group) changes nothing: each withdrawal is broadcast once.
+    expect(await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](deps(), [{ data: { withdrawalId: w1 } }, { data: { withdrawalId: o1 } }])).toEqual([
+      'SKIPPED',
+      'SKIPPED',
+    ]);
+
+    // Topped up: the waiting one is sent by the sweep's retry, then all confirm at the next block, each hold posted once.
+    const seed = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
+      headers: op.headers,
+      body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: '21000' },
+    });
+    expect(seed.status, seed.text).toBe(200);
+    app.clock.advance(RESERVE_RETRY_MS);
+    await sweep(s);
+    expect(await get(s, w3)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1 });
+    await mine(s);
+    await mine(other);
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 3 });
+    expect(await followNetworkWithdrawals(deps(), other.f.catalog.networkId)).toEqual({ CONFIRMED: 1 });
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({});
+    for (const [x, id] of [[s, w1], [s, w2], [s, w3], [other, o1]] as const) {
+      expect(await get(x, id)).toMatchObject({ status: 'CONFIRMED' });
+      expect(await withdrawalEvents(x, id)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
+    }
+    const ids = [w1, w2, w3, o1];
+    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:post`) } } })).toBe(4);
+    const consumed = await app.deps.db.networkResourceReserveMovement.findMany({
+      where: { referenceType: 'Withdrawal', referenceId: { in: ids.map((id) => `${id}:1`) } },
+      select: { kind: true, amount: true },
+    });
+    expect(consumed.map((m) => [m.kind, m.amount.toString()])).toEqual([
+      ['CONSUME', '21000'],
+      ['CONSUME', '21000'],
+      ['CONSUME', '21000'],
+    ]);
+    expect(await balance(s)).toEqual({ posted: 10_000_000n - 6_000n, available: 10_000_000n - 6_000n });
+    const audits = await app.deps.db.auditLogEntry.count({ where: { entityId: { in: ids }, action: { in: ['withdrawal.broadcast', 'withdrawal.confirmed'] } } });
+    expect(audits).toBe(8);
+  });
+
+  test('confirmation: a mined withdrawal of a frozen account waits (BROADCAST, hold kept) and confirms once unfrozen, posted once', async () => {
+    const s = await setup(1_000_000n);
+    const w = await withdraw(s, 10_000n);
+    await drainMoneyWork(app);
+    expect((await get(s, w)).status).toBe('BROADCAST');
+    const freeze = await app.rest('POST', `/v1/accounts/${s.accountId}/freeze`, { headers: s.f.member.headers, body: { reason: 'review' } });
+    expect(freeze.status, freeze.text).toBe(204);
+    await mine(s);
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ WAITING: 1 });
+    expect((await get(s, w)).status).toBe('BROADCAST');
+    const unfreeze = await app.rest('POST', `/v1/accounts/${s.accountId}/unfreeze`, { headers: s.f.member.headers });
+    expect(unfreeze.status, unfreeze.text).toBe(204);
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 1 });
+    expect(await balance(s)).toEqual({ posted: 990_000n, available: 990_000n });
+    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `withdrawal:${w}:post` } })).toBe(1);
   });
 });
