@@ -40,6 +40,12 @@ export interface WithdrawalsRound {
    * from the end of the one before, as the polling loop (one block mined every 20 ms) sees it.
    */
   seconds: { request: number; broadcast: number; confirmation: number; total: number };
+  /**
+   * Lock waits, sampled every 100 ms during the round from pg_stat_activity: the mean number of
+   * backends waiting for a lock, and the statements they waited in (first 60 characters), most
+   * waited first, with the share of the samples' waiting backends.
+   */
+  lockWaits: { samples: number; meanWaiting: number; top: { statement: string; share: number }[] };
 }
 
 export type WithdrawalsBench = ScenarioBench<WithdrawalsRound>;
@@ -138,6 +144,21 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       });
       const deadline = performance.now() + s.timeoutSeconds * 1000;
       let tBroadcast = 0;
+      const waits = new Map<string, number>();
+      let samples = 0;
+      let waiting = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const rows = await deps.db.$queryRaw<{ q: string }[]>`
+            SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) AS q FROM pg_stat_activity
+             WHERE state = 'active' AND wait_event_type = 'Lock' AND datname = current_database()`;
+          samples++;
+          waiting += rows.length;
+          for (const r of rows) waits.set(r.q, (waits.get(r.q) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
       // Mine until every withdrawal of the round is CONFIRMED (by the job runner's chain.sync).
       for (;;) {
         expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
@@ -156,6 +177,8 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       }
       await requests;
       const t2 = performance.now();
+      sampling = false;
+      await sampler;
       all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
@@ -165,6 +188,14 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         requestsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
         withdrawalsPerSecond: Math.round(n / ((t2 - t0) / 1000)),
         seconds: { request: sec(t1 - t0), broadcast: sec((tBroadcast || t2) - t1), confirmation: sec(t2 - (tBroadcast || t2)), total: sec(t2 - t0) },
+        lockWaits: {
+          samples,
+          meanWaiting: +(waiting / Math.max(1, samples)).toFixed(2),
+          top: [...waits.entries()]
+            .sort((x, y) => y[1] - x[1])
+            .slice(0, 5)
+            .map(([statement, n]) => ({ statement, share: +(n / Math.max(1, waiting)).toFixed(2) })),
+        },
       };
     },
     async verify() {
