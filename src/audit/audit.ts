@@ -98,13 +98,21 @@ export async function deferAudits<R>(tx: Db, fn: () => Promise<R>): Promise<R> {
  * per row of `source` (a CTE name: the changed row), so a change that inserted nothing writes no
  * entry. The same columns and values as auditAll.
  */
-export function auditInsertSql(deps: { clock: Clock }, actor: Actor, entry: AuditInput, source: string): Prisma.Sql {
+export function auditInsertSql(
+  deps: { clock: Clock },
+  actor: Actor,
+  entry: AuditInput,
+  source: string,
+  /** Fields of `after` known only in the statement: a jsonb object expression over the source row, merged into it. */
+  afterFromSource?: Prisma.Sql,
+): Prisma.Sql {
   const { actorType, actorId } = actorOf(actor.principal);
   const occurredAt = deps.clock.now();
   const json = (v: Record<string, unknown> | null | undefined) => (v ? JSON.stringify(v) : null);
+  const after = afterFromSource ? Prisma.sql`(${json(entry.after ?? {})}::jsonb || ${afterFromSource})` : Prisma.sql`${json(entry.after)}::jsonb`;
   return Prisma.sql`INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
     SELECT ${monotonicUuidv7(occurredAt.getTime())}::uuid, ${occurredAt}::timestamptz, ${entry.organizationId}::uuid, ${actorType}::"PrincipalType", ${actorId}::uuid,
-      ${entry.entityType}, ${entry.entityId}::uuid, ${entry.action}, ${actor.requestId}, ${json(entry.before)}::jsonb, ${json(entry.after)}::jsonb
+      ${entry.entityType}, ${entry.entityId}::uuid, ${entry.action}, ${actor.requestId}, ${json(entry.before)}::jsonb, ${after}
     FROM ${Prisma.raw(`"${source.replace(/"/g, '')}"`)}`;
 }
 

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { createHold, LedgerError, lockAccountsForMove, postHold, postHolds, voidHold, type LedgerAccountRef } from '../ledger/ledger';
+import { holdOutcome, holdStatement, LedgerError, ledgerStatementError, lockAccountsForMove, postHold, postHolds, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
@@ -231,8 +231,8 @@ export async function requestWithdrawal(
         const custodyMode = source ? 'SELF_CUSTODY' : 'CUSTODIAL';
         const approvalReason = waits ? approvalReasons.join('; ') : null;
         // What needs no hold first (issue 22): the hold's ledger_post locks the CHAIN_CLEARING balance
-        // row every withdrawal of the asset-network shares, until the commit; from it to the commit
-        // there are two statements (the hold, then the row with its audit entry in one).
+        // row every withdrawal of the asset-network shares, until the commit; so it comes last, in one
+        // statement with the row naming it and its audit entry, and only the commit follows it.
         // Requested and (no approval needed) approved: both events in one statement.
         const requestedEvent = webhookEvent('withdrawal.requested', {
           WithdrawalId: id,
@@ -246,8 +246,9 @@ export async function requestWithdrawal(
         ]);
         // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
         if (!waits && custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, id);
-        // The hold: the available balance drops now; an insufficient balance refuses the request (409).
-        const { holdId } = await createHold(tx, {
+        // The hold (the available balance drops now; an insufficient balance refuses the request, 409),
+        // the row naming it and its audit entry: one statement, the last before the commit.
+        const hold = holdStatement({
           idempotencyKey: `withdrawal:${id}:hold`,
           nature: 'withdrawal.requested',
           organizationId: account.organizationId,
@@ -258,7 +259,6 @@ export async function requestWithdrawal(
           amount,
           postedAt: now,
         });
-        // The row and its audit entry, one statement.
         const audit = auditInsertSql(
           ctx.deps,
           requestActor(ctx),
@@ -275,23 +275,32 @@ export async function requestWithdrawal(
               withdrawalDestinationId: destination.id,
               custodyMode,
               approvalReason,
-              holdId,
             },
           },
           'w',
+          Prisma.sql`jsonb_build_object('holdId', "w"."holdId"::text)`,
         );
-        await tx.$executeRaw`
-          WITH "w" AS (
-            INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
-                                      "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
-                                      "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
-            VALUES (${id}::uuid, ${account.organizationId}::uuid, ${account.mode}::"EnvironmentType", ${p?.type === 'apiKey' ? p.applicationId : null}::uuid,
-                    ${account.id}::uuid, ${assetNetwork.id}::uuid, ${network.id}::uuid, ${destination.id}::uuid, ${destination.address},
-                    ${amountToNumeric(amount)}::numeric, ${status}::"WithdrawalStatus", ${custodyMode}::"CustodyMode", ${source?.walletId ?? null}::uuid,
-                    ${source?.sourceIndex ?? null}::int, ${source?.fromAddress ?? null}, ${holdId}::uuid, ${policy?.id ?? null}::uuid,
-                    ${payout?.id ?? null}::uuid, ${approvalReason}, ${waits ? null : now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz)
-            RETURNING "id"
-          ) ${audit}`;
+        let answer: { r: unknown }[];
+        try {
+          answer = await tx.$queryRaw<{ r: unknown }[]>`
+            WITH "l" AS MATERIALIZED (${hold}),
+            "w" AS (
+              INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
+                                        "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
+                                        "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
+              SELECT ${id}::uuid, ${account.organizationId}::uuid, ${account.mode}::"EnvironmentType", ${p?.type === 'apiKey' ? p.applicationId : null}::uuid,
+                     ${account.id}::uuid, ${assetNetwork.id}::uuid, ${network.id}::uuid, ${destination.id}::uuid, ${destination.address},
+                     ${amountToNumeric(amount)}::numeric, ${status}::"WithdrawalStatus", ${custodyMode}::"CustodyMode", ${source?.walletId ?? null}::uuid,
+                     ${source?.sourceIndex ?? null}::int, ${source?.fromAddress ?? null}, ("l"."r" -> 0 ->> 'hold')::uuid, ${policy?.id ?? null}::uuid,
+                     ${payout?.id ?? null}::uuid, ${approvalReason}, ${waits ? null : now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+                FROM "l" WHERE ("l"."r" -> 0 ->> 's') IS DISTINCT FROM 'error'
+              RETURNING "id", "holdId"
+            ), "a" AS (${audit})
+            SELECT "l"."r" AS "r" FROM "l"`;
+        } catch (e) {
+          throw ledgerStatementError(e) ?? e;
+        }
+        holdOutcome(answer[0]?.r);
         return { id };
       }),
     TX_OPTIONS,
