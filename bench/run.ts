@@ -492,7 +492,12 @@ try {
       const d = withdrawalsSettings();
       say(`round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight`);
       const r = await withdrawals.run();
-      say(`  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST)`);
+      say(
+        `  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST; phases: request ${r.seconds.request} s, broadcast ${r.seconds.broadcast} s more, confirmation ${r.seconds.confirmation} s more)`,
+      );
+      say(
+        `  lock waits: ${r.lockWaits.meanWaiting} backends waiting on average (${r.lockWaits.samples} samples); in: ${r.lockWaits.top.map((t) => `${Math.round(t.share * 100)}% "${t.statement}"`).join('; ')}`,
+      );
       withdrawalRuns.push(r);
     }
   }

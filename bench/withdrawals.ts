@@ -33,7 +33,19 @@ export interface WithdrawalsRound {
   requestsPerSecond: number;
   /** End to end: first request -> last CONFIRMED. */
   withdrawalsPerSecond: number;
-  seconds: { request: number; total: number };
+  /**
+   * Where the round's wall clock went: request (first request -> last 201), broadcast (last 201 ->
+   * every withdrawal of the round BROADCAST or CONFIRMED), confirmation (-> every one CONFIRMED).
+   * The phases overlap in the service (broadcasts start with the first request): each is measured
+   * from the end of the one before, as the polling loop (one block mined every 20 ms) sees it.
+   */
+  seconds: { request: number; broadcast: number; confirmation: number; total: number };
+  /**
+   * Lock waits, sampled every 100 ms during the round from pg_stat_activity: the mean number of
+   * backends waiting for a lock, and the statements they waited in (first 60 characters), most
+   * waited first, with the share of the samples' waiting backends.
+   */
+  lockWaits: { samples: number; meanWaiting: number; top: { statement: string; share: number }[] };
 }
 
 export type WithdrawalsBench = ScenarioBench<WithdrawalsRound>;
@@ -131,22 +143,42 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         t1 = performance.now();
       });
       const deadline = performance.now() + s.timeoutSeconds * 1000;
+      let tBroadcast = 0;
+      const waits = new Map<string, number>();
+      let samples = 0;
+      let waiting = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const rows = await deps.db.$queryRaw<{ q: string }[]>`
+            SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) AS q FROM pg_stat_activity
+             WHERE state = 'active' AND wait_event_type = 'Lock' AND datname = current_database()`;
+          samples++;
+          waiting += rows.length;
+          for (const r of rows) waits.set(r.q, (waits.get(r.q) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
       // Mine until every withdrawal of the round is CONFIRMED (by the job runner's chain.sync).
       for (;;) {
         expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
         await new Promise((r) => setTimeout(r, 20));
         if (requested) {
-          const confirmed = await deps.db.withdrawal.count({ where: { id: { in: ids }, status: 'CONFIRMED' } });
+          const by = new Map(
+            (await deps.db.withdrawal.groupBy({ by: ['status'], where: { id: { in: ids } }, _count: { _all: true } })).map((g) => [g.status, g._count._all]),
+          );
+          const confirmed = by.get('CONFIRMED') ?? 0;
+          if (!tBroadcast && confirmed + (by.get('BROADCAST') ?? 0) >= n) tBroadcast = performance.now();
           if (confirmed >= n) break;
-          const bad = await deps.db.withdrawal.count({
-            where: { id: { in: ids }, status: { in: ['FAILED', 'REJECTED', 'REQUIRES_RECONCILIATION', 'BROADCAST_FAILED'] } },
-          });
+          const bad = ['FAILED', 'REJECTED', 'REQUIRES_RECONCILIATION', 'BROADCAST_FAILED'].reduce((sum, k) => sum + (by.get(k as never) ?? 0), 0);
           if (bad) throw new Error(`withdrawals bench: ${bad} withdrawals failed or need reconciliation`);
         }
         if (performance.now() > deadline) throw new Error(`withdrawals bench: not all confirmed after ${s.timeoutSeconds} s`);
       }
       await requests;
       const t2 = performance.now();
+      sampling = false;
+      await sampler;
       all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
@@ -155,7 +187,15 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         accounts: accounts.length,
         requestsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
         withdrawalsPerSecond: Math.round(n / ((t2 - t0) / 1000)),
-        seconds: { request: sec(t1 - t0), total: sec(t2 - t0) },
+        seconds: { request: sec(t1 - t0), broadcast: sec((tBroadcast || t2) - t1), confirmation: sec(t2 - (tBroadcast || t2)), total: sec(t2 - t0) },
+        lockWaits: {
+          samples,
+          meanWaiting: +(waiting / Math.max(1, samples)).toFixed(2),
+          top: [...waits.entries()]
+            .sort((x, y) => y[1] - x[1])
+            .slice(0, 5)
+            .map(([statement, n]) => ({ statement, share: +(n / Math.max(1, waiting)).toFixed(2) })),
+        },
       };
     },
     async verify() {
@@ -192,12 +232,13 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
   const m = median(runs.map((r) => r.withdrawalsPerSecond));
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
-    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'rounds: withdrawals/s'],
+    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'phases s (request / broadcast / confirmation)', 'rounds: withdrawals/s'],
     [
       `${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`,
       String(r.requestsPerSecond),
       String(r.withdrawalsPerSecond),
       String(r.seconds.total),
+      `${r.seconds.request} / ${r.seconds.broadcast} / ${r.seconds.confirmation}`,
       runs.map((x) => String(x.withdrawalsPerSecond)).join(', '),
     ],
   ];

@@ -599,3 +599,113 @@ describe('crash mid-chunk of deposit confirmations (issue 22: a sync chunk confi
     expect(unexpectedErrors(b)).toEqual([]);
   }, 240_000);
 });
+
+describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job works a fetched batch in one database transaction)', () => {
+  test('kill -9 of the process group while a broadcast group waits for the network lock; restart: every withdrawal broadcast once and CONFIRMED within 60 s, each hold posted once, invariants hold', async () => {
+    const databaseUrl = await cloneTemplateDatabase('wgroup');
+    const db = createPrisma(ownerUrlOf(databaseUrl), 4);
+    cleanups.push(() => db.$disconnect());
+    const env = await serviceEnv();
+    const a = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => a.stop());
+    const app = { rest: a.rest, deps: { db } };
+    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+    const f = await setupIntegrator(app, catalog);
+    const h = f.apiKeyHeaders;
+    const an = catalog.assetNetworkId;
+    const acc = await a.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Payouts' }, headers: h });
+    expect(acc.status, acc.text).toBe(201);
+    const accountId = idOf(acc);
+    // Funded: a payment intent paid and settled in full (the account holds it; its deposit address holds it on the chain).
+    const pi = await a.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+      headers: h,
+      body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
+    });
+    expect(pi.status, pi.text).toBe(201);
+    const intent = (await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body as { transactionId: string; address: string };
+    expect((await a.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intent.address, amount: '1000000', assetNetworkId: an } })).status).toBe(201);
+    await pollUntil(
+      'funded',
+      async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: h })).body.status,
+      (s) => s === 'RESERVED',
+      60_000,
+      300,
+    );
+    expect((await a.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: h })).status).toBe(201);
+    await pollUntil(
+      'account credited',
+      async () => (await a.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body,
+      (b) => b.some((r: { posted: string }) => r.posted === '1000000'),
+      30_000,
+      200,
+    );
+    const dest = await a.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+      headers: h,
+      body: { networkId: catalog.networkId, address: DEST },
+    });
+    expect(dest.status, dest.text).toBe(201);
+
+    // The network's sandbox-chain lock held by this test: a broadcast group gets through its reads,
+    // re-checks and source choice, then waits to send (the last statements before its commit).
+    const blocker = new pg.Client({ connectionString: ownerUrlOf(databaseUrl) });
+    await blocker.connect();
+    cleanups.push(() => blocker.end().catch(() => {}));
+    await blocker.query(`SELECT pg_advisory_lock(hashtextextended('sandbox-chain ' || $1::text, 0))`, [catalog.networkId]);
+    const N = 8;
+    const keys = Array.from({ length: N }, () => randomUUID());
+    const ask = (i: number, svc: ServiceProcess = a) =>
+      svc.rest('POST', `/v1/accounts/${accountId}/withdrawals`, {
+        headers: { ...h, 'idempotency-key': keys[i]! },
+        body: { amount: '10000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+      });
+    const first: RestResult[] = [];
+    for (let i = 0; i < N; i++) first.push(await ask(i));
+    for (const r of first) expect(r.status, r.text).toBe(201);
+    const ids = first.map(idOf);
+    await pollUntil(
+      'a broadcast group waiting for the network lock',
+      async () =>
+        (await blocker.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`)).rows[0].n as number,
+      (n) => n > 0,
+      30_000,
+      100,
+    );
+    expect(await db.withdrawal.count({ where: { id: { in: ids }, status: 'APPROVED' } })).toBe(N);
+    const killed = await a.killGroup('SIGKILL');
+    expect(killed.signal).toBe('SIGKILL');
+    await blocker.query(`SELECT pg_advisory_unlock(hashtextextended('sandbox-chain ' || $1::text, 0))`, [catalog.networkId]);
+    const restartedAt = Date.now();
+    const b = await startService({ databaseUrl, env, detached: true });
+    cleanups.push(() => b.stop());
+
+    // Each request again with its key: the same withdrawal.
+    for (let i = 0; i < N; i++) {
+      const again = await ask(i, b);
+      expect(again.status, again.text).toBe(201);
+      expect(idOf(again)).toBe(ids[i]);
+    }
+    await pollUntil(
+      'every withdrawal CONFIRMED',
+      async () => {
+        await b.rest('POST', `/v1/sandbox/networks/${catalog.networkId}/mine`, { headers: h, body: { blocks: 1 } });
+        return Promise.all(ids.map(async (id) => (await b.rest('GET', `/v1/withdrawals/${id}`, { headers: h })).body.status));
+      },
+      (s) => s.every((x) => x === 'CONFIRMED'),
+      Math.max(1_000, restartedAt + RECOVERY_BOUND_MS - Date.now()),
+      250,
+    );
+    expect(Date.now() - restartedAt).toBeLessThan(RECOVERY_BOUND_MS);
+    // Nothing lost, nothing twice: one transfer on the chain, one broadcast event and audit entry, one posting per withdrawal.
+    expect(await db.sandboxTransaction.count({ where: { networkId: catalog.networkId, toAddress: DEST } })).toBe(N);
+    const rows = await db.withdrawal.findMany({ where: { id: { in: ids } }, select: { txHash: true, broadcastAttempts: true } });
+    expect(new Set(rows.map((r) => r.txHash)).size).toBe(N);
+    expect(rows.every((r) => r.broadcastAttempts === 1)).toBe(true);
+    expect(await db.webhookEvent.count({ where: { aggregateId: { in: ids }, eventType: 'withdrawal.broadcast' } })).toBe(N);
+    expect(await db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'withdrawal.broadcast' } })).toBe(N);
+    expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:post`) } } })).toBe(N);
+    const balances = (await b.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers })).body as { posted: string; available: string }[];
+    expect(balances.map((x) => [x.posted, x.available])).toEqual([[String(1_000_000 - N * 10_000), String(1_000_000 - N * 10_000)]]);
+    await checkLedgerInvariants(db);
+    expect(unexpectedErrors(b)).toEqual([]);
+  }, 240_000);
+});

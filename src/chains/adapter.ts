@@ -130,6 +130,8 @@ export interface NetworkAdapter {
   changedSince(network: NetworkRef, cursor: ChainCursor | null): Promise<ChainChanges>;
   /** One transaction by hash, or null when the chain never saw it. */
   transaction(network: NetworkRef, txHash: string): Promise<ObservedTransfer | null>;
+  /** `transaction` for many hashes in one read (absent: one `transaction` call each); a hash the chain never saw is not in the map. */
+  transactions?(network: NetworkRef, txHashes: readonly string[]): Promise<Map<string, ObservedTransfer>>;
   /**
    * Signs a transfer with the sending address's private key, for `broadcast` (custodial withdrawals,
    * refunds, sweeps, treasury payouts). The sandbox: the signed-transfer JSON (src/chains/secp256k1.ts
@@ -158,6 +160,13 @@ export interface NetworkAdapter {
    * does, so that only that organization may drop, replace or reorganize the transfer (docs/chains.md).
    */
   broadcast(network: NetworkRef, signedTransaction: string, organizationId: string | null): Promise<{ txHash: string }>;
+  /**
+   * Sends several signed transactions of one network at once, in the caller's transaction (a broadcast
+   * group, issue 22): each answers its hash or its refusal (a RangeError, nothing of it sent), as
+   * `broadcast` called for each in list order would; one network lock and set-based writes for all.
+   * Absent: the caller broadcasts them one by one.
+   */
+  broadcastMany?(network: NetworkRef, items: readonly { signedTransaction: string; organizationId: string | null }[]): Promise<({ txHash: string } | RangeError)[]>;
   /**
    * The balances of `addresses` in one asset-network, in base units: `mined` is the canonical mined
    * balance; `spendable` is `mined` less the address's outgoing transfers not mined (PENDING or

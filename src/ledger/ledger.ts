@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Db, PrismaClient } from '../db/prisma';
+import { Prisma, type Db, type PrismaClient } from '../db/prisma';
 import { DomainError, isRetryable, sqlState, type ErrorCode, type FieldError } from '../errors';
 export { isRetryable };
 
@@ -475,11 +475,7 @@ async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
       }
       // A total (posted or pending debits or credits of an account) beyond NUMERIC(78,0): refused,
       // nothing written (the statement failed whole), never a 500 (docs/decisions.md, issue 26).
-      if (sqlState(e) === '22003')
-        throw new LedgerError(
-          'AMOUNT_OUT_OF_RANGE',
-          'AMOUNT_OUT_OF_RANGE: a ledger total of an account would exceed what the ledger holds (10^78 - 1 base units; numeric overflow): nothing was posted',
-        );
+      if (sqlState(e) === '22003') throw amountOutOfRange();
       if (!isRetryable(e) || attempt >= MAX_ATTEMPTS) throw e;
       ledgerMetrics.retries++;
       await sleep(backoff(attempt));
@@ -532,10 +528,57 @@ export async function createHold(tx: Db, input: CreateHoldInput): Promise<{ hold
   return { holdId: r.holdId!, ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
 
+/**
+ * createHold as a fragment of the caller's own statement (issue 22): `SELECT ledger_post(…) AS r` for
+ * one hold, to run as a CTE beside the writes that depend on it (the row naming the hold, its audit
+ * entry), so that the balance rows the hold locks are held from that one statement to the commit.
+ * The caller reads the answer with `holdOutcome` (which throws the refusal) and maps a failed
+ * statement with `ledgerStatementError`. No savepoint and no retry here: a deadlock fails the
+ * caller's statement, and with it the caller's transaction.
+ */
+export function holdStatement(input: CreateHoldInput): Prisma.Sql {
+  return new Prisma.Sql(LEDGER_POST_SQL.split(/\$\d+/), batchArgs([prepareHold(input)]) as Prisma.Sql['values']);
+}
+
+/** The answer of a holdStatement (the `r` it selected): the hold, or its refusal thrown (a LedgerError). */
+export function holdOutcome(r: unknown): { holdId: string; ledgerTransactionId: string; replayed: boolean } {
+  const o = outcomeOf((r as RawResult[] | null)?.[0]);
+  if (!o.ok) throw o.error;
+  ledgerMetrics.calls++;
+  ledgerMetrics.items++;
+  metrics.ledgerBatchSize.observe(1);
+  if (!o.replayed) metrics.ledgerPostings.inc(1);
+  return { holdId: o.holdId!, ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed };
+}
+
+/** A statement holding a holdStatement failed: the ledger's own refusal when it is one (a total beyond NUMERIC(78,0)), else null. */
+export function ledgerStatementError(e: unknown): LedgerError | null {
+  return sqlState(e) === '22003' ? amountOutOfRange() : null;
+}
+
+const amountOutOfRange = () =>
+  new LedgerError(
+    'AMOUNT_OUT_OF_RANGE',
+    'AMOUNT_OUT_OF_RANGE: a ledger total of an account would exceed what the ledger holds (10^78 - 1 base units; numeric overflow): nothing was posted',
+  );
+
 /** Posts a pending hold, all of it or `amount` of it (the rest is released). Once. */
 export async function postHold(tx: Db, input: ResolveHoldInput & { amount?: bigint }): Promise<LedgerResult> {
   const r = await one(tx, prepareResolution('post_hold', input));
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
+}
+
+/**
+ * Posts several pending holds (each all of it) with ONE ledger_post call (group commit, issue 22):
+ * each answers its result or its refusal (a LedgerError, nothing of it written); the others are
+ * posted either way, in list order. Each once (its idempotency key).
+ */
+export async function postHolds(tx: Db, inputs: readonly ResolveHoldInput[]): Promise<(LedgerResult | LedgerError)[]> {
+  const outcomes = await execute(
+    tx,
+    inputs.map((i) => prepareResolution('post_hold', i)),
+  );
+  return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
 }
 
 /** Releases a pending hold without moving anything. Once. */

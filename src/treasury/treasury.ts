@@ -296,6 +296,17 @@ export interface HotAddress {
  * re-checks the balance under the network lock anyway).
  */
 export async function hotAddressFor(tx: Db, assetNetworkId: string, amount: Amount): Promise<HotAddress | null> {
+  const best = pickHotAddress((await hotAddressesFor(tx, assetNetworkId)) ?? [], amount);
+  return best && { id: best.id, networkId: best.networkId, address: best.address, publicKey: best.publicKey, spendable: best.spendable };
+}
+
+/**
+ * Every HOT, GENERATED, active controlled address of the asset-network with its spendable chain
+ * balance (id order), and its row (to sign with: controlledPrivateKey); null when the asset-network
+ * is unknown or its network has no balance read. For a group of sends (issue 22): read once, then
+ * pickHotAddress for each send, lowering the chosen address's `spendable` by what it sends.
+ */
+export async function hotAddressesFor(tx: Db, assetNetworkId: string): Promise<(HotAddress & { row: ControlledAddress })[] | null> {
   if (!isUuid(assetNetworkId)) return null;
   const an = await tx.assetNetwork.findUnique({ where: { id: assetNetworkId.toLowerCase() }, include: { network: true } });
   if (!an) return null;
@@ -310,12 +321,13 @@ export async function hotAddressFor(tx: Db, assetNetworkId: string, amount: Amou
     rows.map((r) => r.address),
   );
   if (!balances) return null;
-  let best: HotAddress | null = null;
-  for (const r of rows) {
-    const spendable = balances.get(r.address)!.spendable;
-    if (spendable < amount) continue;
-    if (!best || spendable > best.spendable) best = { id: r.id, networkId: r.networkId, address: r.address, publicKey: r.publicKey!, spendable };
-  }
+  return rows.map((r) => ({ id: r.id, networkId: r.networkId, address: r.address, publicKey: r.publicKey!, spendable: balances.get(r.address)!.spendable, row: r }));
+}
+
+/** Of `candidates`, the one with the largest spendable balance covering `amount` (ties: the first, the oldest); null when none covers it. */
+export function pickHotAddress<T extends HotAddress>(candidates: readonly T[], amount: Amount): T | null {
+  let best: T | null = null;
+  for (const c of candidates) if (c.spendable >= amount && (!best || c.spendable > best.spendable)) best = c;
   return best;
 }
 

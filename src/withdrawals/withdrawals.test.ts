@@ -361,24 +361,7 @@ describe('broadcast failures, revert, reconciliation', () => {
 });
 
 describe('treasury payouts and the network resource reserve', () => {
-  /** A HOT treasury address holding what the setup's deposit address held (swept, mined). */
-  async function sweptToHot(s: Setup): Promise<{ id: string; address: string }> {
-    const an = s.f.catalog.assetNetworkId;
-    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
-      headers: op.headers,
-      body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' },
-    });
-    expect(reg.status, reg.text).toBe(201);
-    const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op.headers })).body as { id: string; address: string };
-    const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: s.depositAddress }, select: { id: true } });
-    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', {
-      headers: op.headers,
-      body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id },
-    });
-    expect(sw.status, sw.text).toBe(201);
-    await mine(s);
-    return hot;
-  }
+  const sweptToHot = (s: Setup) => withdrawalTesting(() => app, DEST).sweptToHot(s, op.headers);
   const reserveBalance = async (s: Setup) => {
     const r = await app.rest('GET', `/v1/admin/network-resource-reserve/${s.f.catalog.assetNetworkId}/balance`, { headers: op.headers });
     expect(r.status, r.text).toBe(200);

@@ -1,28 +1,28 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { createHold, LedgerError, lockAccountsForMove, postHold, voidHold, type LedgerAccountRef } from '../ledger/ledger';
+import { holdOutcome, holdStatement, LedgerError, ledgerStatementError, lockAccountsForMove, postHold, postHolds, voidHold, type LedgerAccountRef } from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAs, type Actor } from '../audit/audit';
-import { emit, emitEvents } from '../webhooks/outbox';
+import { auditAll, auditAs, auditInsertSql, deferAudits, type Actor, type AuditInput } from '../audit/audit';
+import { deferEvents, emit, emitEvents } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { assertDestinationUsable, blockDestinationInput } from './destinations';
-import type { WithdrawalDestination } from '../generated/prisma/client';
-import { networkCostOf } from '../treasury/costs/costs';
-import { sendFromTreasury } from '../treasury/payouts';
-import { consumeReserveInTx, releaseReserveInTx } from '../treasury/costs/reserve';
+import type { Network, WithdrawalDestination } from '../generated/prisma/client';
+import { networkCostsOf } from '../treasury/costs/costs';
+import { sendGroupFromTreasury } from '../treasury/payouts';
+import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/reserve';
 import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 import { statusAllows } from '../catalog/catalog';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
@@ -225,9 +225,30 @@ export async function requestWithdrawal(
             if (!used) approvalReasons.push('the destination was never used by a confirmed withdrawal');
           }
         }
-        // The hold: the available balance drops now; an insufficient balance refuses the request (409).
         const id = uuidv7();
-        const { holdId } = await createHold(tx, {
+        const waits = approvalReasons.length > 0;
+        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
+        const custodyMode = source ? 'SELF_CUSTODY' : 'CUSTODIAL';
+        const approvalReason = waits ? approvalReasons.join('; ') : null;
+        // What needs no hold first (issue 22): the hold's ledger_post locks the CHAIN_CLEARING balance
+        // row every withdrawal of the asset-network shares, until the commit; so it comes last, in one
+        // statement with the row naming it and its audit entry, and only the commit follows it.
+        // Requested and (no approval needed) approved: both events in one statement.
+        const requestedEvent = webhookEvent('withdrawal.requested', {
+          WithdrawalId: id,
+          AccountId: account.id,
+          Amount: amount,
+          WithdrawalDestinationId: destination.id,
+        });
+        await emitEvents(tx, ctx.deps, [
+          { organizationId: account.organizationId, event: requestedEvent },
+          ...(waits ? [] : [{ organizationId: account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
+        ]);
+        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
+        if (!waits && custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, id);
+        // The hold (the available balance drops now; an insufficient balance refuses the request, 409),
+        // the row naming it and its audit entry: one statement, the last before the commit.
+        const hold = holdStatement({
           idempotencyKey: `withdrawal:${id}:hold`,
           nature: 'withdrawal.requested',
           organizationId: account.organizationId,
@@ -238,63 +259,48 @@ export async function requestWithdrawal(
           amount,
           postedAt: now,
         });
-        const waits = approvalReasons.length > 0;
-        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
-        const w = await tx.withdrawal.create({
-          data: {
-            id,
+        const audit = auditInsertSql(
+          ctx.deps,
+          requestActor(ctx),
+          {
             organizationId: account.organizationId,
-            environmentType: account.mode,
-            applicationId: p?.type === 'apiKey' ? p.applicationId : null,
-            accountId: account.id,
-            assetNetworkId: assetNetwork.id,
-            networkId: network.id,
-            withdrawalDestinationId: destination.id,
-            toAddress: destination.address,
-            amount: amountToNumeric(amount),
-            status,
-            custodyMode: source ? 'SELF_CUSTODY' : 'CUSTODIAL',
-            walletId: source?.walletId ?? null,
-            sourceIndex: source?.sourceIndex ?? null,
-            fromAddress: source?.fromAddress ?? null,
-            holdId,
-            withdrawalPolicyId: policy?.id ?? null,
-            payoutPolicyId: payout?.id ?? null,
-            approvalReason: waits ? approvalReasons.join('; ') : null,
-            approvedAt: waits ? null : now,
-            createdAt: now,
-            updatedAt: now,
+            entityType: 'Withdrawal',
+            entityId: id,
+            action: 'withdrawal.requested',
+            after: {
+              status,
+              accountId: account.id,
+              assetNetworkId: assetNetwork.id,
+              amount: amountToString(amount),
+              withdrawalDestinationId: destination.id,
+              custodyMode,
+              approvalReason,
+            },
           },
-        });
-        // Requested and (no approval needed) approved: both events in one statement (issue 22).
-        const requestedEvent = webhookEvent('withdrawal.requested', {
-          WithdrawalId: id,
-          AccountId: account.id,
-          Amount: amount,
-          WithdrawalDestinationId: destination.id,
-        });
-        await emitEvents(tx, ctx.deps, [
-          { organizationId: w.organizationId, event: requestedEvent },
-          ...(waits ? [] : [{ organizationId: w.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
-        ]);
-        await auditAs(tx, ctx.deps, requestActor(ctx), {
-          organizationId: w.organizationId,
-          entityType: 'Withdrawal',
-          entityId: id,
-          action: 'withdrawal.requested',
-          after: {
-            status,
-            accountId: account.id,
-            assetNetworkId: assetNetwork.id,
-            amount: amountToString(amount),
-            withdrawalDestinationId: destination.id,
-            custodyMode: w.custodyMode,
-            approvalReason: w.approvalReason,
-            holdId,
-          },
-        });
-        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
-        if (!waits && w.custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, w.id);
+          'w',
+          Prisma.sql`jsonb_build_object('holdId', "w"."holdId"::text)`,
+        );
+        let answer: { r: unknown }[];
+        try {
+          answer = await tx.$queryRaw<{ r: unknown }[]>`
+            WITH "l" AS MATERIALIZED (${hold}),
+            "w" AS (
+              INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
+                                        "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
+                                        "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
+              SELECT ${id}::uuid, ${account.organizationId}::uuid, ${account.mode}::"EnvironmentType", ${p?.type === 'apiKey' ? p.applicationId : null}::uuid,
+                     ${account.id}::uuid, ${assetNetwork.id}::uuid, ${network.id}::uuid, ${destination.id}::uuid, ${destination.address},
+                     ${amountToNumeric(amount)}::numeric, ${status}::"WithdrawalStatus", ${custodyMode}::"CustodyMode", ${source?.walletId ?? null}::uuid,
+                     ${source?.sourceIndex ?? null}::int, ${source?.fromAddress ?? null}, ("l"."r" -> 0 ->> 'hold')::uuid, ${policy?.id ?? null}::uuid,
+                     ${payout?.id ?? null}::uuid, ${approvalReason}, ${waits ? null : now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+                FROM "l" WHERE ("l"."r" -> 0 ->> 's') IS DISTINCT FROM 'error'
+              RETURNING "id", "holdId"
+            ), "a" AS (${audit})
+            SELECT "l"."r" AS "r" FROM "l"`;
+        } catch (e) {
+          throw ledgerStatementError(e) ?? e;
+        }
+        holdOutcome(answer[0]?.r);
         return { id };
       }),
     TX_OPTIONS,
@@ -378,31 +384,61 @@ export async function checkBeforeMoving(
   w: Withdrawal,
   now: Date,
 ): Promise<{ outcome: 'REJECTED' | 'WAITS'; reason: string } | null> {
-  await lockAccountsForMove(tx, [w.accountId]);
-  const [account, assetNetwork] = await Promise.all([
-    tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } }),
-    tx.assetNetwork.findUniqueOrThrow({ where: { id: w.assetNetworkId }, select: { status: true } }),
+  return (await checksBeforeMoving(tx, deps, actor, [w], now))[0]!;
+}
+
+/**
+ * checkBeforeMoving for a group of withdrawals (the broadcast group, issue 22): one lock of every
+ * account, one read of the accounts, of the asset-networks and of the destinations (which the
+ * caller has share-locked: lockDestinationThenWithdrawal's order), whatever the number; each
+ * withdrawal answers its own outcome, in list order (the rejected ones closed here, in `tx`).
+ */
+export async function checksBeforeMoving(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  ws: readonly Withdrawal[],
+  now: Date,
+): Promise<({ outcome: 'REJECTED' | 'WAITS'; reason: string } | null)[]> {
+  if (!ws.length) return [];
+  await lockAccountsForMove(
+    tx,
+    ws.map((w) => w.accountId),
+  );
+  const [accounts, assetNetworks, destinations] = await Promise.all([
+    tx.account.findMany({ where: { id: { in: [...new Set(ws.map((w) => w.accountId))] } }, select: { id: true, status: true } }),
+    tx.assetNetwork.findMany({ where: { id: { in: [...new Set(ws.map((w) => w.assetNetworkId))] } }, select: { id: true, status: true } }),
+    tx.withdrawalDestination.findMany({
+      where: { id: { in: [...new Set(ws.map((w) => w.withdrawalDestinationId))] } },
+      select: { id: true, organizationId: true, status: true, blockedReason: true },
+    }),
   ]);
-  let rejection: string | null = null;
-  if (!account || account.status === 'CLOSED') rejection = 'ACCOUNT_CLOSED: The account is closed.';
-  else
-    try {
-      await assertDestinationUsable(tx, w.withdrawalDestinationId, w.organizationId);
-    } catch (e) {
-      if (!(e instanceof DomainError) || e.code !== 'INVALID_STATE') throw e;
-      rejection = `DESTINATION_BLOCKED: ${e.message}`;
-    }
-  if (rejection) {
-    await close(tx, deps, actor, w, { status: 'REJECTED', reason: rejection }, now);
-    return { outcome: 'REJECTED', reason: rejection };
+  const accountOf = new Map(accounts.map((a) => [a.id, a.status]));
+  const assetNetworkOf = new Map(assetNetworks.map((a) => [a.id, a.status]));
+  const destinationOf = new Map(destinations.map((d) => [d.id, d]));
+  const out: ({ outcome: 'REJECTED' | 'WAITS'; reason: string } | null)[] = [];
+  for (const w of ws) {
+    const account = accountOf.get(w.accountId);
+    const destination = destinationOf.get(w.withdrawalDestinationId);
+    let rejection: string | null = null;
+    if (!account || account === 'CLOSED') rejection = 'ACCOUNT_CLOSED: The account is closed.';
+    else if (!destination || destination.organizationId !== w.organizationId) throw notFound('WithdrawalDestination');
+    else if (destination.status !== 'ACTIVE') rejection = `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${destination.blockedReason ?? 'no reason given'}.`;
+    const assetNetworkStatus = assetNetworkOf.get(w.assetNetworkId);
+    if (assetNetworkStatus === undefined) throw new Error(`asset-network ${w.assetNetworkId} not found`);
+    if (rejection) {
+      await close(tx, deps, actor, w, { status: 'REJECTED', reason: rejection }, now);
+      out.push({ outcome: 'REJECTED', reason: rejection });
+    } else if (account === 'FROZEN')
+      out.push({ outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' });
+    else if (!statusAllows.withdrawals(assetNetworkStatus))
+      out.push({
+        outcome: 'WAITS',
+        reason: `ASSET_NETWORK_${assetNetworkStatus}: The asset-network is ${assetNetworkStatus}: nothing is sent on it until it is enabled.`,
+      });
+    else out.push(null);
   }
-  if (account!.status === 'FROZEN') return { outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' };
-  if (!statusAllows.withdrawals(assetNetwork.status))
-    return {
-      outcome: 'WAITS',
-      reason: `ASSET_NETWORK_${assetNetwork.status}: The asset-network is ${assetNetwork.status}: nothing is sent on it until it is enabled.`,
-    };
-  return null;
+  return out;
 }
 
 /** Called by AdminBlockWithdrawalDestination in its transaction: every withdrawal to it not broadcast yet is REJECTED (DESTINATION_BLOCKED). */
@@ -540,34 +576,51 @@ export async function markBroadcast(
   now: Date,
   networkCost: Amount | null = null,
 ): Promise<void> {
-  await tx.withdrawal.update({
-    where: { id: w.id },
-    data: {
-      status: 'BROADCAST',
-      txHash,
-      fromAddress,
-      broadcastAt: now,
-      broadcastAttempts: w.broadcastAttempts + 1,
-      nextAttemptAt: null,
-      lastBroadcastError: null,
-      updatedAt: now,
-    },
-  });
-  await emit(tx, deps, w.organizationId, 'withdrawal.broadcast', { WithdrawalId: w.id, TechnicalReference: txHash });
-  await auditAs(tx, deps, actor, {
-    organizationId: w.organizationId,
-    entityType: 'Withdrawal',
-    entityId: w.id,
-    action: 'withdrawal.broadcast',
-    before: { status: w.status },
-    after: {
-      status: 'BROADCAST',
-      txHash,
-      fromAddress,
-      attempt: w.broadcastAttempts + 1,
-      networkCost: networkCost === null ? null : amountToString(networkCost),
-    },
-  });
+  await markBroadcastMany(tx, deps, actor, [{ w, txHash, fromAddress, networkCost }], now);
+}
+
+/**
+ * markBroadcast for a group (issue 22): one update of the rows, the events in one statement and the
+ * audit entries in one, whatever the number.
+ */
+async function markBroadcastMany(
+  tx: Db,
+  deps: MoneyDeps,
+  actor: Actor,
+  sent: readonly { w: Withdrawal; txHash: string; fromAddress: string; networkCost: Amount | null }[],
+  now: Date,
+): Promise<void> {
+  if (!sent.length) return;
+  await tx.$executeRaw`
+    UPDATE "Withdrawal" w
+       SET "status" = 'BROADCAST', "txHash" = v.h, "fromAddress" = v.f, "broadcastAt" = ${now}, "broadcastAttempts" = w."broadcastAttempts" + 1,
+           "nextAttemptAt" = NULL, "lastBroadcastError" = NULL, "updatedAt" = ${now}
+      FROM unnest(${sent.map((x) => x.w.id)}::uuid[], ${sent.map((x) => x.txHash)}::text[], ${sent.map((x) => x.fromAddress)}::text[]) AS v(id, h, f)
+     WHERE w."id" = v.id`;
+  await emitEvents(
+    tx,
+    deps,
+    sent.map((x) => ({ organizationId: x.w.organizationId, event: webhookEvent('withdrawal.broadcast', { WithdrawalId: x.w.id, TechnicalReference: x.txHash }) })),
+  );
+  await auditAll(
+    tx,
+    deps,
+    actor,
+    sent.map(({ w, txHash, fromAddress, networkCost }) => ({
+      organizationId: w.organizationId,
+      entityType: 'Withdrawal',
+      entityId: w.id,
+      action: 'withdrawal.broadcast',
+      before: { status: w.status },
+      after: {
+        status: 'BROADCAST',
+        txHash,
+        fromAddress,
+        attempt: w.broadcastAttempts + 1,
+        networkCost: networkCost === null ? null : amountToString(networkCost),
+      },
+    })),
+  );
 }
 
 /**
@@ -585,77 +638,175 @@ export async function markBroadcast(
  *    BROADCAST_FAILED (retried at nextAttemptAt), FAILED after MAX_BROADCAST_ATTEMPTS.
  */
 export async function broadcastWithdrawal(deps: MoneyDeps, withdrawalId: string): Promise<StepOutcome> {
-  if (!isUuid(withdrawalId)) return 'SKIPPED';
-  const w0 = await deps.db.withdrawal.findUnique({ where: { id: withdrawalId }, select: { id: true, withdrawalDestinationId: true } });
-  if (!w0) return 'SKIPPED';
-  return retryingTransaction(deps.db, async (tx) => {
-    const w = await lockDestinationThenWithdrawal(tx, w0);
-    if (!w || w.custodyMode !== 'CUSTODIAL') return 'SKIPPED';
-    const now = deps.clock.now();
-    if (w.status === 'BROADCAST_FAILED' ? !w.nextAttemptAt || w.nextAttemptAt > now : w.status !== 'APPROVED') return 'SKIPPED';
-    const check = await checkBeforeMoving(tx, deps, systemActor(), w, now);
-    if (check?.outcome === 'REJECTED') return 'REJECTED';
-    if (check) return deferred(tx, deps, w, check.reason, now);
-    if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
-    const network = await tx.network.findUniqueOrThrow({ where: { id: w.networkId } });
-    const amount = numericToAmount(w.amount);
+  const [outcome] = await broadcastWithdrawalGroup(deps, [withdrawalId], { isolateOnError: false });
+  if (outcome instanceof Error) throw outcome;
+  return outcome!;
+}
 
-    const attempt = w.broadcastAttempts + 1;
-    const reserveRef = { assetNetworkId: w.assetNetworkId, referenceType: 'Withdrawal', referenceId: `${w.id}:${attempt}` };
-    const { networkCost } = await networkCostOf(tx, { assetNetworkId: w.assetNetworkId, operation: 'WITHDRAWAL', amount, at: now });
-    const reserve = await consumeReserveInTx(tx, deps, { ...reserveRef, amount: networkCost });
-    if (!reserve.ok)
-      return deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${reserve.balance}, the network cost is ${networkCost}`, now);
-
-    const payload = { assetNetworkId: w.assetNetworkId, toAddress: w.toAddress, amount, nonce: w.id, organizationId: w.organizationId };
-    const fromTreasury = await sendFromTreasury(tx, deps, network, payload);
-    if ('txHash' in fromTreasury) {
-      await markBroadcast(tx, deps, systemActor(), w, fromTreasury.txHash, fromTreasury.fromAddress, now, networkCost);
-      return 'BROADCAST';
-    }
-    const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
-    const candidates = await tx.depositAddress.findMany({
-      where: {
-        organizationId: w.organizationId,
-        networkId: w.networkId,
-        assetNetworkId: w.assetNetworkId,
-        wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType },
-      },
-      orderBy: { id: 'asc' },
-      take: 50,
-    });
-    let lastError = `${fromTreasury.refused}; no custodial deposit address of the organization holds the amount on this network`;
-    const roots = new Map<string, Uint8Array>();
-    try {
-      for (const a of candidates) {
-        const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey, a.walletId));
-        roots.set(a.walletId, root);
-        const transfer: TransferPayload = {
-          networkId: network.id,
-          assetNetworkId: w.assetNetworkId,
-          fromAddress: a.address,
-          fromPublicKey: a.publicKey,
-          toAddress: w.toAddress,
-          amount: amount.toString(),
-          nonce: w.id,
-        };
-        try {
-          const key = derivePrivateKey(root, a.derivationIndex);
-          const signed = await adapter.signTransfer(networkRef(network), transfer, key).finally(() => key.fill(0));
-          const { txHash } = await adapter.broadcast(networkRef(network), signed, w.organizationId);
-          await markBroadcast(tx, deps, systemActor(), w, txHash, a.address, now, networkCost);
-          return 'BROADCAST';
-        } catch (e) {
-          if (!(e instanceof RangeError)) throw e;
-          lastError = `${fromTreasury.refused}; ${e.message}`;
-        }
+/**
+ * broadcastWithdrawal for a group of withdrawals (the `withdrawal.broadcast` worker's fetched jobs;
+ * issue 22), in one database transaction: the destinations share-locked, then the withdrawals
+ * locked in id order (lockDestinationThenWithdrawal's order); the re-checks for all at once
+ * (checksBeforeMoving); per asset-network, the network costs quoted once, the reserve locked once
+ * and consumed for every withdrawal in list order (consumeReserveGroupInTx), the HOT addresses read
+ * once and the transfers signed and broadcast together (sendGroupFromTreasury: one network lock,
+ * consecutive nonces, one insert); then one update of the rows, one insert of the events and one of
+ * the audit entries. Each withdrawal meets the same rules as alone, in list order, and answers its
+ * own outcome: one refused (a rejection, a wait, a reserve exhausted, no source that can pay it)
+ * fails alone, the others go on. A throw (a database error, a bug) rolls the group back whole; with
+ * `isolateOnError` (the default) each withdrawal then runs again alone, so a bad one fails alone
+ * (its error in its place of the answer) and never takes the others with it.
+ */
+export async function broadcastWithdrawalGroup(
+  deps: MoneyDeps,
+  withdrawalIds: readonly string[],
+  opts: { isolateOnError?: boolean } = {},
+): Promise<(StepOutcome | Error)[]> {
+  const ids = withdrawalIds.map((id) => (isUuid(id) ? id.toLowerCase() : null));
+  const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
+  if (!valid.length) return ids.map(() => 'SKIPPED');
+  try {
+    const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
+    return ids.map((id) => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
+  } catch (e) {
+    if (!(opts.isolateOnError ?? true) || valid.length <= 1) throw e;
+    const out: (StepOutcome | Error)[] = [];
+    for (const id of withdrawalIds)
+      try {
+        out.push(await broadcastWithdrawal(deps, id));
+      } catch (e1) {
+        out.push(e1 instanceof Error ? e1 : new Error(String(e1)));
       }
-    } finally {
-      for (const root of roots.values()) root.fill(0);
+    return out;
+  }
+}
+
+async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {
+  const out = new Map<string, StepOutcome>();
+  const heads = await tx.$queryRaw<{ id: string; destinationId: string }[]>`
+    SELECT "id"::text AS "id", "withdrawalDestinationId"::text AS "destinationId" FROM "Withdrawal" WHERE "id" = ANY(${ids}::uuid[])`;
+  if (!heads.length) return out;
+  const destinationIds = [...new Set(heads.map((h) => h.destinationId))].sort();
+  await tx.$queryRaw`SELECT 1 FROM "WithdrawalDestination" WHERE "id" = ANY(${destinationIds}::uuid[]) ORDER BY "id" FOR SHARE`;
+  const locked = await tx.$queryRaw<{ id: string }[]>`
+    SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
+  const rows = await tx.withdrawal.findMany({ where: { id: { in: locked.map((l) => l.id) } }, orderBy: { id: 'asc' } });
+  const now = deps.clock.now();
+  const due = rows.filter(
+    (w) => w.custodyMode === 'CUSTODIAL' && (w.status === 'BROADCAST_FAILED' ? w.nextAttemptAt !== null && w.nextAttemptAt <= now : w.status === 'APPROVED'),
+  );
+  for (const w of rows) out.set(w.id, 'SKIPPED');
+  if (!due.length) return out;
+  const checks = await checksBeforeMoving(tx, deps, systemActor(), due, now);
+  const movable: Withdrawal[] = [];
+  for (const [i, w] of due.entries()) {
+    const check = checks[i]!;
+    if (check?.outcome === 'REJECTED') out.set(w.id, 'REJECTED');
+    else if (check) out.set(w.id, await deferred(tx, deps, w, check.reason, now));
+    else movable.push(w);
+  }
+  if (!movable.length) return out;
+  if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
+  const networks = new Map(
+    (await tx.network.findMany({ where: { id: { in: [...new Set(movable.map((w) => w.networkId))] } } })).map((n) => [n.id, n]),
+  );
+  const sent: { w: Withdrawal; txHash: string; fromAddress: string; networkCost: Amount | null }[] = [];
+  for (const assetNetworkId of new Set(movable.map((w) => w.assetNetworkId))) {
+    const ws = movable.filter((w) => w.assetNetworkId === assetNetworkId);
+    const network = networks.get(ws[0]!.networkId)!;
+    const amounts = ws.map((w) => numericToAmount(w.amount));
+    // 1. The network cost of each, from the reserve (once per attempt: reference <id>:<attempt>).
+    const costs = await networkCostsOf(tx, { assetNetworkId, operation: 'WITHDRAWAL', amounts, at: now });
+    const refs = ws.map((w, i) => ({ referenceType: 'Withdrawal', referenceId: `${w.id}:${w.broadcastAttempts + 1}`, amount: costs[i]!.networkCost }));
+    const reserve = await consumeReserveGroupInTx(tx, deps, network.id, refs);
+    const paid: number[] = [];
+    for (const [i, w] of ws.entries()) {
+      const r = reserve[i]!;
+      if (r.ok) paid.push(i);
+      else
+        out.set(
+          w.id,
+          await deferred(tx, deps, w, `RESERVE_EXHAUSTED: the network resource reserve holds ${r.balance}, the network cost is ${costs[i]!.networkCost}`, now),
+        );
     }
-    await releaseReserveInTx(tx, deps, reserveRef);
-    return broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${lastError}`, now);
+    // 2. The HOT treasury addresses, for all at once; 3. a deposit address for each one they refused.
+    const fromTreasury = await sendGroupFromTreasury(
+      tx,
+      deps,
+      network,
+      assetNetworkId,
+      paid.map((i) => ({ toAddress: ws[i]!.toAddress, amount: amounts[i]!, nonce: ws[i]!.id, organizationId: ws[i]!.organizationId })),
+    );
+    for (const [j, i] of paid.entries()) {
+      const w = ws[i]!;
+      const t = fromTreasury[j]!;
+      const from = 'txHash' in t ? t : await sendFromDepositAddresses(tx, deps, network, w, t.refused);
+      if ('txHash' in from) {
+        sent.push({ w, txHash: from.txHash, fromAddress: from.fromAddress, networkCost: costs[i]!.networkCost });
+        out.set(w.id, 'BROADCAST');
+        continue;
+      }
+      // Refused by every source: the consumption is given back and the attempt counts.
+      await releaseReserveInTx(tx, deps, { assetNetworkId, referenceType: refs[i]!.referenceType, referenceId: refs[i]!.referenceId });
+      out.set(w.id, await broadcastFailed(tx, deps, w, `BROADCAST_REFUSED: ${from.refused}`, now));
+    }
+  }
+  await markBroadcastMany(tx, deps, systemActor(), sent, now);
+  return out;
+}
+
+/**
+ * The fallback source of a custodial withdrawal no HOT treasury address paid (`treasuryRefusal`: why):
+ * one of the organization's custodial deposit addresses on the network, oldest first, the first
+ * whose on-chain balance the network accepts. Answers the broadcast transfer or why every one refused.
+ */
+async function sendFromDepositAddresses(
+  tx: Db,
+  deps: MoneyDeps,
+  network: Network,
+  w: Withdrawal,
+  treasuryRefusal: string,
+): Promise<{ txHash: string; fromAddress: string } | { refused: string }> {
+  const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
+  const candidates = await tx.depositAddress.findMany({
+    where: {
+      organizationId: w.organizationId,
+      networkId: w.networkId,
+      assetNetworkId: w.assetNetworkId,
+      wallet: { custodyMode: 'CUSTODIAL', environmentType: w.environmentType },
+    },
+    orderBy: { id: 'asc' },
+    take: 50,
   });
+  let lastError = `${treasuryRefusal}; no custodial deposit address of the organization holds the amount on this network`;
+  const roots = new Map<string, Uint8Array>();
+  try {
+    for (const a of candidates) {
+      const root = roots.get(a.walletId) ?? (await custodialRootKey(tx, deps.sealingKey!, a.walletId));
+      roots.set(a.walletId, root);
+      const transfer: TransferPayload = {
+        networkId: network.id,
+        assetNetworkId: w.assetNetworkId,
+        fromAddress: a.address,
+        fromPublicKey: a.publicKey,
+        toAddress: w.toAddress,
+        amount: numericToAmount(w.amount).toString(),
+        nonce: w.id,
+      };
+      try {
+        const key = derivePrivateKey(root, a.derivationIndex);
+        const signed = await adapter.signTransfer(networkRef(network), transfer, key).finally(() => key.fill(0));
+        const { txHash } = await adapter.broadcast(networkRef(network), signed, w.organizationId);
+        return { txHash, fromAddress: a.address };
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e;
+        lastError = `${treasuryRefusal}; ${e.message}`;
+      }
+    }
+  } finally {
+    for (const root of roots.values()) root.fill(0);
+  }
+  return { refused: lastError };
 }
 
 /** The wait before a deferred withdrawal (reserve exhausted, account frozen, asset-network not enabled) is tried again. */
@@ -738,20 +889,7 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
       const account = await tx.account.findUnique({ where: { id: w.accountId }, select: { status: true } });
       if (account?.status === 'FROZEN') return 'WAITING';
       await confirm(tx, deps, w, txHash, now);
-      await auditAs(tx, deps, systemActor(), {
-        organizationId: w.organizationId,
-        entityType: 'Withdrawal',
-        entityId: w.id,
-        action: 'withdrawal.confirmed',
-        before: { status: 'BROADCAST', txHash: w.txHash },
-        after: {
-          status: 'CONFIRMED',
-          txHash,
-          confirmations: seen.confirmations,
-          ...(txHash !== w.txHash ? { replaced: w.txHash } : {}),
-          ...(seen.feePaid !== undefined ? { networkFeePaid: seen.feePaid.toString() } : {}),
-        },
-      });
+      await auditAs(tx, deps, systemActor(), confirmedAudit(w, txHash, seen));
       return 'CONFIRMED';
     }
     if (seen?.status === 'REVERTED') {
@@ -781,6 +919,24 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
   }, TX_OPTIONS);
 }
 
+/** The audit entry of a confirmation by the chain: `txHash` mined (the withdrawal's own, or the replacement followed). */
+function confirmedAudit(w: Withdrawal, txHash: string, seen: ObservedTransfer): AuditInput {
+  return {
+    organizationId: w.organizationId,
+    entityType: 'Withdrawal',
+    entityId: w.id,
+    action: 'withdrawal.confirmed',
+    before: { status: 'BROADCAST', txHash: w.txHash },
+    after: {
+      status: 'CONFIRMED',
+      txHash,
+      confirmations: seen.confirmations,
+      ...(txHash !== w.txHash ? { replaced: w.txHash } : {}),
+      ...(seen.feePaid !== undefined ? { networkFeePaid: seen.feePaid.toString() } : {}),
+    },
+  };
+}
+
 /**
  * The transaction a withdrawal's outcome now depends on: its own, or, when the platform replaced it
  * with higher fees (fee bumps, docs/chains.md "Stuck transactions"), the last replacement of that
@@ -798,6 +954,12 @@ async function followedTransaction(adapter: NetworkAdapter, ref: NetworkRef, fir
  * Follows the BROADCAST withdrawals of one network (at most `limit`): run by the `chain.sync` job
  * of every change of that chain (each produced or mined block), so a withdrawal confirms at the
  * block that gives it its confirmations, not at the next minute's sweep.
+ *
+ * Set-based (issue 22): one read of the chain for all of them (the adapter's `transactions`); those
+ * whose own transaction is mined with the network's confirmations are confirmed together
+ * (confirmWithdrawalGroup: one transaction); those still pending and not stuck, or mined with too
+ * few confirmations, wait without a transaction; every other case (reverted, dropped, replaced,
+ * unknown, stuck) is followed alone (followWithdrawal), as before.
  */
 export async function followNetworkWithdrawals(
   deps: MoneyDeps,
@@ -805,17 +967,125 @@ export async function followNetworkWithdrawals(
   opts: { limit?: number } = {},
 ): Promise<Partial<Record<StepOutcome, number>>> {
   const counts: Partial<Record<StepOutcome, number>> = {};
+  const count = (outcome: StepOutcome, n = 1) => (counts[outcome] = (counts[outcome] ?? 0) + n);
   const broadcast = await deps.db.withdrawal.findMany({
     where: { status: 'BROADCAST', networkId },
-    select: { id: true },
+    select: { id: true, txHash: true, broadcastAt: true },
     orderBy: { broadcastAt: 'asc' },
     take: opts.limit ?? 500,
   });
-  for (const { id } of broadcast) {
-    const outcome = await followWithdrawal(deps, id);
-    counts[outcome] = (counts[outcome] ?? 0) + 1;
+  if (!broadcast.length) return counts;
+  const network = await deps.db.network.findUniqueOrThrow({ where: { id: networkId } });
+  const seen = await observedTransactions(adapterFor(network.kind, deps.db), networkRef(network), broadcast.map((w) => w.txHash!));
+  const now = deps.clock.now();
+  const confirmable: string[] = [];
+  const alone: string[] = [];
+  for (const w of broadcast) {
+    const t = seen.get(w.txHash!);
+    const stuck = w.broadcastAt !== null && now.getTime() - w.broadcastAt.getTime() >= STUCK_AFTER_MS;
+    if (t?.status === 'MINED' && t.confirmations >= network.requiredConfirmations) confirmable.push(w.id);
+    else if (t?.status === 'MINED' || (t?.status === 'PENDING' && !stuck)) count('WAITING');
+    else alone.push(w.id);
   }
+  for (const [id, outcome] of await confirmWithdrawalGroup(deps, network, confirmable)) count(outcome);
+  for (const id of alone) count(await followWithdrawal(deps, id));
   return counts;
+}
+
+async function observedTransactions(adapter: NetworkAdapter, ref: NetworkRef, txHashes: readonly string[]): Promise<Map<string, ObservedTransfer>> {
+  if (adapter.transactions) return adapter.transactions(ref, txHashes);
+  const out = new Map<string, ObservedTransfer>();
+  for (const h of txHashes) {
+    const t = await adapter.transaction(ref, h);
+    if (t) out.set(h, t);
+  }
+  return out;
+}
+
+/**
+ * Confirms, in one database transaction, the BROADCAST withdrawals whose own transaction is mined
+ * with the network's confirmations (issue 22): the rows locked in id order and re-read, the chain
+ * read again under those locks (a reorganization meanwhile leaves a withdrawal WAITING), the
+ * accounts' ledger locks taken and their status read at once (a FROZEN account's withdrawal waits,
+ * as followWithdrawal waits), then every hold posted with one ledger call (each once:
+ * withdrawal:<id>:post), one update of the rows, one insert of the events and one of the audit
+ * entries. A throw (a refused posting, a database error) rolls the group back; each withdrawal is
+ * then followed alone (followWithdrawal), so one bad one fails alone.
+ */
+async function confirmWithdrawalGroup(deps: MoneyDeps, network: Network, ids: string[]): Promise<Map<string, StepOutcome>> {
+  const out = new Map<string, StepOutcome>();
+  if (!ids.length) return out;
+  try {
+    return await retryingTransaction(deps.db, (tx) =>
+      deferAudits(tx, () =>
+        deferEvents(tx, deps, async () => {
+          const locked = await tx.$queryRaw<{ id: string }[]>`
+            SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ANY(${[...ids].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
+          const rows = await tx.withdrawal.findMany({ where: { id: { in: locked.map((l) => l.id) } }, orderBy: { id: 'asc' } });
+          const still = rows.filter((w) => w.status === 'BROADCAST' && w.txHash);
+          for (const id of ids) out.set(id, 'SKIPPED');
+          if (!still.length) return out;
+          const seen = await observedTransactions(adapterFor(network.kind, tx), networkRef(network), still.map((w) => w.txHash!));
+          const mined = still.filter((w) => {
+            const t = seen.get(w.txHash!);
+            const ok = t?.status === 'MINED' && t.confirmations >= network.requiredConfirmations;
+            if (!ok) out.set(w.id, 'WAITING');
+            return ok;
+          });
+          if (!mined.length) return out;
+          // The coins left; the ledger posts the hold, which it refuses while the account is frozen: the
+          // confirmation waits for the unfreeze (the hold keeps the amount unavailable meanwhile).
+          await lockAccountsForMove(
+            tx,
+            mined.map((w) => w.accountId),
+          );
+          const frozen = new Set(
+            (
+              await tx.account.findMany({
+                where: { id: { in: [...new Set(mined.map((w) => w.accountId))] }, status: 'FROZEN' },
+                select: { id: true },
+              })
+            ).map((a) => a.id),
+          );
+          const now = deps.clock.now();
+          const confirmed = mined.filter((w) => {
+            if (frozen.has(w.accountId)) out.set(w.id, 'WAITING');
+            return !frozen.has(w.accountId);
+          });
+          if (!confirmed.length) return out;
+          const posted = await postHolds(
+            tx,
+            confirmed.map((w) => ({ holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now })),
+          );
+          const refused = posted.find((p) => p instanceof Error);
+          if (refused) throw refused;
+          await tx.$executeRaw`
+            UPDATE "Withdrawal" SET "status" = 'CONFIRMED', "failureReason" = NULL, "confirmedAt" = ${now}, "closedAt" = ${now}, "updatedAt" = ${now}
+             WHERE "id" = ANY(${confirmed.map((w) => w.id)}::uuid[])`;
+          await emitEvents(
+            tx,
+            deps,
+            confirmed.map((w) => ({
+              organizationId: w.organizationId,
+              event: webhookEvent('withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: w.txHash! }),
+            })),
+          );
+          await auditAll(
+            tx,
+            deps,
+            systemActor(),
+            confirmed.map((w) => confirmedAudit(w, w.txHash!, seen.get(w.txHash!)!)),
+          );
+          for (const w of confirmed) out.set(w.id, 'CONFIRMED');
+          return out;
+        }),
+      ),
+    );
+  } catch {
+    out.clear();
+    for (const id of ids) out.set(id, await followWithdrawal(deps, id));
+    return out;
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Db, PrismaClient } from '../../db/prisma';
 import type { AddressBalance, ChainChanges, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
-import { lockNetwork, observe, sendTransaction, spendableOf, tip, type ChainDeps } from './chain';
+import { lockNetwork, observe, sendTransaction, sendTransactions, spendableOf, tip, type ChainDeps } from './chain';
 
 /**
  * The NetworkAdapter of SANDBOX networks: keys and addresses as on an EVM chain (secp256k1, keccak
@@ -64,6 +64,15 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
          WHERE "networkId" = ${network.id}::uuid AND ("blockHeight" >= ${from} OR "status" IN ('PENDING', 'ORPHANED'))`;
       return { tip: now, from, addresses: rows.map((r) => r.toAddress) };
     },
+    async transactions(network, txHashes) {
+      const d = database();
+      const out = new Map<string, ObservedTransfer>();
+      if (!txHashes.length) return out;
+      const rows = await d.sandboxTransaction.findMany({ where: { networkId: network.id, txHash: { in: [...new Set(txHashes)] } } });
+      const height = (await tip(d, network.id)).height;
+      for (const row of rows) out.set(row.txHash, observe(row, height));
+      return out;
+    },
     async transaction(network, txHash) {
       const d = database();
       const row = await d.sandboxTransaction.findUnique({ where: { txHash } });
@@ -106,6 +115,61 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
           throw e;
         }
       });
+    },
+    /**
+     * A broadcast group (issue 22), in the caller's transaction: every transfer verified, then under
+     * one network lock each sender's spendable balance read once and spent in list order in memory (a
+     * transfer beyond it is refused alone, as `broadcast` refuses it), and the accepted ones inserted
+     * together (sendTransactions: consecutive nonces in list order, one chain.sync job).
+     */
+    async broadcastMany(network, items) {
+      if (!deps) throw new Error("broadcasting needs the clock (and the job runner): adapterFor('SANDBOX', db, deps)");
+      const d = database();
+      const payloads = items.map((i) => keys.verifySignedTransfer(i.signedTransaction));
+      await lockNetwork(d, network.id);
+      const spendable = new Map<string, bigint>();
+      const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
+      for (const assetNetworkId of new Set(payloads.map((p) => p.assetNetworkId))) {
+        const from = payloads.filter((p) => p.assetNetworkId === assetNetworkId).map((p) => p.fromAddress);
+        for (const [address, b] of await sandboxAdapter(d, deps).balances(network, assetNetworkId, from)) spendable.set(key(assetNetworkId, address), b.spendable);
+      }
+      const out: ({ txHash: string } | RangeError)[] = new Array(items.length);
+      const accepted: number[] = [];
+      for (const [i, p] of payloads.entries()) {
+        if (p.networkId !== network.id) {
+          out[i] = new RangeError('the transfer is signed for another network');
+          continue;
+        }
+        const k = key(p.assetNetworkId, p.fromAddress);
+        const can = spendable.get(k)!;
+        const amount = BigInt(p.amount);
+        if (can < amount) {
+          out[i] = new RangeError(`insufficient funds: ${p.fromAddress} can spend ${can}, not ${amount}`);
+          continue;
+        }
+        spendable.set(k, can - amount);
+        accepted.push(i);
+      }
+      const sent = await sendTransactions(
+        d,
+        deps,
+        network.id,
+        accepted.map((i) => ({
+          assetNetworkId: payloads[i]!.assetNetworkId,
+          fromAddress: payloads[i]!.fromAddress,
+          toAddress: payloads[i]!.toAddress,
+          amount: BigInt(payloads[i]!.amount),
+          replaceable: true,
+          revert: false,
+          senderOrganizationId: items[i]!.organizationId,
+        })),
+      );
+      for (const [j, i] of accepted.entries()) {
+        const r = sent[j]!;
+        // The chain refusing the transfer (the recipient would hold more than 2^256 - 1): a network refusal, as for funds.
+        out[i] = r instanceof Error ? (r instanceof RangeError ? r : new RangeError(r.message)) : r;
+      }
+      return out;
     },
     /**
      * Mined: the chain's balance rows (canonical mined transactions). Spendable: mined less the

@@ -259,6 +259,77 @@ export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Pro
   return insertTransaction(tx, deps, { ...a, recipientOrganizationId });
 }
 
+/**
+ * Sends several transactions of one network at once (a broadcast group, issue 22): the network's
+ * lock, then the recipients' locks in address order (single sends take only their recipient's:
+ * lockRecipient), one read of the recipients' organizations, one of what each recipient holds or
+ * awaits, one nextval of the network's nonce sequence per transaction sent (increasing in list
+ * order), one insert and one chain.sync job, whatever the number. Each item is refused alone, nothing
+ * of it written, as sendTransaction refuses it (a RangeError for a non-positive amount,
+ * INVALID_STATE when its recipient would hold more than 2^256 - 1, counting the items of the list
+ * before it); the others are sent. No replacements here.
+ */
+export async function sendTransactions(tx: Db, deps: ChainDeps, networkId: string, items: readonly Omit<SendArgs, 'networkId' | 'replacesId'>[]): Promise<({ txHash: string } | Error)[]> {
+  if (!items.length) return [];
+  await lockNetwork(tx, networkId);
+  const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
+  const pairs = [...new Map(items.map((a) => [key(a.assetNetworkId, a.toAddress), a] as const)).values()];
+  const addresses = [...new Set(items.map((a) => a.toAddress))].sort();
+  // The locks are taken row by row in the array's (sorted) order: no deadlock with another group.
+  const recipients = await tx.$queryRaw<{ address: string; org: string | null }[]>`
+    SELECT p.addr AS address,
+           pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked,
+           (SELECT a."organizationId"::text FROM "DepositAddress" a WHERE a."networkId" = ${networkId}::uuid AND a."address" = p.addr) AS org
+      FROM unnest(${addresses}::text[]) AS p(addr)`;
+  const heldRows = await tx.$queryRaw<{ a: string; addr: string; held: string }[]>`
+    SELECT p.a::text AS a, p.addr,
+           (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                       WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr), 0)
+          + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                       WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr
+                         AND t."status" IN ('PENDING', 'ORPHANED')), 0))::text AS held
+      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`;
+  const organizationOf = new Map(recipients.map((r) => [r.address, r.org]));
+  const held = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
+  const accepted: (typeof items)[number][] = [];
+  const out = items.map((a): { txHash: string } | Error | number => {
+    if (a.amount <= 0n) return new RangeError('a sandbox transaction moves a positive amount');
+    if (a.amount > MAX_AMOUNT) return invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+    const k = key(a.assetNetworkId, a.toAddress);
+    const h = held.get(k) ?? 0n;
+    if (h + a.amount > MAX_AMOUNT)
+      return invalidState(
+        `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${h}, so it can receive at most ${MAX_AMOUNT - h} more.`,
+      );
+    held.set(k, h + a.amount);
+    return accepted.push(a) - 1;
+  });
+  if (!accepted.length) return out as ({ txHash: string } | Error)[];
+  const nonces = await tx.$queryRaw<{ nonce: string }[]>`
+    SELECT nextval(sandbox_nonce_sequence(${networkId}::uuid))::text AS nonce FROM generate_series(1, ${accepted.length}::int) ORDER BY 1`;
+  const now = deps.clock.now();
+  // The mempool's order (createdAt, id) is the nonces' order.
+  const rows = accepted.map((a, i): Prisma.SandboxTransactionCreateManyInput & { txHash: string } => ({
+    id: monotonicUuidv7(),
+    networkId,
+    assetNetworkId: a.assetNetworkId,
+    txHash: transactionHash(networkId, Number(nonces[i]!.nonce), a),
+    fromAddress: a.fromAddress,
+    toAddress: a.toAddress,
+    amount: a.amount.toString(),
+    status: 'PENDING',
+    replaceable: a.replaceable,
+    willRevert: a.revert,
+    senderOrganizationId: a.senderOrganizationId,
+    recipientOrganizationId: organizationOf.get(a.toAddress) ?? null,
+    createdAt: now,
+    updatedAt: now,
+  }));
+  await tx.sandboxTransaction.createMany({ data: rows });
+  await sendChainSync(tx, deps.boss, networkId);
+  return out.map((o) => (typeof o === 'number' ? { txHash: rows[o]!.txHash } : o));
+}
+
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
 const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | null }) =>
   t.senderOrganizationId !== null && t.fromAddress === payerAddress(t.senderOrganizationId);

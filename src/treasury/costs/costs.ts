@@ -126,39 +126,54 @@ export type NetworkCost = Pick<
  * Throws 404 for an unknown asset-network and 409 when the network can be neither estimated nor priced.
  */
 export async function networkCostOf(tx: Db, q: { assetNetworkId: string; operation: NetworkOperation; amount: bigint; at: Date }): Promise<NetworkCost> {
+  return (await networkCostsOf(tx, { ...q, amounts: [q.amount] }))[0]!;
+}
+
+/**
+ * networkCostOf for several amounts of one asset-network and operation (a broadcast group, issue 22):
+ * the asset-network and the cost table in force are read once; each amount is estimated and priced.
+ */
+export async function networkCostsOf(
+  tx: Db,
+  q: { assetNetworkId: string; operation: NetworkOperation; amounts: readonly bigint[]; at: Date },
+): Promise<NetworkCost[]> {
   const an = isUuid(q.assetNetworkId) ? await tx.assetNetwork.findUnique({ where: { id: q.assetNetworkId.toLowerCase() }, include: { network: true } }) : null;
   if (!an) throw notFound('Asset-network');
   const network = an.network;
-  let resources: Record<string, bigint>;
-  let adapterFee: bigint | null = null;
-  if (hasAdapter(network.kind)) {
-    const est = await adapterFor(network.kind, tx).estimateFee(networkRef(network), {
-      kind: q.operation === 'SWEEP' ? 'sweep' : 'transfer',
-      assetNetworkId: an.id,
-      amount: q.amount,
-    });
-    resources = { ...est.resources };
-    adapterFee = est.fee;
-  } else {
-    const profile = RESOURCE_PROFILES[network.kind];
-    if (!profile) throw invalidState(`network execution costs of ${network.kind} networks cannot be estimated in this version`);
-    resources = { ...(an.contractReference ? profile.token : profile.native) };
-  }
   const table = await costTableInForce(tx, network.id, q.at);
-  let networkCost: bigint;
-  if (table) networkCost = priceResources(resources, table);
-  else if (adapterFee !== null) networkCost = adapterFee;
-  else throw invalidState(`no resource cost table is configured for the network ${network.name}`);
-  return {
-    assetNetworkId: an.id,
-    networkId: network.id,
-    operation: q.operation,
-    amount: q.amount,
-    resources,
-    costSource: table ? 'COST_TABLE' : 'ADAPTER',
-    networkCost,
-    costTableVersion: table?.version ?? null,
-  };
+  const out: NetworkCost[] = [];
+  for (const amount of q.amounts) {
+    let resources: Record<string, bigint>;
+    let adapterFee: bigint | null = null;
+    if (hasAdapter(network.kind)) {
+      const est = await adapterFor(network.kind, tx).estimateFee(networkRef(network), {
+        kind: q.operation === 'SWEEP' ? 'sweep' : 'transfer',
+        assetNetworkId: an.id,
+        amount,
+      });
+      resources = { ...est.resources };
+      adapterFee = est.fee;
+    } else {
+      const profile = RESOURCE_PROFILES[network.kind];
+      if (!profile) throw invalidState(`network execution costs of ${network.kind} networks cannot be estimated in this version`);
+      resources = { ...(an.contractReference ? profile.token : profile.native) };
+    }
+    let networkCost: bigint;
+    if (table) networkCost = priceResources(resources, table);
+    else if (adapterFee !== null) networkCost = adapterFee;
+    else throw invalidState(`no resource cost table is configured for the network ${network.name}`);
+    out.push({
+      assetNetworkId: an.id,
+      networkId: network.id,
+      operation: q.operation,
+      amount,
+      resources,
+      costSource: table ? 'COST_TABLE' : 'ADAPTER',
+      networkCost,
+      costTableVersion: table?.version ?? null,
+    });
+  }
+  return out;
 }
 
 /** The network execution quote of an operation: its network cost (networkCostOf) plus the margin policy in force. No side effects. */

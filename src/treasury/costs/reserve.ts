@@ -116,6 +116,57 @@ export async function consumeReserveInTx(
   return { ok: true, managed: true, replayed: false, balance: after };
 }
 
+/**
+ * consumeReserveInTx for several operations of one network at once (a broadcast group, issue 22):
+ * one lock of the reserve row, one read of the references already consumed, the consumptions
+ * decided in list order in memory (each answers as consumeReserveInTx would, called in that order:
+ * replayed, consumed, or RESERVE_EXHAUSTED with nothing consumed), one insert of the movements and
+ * one update of the balance; a replenishment queued once when one is needed.
+ */
+export async function consumeReserveGroupInTx(
+  tx: Db,
+  deps: ReserveDeps,
+  networkId: string,
+  items: readonly { amount: bigint; referenceType: string; referenceId: string }[],
+): Promise<ConsumeResult[]> {
+  if (items.some((a) => a.amount < 0n)) throw new RangeError('a reserve consumption is not negative');
+  const reserve = await lockReserve(tx, networkId);
+  if (!reserve) return items.map(() => ({ ok: true, managed: false, replayed: false, balance: null }));
+  const done = new Set(
+    (
+      await tx.networkResourceReserveMovement.findMany({
+        where: { reserveId: reserve.id, kind: 'CONSUME', OR: items.map((a) => ({ referenceType: a.referenceType, referenceId: a.referenceId })) },
+        select: { referenceType: true, referenceId: true },
+      })
+    ).map((m) => `${m.referenceType} ${m.referenceId}`),
+  );
+  let balance = numericToAmount(reserve.balance);
+  let exhausted = false;
+  const now = deps.clock.now();
+  const movements: { amount: string; balanceAfter: string; referenceType: string; referenceId: string }[] = [];
+  const out = items.map((a): ConsumeResult => {
+    const ref = `${a.referenceType} ${a.referenceId}`;
+    if (done.has(ref)) return { ok: true, managed: true, replayed: true, balance };
+    if (a.amount === 0n) return { ok: true, managed: true, replayed: false, balance };
+    if (balance < a.amount) {
+      exhausted = true;
+      return { ok: false, reason: 'RESERVE_EXHAUSTED', balance };
+    }
+    balance -= a.amount;
+    done.add(ref);
+    movements.push({ amount: amountToNumeric(a.amount), balanceAfter: amountToNumeric(balance), referenceType: a.referenceType, referenceId: a.referenceId });
+    return { ok: true, managed: true, replayed: false, balance };
+  });
+  if (movements.length) {
+    await tx.networkResourceReserveMovement.createMany({
+      data: movements.map((m) => ({ reserveId: reserve.id, kind: 'CONSUME' as const, ...m, createdAt: now })),
+    });
+    await tx.networkResourceReserve.update({ where: { id: reserve.id }, data: { balance: amountToNumeric(balance), updatedAt: now } });
+  }
+  if (exhausted || (movements.length && below(reserve, balance))) await sendReserveReplenish(tx, deps.boss, networkId);
+  return out;
+}
+
 /** Gives back the consumption of a reference (the operation never reached the chain). Idempotent; answers what was given back. */
 export async function releaseReserveInTx(
   tx: Db,
