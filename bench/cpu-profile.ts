@@ -79,7 +79,8 @@ let t = 0;
 const times = profile.timeDeltas.map((d) => (t += d));
 const perSecond = new Map<number, number>();
 profile.samples.forEach((id, i) => {
-  if (stackOf(id).some((f) => f.functionName === 'parserOnIncoming')) perSecond.set(Math.floor(times[i]! / 1e6), (perSecond.get(Math.floor(times[i]! / 1e6)) ?? 0) + 1);
+  if (stackOf(id).some((f) => f.functionName === 'parserOnIncoming'))
+    perSecond.set(Math.floor(times[i]! / 1e6), (perSecond.get(Math.floor(times[i]! / 1e6)) ?? 0) + 1);
 });
 const busiest = Math.max(...perSecond.values());
 const hot = [...perSecond].filter(([, n]) => n >= busiest * 0.3).map(([s]) => s);

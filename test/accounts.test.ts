@@ -454,22 +454,37 @@ describe('group commit of account creations (issue 22)', () => {
     const h = await holderOf(m);
     await createId(m, { name: 'First', reference: 'taken' });
     // Warm the API keys' look-ups (cached), so the statements counted are the creations'.
-    for (const key of [k, k2]) await app.rest('GET', `/v1/organizations/${key === k ? m.organizationId : other.organizationId}/accounts`, { headers: key.headers });
+    for (const key of [k, k2])
+      await app.rest('GET', `/v1/organizations/${key === k ? m.organizationId : other.organizationId}/accounts`, { headers: key.headers });
     const stranger = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail(), password: PASSWORD, name: 'S' } });
 
     const requests: [Creds, Record<string, unknown>][] = [
       [{ organizationId: m.organizationId, headers: k.headers }, { name: 'Key 1' }],
       [m, { name: 'Dup', reference: 'taken' }],
-      [{ organizationId: other.organizationId, headers: k2.headers }, { name: 'Other org', reference: 'taken' }],
+      [
+        { organizationId: other.organizationId, headers: k2.headers },
+        { name: 'Other org', reference: 'taken' },
+      ],
       [m, { name: 'Stranger', accountHolderId: stranger.body.accountHolderId }],
       [m, { name: 'Held', accountHolderId: h.accountHolderId, reference: 'held' }],
-      [{ organizationId: m.organizationId, headers: k.headers }, { name: 'Same ref twice', reference: 'twice' }],
-      [{ organizationId: m.organizationId, headers: k.headers }, { name: 'Same ref twice', reference: 'twice' }],
+      [
+        { organizationId: m.organizationId, headers: k.headers },
+        { name: 'Same ref twice', reference: 'twice' },
+      ],
+      [
+        { organizationId: m.organizationId, headers: k.headers },
+        { name: 'Same ref twice', reference: 'twice' },
+      ],
     ];
     const { result, statements } = await app.sqlStatements(() => Promise.all(requests.map(([who, body]) => create(who, body))));
     expect(result.map((r) => r.status)).toEqual([201, 409, 201, 400, 201, expect.any(Number), expect.any(Number)]);
     // Exactly one of the two creations with the same new reference wins.
-    expect(result.slice(5).map((r) => r.status).sort()).toEqual([201, 409]);
+    expect(
+      result
+        .slice(5)
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual([201, 409]);
     expect(result[1]!.body).toMatchObject({ code: 'CONFLICT', detail: 'The organization already has an account with this reference.' });
     expect(result[3]!.body.errors).toEqual([expect.objectContaining({ field: 'accountHolderId' })]);
     // The seven requests were parsed in the same turns of the event loop: their writes went out together.
