@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from './harness';
 import { API_KEYS_CHANNEL } from '../src/auth/authenticate';
+import { createApp } from '../src/compose';
 
 /**
  * The API key cache (issue 22) stays correct under revocation on every API process: a revocation,
@@ -46,8 +47,15 @@ test('a key revoked, rotated or suspended through one process is refused by anot
   expect(cached.result.status).toBe(200);
   expect(keyLookups(cached.statements)).toBe(0);
 
+  // A second app in process B (as bench/run.ts's other servers): B's listener, a cache of its own.
+  const b2 = createApp({ ...b.deps });
+  const listB2 = async (headers: Record<string, string>) => (await b2.fetch(`http://test/v1/organizations/${m.organizationId}/accounts`, { headers })).status;
+  expect(await listB2(k1.headers)).toBe(200);
+  expect(await listB2(k1.headers)).toBe(200);
+
   // Revoked through A: B refuses it as soon as the notification arrives (no TTL involved).
   expect((await a.rest('DELETE', `/v1/api-keys/${k1.apiKeyId}`, { headers: m.headers })).status).toBe(204);
+  await until('the second app of B refuses the revoked key', async () => (await listB2(k1.headers)) === 401);
   let stale = 0;
   const revokedAfter = await until('B refuses the revoked key', async () => (await list(b, k1.headers)).status === 401 || (stale++, false));
   expect(revokedAfter).toBeLessThan(2000);

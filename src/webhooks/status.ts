@@ -57,24 +57,37 @@ export class DeliveryStatusHub {
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
   private closed = false;
-  private readonly watchers = new Map<string, ChannelWatcher>();
+  private readonly watchers = new Map<string, Set<ChannelWatcher>>();
   /** Channels whose LISTEN is in place on the current connection. */
   private readonly listening = new Set<string>();
 
   /**
-   * Watches `channel` (once per channel; later calls change nothing): connects if needed. Until
-   * isListening(channel), a notification may be missed.
+   * Watches `channel` (several watchers may watch one channel: each is told): connects if needed.
+   * Until isListening(channel), a notification may be missed.
    */
   watch(channel: string, watcher: ChannelWatcher): void {
-    if (this.closed || this.watchers.has(channel)) return;
-    this.watchers.set(channel, watcher);
+    if (this.closed) return;
+    const known = this.watchers.get(channel);
+    if (known) {
+      known.add(watcher);
+      return;
+    }
+    this.watchers.set(channel, new Set([watcher]));
     const client = this.client;
     if (client)
       void client
         .query(`LISTEN ${channel}`)
-        .then(() => this.client === client && (this.listening.add(channel), watcher.reset()))
+        .then(() => {
+          if (this.client !== client) return;
+          this.listening.add(channel);
+          this.reset(channel);
+        })
         .catch((err: unknown) => this.log.warn({ err, channel }, 'LISTEN failed'));
     else void this.listen().catch((err: unknown) => this.log.warn({ err }, 'listener connection failed'));
+  }
+
+  private reset(channel: string): void {
+    for (const w of this.watchers.get(channel) ?? []) w.reset();
   }
 
   /** Whether every commit's notification on `channel` reaches this process from now on. */
@@ -86,7 +99,7 @@ export class DeliveryStatusHub {
     if (this.client !== client) return;
     this.client = null;
     this.listening.clear();
-    for (const w of this.watchers.values()) w.reset();
+    for (const c of this.watchers.keys()) this.reset(c);
   }
 
   constructor(
@@ -104,8 +117,11 @@ export class DeliveryStatusHub {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url });
     client.on('notification', (msg) => {
-      const watcher = this.watchers.get(msg.channel);
-      if (watcher) return watcher.notified();
+      const watchers = this.watchers.get(msg.channel);
+      if (watchers) {
+        for (const w of watchers) w.notified();
+        return;
+      }
       if (msg.channel !== STATUS_CHANNEL || !msg.payload) return;
       try {
         this.pubsub.publish('change', JSON.parse(msg.payload) as DeliveryStatusChange);
@@ -129,7 +145,7 @@ export class DeliveryStatusHub {
     }
     this.client = client;
     for (const c of channels) this.listening.add(c);
-    for (const c of channels) this.watchers.get(c)!.reset();
+    for (const c of channels) this.reset(c);
   }
 
   /** The changes matching `f` from now on (an empty filter: every change, for operators). */
