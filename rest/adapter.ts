@@ -213,8 +213,22 @@ function decodeParam(name: string, raw: string): string {
   }
 }
 
+/** The number of segments of a path, a trailing slash ignored (as the route patterns do). */
+const segmentsOf = (path: string) => path.replace(/\/$/, '').split('/').length;
+
+/** The compiled routes, and the same grouped by their number of segments (the routes a path can match). */
+type RouteIndex = CompiledRoute[] & { bySegments: Map<number, CompiledRoute[]> };
+function indexRoutes(compiled: CompiledRoute[]): RouteIndex {
+  const bySegments = new Map<number, CompiledRoute[]>();
+  for (const r of compiled) {
+    const n = segmentsOf(r.path);
+    bySegments.set(n, [...(bySegments.get(n) ?? []), r]);
+  }
+  return Object.assign(compiled, { bySegments });
+}
+
 export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plugin<Record<string, unknown>, Context> {
-  const compiled = compileRoutes();
+  const compiled = indexRoutes(compileRoutes());
   let openapi: string | undefined;
   let getEnveloped: GetEnveloped | undefined;
   return {
@@ -296,10 +310,11 @@ async function handle(
   url: URL,
   requestId: string,
   serverContext: Record<string, unknown>,
-  compiled: CompiledRoute[],
+  compiled: RouteIndex,
   getEnveloped: GetEnveloped,
 ): Promise<Response> {
-  const candidates = compiled.map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
+  // Only the routes with as many segments as the path can match it (a parameter is one segment).
+  const candidates = (compiled.bySegments.get(segmentsOf(path)) ?? []).map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
   if (!candidates.length) return problem('ROUTE_NOT_FOUND', `No route ${request.method} ${path}.`, requestId);
   const hit = candidates.find((c) => c.r.method === request.method);
   if (!hit) {

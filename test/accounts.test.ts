@@ -444,3 +444,73 @@ describe('lifecycle', () => {
     expect((await app.rest('POST', path, { body: { applicationId: third.body.id }, headers: m.headers })).status).toBe(409);
   });
 });
+
+describe('group commit of account creations (issue 22)', () => {
+  test('concurrent creations share one statement; a used reference and a refused holder fail alone, the others commit with their authorization and audit entry', async () => {
+    const m = await signUpMember(app);
+    const other = await signUpMember(app);
+    const k = await createApiKey(app, m, 'SANDBOX');
+    const k2 = await createApiKey(app, other, 'PRODUCTION');
+    const h = await holderOf(m);
+    await createId(m, { name: 'First', reference: 'taken' });
+    // Warm the API keys' look-ups (cached), so the statements counted are the creations'.
+    for (const key of [k, k2])
+      await app.rest('GET', `/v1/organizations/${key === k ? m.organizationId : other.organizationId}/accounts`, { headers: key.headers });
+    const stranger = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail(), password: PASSWORD, name: 'S' } });
+
+    const requests: [Creds, Record<string, unknown>][] = [
+      [{ organizationId: m.organizationId, headers: k.headers }, { name: 'Key 1' }],
+      [m, { name: 'Dup', reference: 'taken' }],
+      [
+        { organizationId: other.organizationId, headers: k2.headers },
+        { name: 'Other org', reference: 'taken' },
+      ],
+      [m, { name: 'Stranger', accountHolderId: stranger.body.accountHolderId }],
+      [m, { name: 'Held', accountHolderId: h.accountHolderId, reference: 'held' }],
+      [
+        { organizationId: m.organizationId, headers: k.headers },
+        { name: 'Same ref twice', reference: 'twice' },
+      ],
+      [
+        { organizationId: m.organizationId, headers: k.headers },
+        { name: 'Same ref twice', reference: 'twice' },
+      ],
+    ];
+    const { result, statements } = await app.sqlStatements(() => Promise.all(requests.map(([who, body]) => create(who, body))));
+    expect(result.map((r) => r.status)).toEqual([201, 409, 201, 400, 201, expect.any(Number), expect.any(Number)]);
+    // Exactly one of the two creations with the same new reference wins.
+    expect(
+      result
+        .slice(5)
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual([201, 409]);
+    expect(result[1]!.body).toMatchObject({ code: 'CONFLICT', detail: 'The organization already has an account with this reference.' });
+    expect(result[3]!.body.errors).toEqual([expect.objectContaining({ field: 'accountHolderId' })]);
+    // The seven requests were parsed in the same turns of the event loop: their writes went out together.
+    const writes = statements.filter((s) => /^\s*WITH "account" AS \(/.test(s));
+    expect(writes.length).toBeLessThan(requests.length);
+
+    // Each created account reads back as its creator sees it, with its authorization and its one audit entry.
+    for (const [i, r] of result.entries()) {
+      if (r.status !== 201) continue;
+      const [who, body] = requests[i]!;
+      const id = r.headers.get('location')!.split('/').pop()!;
+      const g = await app.rest('GET', `/v1/accounts/${id}`, { headers: who.headers });
+      expect(g.status).toBe(200);
+      expect(g.body).toMatchObject({ name: body.name, organizationId: who.organizationId, reference: body.reference ?? null, status: 'ACTIVE' });
+      const apiKeyOf = who.headers === k.headers ? k : who.headers === k2.headers ? k2 : null;
+      expect(g.body.authorizedApplicationIds).toEqual(apiKeyOf ? [apiKeyOf.applicationId] : []);
+      const entries = await audits(id);
+      expect(entries.map((a) => [a.action, a.actorType, a.actorId, a.organizationId])).toEqual([
+        ['account.created', apiKeyOf ? 'API_KEY' : 'MEMBER', apiKeyOf ? apiKeyOf.apiKeyId : expect.any(String), who.organizationId],
+      ]);
+      expect(entries[0]!.after).toMatchObject({ name: body.name, status: 'ACTIVE' });
+    }
+    // Nothing of the refused ones was written.
+    const names = (await app.deps.db.account.findMany({ where: { organizationId: m.organizationId }, select: { name: true } })).map((a) => a.name).sort();
+    expect(names).toEqual(['First', 'Held', 'Key 1', 'Same ref twice']);
+    const refusedAudits = await app.deps.db.auditLogEntry.count({ where: { organizationId: m.organizationId, action: 'account.created' } });
+    expect(refusedAudits).toBe(4);
+  });
+});

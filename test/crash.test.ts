@@ -1,5 +1,4 @@
 import { afterAll, describe, expect, test } from 'vitest';
-import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +9,7 @@ import { setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { recoverOperations } from '../src/operations/recovery';
-import { cloneTemplateDatabase, ERROR_LEVEL, freePort, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import { cloneTemplateDatabase, ERROR_LEVEL, freePort, ownerUrlOf, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import type { RestResult } from './harness';
 
 /**
@@ -33,13 +32,6 @@ afterAll(async () => {
 
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const DEST = '0x00000000000000000000000000000000000000c7';
-
-/** The owner's connection to a cloned database (the test reads and locks what the service role may not). */
-function ownerUrlOf(serviceUrl: string): string {
-  const u = new URL(inject('serverUrl'));
-  u.pathname = new URL(serviceUrl).pathname;
-  return u.toString();
-}
 
 interface Request {
   kind: 'settlement' | 'refund' | 'withdrawal' | 'deposit';

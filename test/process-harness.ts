@@ -57,6 +57,13 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** The owner's connection to a cloned database (a test reads and locks what the service role may not). */
+export function ownerUrlOf(serviceUrl: string): string {
+  const u = new URL(inject('serverUrl'));
+  u.pathname = new URL(serviceUrl).pathname;
+  return u.toString();
+}
+
 /** A new database cloned from the harness's migrated template (with the pg-boss schema). Answers its URL for the service role. */
 export async function cloneTemplateDatabase(prefix = 'p'): Promise<string> {
   const serverUrl = inject('serverUrl');

@@ -131,6 +131,15 @@ export function auditInsertSql(
     FROM ${Prisma.raw(`"${source.replace(/"/g, '')}"`)}`;
 }
 
+/**
+ * The head of an audit insert (`INSERT INTO … (columns)`), for a set-based statement that writes the
+ * entries of many changes from its own rows (a group commit's CTE: src/accounts/create-batch.ts).
+ * The columns, in order: id, occurredAt, organizationId, actorType (actorOf), actorId, entityType,
+ * entityId, action, requestId, before, after.
+ */
+export const AUDIT_INSERT_HEAD =
+  'INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")';
+
 /** One audit entry of a change made by `actor`. */
 export const auditAs = (tx: Db, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);
 

@@ -4,7 +4,7 @@ import { rolePermissions } from './permissions';
 import type { Principal } from './principal';
 import { apiKeyPattern, operatorKeyPattern, sha256 } from './secrets';
 import { verifyAccessToken } from './tokens';
-import { Prisma } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { MemberRole } from '../generated/prisma/enums';
 
 export interface Authentication {
@@ -40,17 +40,52 @@ export async function authenticate(headers: Headers, deps: Deps): Promise<Authen
 }
 
 /**
- * Verified API keys, kept for CACHE_TTL_MS per process so the hot path skips the key lookup.
- * Every change of a key or of its application's status clears the cache of the process that made
- * it (invalidateApiKeyCache); other processes notice within the TTL at most.
+ * Verified API keys, kept per process so the hot path skips the key lookup, and correct under
+ * revocation on every process (issue 22): every change that can refuse a key (revocation,
+ * rotation, an application's status) notifies API_KEYS_CHANNEL in its own transaction
+ * (notifyApiKeysChanged), which PostgreSQL delivers to every process's LISTEN connection at the
+ * commit; each process then empties its cache. The cache is used only while that connection is up
+ * with its LISTEN in place (deps.deliveryStatus.isListening): without it (starting, connection
+ * lost), every request looks its key up. A look-up that started before an invalidation is not
+ * kept (the generation). CACHE_TTL_MS bounds an entry's life anyway. The process that makes the
+ * change also empties its cache after its commit (invalidateApiKeyCache).
  */
-const CACHE_TTL_MS = 5_000;
+export const API_KEYS_CHANNEL = 'api_keys_changed';
+const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
 type KeyRow = NonNullable<Awaited<ReturnType<typeof lookupApiKey>>>;
-const apiKeyCache = new WeakMap<Deps, Map<string, { row: KeyRow | null; until: number }>>();
+interface KeyCache {
+  entries: Map<string, { row: KeyRow | null; until: number }>;
+  generation: number;
+  /** When the listener was last asked to (re)connect, for a retry at most once a second. */
+  askedAt: number;
+}
+const apiKeyCache = new WeakMap<Deps, KeyCache>();
+
+function cacheOf(deps: Deps): KeyCache {
+  let cache = apiKeyCache.get(deps);
+  if (!cache) {
+    const c: KeyCache = (cache = { entries: new Map(), generation: 0, askedAt: 0 });
+    apiKeyCache.set(deps, c);
+    const clear = () => {
+      c.entries.clear();
+      c.generation++;
+    };
+    deps.deliveryStatus.watch(API_KEYS_CHANNEL, { notified: clear, reset: clear });
+  }
+  return cache;
+}
 
 export function invalidateApiKeyCache(deps: Deps): void {
-  apiKeyCache.get(deps)?.clear();
+  const cache = apiKeyCache.get(deps);
+  if (!cache) return;
+  cache.entries.clear();
+  cache.generation++;
+}
+
+/** Tells every process's API key cache, at the commit of `tx`, that a key or its application changed. */
+export async function notifyApiKeysChanged(tx: Db): Promise<void> {
+  await tx.$executeRawUnsafe(`SELECT pg_notify('${API_KEYS_CHANNEL}', '')`);
 }
 
 function lookupApiKey(deps: Deps, keyHash: string) {
@@ -70,19 +105,32 @@ function lookupApiKey(deps: Deps, keyHash: string) {
   });
 }
 
+/** The key's row: from the cache while invalidations reach this process, else looked up. */
+async function apiKeyRow(deps: Deps, keyHash: string, now: number): Promise<KeyRow | null> {
+  const cache = cacheOf(deps);
+  if (!deps.deliveryStatus.isListening(API_KEYS_CHANNEL)) {
+    if (now - cache.askedAt >= 1000) {
+      cache.askedAt = now;
+      void deps.deliveryStatus.listen().catch((err: unknown) => deps.log.warn({ err }, 'API key invalidation listener not connected'));
+    }
+    return lookupApiKey(deps, keyHash);
+  }
+  const entry = cache.entries.get(keyHash);
+  if (entry && entry.until > now) return entry.row;
+  const generation = cache.generation;
+  const row = await lookupApiKey(deps, keyHash);
+  if (cache.generation === generation && deps.deliveryStatus.isListening(API_KEYS_CHANNEL)) {
+    if (cache.entries.size >= CACHE_MAX) cache.entries.clear();
+    cache.entries.set(keyHash, { row, until: now + CACHE_TTL_MS });
+  }
+  return row;
+}
+
 async function authenticateApiKey(key: string, deps: Deps): Promise<Authentication> {
   if (!apiKeyPattern.test(key)) return invalid('The API key is malformed.');
   const keyHash = sha256(key);
   const now = deps.clock.now();
-  let cache = apiKeyCache.get(deps);
-  if (!cache) apiKeyCache.set(deps, (cache = new Map()));
-  let entry = cache.get(keyHash);
-  if (!entry || entry.until <= now.getTime()) {
-    if (cache.size >= CACHE_MAX) cache.clear();
-    entry = { row: await lookupApiKey(deps, keyHash), until: now.getTime() + CACHE_TTL_MS };
-    cache.set(keyHash, entry);
-  }
-  const row = entry.row;
+  const row = await apiKeyRow(deps, keyHash, now.getTime());
   if (!row || row.status !== 'ACTIVE' || (row.expiresAt && row.expiresAt <= now)) return invalid('The API key is unknown, revoked or expired.');
   if (row.application.status !== 'ACTIVE')
     return {

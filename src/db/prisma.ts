@@ -30,7 +30,7 @@ export function createPrisma(url: string, max: number, onConnectionError?: (err:
       // Called once per statement sent (the adapter names each one), so it is also where statements are seen.
       statementNameGenerator: (query) => {
         onStatement?.(query.sql);
-        return `p${createHash('sha1').update(query.sql).digest('base64url')}`;
+        return statementName(query.sql);
       },
       // A connection the server ends (57P01 at a database shutdown) is reported here, never as an
       // unhandled 'error' event; the query it served fails on its own.
@@ -38,10 +38,39 @@ export function createPrisma(url: string, max: number, onConnectionError?: (err:
     }),
   });
   pools.set(client, pool);
+  if (onStatement) statementHooks.set(pool, onStatement);
   return client;
 }
 
 const pools = new WeakMap<object, pg.Pool>();
+const statementHooks = new WeakMap<pg.Pool, (sql: string) => void>();
+
+/**
+ * The prepared statement's name of a SQL text: a hash of it, computed once per text (the texts are
+ * the application's own, a bounded set; the cache is cleared past 10,000 anyway).
+ */
+const names = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = names.get(sql);
+  if (name === undefined) {
+    if (names.size >= 10_000) names.clear();
+    names.set(sql, (name = `p${createHash('sha1').update(sql).digest('base64url')}`));
+  }
+  return name;
+}
+
+/**
+ * One statement straight on the pg pool under a client of createPrisma, as a named prepared
+ * statement (named as Prisma's would be), seen by `onStatement` like Prisma's own: for the hot
+ * paths where Prisma's query engine costs more CPU than the statement (issue 22). Null when the
+ * client has no pool of ours (the caller then goes through Prisma).
+ */
+export function poolQuery<R extends pg.QueryResultRow>(client: object, text: string, values: unknown[]): Promise<pg.QueryResult<R>> | null {
+  const pool = pools.get(client);
+  if (!pool) return null;
+  statementHooks.get(pool)?.(text);
+  return pool.query<R>({ name: statementName(text), text, values });
+}
 
 /**
  * The pg pool under a client of createPrisma, for a hot statement that must cost one round trip

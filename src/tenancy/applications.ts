@@ -6,7 +6,7 @@ import { newApiKey } from '../auth/secrets';
 import { assertOrganization, loadApplication, loadEnvironment } from './access';
 import { assertId } from '../ids';
 import type { EnvironmentType } from '../generated/prisma/enums';
-import { invalidateApiKeyCache } from '../auth/authenticate';
+import { invalidateApiKeyCache, notifyApiKeysChanged } from '../auth/authenticate';
 
 export const applicationName = z.string().trim().min(1, 'must not be empty').max(200);
 export const reason = z.string().trim().min(1, 'must not be empty').max(1000);
@@ -44,6 +44,8 @@ export async function changeApplicationStatus(ctx: Context, id: string, move: ke
     });
     if (changed.count !== 1) throw invalidState(`An application in status ${app.status} cannot be ${done}.`);
     if (move === 'archive') await tx.apiKey.updateMany({ where: { applicationId: id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
+    // Every process's API key cache forgets the application's keys at the commit.
+    await notifyApiKeysChanged(tx);
     await audit(tx, ctx, {
       organizationId: app.organizationId,
       entityType: 'Application',
@@ -128,6 +130,7 @@ export async function rotateApiKey(ctx: Context, id: string, input: z.infer<type
       data: grace === 0 ? { status: 'REVOKED', revokedAt: now } : { expiresAt: new Date(now.getTime() + grace * 1000) },
     });
     if (retired.count !== 1) throw invalidState('Only an active key that was not rotated already can be rotated.');
+    await notifyApiKeysChanged(tx);
     const created = await tx.apiKey.create({
       data: {
         organizationId: old.organizationId,
@@ -160,6 +163,7 @@ export async function revokeApiKey(ctx: Context, id: string) {
   await ctx.deps.db.$transaction(async (tx) => {
     const revoked = await tx.apiKey.updateMany({ where: { id, status: 'ACTIVE' }, data: { status: 'REVOKED', revokedAt: now } });
     if (revoked.count !== 1) throw invalidState('The API key is already revoked.');
+    await notifyApiKeysChanged(tx);
     await audit(tx, ctx, {
       organizationId: key.organizationId,
       entityType: 'ApiKey',
