@@ -114,7 +114,11 @@ export function paymentIntentsReport(runs: PaymentIntentsRound[][], check: { ok:
     const rs = runs.flat().filter((r) => r.concurrency === c);
     const m = median(rs.map((r) => r.intentsPerSecond));
     const r = rs.find((x) => x.intentsPerSecond === m)!;
-    return { ...r, toBaseline: baselineTransfers ? +(r.intentsPerSecond / baselineTransfers).toFixed(3) : undefined, rounds: rs.map((x) => x.intentsPerSecond) };
+    return {
+      ...r,
+      toBaseline: baselineTransfers ? +(r.intentsPerSecond / baselineTransfers).toFixed(3) : undefined,
+      rounds: rs.map((x) => x.intentsPerSecond),
+    };
   });
   const rows = [
     ['payment-intents', 'intents/s', 'vs pg baseline', 'p50 ms', 'p99 ms', 'cpu µs/intent bench/pg', 'rounds: intents/s'],
@@ -137,7 +141,11 @@ export function paymentIntentsReport(runs: PaymentIntentsRound[][], check: { ok:
         met: r.toBaseline !== undefined ? r.toBaseline >= 0.25 : null,
         measured: `${r.intentsPerSecond} intents/s vs ${baselineTransfers ?? '?'} transfers/s: ${r.toBaseline ?? '?'}x (cpu µs per intent: bench ${r.cpuMicrosPerIntent.bench}, postgres ${r.cpuMicrosPerIntent.postgres})`,
       })),
-      { target: 'payment-intents: every intent complete (address, events, audit, expiry job)', met: check?.ok ?? null, measured: check?.detail ?? 'not checked' },
+      {
+        target: 'payment-intents: every intent complete (address, events, audit, expiry job)',
+        met: check?.ok ?? null,
+        measured: check?.detail ?? 'not checked',
+      },
     ],
   };
 }

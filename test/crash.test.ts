@@ -615,7 +615,9 @@ describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job 
     });
     expect(pi.status, pi.text).toBe(201);
     const intent = (await a.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: h })).body as { transactionId: string; address: string };
-    expect((await a.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intent.address, amount: '1000000', assetNetworkId: an } })).status).toBe(201);
+    expect(
+      (await a.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: intent.address, amount: '1000000', assetNetworkId: an } })).status,
+    ).toBe(201);
     await pollUntil(
       'funded',
       async () => (await a.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: h })).body.status,

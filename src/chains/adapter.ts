@@ -166,7 +166,10 @@ export interface NetworkAdapter {
    * `broadcast` called for each in list order would; one network lock and set-based writes for all.
    * Absent: the caller broadcasts them one by one.
    */
-  broadcastMany?(network: NetworkRef, items: readonly { signedTransaction: string; organizationId: string | null }[]): Promise<({ txHash: string } | RangeError)[]>;
+  broadcastMany?(
+    network: NetworkRef,
+    items: readonly { signedTransaction: string; organizationId: string | null }[],
+  ): Promise<({ txHash: string } | RangeError)[]>;
   /**
    * The balances of `addresses` in one asset-network, in base units: `mined` is the canonical mined
    * balance; `spendable` is `mined` less the address's outgoing transfers not mined (PENDING or

@@ -183,7 +183,9 @@ describe('CreatePaymentIntent', () => {
     expect(statements[1]).toBe('BEGIN');
     expect(statements.filter((s) => /"Wallet"/.test(s))).toHaveLength(1);
     // One statement writes the transaction, the intent, its address, the events and the audit entries; then the expiry job.
-    expect(statements[2]).toMatch(/INSERT INTO "Transaction"[\s\S]*INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "DepositAddress"[\s\S]*INSERT INTO "AuditLogEntry"[\s\S]*INSERT INTO "WebhookEvent"/);
+    expect(statements[2]).toMatch(
+      /INSERT INTO "Transaction"[\s\S]*INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "DepositAddress"[\s\S]*INSERT INTO "AuditLogEntry"[\s\S]*INSERT INTO "WebhookEvent"/,
+    );
     expect(statements[3]).toMatch(/INSERT INTO pgboss\./);
     // No re-read after the commit (REST selects only the id).
     expect(statements.at(-1)).toBe('COMMIT');
@@ -204,7 +206,11 @@ describe('CreatePaymentIntent', () => {
     const n = 24;
     // Two requests for one reference: both pass the read (it is free), one is refused by the unique
     // index wherever the two land, and only it: its group is written again intent by intent.
-    const bodies = Array.from({ length: n }, (_, i) => ({ walletId: f.walletId, amount: String(1_000_000 + i), reference: i === 3 || i === 17 ? 'twice' : `ref-${i}` }));
+    const bodies = Array.from({ length: n }, (_, i) => ({
+      walletId: f.walletId,
+      amount: String(1_000_000 + i),
+      reference: i === 3 || i === 17 ? 'twice' : `ref-${i}`,
+    }));
     const { result, statements } = await app.sqlStatements(() => Promise.all(bodies.map((b) => create(f, b))));
     const statuses = result.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(n - 1);

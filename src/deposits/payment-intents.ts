@@ -180,7 +180,8 @@ function checkEnvironment(ctx: Context, input: CreatePaymentIntentInput, r: Inte
     if (input.applicationId == null) throw fieldError('applicationId', 'is required for a member');
     if (input.environmentId == null) throw fieldError('environmentId', 'is required for a member');
   }
-  if (!r.environmentId || !r.applicationId || !r.environmentType) throw fieldError('environmentId', 'must be an environment of the application, in the organization');
+  if (!r.environmentId || !r.applicationId || !r.environmentType)
+    throw fieldError('environmentId', 'must be an environment of the application, in the organization');
   if (r.applicationStatus !== 'ACTIVE') throw invalidState(`The application is ${r.applicationStatus!.toLowerCase()}.`);
   return { applicationId: r.applicationId, environmentId: r.environmentId, environmentType: r.environmentType };
 }
@@ -279,7 +280,11 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
     participants,
     address,
     events: [
-      webhookEvent('transaction.created', { TransactionId: transactionId, ApplicationId: env.applicationId, ParticipantAccountIds: participants.map((x) => x.accountId) }),
+      webhookEvent('transaction.created', {
+        TransactionId: transactionId,
+        ApplicationId: env.applicationId,
+        ParticipantAccountIds: participants.map((x) => x.accountId),
+      }),
       webhookEvent('payment_intent.created', { PaymentIntentId: intentId, TransactionId: transactionId, Amount: amount, ExpiresAt: expiresAt }),
       ...(address ? [address.event] : []),
     ],
@@ -296,7 +301,14 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
         entityType: 'PaymentIntent',
         entityId: intentId,
         action: 'payment_intent.created',
-        after: { status: 'AWAITING_PAYMENT', transactionId, amount: amountToNumeric(amount), expiresAt: expiresAt.toISOString(), reference, walletId: input.walletId ?? null },
+        after: {
+          status: 'AWAITING_PAYMENT',
+          transactionId,
+          amount: amountToNumeric(amount),
+          expiresAt: expiresAt.toISOString(),
+          reference,
+          walletId: input.walletId ?? null,
+        },
       },
       ...(address ? [address.audit] : []),
     ],

@@ -58,7 +58,10 @@ export async function sendGroupFromTreasury(
   const keys = new Map<string, Uint8Array>();
   const out: ({ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string })[] = new Array(transfers.length);
   const answer = (i: number, hot: (typeof candidates)[number], r: { txHash: string } | RangeError) => {
-    out[i] = r instanceof RangeError ? { refused: `the HOT treasury address ${hot.address}: ${r.message}` } : { txHash: r.txHash, fromAddress: hot.address, controlledAddressId: hot.id };
+    out[i] =
+      r instanceof RangeError
+        ? { refused: `the HOT treasury address ${hot.address}: ${r.message}` }
+        : { txHash: r.txHash, fromAddress: hot.address, controlledAddressId: hot.id };
   };
   const signed: { i: number; hot: (typeof candidates)[number]; signedTransaction: string }[] = [];
   try {
@@ -71,7 +74,15 @@ export async function sendGroupFromTreasury(
       hot.spendable -= t.amount;
       let key = keys.get(hot.id);
       if (!key) keys.set(hot.id, (key = controlledPrivateKey(deps.sealingKey, hot.row)));
-      const payload = { networkId: hot.networkId, assetNetworkId, fromAddress: hot.address, fromPublicKey: hot.publicKey, toAddress: t.toAddress, amount: t.amount.toString(), nonce: t.nonce };
+      const payload = {
+        networkId: hot.networkId,
+        assetNetworkId,
+        fromAddress: hot.address,
+        fromPublicKey: hot.publicKey,
+        toAddress: t.toAddress,
+        amount: t.amount.toString(),
+        nonce: t.nonce,
+      };
       const signedTransaction = await adapter.signTransfer(ref, payload, key);
       if (adapter.broadcastMany) {
         signed.push({ i, hot, signedTransaction });

@@ -321,7 +321,14 @@ export async function hotAddressesFor(tx: Db, assetNetworkId: string): Promise<(
     rows.map((r) => r.address),
   );
   if (!balances) return null;
-  return rows.map((r) => ({ id: r.id, networkId: r.networkId, address: r.address, publicKey: r.publicKey!, spendable: balances.get(r.address)!.spendable, row: r }));
+  return rows.map((r) => ({
+    id: r.id,
+    networkId: r.networkId,
+    address: r.address,
+    publicKey: r.publicKey!,
+    spendable: balances.get(r.address)!.spendable,
+    row: r,
+  }));
 }
 
 /** Of `candidates`, the one with the largest spendable balance covering `amount` (ties: the first, the oldest); null when none covers it. */

@@ -67,7 +67,12 @@ describe('statements per withdrawal', () => {
       const ids = request.result;
       const queued = await takeBroadcastJobs();
       expect(queued.sort()).toEqual([...ids].sort());
-      const broadcast = await app.sqlStatements(() => withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](deps(), queued.map((withdrawalId) => ({ data: { withdrawalId } }))));
+      const broadcast = await app.sqlStatements(() =>
+        withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](
+          deps(),
+          queued.map((withdrawalId) => ({ data: { withdrawalId } })),
+        ),
+      );
       for (const id of ids) expect((await get(s, id)).status).toBe('BROADCAST');
       await mine(s);
       const confirmation = await app.sqlStatements(() => followNetworkWithdrawals(deps(), s.f.catalog.networkId));
@@ -145,7 +150,12 @@ describe('broadcast groups', () => {
     expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 3 });
     expect(await followNetworkWithdrawals(deps(), other.f.catalog.networkId)).toEqual({ CONFIRMED: 1 });
     expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({});
-    for (const [x, id] of [[s, w1], [s, w2], [s, w3], [other, o1]] as const) {
+    for (const [x, id] of [
+      [s, w1],
+      [s, w2],
+      [s, w3],
+      [other, o1],
+    ] as const) {
       expect(await get(x, id)).toMatchObject({ status: 'CONFIRMED' });
       expect(await withdrawalEvents(x, id)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
     }
@@ -161,7 +171,9 @@ describe('broadcast groups', () => {
       ['CONSUME', '21000'],
     ]);
     expect(await balance(s)).toEqual({ posted: 10_000_000n - 6_000n, available: 10_000_000n - 6_000n });
-    const audits = await app.deps.db.auditLogEntry.count({ where: { entityId: { in: ids }, action: { in: ['withdrawal.broadcast', 'withdrawal.confirmed'] } } });
+    const audits = await app.deps.db.auditLogEntry.count({
+      where: { entityId: { in: ids }, action: { in: ['withdrawal.broadcast', 'withdrawal.confirmed'] } },
+    });
     expect(audits).toBe(8);
   });
 

@@ -30,7 +30,10 @@ export interface WithdrawalJobDeps {
 export const BROADCAST_GROUP = 100;
 
 /** A broadcast group's jobs: each answers its withdrawal's outcome, or an Error (a job without data fails alone). */
-export async function runBroadcastJobs(deps: MoneyDeps, jobs: readonly { data: WithdrawalBroadcastJob | null | undefined }[]): Promise<(StepOutcome | Error)[]> {
+export async function runBroadcastJobs(
+  deps: MoneyDeps,
+  jobs: readonly { data: WithdrawalBroadcastJob | null | undefined }[],
+): Promise<(StepOutcome | Error)[]> {
   const ids = jobs.map((j) => (typeof j.data?.withdrawalId === 'string' ? j.data.withdrawalId : null));
   const outcomes = await broadcastWithdrawalGroup(
     deps,

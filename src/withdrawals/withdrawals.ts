@@ -6,7 +6,17 @@ import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid, uuidv7 } from '../ids';
 import { idempotent } from '../idempotency';
-import { holdOutcome, holdStatement, LedgerError, ledgerStatementError, lockAccountsForMove, postHold, postHolds, voidHold, type LedgerAccountRef } from '../ledger/ledger';
+import {
+  holdOutcome,
+  holdStatement,
+  LedgerError,
+  ledgerStatementError,
+  lockAccountsForMove,
+  postHold,
+  postHolds,
+  voidHold,
+  type LedgerAccountRef,
+} from '../ledger/ledger';
 import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
@@ -423,14 +433,14 @@ export async function checksBeforeMoving(
     let rejection: string | null = null;
     if (!account || account === 'CLOSED') rejection = 'ACCOUNT_CLOSED: The account is closed.';
     else if (!destination || destination.organizationId !== w.organizationId) throw notFound('WithdrawalDestination');
-    else if (destination.status !== 'ACTIVE') rejection = `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${destination.blockedReason ?? 'no reason given'}.`;
+    else if (destination.status !== 'ACTIVE')
+      rejection = `DESTINATION_BLOCKED: The withdrawal destination is blocked: ${destination.blockedReason ?? 'no reason given'}.`;
     const assetNetworkStatus = assetNetworkOf.get(w.assetNetworkId);
     if (assetNetworkStatus === undefined) throw new Error(`asset-network ${w.assetNetworkId} not found`);
     if (rejection) {
       await close(tx, deps, actor, w, { status: 'REJECTED', reason: rejection }, now);
       out.push({ outcome: 'REJECTED', reason: rejection });
-    } else if (account === 'FROZEN')
-      out.push({ outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' });
+    } else if (account === 'FROZEN') out.push({ outcome: 'WAITS', reason: 'ACCOUNT_FROZEN: The account is frozen: nothing leaves it until it is unfrozen.' });
     else if (!statusAllows.withdrawals(assetNetworkStatus))
       out.push({
         outcome: 'WAITS',
@@ -600,7 +610,10 @@ async function markBroadcastMany(
   await emitEvents(
     tx,
     deps,
-    sent.map((x) => ({ organizationId: x.w.organizationId, event: webhookEvent('withdrawal.broadcast', { WithdrawalId: x.w.id, TechnicalReference: x.txHash }) })),
+    sent.map((x) => ({
+      organizationId: x.w.organizationId,
+      event: webhookEvent('withdrawal.broadcast', { WithdrawalId: x.w.id, TechnicalReference: x.txHash }),
+    })),
   );
   await auditAll(
     tx,
@@ -707,9 +720,7 @@ async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise
   }
   if (!movable.length) return out;
   if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
-  const networks = new Map(
-    (await tx.network.findMany({ where: { id: { in: [...new Set(movable.map((w) => w.networkId))] } } })).map((n) => [n.id, n]),
-  );
+  const networks = new Map((await tx.network.findMany({ where: { id: { in: [...new Set(movable.map((w) => w.networkId))] } } })).map((n) => [n.id, n]));
   const sent: { w: Withdrawal; txHash: string; fromAddress: string; networkCost: Amount | null }[] = [];
   for (const assetNetworkId of new Set(movable.map((w) => w.assetNetworkId))) {
     const ws = movable.filter((w) => w.assetNetworkId === assetNetworkId);
@@ -976,7 +987,11 @@ export async function followNetworkWithdrawals(
   });
   if (!broadcast.length) return counts;
   const network = await deps.db.network.findUniqueOrThrow({ where: { id: networkId } });
-  const seen = await observedTransactions(adapterFor(network.kind, deps.db), networkRef(network), broadcast.map((w) => w.txHash!));
+  const seen = await observedTransactions(
+    adapterFor(network.kind, deps.db),
+    networkRef(network),
+    broadcast.map((w) => w.txHash!),
+  );
   const now = deps.clock.now();
   const confirmable: string[] = [];
   const alone: string[] = [];
@@ -1025,7 +1040,11 @@ async function confirmWithdrawalGroup(deps: MoneyDeps, network: Network, ids: st
           const still = rows.filter((w) => w.status === 'BROADCAST' && w.txHash);
           for (const id of ids) out.set(id, 'SKIPPED');
           if (!still.length) return out;
-          const seen = await observedTransactions(adapterFor(network.kind, tx), networkRef(network), still.map((w) => w.txHash!));
+          const seen = await observedTransactions(
+            adapterFor(network.kind, tx),
+            networkRef(network),
+            still.map((w) => w.txHash!),
+          );
           const mined = still.filter((w) => {
             const t = seen.get(w.txHash!);
             const ok = t?.status === 'MINED' && t.confirmations >= network.requiredConfirmations;

@@ -131,7 +131,8 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
       for (const assetNetworkId of new Set(payloads.map((p) => p.assetNetworkId))) {
         const from = payloads.filter((p) => p.assetNetworkId === assetNetworkId).map((p) => p.fromAddress);
-        for (const [address, b] of await sandboxAdapter(d, deps).balances(network, assetNetworkId, from)) spendable.set(key(assetNetworkId, address), b.spendable);
+        for (const [address, b] of await sandboxAdapter(d, deps).balances(network, assetNetworkId, from))
+          spendable.set(key(assetNetworkId, address), b.spendable);
       }
       const out: ({ txHash: string } | RangeError)[] = new Array(items.length);
       const accepted: number[] = [];

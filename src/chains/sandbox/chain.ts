@@ -269,7 +269,12 @@ export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Pro
  * INVALID_STATE when its recipient would hold more than 2^256 - 1, counting the items of the list
  * before it); the others are sent. No replacements here.
  */
-export async function sendTransactions(tx: Db, deps: ChainDeps, networkId: string, items: readonly Omit<SendArgs, 'networkId' | 'replacesId'>[]): Promise<({ txHash: string } | Error)[]> {
+export async function sendTransactions(
+  tx: Db,
+  deps: ChainDeps,
+  networkId: string,
+  items: readonly Omit<SendArgs, 'networkId' | 'replacesId'>[],
+): Promise<({ txHash: string } | Error)[]> {
   if (!items.length) return [];
   await lockNetwork(tx, networkId);
   const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
