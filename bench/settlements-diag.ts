@@ -1,7 +1,7 @@
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import type { PrismaClient } from '../src/db/prisma';
+import { postgresPids, procCpuMicros } from './ledger';
 
 /**
  * Where a settlements round's execute window goes (BENCH_SETTLEMENTS_DIAG=1; docs/benchmarks.md,
@@ -18,59 +18,20 @@ import type { PrismaClient } from '../src/db/prisma';
 export interface DiagReport {
   samples: number;
   backends: { key: string; share: number }[];
-  cpu: { serviceMicrosPerSettlement: number; postgresMicrosPerSettlement: number | null; windowSeconds: number };
+  cpu: { serviceMicrosPerSettlement: number; postgresMicrosPerSettlement: number; windowSeconds: number };
   groups: { count: number; sizes: Record<string, number>; meanSize: number; meanMs: number; maxMs: number };
 }
 
-function postgresCpuMicros(dataDir: string): number | null {
-  try {
-    const file = findPostmasterPid(resolve(dataDir));
-    if (!file) return null;
-    const master = Number(readFileSync(file, 'utf8').split('\n')[0]);
-    const tick = 100; // USER_HZ on Linux
-    let total = 0;
-    for (const p of readdirSync('/proc')) {
-      if (!/^\d+$/.test(p)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      } catch {
-        continue;
-      }
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const pid = Number(p);
-      const ppid = Number(f[1]);
-      if (pid !== master && ppid !== master) continue;
-      total += Number(f[11]) + Number(f[12]); // utime + stime (fields 14, 15)
-    }
-    return (total * 1_000_000) / tick;
-  } catch {
-    return null;
-  }
-}
-function findPostmasterPid(dir: string, depth = 0): string | null {
-  let entries: string[];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return null;
-  }
-  if (entries.includes('postmaster.pid')) return resolve(dir, 'postmaster.pid');
-  if (depth >= 2) return null;
-  for (const e of entries) {
-    const r = findPostmasterPid(resolve(dir, e), depth + 1);
-    if (r) return r;
-  }
-  return null;
-}
+/** CPU time (µs) of the PostgreSQL server listening on `pgPort`: the postmaster and its children. */
+const postgresCpuMicros = (pgPort: number) => postgresPids(pgPort).reduce((sum, pid) => sum + procCpuMicros(pid), 0);
 
-export function startDiag(db: PrismaClient, dataDir: string) {
+export function startDiag(db: PrismaClient, pgPort: number) {
   const counts = new Map<string, number>();
   let samples = 0;
   let stopped = false;
   const groups: { size: number; ms: number }[] = [];
   const cpu0 = process.cpuUsage();
-  const pg0 = postgresCpuMicros(dataDir);
+  const pg0 = postgresCpuMicros(pgPort);
   const t0 = performance.now();
   const profileFile = process.env.BENCH_SETTLEMENTS_PROFILE;
   const session = profileFile ? new Session() : null;
@@ -103,7 +64,7 @@ export function startDiag(db: PrismaClient, dataDir: string) {
     async stop(settlements: number): Promise<DiagReport> {
       const seconds = (performance.now() - t0) / 1000;
       const c = process.cpuUsage(cpu0);
-      const pg1 = postgresCpuMicros(dataDir);
+      const pg1 = postgresCpuMicros(pgPort);
       stopped = true;
       await sampler;
       await profiling;
@@ -122,7 +83,7 @@ export function startDiag(db: PrismaClient, dataDir: string) {
           .map(([key, n]) => ({ key, share: +(n / samples).toFixed(2) })),
         cpu: {
           serviceMicrosPerSettlement: Math.round((c.user + c.system) / settlements),
-          postgresMicrosPerSettlement: pg0 === null || pg1 === null ? null : Math.round((pg1 - pg0) / settlements),
+          postgresMicrosPerSettlement: Math.round((pg1 - pg0) / settlements),
           windowSeconds: +seconds.toFixed(2),
         },
         groups: {

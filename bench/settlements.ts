@@ -233,7 +233,7 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
       await boss.offWork(SETTLEMENT_EXECUTE_QUEUE, { wait: true });
       await requestSettlements(setup, txs, s.concurrency);
       const t3 = performance.now();
-      const diag = process.env.BENCH_SETTLEMENTS_DIAG === '1' ? startDiag(deps.db, process.env.BENCH_DATA_DIR ?? '.data/bench') : null;
+      const diag = process.env.BENCH_SETTLEMENTS_DIAG === '1' ? startDiag(deps.db, Number(process.env.BENCH_PG_PORT ?? 54361)) : null;
       await startSettlementWorkers(boss, deps, s.workers, diag?.onGroup);
       await awaitSettlementsExecuted(
         setup,
