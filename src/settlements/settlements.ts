@@ -300,44 +300,49 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
 export async function executeSettlementGroup(
   deps: MoneyDeps,
   settlementIds: readonly string[],
-  opts: { isolateOnError?: boolean } = {},
+  opts: { isolateOnError?: boolean; attempt?: number } = {},
 ): Promise<(ExecutionOutcome | Error)[]> {
   const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
   try {
-    return await retryingGroup(() =>
-      deps.db.$transaction(async (tx) => {
-        const valid = ids.filter((id): id is string => id !== null);
-        // The Transaction rows of every settlement, locked at once, in id order.
-        const heads = valid.length
-          ? await tx.$queryRaw<{ id: string; transactionId: string }[]>`
+    return await deps.db.$transaction(async (tx) => {
+      const valid = ids.filter((id): id is string => id !== null);
+      // The Transaction rows of every settlement, locked at once, in id order.
+      const heads = valid.length
+        ? await tx.$queryRaw<{ id: string; transactionId: string }[]>`
             SELECT s."id"::text AS "id", s."transactionId"::text AS "transactionId"
               FROM "Settlement" s WHERE s."id" = ANY(${valid}::uuid[])`
-          : [];
-        const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
-        if (!transactionIds.length) return ids.map(() => ({ status: 'SKIPPED' as const }));
-        await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
-        const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
-        const reads = await readGroup(tx, transactionIds);
-        const writes: GroupWrites = {
-          events: [],
-          audits: [],
-          failed: [],
-          allocations: [],
-          ruleAllocated: new Map(),
-          changed: new Set(),
-          emptied: new Set(),
-          executed: [],
-        };
-        const out: ExecutionOutcome[] = [];
-        for (const id of ids) {
-          const transactionId = id === null ? undefined : headOf.get(id);
-          out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
-        }
-        await writeGroup(tx, deps, reads, writes);
-        return out;
-      }, TX_OPTIONS),
-    );
+        : [];
+      const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
+      if (!transactionIds.length) return ids.map(() => ({ status: 'SKIPPED' as const }));
+      await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
+      const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
+      const reads = await readGroup(tx, transactionIds);
+      const writes: GroupWrites = {
+        events: [],
+        audits: [],
+        failed: [],
+        allocations: [],
+        ruleAllocated: new Map(),
+        changed: new Set(),
+        emptied: new Set(),
+        executed: [],
+      };
+      const out: ExecutionOutcome[] = [];
+      for (const id of ids) {
+        const transactionId = id === null ? undefined : headOf.get(id);
+        out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
+      }
+      await writeGroup(tx, deps, reads, writes);
+      return out;
+    }, TX_OPTIONS);
   } catch (e) {
+    // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
+    // posting has no savepoint to retry under: postLedgerTransactionsWith).
+    const attempt = opts.attempt ?? 1;
+    if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
+      await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
+      return executeSettlementGroup(deps, settlementIds, { ...opts, attempt: attempt + 1 });
+    }
     if (!(opts.isolateOnError ?? true) || settlementIds.length <= 1) {
       if (e instanceof GroupRefused) throw e.cause;
       throw e;
@@ -355,22 +360,11 @@ export async function executeSettlementGroup(
 }
 
 /**
- * A group's transaction, run again whole (up to GROUP_ATTEMPTS times, after 5-20 ms) when
- * PostgreSQL aborts it for a deadlock or a serialization failure: its ledger posting has no
- * savepoint of its own (postLedgerTransactionsWith), so the retry that postLedgerTransactions makes
- * under its savepoint is made here, for the group. Nothing of an aborted attempt was committed.
+ * Attempts of a group's transaction when PostgreSQL aborts it for a deadlock or a serialization
+ * failure (5-20 ms apart): the retry that postLedgerTransactions makes under its savepoint is made
+ * here for the whole group, whose posting has none. Nothing of an aborted attempt was committed.
  */
 const GROUP_ATTEMPTS = 3;
-async function retryingGroup<T>(run: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (e) {
-      if (!isRetryable(e) || attempt >= GROUP_ATTEMPTS) throw e;
-      await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
-    }
-  }
-}
 
 /**
  * Everything the group's settlements read, for all of them at once, after the Transaction rows are
