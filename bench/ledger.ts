@@ -306,7 +306,7 @@ export async function startLedgerBench(opts: {
 
 // CPU accounting from /proc (Linux; zeros elsewhere), in microseconds.
 const TICK_MICROS = 10_000;
-function procCpuMicros(pid: number | string): number {
+export function procCpuMicros(pid: number | string): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -315,7 +315,7 @@ function procCpuMicros(pid: number | string): number {
     return 0;
   }
 }
-function postgresPids(port: number): number[] {
+export function postgresPids(port: number): number[] {
   try {
     const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
     const parent = new Map<number, number>();

@@ -6,6 +6,7 @@ import { ledgerAccounts } from '../src/ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../src/money';
 import { SETTLEMENT_EXECUTE_QUEUE } from '../src/kernel/queues';
 import { startSettlementWorkers } from '../src/settlements/settlements.jobs';
+import { startDiag, type DiagReport } from './settlements-diag';
 
 /**
  * The settlements scenario of `npm run bench` (BENCH_SCENARIOS=settlements): funded transactions
@@ -44,6 +45,8 @@ export interface SettlementsRound {
   /** Settlements executed per second by the job workers (started -> last executed). */
   settlementsPerSecond: number;
   seconds: { create: number; fund: number; request: number; execute: number };
+  /** BENCH_SETTLEMENTS_DIAG=1: where the execute window went (bench/settlements-diag.ts). */
+  diag?: DiagReport;
 }
 
 export type SettlementsBench = ScenarioBench<SettlementsRound>;
@@ -230,13 +233,16 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
       await boss.offWork(SETTLEMENT_EXECUTE_QUEUE, { wait: true });
       await requestSettlements(setup, txs, s.concurrency);
       const t3 = performance.now();
-      await startSettlementWorkers(boss, deps, s.workers);
+      const diag = process.env.BENCH_SETTLEMENTS_DIAG === '1' ? startDiag(deps.db, Number(process.env.BENCH_PG_PORT ?? 54361)) : null;
+      await startSettlementWorkers(boss, deps, s.workers, diag?.onGroup);
       await awaitSettlementsExecuted(
         setup,
         txs.map((x) => x.settlementId),
         s.timeoutSeconds,
       );
       const t4 = performance.now();
+      const report = await diag?.stop(n);
+      if (report) say(`settlements diagnostics: ${JSON.stringify(report, null, 1)}`);
       all.push(...txs.map((x) => ({ transactionId: x.transactionId, settlementId: x.settlementId, amount: x.amount })));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
@@ -248,6 +254,7 @@ export async function startSettlementsBench(opts: { deps: Deps; call: Call; say:
         requestsPerSecond: Math.round(n / ((t3 - t2) / 1000)),
         settlementsPerSecond: Math.round(n / ((t4 - t3) / 1000)),
         seconds: { create: sec(t1 - t0), fund: sec(t2 - t1), request: sec(t3 - t2), execute: sec(t4 - t3) },
+        ...(report ? { diag: report } : {}),
       };
     },
     verify: () => verifySettlements(setup, all),

@@ -482,14 +482,18 @@ async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
       continue;
     }
     if (inTransaction) await db.$executeRawUnsafe('RELEASE SAVEPOINT ledger_post');
-    ledgerMetrics.items += items.length;
-    const results = rows[0]!.r;
-    const outcomes = items.map((_it, i) => outcomeOf(results[i]));
-    metrics.ledgerBatchSize.observe(items.length);
-    const posted = outcomes.filter((o) => o.ok && !o.replayed).length;
-    if (posted) metrics.ledgerPostings.inc(posted);
-    return outcomes;
+    return counted(items, rows[0]!.r);
   }
+}
+
+/** The items' outcomes from ledger_post's answer, counted in the ledger's metrics. */
+function counted(items: Item[], results: RawResult[]): Outcome[] {
+  ledgerMetrics.items += items.length;
+  const outcomes = items.map((_it, i) => outcomeOf(results[i]));
+  metrics.ledgerBatchSize.observe(items.length);
+  const posted = outcomes.filter((o) => o.ok && !o.replayed).length;
+  if (posted) metrics.ledgerPostings.inc(posted);
+  return outcomes;
 }
 
 async function one(db: Db, item: Item): Promise<{ ledgerTransactionId: string; holdId: string | null; replayed: boolean }> {
@@ -520,6 +524,46 @@ export async function postLedgerTransaction(tx: Db, input: PostInput): Promise<L
 export async function postLedgerTransactions(tx: Db, inputs: readonly PostInput[]): Promise<(LedgerResult | LedgerError)[]> {
   const outcomes = await execute(tx, inputs.map(preparePost));
   return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
+}
+
+/**
+ * The last write of a group transaction (issue 22): posts `inputs` with one ledger_post call and,
+ * in the SAME statement, runs `follow` — a data-modifying statement of the caller that needs the
+ * postings' ledger transaction ids. It reads them from the relation `ledger_results("ord", "id",
+ * "s")` (ord: the item's 1-based position in `inputs`; s: 'ok', 'replayed' or 'error'); its own
+ * parameters are written `param(1)`, `param(2)`, … (numbered after ledger_post's).
+ *
+ * Why: ledger_post locks the balance rows it credits (PLATFORM_REVENUE, the beneficiaries' rows)
+ * until the commit, so everything the caller sends after it is time other transactions queue on
+ * those rows. Here the posting, the caller's follow-up and the commit are two round trips, without
+ * postLedgerTransactions' savepoint (SAVEPOINT, ledger_post, RELEASE, then the caller's statement:
+ * four). No savepoint: an error (a deadlock, a numeric overflow) aborts the caller's transaction,
+ * which must roll back whole (the settlement groups then run their items alone); a numeric overflow
+ * is still answered as the LedgerError AMOUNT_OUT_OF_RANGE. Refusals answer per item, as
+ * postLedgerTransactions' (the follow-up sees them as s = 'error').
+ */
+export async function postLedgerTransactionsWith(
+  tx: Db,
+  inputs: readonly PostInput[],
+  follow: (param: (n: number) => string) => string,
+  followArgs: readonly unknown[],
+): Promise<(LedgerResult | LedgerError)[]> {
+  if (!inputs.length) return [];
+  const items = inputs.map(preparePost);
+  const args = batchArgs(items);
+  const sql = `WITH posted AS MATERIALIZED (${LEDGER_POST_SQL}),
+    ledger_results AS (SELECT x."ord"::int AS "ord", (x.e->>'id')::uuid AS "id", x.e->>'s' AS "s"
+                         FROM posted, jsonb_array_elements(posted.r) WITH ORDINALITY AS x(e, "ord")),
+    follow AS (${follow((n) => `$${args.length + n}`)})
+    SELECT r FROM posted`;
+  let rows: { r: RawResult[] }[];
+  try {
+    ledgerMetrics.calls++;
+    rows = await tx.$queryRawUnsafe<{ r: RawResult[] }[]>(sql, ...args, ...followArgs);
+  } catch (e) {
+    throw sqlState(e) === '22003' ? amountOutOfRange() : e;
+  }
+  return counted(items, rows[0]!.r).map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
 }
 
 /** Reserves `amount` from `debit` to `credit`: pending totals move, available drops at once. */

@@ -68,7 +68,13 @@ export const SETTLEMENT_BATCH = 64;
  * worker of a NOTIFY queue waits the 30 s backstop after every fetch unless a new job wakes it, so a
  * backlog queued before the workers started (or while they were busy) drained at a few jobs a minute.
  */
-export async function startSettlementWorkers(boss: PgBoss, deps: SettlementJobDeps, workers: number): Promise<void> {
+export async function startSettlementWorkers(
+  boss: PgBoss,
+  deps: SettlementJobDeps,
+  workers: number,
+  /** Told each group's size and duration (the bench's diagnostics). */
+  onGroup?: (jobs: number, ms: number) => void,
+): Promise<void> {
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss };
   await workGroup<SettlementExecuteJob>(
     boss,
@@ -78,7 +84,9 @@ export async function startSettlementWorkers(boss: PgBoss, deps: SettlementJobDe
     async (jobs) => {
       // A job without data names no settlement: it fails alone (an Error in its place).
       const ids = jobs.map((j) => (typeof j.data?.settlementId === 'string' ? j.data.settlementId : ''));
+      const started = performance.now();
       const results = await executeSettlementGroup(moneyDeps, ids);
+      onGroup?.(ids.length, performance.now() - started);
       return results.map((r, i) => {
         if (!jobs[i]!.data) return new Error(`job ${jobs[i]!.id} of ${jobs[i]!.name} carries no data`);
         if (!(r instanceof Error) && r.status === 'FAILED') deps.log.info({ settlementId: ids[i], reason: r.reason }, 'settlement failed');

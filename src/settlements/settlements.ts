@@ -2,10 +2,10 @@ import { z } from 'zod';
 import type { Context } from '../context';
 import type { Db } from '../db/prisma';
 import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
-import { DomainError, invalidState, notFound } from '../errors';
+import { DomainError, invalidState, isRetryable, notFound } from '../errors';
 import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
 import { idempotent } from '../idempotency';
-import { postLedgerTransactions, type LedgerError, type LedgerResult, type PostInput, type PostingLine } from '../ledger/ledger';
+import { postLedgerTransactionsWith, type LedgerError, type PostInput, type PostingLine } from '../ledger/ledger';
 import {
   amountToNumeric,
   amountToString,
@@ -300,7 +300,7 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
 export async function executeSettlementGroup(
   deps: MoneyDeps,
   settlementIds: readonly string[],
-  opts: { isolateOnError?: boolean } = {},
+  opts: { isolateOnError?: boolean; attempt?: number } = {},
 ): Promise<(ExecutionOutcome | Error)[]> {
   const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
   try {
@@ -336,6 +336,13 @@ export async function executeSettlementGroup(
       return out;
     }, TX_OPTIONS);
   } catch (e) {
+    // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
+    // posting has no savepoint to retry under: postLedgerTransactionsWith).
+    const attempt = opts.attempt ?? 1;
+    if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
+      await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
+      return executeSettlementGroup(deps, settlementIds, { ...opts, attempt: attempt + 1 });
+    }
     if (!(opts.isolateOnError ?? true) || settlementIds.length <= 1) {
       if (e instanceof GroupRefused) throw e.cause;
       throw e;
@@ -351,6 +358,13 @@ export async function executeSettlementGroup(
     return out;
   }
 }
+
+/**
+ * Attempts of a group's transaction when PostgreSQL aborts it for a deadlock or a serialization
+ * failure (5-20 ms apart): the retry that postLedgerTransactions makes under its savepoint is made
+ * here for the whole group, whose posting has none. Nothing of an aborted attempt was committed.
+ */
+const GROUP_ATTEMPTS = 3;
 
 /**
  * Everything the group's settlements read, for all of them at once, after the Transaction rows are
@@ -472,26 +486,39 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
   await emitEvents(tx, deps, w.events);
   await auditAll(tx, deps, systemActor(), w.audits);
   if (!w.executed.length) return;
-  // The ledger last: every settlement of the asset-network credits the same PLATFORM_REVENUE row
-  // (and often the same accounts), whose row locks are held from here to the commit.
-  const posted = await postLedgerTransactions(
-    tx,
-    w.executed.map((x) => x.posting),
-  );
-  const refused = posted.find((p): p is LedgerError => p instanceof Error);
-  if (refused) throw new GroupRefused('a settlement posting was refused', { cause: refused });
+  // The ledger last, with the EXECUTED states in the same statement (postLedgerTransactionsWith):
+  // every settlement of the asset-network credits the same PLATFORM_REVENUE row (and often the same
+  // accounts), whose row locks are held from here to the commit, so nothing else is sent between
+  // the posting and the commit (the state needs the posting's ledger transaction id: the schema's
+  // check requires it of an EXECUTED settlement).
   const x = w.executed;
-  await tx.$executeRaw`
+  const posted = await postLedgerTransactionsWith(
+    tx,
+    x.map((e) => e.posting),
+    (p) => `
     UPDATE "Settlement" s SET "status" = 'EXECUTED', "attempts" = v."attempts", "grossAmount" = v."gross", "feeAmount" = v."fee",
            "distributableAmount" = v."distributable", "pricingPolicyId" = v."policy", "feePercentage" = v."pct", "isTotal" = v."isTotal",
-           "executedAt" = v."at", "ledgerTransactionId" = v."ledger", "failureReason" = NULL, "failedAt" = NULL, "updatedAt" = now()
-      FROM unnest(${x.map((e) => e.settlementId)}::uuid[], ${x.map((e) => e.state.attempts)}::int[], ${x.map((e) => n(e.state.gross))}::numeric[],
-                  ${x.map((e) => n(e.state.fee))}::numeric[], ${x.map((e) => n(e.state.distributable))}::numeric[],
-                  ${x.map((e) => e.state.pricingPolicyId)}::uuid[], ${x.map((e) => e.state.feePercentage)}::numeric[],
-                  ${x.map((e) => e.state.isTotal)}::boolean[], ${x.map((e) => e.state.executedAt)}::timestamptz[],
-                  ${posted.map((p) => (p as LedgerResult).ledgerTransactionId)}::uuid[])
-           AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ledger")
-     WHERE s."id" = v."id"`;
+           "executedAt" = v."at", "ledgerTransactionId" = lr."id", "failureReason" = NULL, "failedAt" = NULL, "updatedAt" = now()
+      FROM unnest(${p(1)}::uuid[], ${p(2)}::int[], ${p(3)}::numeric[], ${p(4)}::numeric[], ${p(5)}::numeric[], ${p(6)}::uuid[], ${p(7)}::numeric[],
+                  ${p(8)}::boolean[], ${p(9)}::timestamptz[])
+           WITH ORDINALITY AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ord")
+      JOIN ledger_results lr ON lr."ord" = v."ord" AND lr."s" <> 'error'
+     WHERE s."id" = v."id"`,
+    [
+      x.map((e) => e.settlementId),
+      x.map((e) => e.state.attempts),
+      x.map((e) => n(e.state.gross)),
+      x.map((e) => n(e.state.fee)),
+      x.map((e) => n(e.state.distributable)),
+      x.map((e) => e.state.pricingPolicyId),
+      x.map((e) => e.state.feePercentage),
+      x.map((e) => e.state.isTotal),
+      x.map((e) => e.state.executedAt),
+    ],
+  );
+  // A refused posting: the group rolls back whole (the states written beside the others with it).
+  const refused = posted.find((r): r is LedgerError => r instanceof Error);
+  if (refused) throw new GroupRefused('a settlement posting was refused', { cause: refused });
 }
 
 /**
