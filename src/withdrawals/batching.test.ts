@@ -87,7 +87,6 @@ describe('statements per withdrawal', () => {
       broadcast: (large.broadcast - small.broadcast) / 8,
       confirmation: (large.confirmation - small.confirmation) / 8,
     };
-    if (process.env.WITHDRAWAL_STATEMENTS) console.log(JSON.stringify({ small, large, per }));
     // Before issue 22: 17 per request, 44 per broadcast and 13 per confirmation, each withdrawal its own
     // transaction. Now 15 per request; a broadcast group and a block's confirmations cost the same
     // statements (37 and 16) for 2 withdrawals as for 10.
