@@ -80,7 +80,13 @@ export async function searchAuditLog(ctx: Context, filter: AuditSearchFilter): P
     .map(([k, v]) =>
       k === 'organizationId' || k === 'entityId' ? Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}::uuid` : Prisma.sql`${Prisma.raw(`"${k}"`)} = ${v}`,
     );
-  const counted = Prisma.sql`SELECT count(*)::int AS "n" FROM (SELECT 1 FROM "AuditLogEntry" ${conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty} LIMIT ${TOTAL_CAP + 1}) x`;
+  // The capped count walks the page's own index in the page's order (the newest TOTAL_CAP + 1 matches:
+  // the pages the search itself keeps warm), with the cap written into the statement, so the plan is
+  // the same custom or generic (every statement is a named prepared statement). Without the ORDER BY,
+  // PostgreSQL answers `LIMIT 1001` with a sequential scan that starts where the last scan of the
+  // table stopped (synchronize_seqscans): past a quarter of shared_buffers, cold pages through a ring
+  // buffer on every request, 1-26 ms at 10^6 entries against 0.3 ms (docs/decisions.md, issue 22).
+  const counted = Prisma.sql`SELECT count(*)::int AS "n" FROM (SELECT 1 FROM "AuditLogEntry" ${conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty} ORDER BY "occurredAt" DESC, "id" DESC LIMIT ${Prisma.raw(String(TOTAL_CAP + 1))}) x`;
   const keyset = after
     ? { AND: [{ occurredAt: { lte: after.at } }, { OR: [{ occurredAt: { lt: after.at } }, { occurredAt: after.at, id: { lt: after.id } }] }] }
     : {};
