@@ -2,7 +2,7 @@ import { numericToAmount, amountToNumeric, positiveAmountText } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { poolQuery, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
 import { adapterFor, networkRef } from '../chains/adapter';
@@ -21,6 +21,7 @@ import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
 import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -134,7 +135,7 @@ async function readForIntent(ctx: Context, organizationId: string, input: Create
   const account = (alias: string, id: string | null) => Prisma.sql`(SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
         'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${applicationId}::uuid))
       FROM "Account" a WHERE a."id" = ${id}::uuid AND a."organizationId" = ${organizationId}::uuid) AS ${Prisma.raw(`"${alias}"`)}`;
-  const [row] = await ctx.deps.db.$queryRaw<(Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>)[]>`
+  const query = Prisma.sql`
     WITH ${reserveDerivationIndexCte(organizationId, uuidOrNull(input.walletId))}
     SELECT e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
       an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
@@ -150,6 +151,9 @@ async function readForIntent(ctx: Context, organizationId: string, input: Create
       ON e."id" = ${environmentId}::uuid AND e."applicationId" = ${applicationId}::uuid AND e."organizationId" = ${organizationId}::uuid
     LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = ${uuidOrNull(input.assetNetworkId)}::uuid
     LEFT JOIN "reserved" w ON true`;
+  // Straight on the pool (Prisma's query engine costs more CPU than the statement: issue 22).
+  type Row = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
+  const [row] = await (poolQuery<Row>(ctx.deps.db, query.text, query.values)?.then((x) => x.rows) ?? ctx.deps.db.$queryRaw<Row[]>(query));
   const r = row as unknown as Record<string, unknown> & IntentReads;
   return {
     ...r,
@@ -320,7 +324,12 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
  * the intents, their addresses, the events with their deliveries and the audit entries, each table
  * one set-based insert (unnest), rows in plan order. Answers the deliveries, whose jobs the caller sends.
  */
-async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Promise<{ id: string; endpointId: string }[]> {
+async function writeIntentRows(
+  tx: Db,
+  deps: MoneyDeps,
+  plans: IntentPlan[],
+  expireJobs: { before: string; after: string } | null,
+): Promise<{ id: string; endpointId: string }[]> {
   const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
@@ -350,7 +359,8 @@ async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Pr
                            ${addrs.map((a) => a.walletId)}::uuid[], ${addrs.map((a) => a.networkId)}::uuid[], ${addrs.map((a) => a.assetNetworkId)}::uuid[],
                            ${addrs.map((a) => a.address)}::text[], ${addrs.map((a) => a.derivationIndex)}::int[], ${addrs.map((a) => a.publicKey)}::text[],
                            ${addrs.map((a) => a.paymentIntentId)}::uuid[], ${addrs.map((a) => a.createdAt)}::timestamptz[])
-    ), "audit" AS (${auditAllSql(
+    ), ${expireJobs ? Prisma.sql`"expire_jobs" AS (${jobInsertSql(expireJobs, expireJobsOf(plans))}),` : Prisma.empty}
+    "audit" AS (${auditAllSql(
       deps,
       plans.map((x) => ({ actor: x.actor, entries: x.audits })),
     )}),
@@ -361,22 +371,30 @@ async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Pr
     SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
 }
 
+/** Each intent's expiry job (its id the intent's), due when it expires by the real clock (a sandbox clock advanced later is caught by the sweep). */
+const expireJobsOf = (plans: IntentPlan[]) =>
+  plans.map((x) => ({
+    id: x.intentId,
+    data: { paymentIntentId: x.intentId } satisfies ExpireJob,
+    startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
+  }));
+
+/** pg-boss's insert of the expiry jobs, to embed in writeIntentRows' statement (null: no job runner, or boss.insert it). */
+const expireJobsParts = (deps: MoneyDeps) => (deps.boss ? jobInsertParts(deps.boss, EXPIRE_QUEUE) : Promise.resolve(null));
+
 /**
- * The jobs of intents written in `tx`: each one's expiry job, due when it expires (by the real
- * clock: a sandbox clock advanced later is caught by the sweep), in one insert; the deliveries' jobs
- * in another (only if there are endpoints); the EVM watcher told of the new addresses.
+ * The jobs of intents written in `tx` besides what writeIntentRows wrote: the expiry jobs if they
+ * were not in its statement (`expireJobsWritten`), in one insert; the deliveries' jobs in another
+ * (only if there are endpoints); the EVM watcher told of the new addresses.
  */
-async function sendIntentJobs(tx: Db, deps: MoneyDeps, plans: IntentPlan[], deliveries: { id: string; endpointId: string }[]): Promise<void> {
-  if (deps.boss)
-    await deps.boss.insert(
-      EXPIRE_QUEUE,
-      plans.map((x) => ({
-        id: x.intentId,
-        data: { paymentIntentId: x.intentId } satisfies ExpireJob,
-        startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
-      })),
-      { db: fromPrisma(tx as never) },
-    );
+async function sendIntentJobs(
+  tx: Db,
+  deps: MoneyDeps,
+  plans: IntentPlan[],
+  deliveries: { id: string; endpointId: string }[],
+  expireJobsWritten: boolean,
+): Promise<void> {
+  if (deps.boss && !expireJobsWritten) await deps.boss.insert(EXPIRE_QUEUE, expireJobsOf(plans), { db: fromPrisma(tx as never) });
   await sendDeliverJobs(
     tx,
     deps.boss,
@@ -398,16 +416,21 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }>
   if (!g) {
     g = createGroupCommit<IntentPlan, { id: string }>({
       ...INTENT_GROUP,
-      write: (plans) =>
-        deps.db.$transaction(async (tx) => {
-          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans));
+      write: async (plans) => {
+        const expireJobs = await expireJobsParts(deps);
+        return deps.db.$transaction(async (tx) => {
+          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null);
           return plans.map((x) => ({ id: x.intentId }));
-        }, TX_OPTIONS),
+        }, TX_OPTIONS);
+      },
     });
     intentGroups.set(deps.db, g);
   }
   return g;
 }
+
+/** The creation groups' counters of a client (bench/payment-intents.ts prints them per round): groups, items, wait and write times. */
+export const intentGroupStats = (db: object) => intentGroups.get(db)?.stats ?? null;
 
 /**
  * CreatePaymentIntent: the Transaction (AWAITING_FUNDS, with its participants) and the intent, in
@@ -448,24 +471,26 @@ export async function createPaymentIntent(
     const reads = await readForIntent(ctx, organizationId, input);
     const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
     if (idempotencyKey == null && releaseRule == null) created = await intentGroupOf(deps).submit(planIntent(ctx, organizationId, input, reads));
-    else
+    else {
+      const expireJobs = await expireJobsParts(deps);
       created = await deps.db.$transaction(
         (tx) =>
           // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
           idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
             const x = planIntent(ctx, organizationId, input, reads);
-            const deliveries = await writeIntentRows(tx, deps, [x]);
+            const deliveries = await writeIntentRows(tx, deps, [x], expireJobs);
             if (releaseRule != null)
               // The rule's audit entry comes after the intent's (audit entries read back in writing order).
               await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
                 now: x.now,
                 field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
               });
-            await sendIntentJobs(tx, deps, [x], deliveries);
+            await sendIntentJobs(tx, deps, [x], deliveries, expireJobs !== null);
             return { id: x.intentId };
           }),
         TX_OPTIONS,
       );
+    }
   } catch (e) {
     // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
     if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
