@@ -179,7 +179,7 @@ describe('CreatePaymentIntent', () => {
     expect(result.status, result.text).toBe(201);
     // One statement reads what the checks need and reserves the wallet's index, committed on its own:
     // the wallet's row is not held until the intent commits.
-    expect(statements[0]).toMatch(/^\s*WITH "reserved" AS \(\s*UPDATE "Wallet" SET "nextAddressIndex"/);
+    expect(statements[0]).toMatch(/^\s*WITH "input" AS [\s\S]*UPDATE "Wallet" w SET "nextAddressIndex"/);
     expect(statements[1]).toBe('BEGIN');
     expect(statements.filter((s) => /"Wallet"/.test(s))).toHaveLength(1);
     // One statement writes the transaction, the intent, its address, the expiry job (pg-boss's own insert), the audit entries and the events.
@@ -238,6 +238,32 @@ describe('CreatePaymentIntent', () => {
     // Nothing of the refused one: one intent and one transaction per created intent only.
     expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
+  });
+
+  test('concurrent creations read in groups (issue 22): the checks stay per item, a refused read fails alone, the indexes of a wallet are consecutive', async () => {
+    const f = await moneyFixture(app);
+    const n = 12;
+    const bodies = Array.from({ length: n }, (_, i) => ({
+      walletId: f.walletId,
+      amount: String(2_000_000 + i),
+      ...(i === 5 ? { beneficiaryAccountId: crypto.randomUUID() } : {}),
+      ...(i === 8 ? { amount: '0' } : {}),
+    }));
+    const { result, statements } = await app.sqlStatements(() => Promise.all(bodies.map((b) => create(f, b))));
+    expect(result.map((r) => r.status)).toEqual(bodies.map((_, i) => (i === 5 || i === 8 ? 400 : 201)));
+    expect(fieldOf(result[5]!)).toEqual(['beneficiaryAccountId']);
+    expect(fieldOf(result[8]!)).toEqual(['amount']);
+    // Fewer reads than creations (those the input gate refused never read).
+    const reads = statements.filter((s) => /^\s*WITH "input" AS/.test(s));
+    expect(reads.length).toBeLessThan(n - 1);
+    const ids = result.filter((r) => r.status === 201).map((r) => r.headers.get('location')!.split('/').pop()!);
+    const indexes = (await app.deps.db.depositAddress.findMany({ where: { paymentIntentId: { in: ids } } }))
+      .map((a) => a.derivationIndex)
+      .sort((a, b) => a - b);
+    expect(new Set(indexes).size).toBe(ids.length);
+    // The refused read's index was reserved too (a gap, as a creation refused after its read always left one): n - 1 indexes taken.
+    const wallet = await app.deps.db.wallet.findUniqueOrThrow({ where: { id: f.walletId } });
+    expect(wallet.nextAddressIndex).toBe(n - 1);
   });
 
   test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {

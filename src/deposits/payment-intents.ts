@@ -10,7 +10,7 @@ import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConfli
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { addressForNewIntent, reserveDerivationIndexCte, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
+import { addressForNewIntent, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
 import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
@@ -93,7 +93,7 @@ export async function loadPaymentIntent(ctx: Context, idArg: unknown, db: Db = c
 
 /**
  * Everything a creation checks, read by one statement before its transaction (issue 22), with the
- * wallet's next derivation index reserved by the same statement (reserveDerivationIndexCte): the
+ * wallet's next derivation index reserved by the same statement (READ_INTENTS_SQL, for a group): the
  * environment and its application, the asset-network and its network, the accounts with their
  * authorization for the application, the organization's sandbox clock and whether the reference is
  * taken. Nothing is locked: the checks are those the transaction made before (READ COMMITTED reads
@@ -127,49 +127,119 @@ interface AccountRead {
 
 const uuidOrNull = (v: string | null | undefined) => (v != null && isUuid(v) ? v.toLowerCase() : null);
 
-async function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
-  const p = ctx.principal;
-  // An API key's own application and environment (a mismatch is refused by checkReads); a member's choice.
-  const applicationId = uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId);
-  const environmentId = uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId);
-  const account = (alias: string, id: string | null) => Prisma.sql`(SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
-        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${applicationId}::uuid))
-      FROM "Account" a WHERE a."id" = ${id}::uuid AND a."organizationId" = ${organizationId}::uuid) AS ${Prisma.raw(`"${alias}"`)}`;
-  const query = Prisma.sql`
-    WITH ${reserveDerivationIndexCte(organizationId, uuidOrNull(input.walletId))}
-    SELECT e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
-      an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
-      n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
-      ${account('beneficiary', uuidOrNull(input.beneficiaryAccountId))},
-      ${account('payer', uuidOrNull(input.payerAccountId))},
-      (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = ${organizationId}::uuid) AS "sandboxOffsetMs",
-      EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = ${organizationId}::uuid AND x."reference" = ${input.reference ?? null}) AS "referenceTaken",
-      w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
-      w."networkId" AS "walletNetworkId", w."curve", w."publicKey", w."derivationIndex"
-    FROM (SELECT 1) one
-    LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
-      ON e."id" = ${environmentId}::uuid AND e."applicationId" = ${applicationId}::uuid AND e."organizationId" = ${organizationId}::uuid
-    LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = ${uuidOrNull(input.assetNetworkId)}::uuid
-    LEFT JOIN "reserved" w ON true`;
+/** What one creation asks readIntentsSql for: the ids as the statement compares them (uuid or null). */
+interface ReadItem {
+  organizationId: string;
+  applicationId: string | null;
+  environmentId: string | null;
+  assetNetworkId: string | null;
+  beneficiaryAccountId: string | null;
+  payerAccountId: string | null;
+  reference: string | null;
+  walletId: string | null;
+}
+
+/**
+ * The reads of any number of creations in one statement (a group, issue 22), a row per item in
+ * their order: each item's environment and application, asset-network and network, accounts (with
+ * the authorization for its application), sandbox clock and whether its reference is taken; and
+ * the wallets' next derivation indexes reserved, each wallet once for all its items (its counter
+ * advanced by their number; the rows taken in id order, so two groups never wait for each other in
+ * a cycle), the items numbered in order from the first index reserved.
+ */
+const READ_INTENTS_SQL = `
+  WITH "input" AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::uuid[])
+      WITH ORDINALITY AS i("org", "app", "env", "an", "ben", "payer", "ref", "wallet", "ord")
+  ), "wanted" AS (
+    SELECT "org", "wallet", count(*) AS "n" FROM "input" WHERE "wallet" IS NOT NULL GROUP BY "org", "wallet"
+  ), "locked" AS (
+    SELECT w."id", k."n" FROM "Wallet" w JOIN "wanted" k ON k."wallet" = w."id" AND k."org" = w."organizationId" ORDER BY w."id" FOR NO KEY UPDATE OF w
+  ), "reserved" AS (
+    UPDATE "Wallet" w SET "nextAddressIndex" = w."nextAddressIndex" + l."n" FROM "locked" l WHERE w."id" = l."id"
+    RETURNING w."id", w."organizationId", w."applicationId", w."environmentId", w."networkId", w."curve", w."publicKey", w."nextAddressIndex" - l."n" AS "first"
+  )
+  SELECT i."ord", e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
+    an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
+    n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
+    (SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = i."app"))
+      FROM "Account" a WHERE a."id" = i."ben" AND a."organizationId" = i."org") AS "beneficiary",
+    (SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = i."app"))
+      FROM "Account" a WHERE a."id" = i."payer" AND a."organizationId" = i."org") AS "payer",
+    (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = i."org") AS "sandboxOffsetMs",
+    EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = i."org" AND x."reference" = i."ref") AS "referenceTaken",
+    w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
+    w."networkId" AS "walletNetworkId", w."curve", w."publicKey",
+    (w."first" + row_number() OVER (PARTITION BY w."id" ORDER BY i."ord") - 1)::int AS "derivationIndex"
+  FROM "input" i
+  LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
+    ON e."id" = i."env" AND e."applicationId" = i."app" AND e."organizationId" = i."org"
+  LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = i."an"
+  LEFT JOIN "reserved" w ON w."id" = i."wallet" AND w."organizationId" = i."org"
+  ORDER BY i."ord"`;
+
+type ReadRow = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
+
+async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
+  const col = <T>(f: (x: ReadItem) => T) => items.map(f);
+  const values = [
+    col((x) => x.organizationId),
+    col((x) => x.applicationId),
+    col((x) => x.environmentId),
+    col((x) => x.assetNetworkId),
+    col((x) => x.beneficiaryAccountId),
+    col((x) => x.payerAccountId),
+    col((x) => x.reference),
+    col((x) => x.walletId),
+  ];
   // Straight on the pool (Prisma's query engine costs more CPU than the statement: issue 22).
-  type Row = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
-  const [row] = await (poolQuery<Row>(ctx.deps.db, query.text, query.values)?.then((x) => x.rows) ?? ctx.deps.db.$queryRaw<Row[]>(query));
-  const r = row as unknown as Record<string, unknown> & IntentReads;
-  return {
-    ...r,
-    wallet:
-      r.walletId != null
-        ? {
-            id: r.walletId as string,
-            organizationId: r.organizationId as string,
-            applicationId: r.walletApplicationId as string,
-            environmentId: r.walletEnvironmentId as string,
-            networkId: r.walletNetworkId as string,
-            curve: r.curve as string,
-            publicKey: r.publicKey as string,
-          }
-        : null,
-  };
+  const rows = await (poolQuery<ReadRow>(db, READ_INTENTS_SQL, values)?.then((x) => x.rows) ?? db.$queryRawUnsafe<ReadRow[]>(READ_INTENTS_SQL, ...values));
+  return rows.map((row) => {
+    const r = row as unknown as Record<string, unknown> & IntentReads;
+    return {
+      ...r,
+      wallet:
+        r.walletId != null
+          ? {
+              id: r.walletId as string,
+              organizationId: r.organizationId as string,
+              applicationId: r.walletApplicationId as string,
+              environmentId: r.walletEnvironmentId as string,
+              networkId: r.walletNetworkId as string,
+              curve: r.curve as string,
+              publicKey: r.publicKey as string,
+            }
+          : null,
+    };
+  });
+}
+
+/**
+ * The reads of the creations in flight go in groups (issue 22): one statement for those that arrive
+ * while the previous group's runs (createGroupCommit; the checks stay per item, in planIntent). Per client.
+ */
+const readGroups = new WeakMap<object, GroupCommit<ReadItem, IntentReads>>();
+function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
+  let g = readGroups.get(db);
+  if (!g) readGroups.set(db, (g = createGroupCommit<ReadItem, IntentReads>({ maxGroup: 64, concurrency: 2, write: (items) => readIntents(db, items) })));
+  return g;
+}
+
+function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
+  const p = ctx.principal;
+  // An API key's own application and environment (a mismatch is refused by checkEnvironment); a member's choice.
+  return readGroupOf(ctx.deps.db).submit({
+    organizationId,
+    applicationId: uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId),
+    environmentId: uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId),
+    assetNetworkId: uuidOrNull(input.assetNetworkId),
+    beneficiaryAccountId: uuidOrNull(input.beneficiaryAccountId),
+    payerAccountId: uuidOrNull(input.payerAccountId),
+    reference: input.reference ?? null,
+    walletId: uuidOrNull(input.walletId),
+  });
 }
 
 /** The application and environment the intent is for: an API key's own, or a member's choice. */
