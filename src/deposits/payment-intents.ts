@@ -145,7 +145,11 @@ interface ReadItem {
  * the authorization for its application), sandbox clock and whether its reference is taken; and
  * the wallets' next derivation indexes reserved, each wallet once for all its items (its counter
  * advanced by their number; the rows taken in id order, so two groups never wait for each other in
- * a cycle), the items numbered in order from the first index reserved.
+ * a cycle), the items numbered in order from the first index reserved. Committed on its own before
+ * the transaction that uses the indexes: the wallet's row is locked for this one statement only, not
+ * until the intents commit. An index is still used at most once (the increment is atomic and
+ * (walletId, derivationIndex) unique); one reserved by a creation that then fails stays unused (a
+ * gap, never handed out later). No wallet for an item whose walletId is no wallet of its organization.
  */
 const READ_INTENTS_SQL = `
   WITH "input" AS (
