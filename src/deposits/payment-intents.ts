@@ -2,7 +2,7 @@ import { numericToAmount, amountToNumeric, positiveAmountText } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
-import { poolQuery, type Db } from '../db/prisma';
+import { poolOf, poolQuery, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
 import { adapterFor, networkRef } from '../chains/adapter';
@@ -115,6 +115,8 @@ interface IntentReads {
   payer: AccountRead | null;
   sandboxOffsetMs: bigint | null;
   referenceTaken: boolean;
+  /** Whether the organization has an ACTIVE webhook endpoint (its events have deliveries, whose jobs follow the write). */
+  hasEndpoints: boolean;
   wallet: ReservedWallet | null;
   derivationIndex: number | null;
 }
@@ -174,6 +176,7 @@ const READ_INTENTS_SQL = `
       FROM "Account" a WHERE a."id" = i."payer" AND a."organizationId" = i."org") AS "payer",
     (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = i."org") AS "sandboxOffsetMs",
     EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = i."org" AND x."reference" = i."ref") AS "referenceTaken",
+    EXISTS (SELECT 1 FROM "WebhookEndpoint" we WHERE we."organizationId" = i."org" AND we."status" = 'ACTIVE') AS "hasEndpoints",
     w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
     w."networkId" AS "walletNetworkId", w."curve", w."publicKey",
     (w."first" + row_number() OVER (PARTITION BY w."id" ORDER BY i."ord") - 1)::int AS "derivationIndex"
@@ -291,6 +294,8 @@ interface IntentPlan {
   address: ReturnType<typeof addressForNewIntent> | null;
   events: WebhookEventData[];
   audits: AuditInput[];
+  /** Read before: the organization had an ACTIVE webhook endpoint (intentGroupOf writes the group in a transaction then). */
+  hasEndpoints: boolean;
 }
 
 /** The checks of a creation on what readForIntent read, in the order they always ran, and its rows (no statement). */
@@ -357,6 +362,7 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
     expiresAt,
     participants,
     address,
+    hasEndpoints: reads.hasEndpoints,
     events: [
       webhookEvent('transaction.created', {
         TransactionId: transactionId,
@@ -404,11 +410,38 @@ async function writeIntentRows(
   plans: IntentPlan[],
   expireJobs: { before: string; after: string } | null,
 ): Promise<{ id: string; endpointId: string }[]> {
+  return tx.$queryRaw<{ id: string; endpointId: string }[]>(
+    intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`),
+  );
+}
+
+/**
+ * writeIntentRows' statement alone, committed on its own (autocommit: one round trip, no BEGIN and
+ * COMMIT), for a group whose organizations had no webhook endpoint when read (no delivery, so no
+ * job to send after it) and whose addresses need no watcher (sandbox networks), expiry jobs
+ * included. Should an endpoint have been added since the read, the statement's deliveries make it
+ * fail (a division by zero, as pg-boss's own flow insert guards itself) and nothing of it commits:
+ * false, and the caller writes the group in a transaction (as it does without a pool of ours).
+ */
+async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string }): Promise<boolean> {
+  const sql = intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END) AS "ok"`);
+  try {
+    const query = poolQuery(deps.db, sql.text, sql.values);
+    if (!query) return false;
+    await query;
+    return true;
+  } catch (e) {
+    if (sqlState(e) === '22012') return false;
+    throw e;
+  }
+}
+
+function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string } | null, tail: Prisma.Sql): Prisma.Sql {
   const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
   const amounts = col((x) => amountToNumeric(x.amount).toString());
-  return tx.$queryRaw<{ id: string; endpointId: string }[]>`
+  return Prisma.sql`
     WITH "t" AS (
       INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
       SELECT i, o, a, e, et, an, amt, c, c
@@ -442,7 +475,7 @@ async function writeIntentRows(
       deps,
       plans.flatMap((x) => x.events.map((event) => ({ organizationId: x.organizationId, event }))),
     )}
-    SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
+    ${tail}`;
 }
 
 /** Each intent's expiry job (its id the intent's), due when it expires by the real clock (a sandbox clock advanced later is caught by the sweep). */
@@ -492,6 +525,10 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }>
       ...INTENT_GROUP,
       write: async (plans) => {
         const expireJobs = await expireJobsParts(deps);
+        const done = plans.map((x) => ({ id: x.intentId }));
+        // One statement in autocommit when nothing follows it (the common case: see writeIntentRowsAlone).
+        if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && (!x.address || x.an.network.kind === 'SANDBOX')))
+          if (await writeIntentRowsAlone(deps, plans, expireJobs)) return done;
         return deps.db.$transaction(async (tx) => {
           await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null);
           return plans.map((x) => ({ id: x.intentId }));
