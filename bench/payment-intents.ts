@@ -1,7 +1,7 @@
 import type { Deps } from '../src/context';
 import { intentGroupStats } from '../src/deposits/payment-intents';
 import { cpuDelta, cpuSnapshot } from './ledger';
-import { env, expectStatus, idOf, median, pool, setupBenchIntegrator, textTable, type Call, type ScenarioBench } from './setup';
+import { env, idOf, median, pool, setupBenchIntegrator, setupIntentPayee, textTable, type Call, type ScenarioBench } from './setup';
 
 /**
  * The payment-intents scenario of `npm run bench` (BENCH_SCENARIOS=ledger,payment-intents; issue 22,
@@ -44,12 +44,10 @@ export async function startPaymentIntentsBench(opts: {
 }): Promise<PaymentIntentsBench> {
   const { deps, call, say } = opts;
   const s = paymentIntentsSettings();
-  const expect = expectStatus('payment-intents');
-  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'payment-intents', { code: 'BP', requiredConfirmations: 1 });
-  const walletId = idOf(
-    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
-  );
-  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  const integrator = await setupBenchIntegrator(deps, call, 'payment-intents', { code: 'BP', requiredConfirmations: 1 });
+  const { org } = integrator;
+  const payee = await setupIntentPayee(call, integrator, 'payment-intents');
+  const walletId = payee.walletId;
   say(`payment-intents: organization ${org}, wallet ${walletId}`);
   const ids: string[] = [];
   let seq = 0;
@@ -66,16 +64,7 @@ export async function startPaymentIntentsBench(opts: {
         await pool(n, concurrency, async (i) => {
           const amount = BigInt(1_000_000) + BigInt(seq++) * 10n;
           const a = performance.now();
-          const r = expect(
-            await call(
-              'POST',
-              `/v1/organizations/${org}/payment-intents`,
-              { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-              apiKey,
-            ),
-            201,
-            'payment intent',
-          );
+          const r = await payee.createIntent(amount);
           latencies[i] = performance.now() - a;
           ids.push(idOf(r));
         });
