@@ -1,5 +1,17 @@
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, pool, setupBenchIntegrator, sleep, type BenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
+import {
+  env,
+  expectStatus,
+  pool,
+  setupBenchIntegrator,
+  setupIntentPayee,
+  sleep,
+  type BenchIntegrator,
+  type Call,
+  median,
+  textTable,
+  type ScenarioBench,
+} from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
@@ -97,11 +109,8 @@ export async function startDepositsBench(opts: {
   const s = depositsSettings();
   const expect = expectStatus('deposits');
   const chain = opts.chain ?? (await sandboxDepositChain(deps, call, s.requiredConfirmations));
-  const { assetNetworkId, networkId, org, app, apiKey } = chain.integrator;
-  const walletId = idOf(
-    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
-  );
-  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  const { assetNetworkId, networkId, org, apiKey } = chain.integrator;
+  const payee = await setupIntentPayee(call, chain.integrator, 'deposits');
   say(`deposits: organization ${org}, network ${networkId} (${s.requiredConfirmations} confirmations)`);
 
   const all: { id: string; transactionId: string; amount: bigint }[] = [];
@@ -117,16 +126,7 @@ export async function startDepositsBench(opts: {
       await pool(n, s.concurrency, async (i) => {
         // Distinct amounts ending in 0 (an amount ending in 666 would be held for review by the sandbox's screening).
         const amount = BigInt(1_000_000 + roundNo * 100_000) + BigInt(i) * 10n;
-        const r = expect(
-          await call(
-            'POST',
-            `/v1/organizations/${org}/payment-intents`,
-            { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-            apiKey,
-          ),
-          201,
-          'payment intent',
-        );
+        const r = await payee.createIntent(amount);
         const got = expect(await call('GET', r.headers.get('location')!, undefined, apiKey), 200, 'get payment intent');
         intents[i] = { id: got.body!.id, transactionId: got.body!.transactionId, address: got.body!.address, amount, sentAt: 0 };
       });

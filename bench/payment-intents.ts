@@ -1,6 +1,7 @@
 import type { Deps } from '../src/context';
+import { intentGroupStats } from '../src/deposits/payment-intents';
 import { cpuDelta, cpuSnapshot } from './ledger';
-import { env, expectStatus, idOf, median, pool, setupBenchIntegrator, textTable, type Call, type ScenarioBench } from './setup';
+import { env, idOf, median, pool, setupBenchIntegrator, setupIntentPayee, textTable, type Call, type ScenarioBench } from './setup';
 
 /**
  * The payment-intents scenario of `npm run bench` (BENCH_SCENARIOS=ledger,payment-intents; issue 22,
@@ -23,6 +24,8 @@ export interface PaymentIntentsRound {
   intentsPerSecond: number;
   latencyMs: { p50: number; p99: number };
   cpuMicrosPerIntent: { bench: number; postgres: number };
+  /** The group commit's figures of the round: mean group size, and the mean time an intent waited for a slot and spent in its group's write. */
+  groups: { count: number; meanSize: number; queuedMs: number; writeMs: number } | null;
 }
 export type PaymentIntentsBench = ScenarioBench<PaymentIntentsRound[]>;
 
@@ -41,12 +44,10 @@ export async function startPaymentIntentsBench(opts: {
 }): Promise<PaymentIntentsBench> {
   const { deps, call, say } = opts;
   const s = paymentIntentsSettings();
-  const expect = expectStatus('payment-intents');
-  const { assetNetworkId, networkId, org, app, apiKey } = await setupBenchIntegrator(deps, call, 'payment-intents', { code: 'BP', requiredConfirmations: 1 });
-  const walletId = idOf(
-    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
-  );
-  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  const integrator = await setupBenchIntegrator(deps, call, 'payment-intents', { code: 'BP', requiredConfirmations: 1 });
+  const { org } = integrator;
+  const payee = await setupIntentPayee(call, integrator, 'payment-intents');
+  const walletId = payee.walletId;
   say(`payment-intents: organization ${org}, wallet ${walletId}`);
   const ids: string[] = [];
   let seq = 0;
@@ -57,28 +58,31 @@ export async function startPaymentIntentsBench(opts: {
       for (const concurrency of s.concurrency) {
         const n = s.count;
         const latencies: number[] = new Array(n);
+        const g0 = { ...(intentGroupStats(deps.db) ?? { groups: 0, items: 0, queuedMs: 0, writeMs: 0 }) };
         const cpu0 = cpuSnapshot(opts.pgPort);
         const t0 = performance.now();
         await pool(n, concurrency, async (i) => {
           const amount = BigInt(1_000_000) + BigInt(seq++) * 10n;
           const a = performance.now();
-          const r = expect(
-            await call(
-              'POST',
-              `/v1/organizations/${org}/payment-intents`,
-              { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-              apiKey,
-            ),
-            201,
-            'payment intent',
-          );
+          const r = await payee.createIntent(amount);
           latencies[i] = performance.now() - a;
           ids.push(idOf(r));
         });
         const seconds = (performance.now() - t0) / 1000;
         const cpu = cpuDelta(cpu0, cpuSnapshot(opts.pgPort));
         latencies.sort((x, y) => x - y);
+        const g1 = intentGroupStats(deps.db);
+        const items = g1 ? g1.items - g0.items : 0;
         out.push({
+          groups:
+            g1 && items
+              ? {
+                  count: g1.groups - g0.groups,
+                  meanSize: +(items / (g1.groups - g0.groups)).toFixed(1),
+                  queuedMs: +((g1.queuedMs - g0.queuedMs) / items).toFixed(1),
+                  writeMs: +((g1.writeMs - g0.writeMs) / items).toFixed(1),
+                }
+              : null,
           concurrency,
           intents: n,
           intentsPerSecond: Math.round(n / seconds),
@@ -121,7 +125,7 @@ export function paymentIntentsReport(runs: PaymentIntentsRound[][], check: { ok:
     };
   });
   const rows = [
-    ['payment-intents', 'intents/s', 'vs pg baseline', 'p50 ms', 'p99 ms', 'cpu µs/intent bench/pg', 'rounds: intents/s'],
+    ['payment-intents', 'intents/s', 'vs pg baseline', 'p50 ms', 'p99 ms', 'cpu µs/intent bench/pg', 'groups: size, ms queued/write', 'rounds: intents/s'],
     ...byConcurrency.map((r) => [
       `${r.intents} intents, ${r.concurrency} in flight`,
       String(r.intentsPerSecond),
@@ -129,6 +133,7 @@ export function paymentIntentsReport(runs: PaymentIntentsRound[][], check: { ok:
       String(r.latencyMs.p50),
       String(r.latencyMs.p99),
       `${r.cpuMicrosPerIntent.bench}/${r.cpuMicrosPerIntent.postgres}`,
+      r.groups ? `${r.groups.meanSize}, ${r.groups.queuedMs}/${r.groups.writeMs}` : '-',
       r.rounds.join(', '),
     ]),
   ];

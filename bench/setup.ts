@@ -161,3 +161,32 @@ export async function setupBenchIntegrator(
   };
   return { tag, op, assetNetworkId, networkId, org, member, app, environment, apiKey };
 }
+
+/**
+ * A custodial wallet and a beneficiary account of the integrator, and the request that creates a
+ * payment intent on them as an integrator does (POST /v1/organizations/{org}/payment-intents with
+ * the walletId, expiring in an hour, answered 201): the set-up of the deposits and payment-intents
+ * scenarios.
+ */
+export async function setupIntentPayee(call: Call, integrator: BenchIntegrator, scenario: string) {
+  const expect = expectStatus(scenario);
+  const { assetNetworkId, networkId, org, app, apiKey } = integrator;
+  const walletId = idOf(
+    expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'bench' }, apiKey), 201, 'wallet'),
+  );
+  const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  return {
+    walletId,
+    createIntent: async (amount: bigint) =>
+      expect(
+        await call(
+          'POST',
+          `/v1/organizations/${org}/payment-intents`,
+          { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
+          apiKey,
+        ),
+        201,
+        'payment intent',
+      ),
+  };
+}

@@ -3,6 +3,7 @@ import type { EnvironmentType } from '../generated/prisma/enums';
 import { actorOf, AUDIT_INSERT_HEAD, type Actor } from '../audit/audit';
 import { monotonicUuidv7 } from '../ids';
 import type { AccountRow } from './accounts';
+import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 
 /**
  * Group commit of account creations (issue 22): the creations that arrive while the previous
@@ -32,11 +33,7 @@ export interface AccountToCreate {
 export type Refusal = 'holder' | 'reference';
 type Outcome = { row: AccountRow } | { refused: Refusal };
 
-interface Waiting {
-  item: AccountToCreate & { id: string; auditId: string };
-  resolve: (o: Outcome) => void;
-  reject: (e: unknown) => void;
-}
+type Item = AccountToCreate & { id: string; auditId: string };
 
 /** Largest batch; statements in flight at once (each on a connection of its own). */
 const MAX_BATCH = 256;
@@ -70,8 +67,8 @@ const SQL = `
   SELECT ARRAY(SELECT "id"::text FROM "refused") AS "refusedHolderIds", a.* FROM (SELECT 1) AS "one" LEFT JOIN "account" a ON true`;
 
 /** Writes one batch with one statement; an outcome per item, in order. */
-async function writeBatch(db: PrismaClient, batch: Waiting['item'][]): Promise<Outcome[]> {
-  const col = <T>(f: (i: Waiting['item']) => T) => batch.map(f);
+async function writeBatch(db: PrismaClient, batch: Item[]): Promise<Outcome[]> {
+  const col = <T>(f: (i: Item) => T) => batch.map(f);
   const values = [
     col((i) => i.id),
     col((i) => i.organizationId),
@@ -107,63 +104,11 @@ async function writeBatch(db: PrismaClient, batch: Waiting['item'][]): Promise<O
   });
 }
 
-interface Batcher {
-  create(item: AccountToCreate): Promise<Outcome>;
-}
+type Batcher = GroupCommit<Item, Outcome>;
 
-function createBatcher(db: PrismaClient): Batcher {
-  let queue: Waiting[] = [];
-  let inFlight = 0;
-  let scheduled = false;
-
-  async function run(batch: Waiting[]): Promise<void> {
-    try {
-      const outcomes = await writeBatch(
-        db,
-        batch.map((w) => w.item),
-      );
-      batch.forEach((w, i) => w.resolve(outcomes[i]!));
-    } catch (e) {
-      if (batch.length === 1) return batch[0]!.reject(e);
-      // Not an item's refusal (those come back as outcomes): each item alone, so the error reaches its own request only.
-      for (const w of batch) await writeBatch(db, [w.item]).then(([o]) => w.resolve(o!), w.reject);
-    }
-  }
-
-  function flush(): void {
-    scheduled = false;
-    while (queue.length && inFlight < CONCURRENCY) {
-      // What waits is spread over the free statements: under load each carries its share.
-      const size = Math.min(MAX_BATCH, Math.ceil(queue.length / (CONCURRENCY - inFlight)));
-      const batch = queue.slice(0, size);
-      queue = queue.slice(size);
-      inFlight++;
-      void run(batch).finally(() => {
-        inFlight--;
-        // What queued while this statement ran goes next, in one statement.
-        if (queue.length) schedule();
-      });
-    }
-  }
-
-  function schedule(): void {
-    if (scheduled) return;
-    scheduled = true;
-    // One turn of the event loop: the requests parsed in this turn join the same statement.
-    setImmediate(flush);
-  }
-
-  return {
-    create(item) {
-      return new Promise<Outcome>((resolve, reject) => {
-        const now = item.now.getTime();
-        // Ids increase in creation order within this process (accounts page by id).
-        queue.push({ item: { ...item, id: monotonicUuidv7(now), auditId: monotonicUuidv7(now) }, resolve, reject });
-        schedule();
-      });
-    },
-  };
-}
+/** One turn of the event loop gathers a statement's items (the requests parsed in that turn join it); the statements in flight share what waits. */
+const createBatcher = (db: PrismaClient): Batcher =>
+  createGroupCommit({ maxGroup: MAX_BATCH, concurrency: CONCURRENCY, gatherTurn: true, write: (items) => writeBatch(db, items) });
 
 const batchers = new WeakMap<object, Batcher>();
 
@@ -175,5 +120,7 @@ export function createInBatch(db: PrismaClient, item: AccountToCreate): Promise<
   if (!poolOf(db)) return null;
   let b = batchers.get(db);
   if (!b) batchers.set(db, (b = createBatcher(db)));
-  return b.create(item);
+  const now = item.now.getTime();
+  // Ids increase in creation order within this process (accounts page by id).
+  return b.submit({ ...item, id: monotonicUuidv7(now), auditId: monotonicUuidv7(now) });
 }

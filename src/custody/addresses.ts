@@ -218,23 +218,6 @@ async function deriveAndInsert(
 export type ReservedWallet = Pick<WalletRow, 'id' | 'organizationId' | 'applicationId' | 'environmentId' | 'networkId' | 'curve' | 'publicKey'>;
 
 /**
- * The wallet's next derivation index, reserved by a statement committed on its own before the
- * transaction that uses it (CreatePaymentIntent with a walletId; issue 22): a data-modifying CTE
- * named `reserved`, for the caller's read statement. The wallet's row is locked for that one
- * statement only, not until the intent commits, so creations on one wallet do not wait for each
- * other's transaction. An index is still used at most once (the increment is atomic and (walletId,
- * derivationIndex) unique); one reserved by a request that then fails stays unused (a gap, never
- * handed out later). No row for no wallet of the organization.
- */
-export function reserveDerivationIndexCte(organizationId: string, walletId: string | null): Prisma.Sql {
-  return Prisma.sql`"reserved" AS (
-      UPDATE "Wallet" SET "nextAddressIndex" = "nextAddressIndex" + 1
-      WHERE "id" = ${walletId}::uuid AND "organizationId" = ${organizationId}::uuid
-      RETURNING "id", "organizationId", "applicationId", "environmentId", "networkId", "curve", "publicKey", "nextAddressIndex" - 1 AS "derivationIndex"
-    )`;
-}
-
-/**
  * The address of a payment intent being created (CreatePaymentIntent with a walletId), at the index
  * reserved for it, checked and derived without a statement: the caller inserts the row with the
  * intent, and writes the event and the audit entry with its own (issue 22).

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
-import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { DELIVER_QUEUE, EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { registerEndpoint } from '../../test/webhook-helpers';
 import { expireIfDue, type ExpireJob } from './payment-intents';
 import { runExpirySweepJob } from './deposits.jobs';
 import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
@@ -172,24 +173,22 @@ describe('CreatePaymentIntent', () => {
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
   });
 
-  test('CreatePaymentIntent with a wallet through REST: 5 statements (31 before issue 22, then 18), the derivation index reserved before the transaction', async () => {
+  test('CreatePaymentIntent with a wallet through REST: 2 statements (31 before issue 22, then 18, then 5), the derivation index reserved before the write', async () => {
     const f = await moneyFixture(app);
     expect((await create(f, { walletId: f.walletId })).status).toBe(201);
     const { result, statements } = await app.sqlStatements(() => create(f, { walletId: f.walletId }));
     expect(result.status, result.text).toBe(201);
     // One statement reads what the checks need and reserves the wallet's index, committed on its own:
     // the wallet's row is not held until the intent commits.
-    expect(statements[0]).toMatch(/^\s*WITH "reserved" AS \(\s*UPDATE "Wallet" SET "nextAddressIndex"/);
-    expect(statements[1]).toBe('BEGIN');
+    expect(statements[0]).toMatch(/^\s*WITH "input" AS [\s\S]*UPDATE "Wallet" w SET "nextAddressIndex"/);
     expect(statements.filter((s) => /"Wallet"/.test(s))).toHaveLength(1);
-    // One statement writes the transaction, the intent, its address, the events and the audit entries; then the expiry job.
-    expect(statements[2]).toMatch(
-      /INSERT INTO "Transaction"[\s\S]*INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "DepositAddress"[\s\S]*INSERT INTO "AuditLogEntry"[\s\S]*INSERT INTO "WebhookEvent"/,
+    // One statement, committed on its own (no webhook endpoint: nothing follows it), writes the transaction, the intent, its address,
+    // the expiry job (pg-boss's own insert), the audit entries and the events.
+    expect(statements[1]).toMatch(
+      /INSERT INTO "Transaction"[\s\S]*INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "DepositAddress"[\s\S]*INSERT INTO pgboss\.[\s\S]*INSERT INTO "AuditLogEntry"[\s\S]*INSERT INTO "WebhookEvent"/,
     );
-    expect(statements[3]).toMatch(/INSERT INTO pgboss\./);
     // No re-read after the commit (REST selects only the id).
-    expect(statements.at(-1)).toBe('COMMIT');
-    expect(statements).toHaveLength(5);
+    expect(statements).toHaveLength(2);
     const id = result.headers.get('location')!.split('/').pop()!;
     const intent = await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders });
     expect(intent.body.address).toMatch(/^0x[0-9a-f]{40}$/);
@@ -239,6 +238,51 @@ describe('CreatePaymentIntent', () => {
     // Nothing of the refused one: one intent and one transaction per created intent only.
     expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(n - 1);
+  });
+
+  test('concurrent creations read in groups (issue 22): the checks stay per item, a refused read fails alone, the indexes of a wallet are consecutive', async () => {
+    const f = await moneyFixture(app);
+    const n = 12;
+    const bodies = Array.from({ length: n }, (_, i) => ({
+      walletId: f.walletId,
+      amount: String(2_000_000 + i),
+      ...(i === 5 ? { beneficiaryAccountId: crypto.randomUUID() } : {}),
+      ...(i === 8 ? { amount: '0' } : {}),
+    }));
+    const { result, statements } = await app.sqlStatements(() => Promise.all(bodies.map((b) => create(f, b))));
+    expect(result.map((r) => r.status)).toEqual(bodies.map((_, i) => (i === 5 || i === 8 ? 400 : 201)));
+    expect(fieldOf(result[5]!)).toEqual(['beneficiaryAccountId']);
+    expect(fieldOf(result[8]!)).toEqual(['amount']);
+    // Fewer reads than creations (those the input gate refused never read).
+    const reads = statements.filter((s) => /^\s*WITH "input" AS/.test(s));
+    expect(reads.length).toBeLessThan(n - 1);
+    const ids = result.filter((r) => r.status === 201).map((r) => r.headers.get('location')!.split('/').pop()!);
+    const indexes = (await app.deps.db.depositAddress.findMany({ where: { paymentIntentId: { in: ids } } }))
+      .map((a) => a.derivationIndex)
+      .sort((a, b) => a - b);
+    expect(new Set(indexes).size).toBe(ids.length);
+    // The refused read's index was reserved too (a gap, as a creation refused after its read always left one): n - 1 indexes taken.
+    const wallet = await app.deps.db.wallet.findUniqueOrThrow({ where: { id: f.walletId } });
+    expect(wallet.nextAddressIndex).toBe(n - 1);
+  });
+
+  test('with a webhook endpoint the group is written in a transaction with its deliveries and their jobs (issue 22)', async () => {
+    const f = await moneyFixture(app);
+    await registerEndpoint(app, f.member, 'https://1.1.1.1/hooks');
+    const n = 6;
+    const { result, statements } = await app.sqlStatements(() =>
+      Promise.all(Array.from({ length: n }, (_, i) => create(f, { walletId: f.walletId, amount: String(3_000_000 + i) }))),
+    );
+    expect(result.map((r) => r.status)).toEqual(Array(n).fill(201));
+    expect(statements).toContain('BEGIN');
+    expect(statements.filter((s) => s === 'COMMIT').length).toBeGreaterThan(0);
+    const ids = result.map((r) => r.headers.get('location')!.split('/').pop()!);
+    const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
+    expect(deliveries).toHaveLength(3 * n);
+    const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`
+      SELECT (SELECT count(*) FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND id = ANY(${deliveries.map((d) => d.id)}::uuid[])) AS deliver,
+             (SELECT count(*) FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])) AS expire`;
+    expect([Number(jobs!.deliver), Number(jobs!.expire)]).toEqual([3 * n, n]);
   });
 
   test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {

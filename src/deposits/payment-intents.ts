@@ -2,7 +2,7 @@ import { numericToAmount, amountToNumeric, positiveAmountText } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { poolOf, poolQuery, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
 import { adapterFor, networkRef } from '../chains/adapter';
@@ -10,7 +10,7 @@ import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConfli
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { addressForNewIntent, reserveDerivationIndexCte, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
+import { addressForNewIntent, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
 import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
@@ -21,6 +21,7 @@ import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
 import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
+import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -92,7 +93,7 @@ export async function loadPaymentIntent(ctx: Context, idArg: unknown, db: Db = c
 
 /**
  * Everything a creation checks, read by one statement before its transaction (issue 22), with the
- * wallet's next derivation index reserved by the same statement (reserveDerivationIndexCte): the
+ * wallet's next derivation index reserved by the same statement (READ_INTENTS_SQL, for a group): the
  * environment and its application, the asset-network and its network, the accounts with their
  * authorization for the application, the organization's sandbox clock and whether the reference is
  * taken. Nothing is locked: the checks are those the transaction made before (READ COMMITTED reads
@@ -114,6 +115,8 @@ interface IntentReads {
   payer: AccountRead | null;
   sandboxOffsetMs: bigint | null;
   referenceTaken: boolean;
+  /** Whether the organization has an ACTIVE webhook endpoint (its events have deliveries, whose jobs follow the write). */
+  hasEndpoints: boolean;
   wallet: ReservedWallet | null;
   derivationIndex: number | null;
 }
@@ -126,46 +129,124 @@ interface AccountRead {
 
 const uuidOrNull = (v: string | null | undefined) => (v != null && isUuid(v) ? v.toLowerCase() : null);
 
-async function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
+/** What one creation asks readIntentsSql for: the ids as the statement compares them (uuid or null). */
+interface ReadItem {
+  organizationId: string;
+  applicationId: string | null;
+  environmentId: string | null;
+  assetNetworkId: string | null;
+  beneficiaryAccountId: string | null;
+  payerAccountId: string | null;
+  reference: string | null;
+  walletId: string | null;
+}
+
+/**
+ * The reads of any number of creations in one statement (a group, issue 22), a row per item in
+ * their order: each item's environment and application, asset-network and network, accounts (with
+ * the authorization for its application), sandbox clock and whether its reference is taken; and
+ * the wallets' next derivation indexes reserved, each wallet once for all its items (its counter
+ * advanced by their number; the rows taken in id order, so two groups never wait for each other in
+ * a cycle), the items numbered in order from the first index reserved. Committed on its own before
+ * the transaction that uses the indexes: the wallet's row is locked for this one statement only, not
+ * until the intents commit. An index is still used at most once (the increment is atomic and
+ * (walletId, derivationIndex) unique); one reserved by a creation that then fails stays unused (a
+ * gap, never handed out later). No wallet for an item whose walletId is no wallet of its organization.
+ */
+const READ_INTENTS_SQL = `
+  WITH "input" AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::uuid[])
+      WITH ORDINALITY AS i("org", "app", "env", "an", "ben", "payer", "ref", "wallet", "ord")
+  ), "wanted" AS (
+    SELECT "org", "wallet", count(*) AS "n" FROM "input" WHERE "wallet" IS NOT NULL GROUP BY "org", "wallet"
+  ), "locked" AS (
+    SELECT w."id", k."n" FROM "Wallet" w JOIN "wanted" k ON k."wallet" = w."id" AND k."org" = w."organizationId" ORDER BY w."id" FOR NO KEY UPDATE OF w
+  ), "reserved" AS (
+    UPDATE "Wallet" w SET "nextAddressIndex" = w."nextAddressIndex" + l."n" FROM "locked" l WHERE w."id" = l."id"
+    RETURNING w."id", w."organizationId", w."applicationId", w."environmentId", w."networkId", w."curve", w."publicKey", w."nextAddressIndex" - l."n" AS "first"
+  )
+  SELECT i."ord", e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
+    an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
+    n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
+    (SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = i."app"))
+      FROM "Account" a WHERE a."id" = i."ben" AND a."organizationId" = i."org") AS "beneficiary",
+    (SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
+        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = i."app"))
+      FROM "Account" a WHERE a."id" = i."payer" AND a."organizationId" = i."org") AS "payer",
+    (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = i."org") AS "sandboxOffsetMs",
+    EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = i."org" AND x."reference" = i."ref") AS "referenceTaken",
+    EXISTS (SELECT 1 FROM "WebhookEndpoint" we WHERE we."organizationId" = i."org" AND we."status" = 'ACTIVE') AS "hasEndpoints",
+    w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
+    w."networkId" AS "walletNetworkId", w."curve", w."publicKey",
+    (w."first" + row_number() OVER (PARTITION BY w."id" ORDER BY i."ord") - 1)::int AS "derivationIndex"
+  FROM "input" i
+  LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
+    ON e."id" = i."env" AND e."applicationId" = i."app" AND e."organizationId" = i."org"
+  LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = i."an"
+  LEFT JOIN "reserved" w ON w."id" = i."wallet" AND w."organizationId" = i."org"
+  ORDER BY i."ord"`;
+
+type ReadRow = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
+
+async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
+  const col = <T>(f: (x: ReadItem) => T) => items.map(f);
+  const values = [
+    col((x) => x.organizationId),
+    col((x) => x.applicationId),
+    col((x) => x.environmentId),
+    col((x) => x.assetNetworkId),
+    col((x) => x.beneficiaryAccountId),
+    col((x) => x.payerAccountId),
+    col((x) => x.reference),
+    col((x) => x.walletId),
+  ];
+  // Straight on the pool (Prisma's query engine costs more CPU than the statement: issue 22).
+  const rows = await (poolQuery<ReadRow>(db, READ_INTENTS_SQL, values)?.then((x) => x.rows) ?? db.$queryRawUnsafe<ReadRow[]>(READ_INTENTS_SQL, ...values));
+  return rows.map((row) => {
+    const r = row as unknown as Record<string, unknown> & IntentReads;
+    return {
+      ...r,
+      wallet:
+        r.walletId != null
+          ? {
+              id: r.walletId as string,
+              organizationId: r.organizationId as string,
+              applicationId: r.walletApplicationId as string,
+              environmentId: r.walletEnvironmentId as string,
+              networkId: r.walletNetworkId as string,
+              curve: r.curve as string,
+              publicKey: r.publicKey as string,
+            }
+          : null,
+    };
+  });
+}
+
+/**
+ * The reads of the creations in flight go in groups (issue 22): one statement for those that arrive
+ * while the previous group's runs (createGroupCommit; the checks stay per item, in planIntent). Per client.
+ */
+const readGroups = new WeakMap<object, GroupCommit<ReadItem, IntentReads>>();
+function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
+  let g = readGroups.get(db);
+  if (!g) readGroups.set(db, (g = createGroupCommit<ReadItem, IntentReads>({ maxGroup: 64, concurrency: 2, write: (items) => readIntents(db, items) })));
+  return g;
+}
+
+function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
   const p = ctx.principal;
-  // An API key's own application and environment (a mismatch is refused by checkReads); a member's choice.
-  const applicationId = uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId);
-  const environmentId = uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId);
-  const account = (alias: string, id: string | null) => Prisma.sql`(SELECT json_build_object('id', a."id", 'mode', a."mode", 'status', a."status",
-        'authorized', EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${applicationId}::uuid))
-      FROM "Account" a WHERE a."id" = ${id}::uuid AND a."organizationId" = ${organizationId}::uuid) AS ${Prisma.raw(`"${alias}"`)}`;
-  const [row] = await ctx.deps.db.$queryRaw<(Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>)[]>`
-    WITH ${reserveDerivationIndexCte(organizationId, uuidOrNull(input.walletId))}
-    SELECT e."id" AS "environmentId", e."applicationId", e."type"::text AS "environmentType", app."status"::text AS "applicationStatus",
-      an."id" AS "assetNetworkId", an."status"::text AS "assetNetworkStatus", an."minimumDeposit"::text AS "minimumDeposit",
-      n."id" AS "networkId", n."kind"::text AS "networkKind", n."environmentType"::text AS "networkEnvironmentType", n."requiredConfirmations",
-      ${account('beneficiary', uuidOrNull(input.beneficiaryAccountId))},
-      ${account('payer', uuidOrNull(input.payerAccountId))},
-      (SELECT c."offsetMs" FROM "SandboxClock" c WHERE c."organizationId" = ${organizationId}::uuid) AS "sandboxOffsetMs",
-      EXISTS (SELECT 1 FROM "PaymentIntent" x WHERE x."organizationId" = ${organizationId}::uuid AND x."reference" = ${input.reference ?? null}) AS "referenceTaken",
-      w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
-      w."networkId" AS "walletNetworkId", w."curve", w."publicKey", w."derivationIndex"
-    FROM (SELECT 1) one
-    LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
-      ON e."id" = ${environmentId}::uuid AND e."applicationId" = ${applicationId}::uuid AND e."organizationId" = ${organizationId}::uuid
-    LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = ${uuidOrNull(input.assetNetworkId)}::uuid
-    LEFT JOIN "reserved" w ON true`;
-  const r = row as unknown as Record<string, unknown> & IntentReads;
-  return {
-    ...r,
-    wallet:
-      r.walletId != null
-        ? {
-            id: r.walletId as string,
-            organizationId: r.organizationId as string,
-            applicationId: r.walletApplicationId as string,
-            environmentId: r.walletEnvironmentId as string,
-            networkId: r.walletNetworkId as string,
-            curve: r.curve as string,
-            publicKey: r.publicKey as string,
-          }
-        : null,
-  };
+  // An API key's own application and environment (a mismatch is refused by checkEnvironment); a member's choice.
+  return readGroupOf(ctx.deps.db).submit({
+    organizationId,
+    applicationId: uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId),
+    environmentId: uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId),
+    assetNetworkId: uuidOrNull(input.assetNetworkId),
+    beneficiaryAccountId: uuidOrNull(input.beneficiaryAccountId),
+    payerAccountId: uuidOrNull(input.payerAccountId),
+    reference: input.reference ?? null,
+    walletId: uuidOrNull(input.walletId),
+  });
 }
 
 /** The application and environment the intent is for: an API key's own, or a member's choice. */
@@ -213,6 +294,8 @@ interface IntentPlan {
   address: ReturnType<typeof addressForNewIntent> | null;
   events: WebhookEventData[];
   audits: AuditInput[];
+  /** Read before: the organization had an ACTIVE webhook endpoint (intentGroupOf writes the group in a transaction then). */
+  hasEndpoints: boolean;
 }
 
 /** The checks of a creation on what readForIntent read, in the order they always ran, and its rows (no statement). */
@@ -279,6 +362,7 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
     expiresAt,
     participants,
     address,
+    hasEndpoints: reads.hasEndpoints,
     events: [
       webhookEvent('transaction.created', {
         TransactionId: transactionId,
@@ -320,12 +404,44 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
  * the intents, their addresses, the events with their deliveries and the audit entries, each table
  * one set-based insert (unnest), rows in plan order. Answers the deliveries, whose jobs the caller sends.
  */
-async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Promise<{ id: string; endpointId: string }[]> {
+async function writeIntentRows(
+  tx: Db,
+  deps: MoneyDeps,
+  plans: IntentPlan[],
+  expireJobs: { before: string; after: string } | null,
+): Promise<{ id: string; endpointId: string }[]> {
+  return tx.$queryRaw<{ id: string; endpointId: string }[]>(
+    intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`),
+  );
+}
+
+/**
+ * writeIntentRows' statement alone, committed on its own (autocommit: one round trip, no BEGIN and
+ * COMMIT), for a group whose organizations had no webhook endpoint when read (no delivery, so no
+ * job to send after it) and whose addresses need no watcher (sandbox networks), expiry jobs
+ * included. Should an endpoint have been added since the read, the statement's deliveries make it
+ * fail (a division by zero, as pg-boss's own flow insert guards itself) and nothing of it commits:
+ * false, and the caller writes the group in a transaction (as it does without a pool of ours).
+ */
+async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string }): Promise<boolean> {
+  const sql = intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END) AS "ok"`);
+  try {
+    const query = poolQuery(deps.db, sql.text, sql.values);
+    if (!query) return false;
+    await query;
+    return true;
+  } catch (e) {
+    if (sqlState(e) === '22012') return false;
+    throw e;
+  }
+}
+
+function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string } | null, tail: Prisma.Sql): Prisma.Sql {
   const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
   const amounts = col((x) => amountToNumeric(x.amount).toString());
-  return tx.$queryRaw<{ id: string; endpointId: string }[]>`
+  return Prisma.sql`
     WITH "t" AS (
       INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
       SELECT i, o, a, e, et, an, amt, c, c
@@ -350,7 +466,8 @@ async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Pr
                            ${addrs.map((a) => a.walletId)}::uuid[], ${addrs.map((a) => a.networkId)}::uuid[], ${addrs.map((a) => a.assetNetworkId)}::uuid[],
                            ${addrs.map((a) => a.address)}::text[], ${addrs.map((a) => a.derivationIndex)}::int[], ${addrs.map((a) => a.publicKey)}::text[],
                            ${addrs.map((a) => a.paymentIntentId)}::uuid[], ${addrs.map((a) => a.createdAt)}::timestamptz[])
-    ), "audit" AS (${auditAllSql(
+    ), ${expireJobs ? Prisma.sql`"expire_jobs" AS (${jobInsertSql(expireJobs, expireJobsOf(plans))}),` : Prisma.empty}
+    "audit" AS (${auditAllSql(
       deps,
       plans.map((x) => ({ actor: x.actor, entries: x.audits })),
     )}),
@@ -358,25 +475,33 @@ async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[]): Pr
       deps,
       plans.flatMap((x) => x.events.map((event) => ({ organizationId: x.organizationId, event }))),
     )}
-    SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`;
+    ${tail}`;
 }
 
+/** Each intent's expiry job (its id the intent's), due when it expires by the real clock (a sandbox clock advanced later is caught by the sweep). */
+const expireJobsOf = (plans: IntentPlan[]) =>
+  plans.map((x) => ({
+    id: x.intentId,
+    data: { paymentIntentId: x.intentId } satisfies ExpireJob,
+    startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
+  }));
+
+/** pg-boss's insert of the expiry jobs, to embed in writeIntentRows' statement (null: no job runner, or boss.insert it). */
+const expireJobsParts = (deps: MoneyDeps) => (deps.boss ? jobInsertParts(deps.boss, EXPIRE_QUEUE) : Promise.resolve(null));
+
 /**
- * The jobs of intents written in `tx`: each one's expiry job, due when it expires (by the real
- * clock: a sandbox clock advanced later is caught by the sweep), in one insert; the deliveries' jobs
- * in another (only if there are endpoints); the EVM watcher told of the new addresses.
+ * The jobs of intents written in `tx` besides what writeIntentRows wrote: the expiry jobs if they
+ * were not in its statement (`expireJobsWritten`), in one insert; the deliveries' jobs in another
+ * (only if there are endpoints); the EVM watcher told of the new addresses.
  */
-async function sendIntentJobs(tx: Db, deps: MoneyDeps, plans: IntentPlan[], deliveries: { id: string; endpointId: string }[]): Promise<void> {
-  if (deps.boss)
-    await deps.boss.insert(
-      EXPIRE_QUEUE,
-      plans.map((x) => ({
-        id: x.intentId,
-        data: { paymentIntentId: x.intentId } satisfies ExpireJob,
-        startAfter: new Date(x.createdAt.getTime() + (x.expiresAt.getTime() - x.now.getTime())),
-      })),
-      { db: fromPrisma(tx as never) },
-    );
+async function sendIntentJobs(
+  tx: Db,
+  deps: MoneyDeps,
+  plans: IntentPlan[],
+  deliveries: { id: string; endpointId: string }[],
+  expireJobsWritten: boolean,
+): Promise<void> {
+  if (deps.boss && !expireJobsWritten) await deps.boss.insert(EXPIRE_QUEUE, expireJobsOf(plans), { db: fromPrisma(tx as never) });
   await sendDeliverJobs(
     tx,
     deps.boss,
@@ -398,16 +523,25 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }>
   if (!g) {
     g = createGroupCommit<IntentPlan, { id: string }>({
       ...INTENT_GROUP,
-      write: (plans) =>
-        deps.db.$transaction(async (tx) => {
-          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans));
+      write: async (plans) => {
+        const expireJobs = await expireJobsParts(deps);
+        const done = plans.map((x) => ({ id: x.intentId }));
+        // One statement in autocommit when nothing follows it (the common case: see writeIntentRowsAlone).
+        if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && (!x.address || x.an.network.kind === 'SANDBOX')))
+          if (await writeIntentRowsAlone(deps, plans, expireJobs)) return done;
+        return deps.db.$transaction(async (tx) => {
+          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null);
           return plans.map((x) => ({ id: x.intentId }));
-        }, TX_OPTIONS),
+        }, TX_OPTIONS);
+      },
     });
     intentGroups.set(deps.db, g);
   }
   return g;
 }
+
+/** The creation groups' counters of a client (bench/payment-intents.ts prints them per round): groups, items, wait and write times. */
+export const intentGroupStats = (db: object) => intentGroups.get(db)?.stats ?? null;
 
 /**
  * CreatePaymentIntent: the Transaction (AWAITING_FUNDS, with its participants) and the intent, in
@@ -448,24 +582,26 @@ export async function createPaymentIntent(
     const reads = await readForIntent(ctx, organizationId, input);
     const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
     if (idempotencyKey == null && releaseRule == null) created = await intentGroupOf(deps).submit(planIntent(ctx, organizationId, input, reads));
-    else
+    else {
+      const expireJobs = await expireJobsParts(deps);
       created = await deps.db.$transaction(
         (tx) =>
           // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
           idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
             const x = planIntent(ctx, organizationId, input, reads);
-            const deliveries = await writeIntentRows(tx, deps, [x]);
+            const deliveries = await writeIntentRows(tx, deps, [x], expireJobs);
             if (releaseRule != null)
               // The rule's audit entry comes after the intent's (audit entries read back in writing order).
               await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
                 now: x.now,
                 field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
               });
-            await sendIntentJobs(tx, deps, [x], deliveries);
+            await sendIntentJobs(tx, deps, [x], deliveries, expireJobs !== null);
             return { id: x.intentId };
           }),
         TX_OPTIONS,
       );
+    }
   } catch (e) {
     // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
     if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');

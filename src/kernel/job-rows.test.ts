@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTestApp, type TestApp } from '../../test/harness';
+import { Prisma } from '../db/prisma';
+import { jobInsertParts, jobInsertSql, splitInsert } from './job-rows';
+import { EXPIRE_QUEUE } from './queues';
+
+/**
+ * pg-boss's job table is internal to pg-boss: the payment intents' group statement embeds pg-boss's
+ * own insert (src/kernel/job-rows.ts). These tests fail if pg-boss changes that statement (its text,
+ * pinned by hash: read the new one and check it still is a plain INSERT a CTE can hold) or if the
+ * rows the embedded insert writes differ from those boss.insert writes.
+ */
+let app: TestApp;
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(() => app.close());
+
+const jobColumns = Prisma.sql`name, data, priority, start_after, singleton_key, singleton_on, group_id, group_tier, expire_seconds, deletion_seconds,
+  keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies, state`;
+
+test("pg-boss's insert for the expiry queue is the statement this version embeds (pinned)", async () => {
+  const parts = await jobInsertParts(app.deps.boss!, EXPIRE_QUEUE);
+  expect(parts).not.toBeNull();
+  const text = `${parts!.before}$1${parts!.after}`;
+  expect(text).toMatch(/^INSERT INTO pgboss\.\S+ \(/);
+  expect(text).toMatch(/json_to_recordset\(\$1::text::json\)/);
+  expect(text).toMatch(/ON CONFLICT DO NOTHING$/);
+  // pg-boss 12.35.0's statement. A new pg-boss changes the hash: re-read plans.insertJobs, then update it.
+  // (The queue's table, named by pg-boss when the queue is created, is left out.)
+  const normalized = text.replace(/^INSERT INTO pgboss\.\S+/, 'INSERT INTO pgboss.<table>').replace(/\s+/g, ' ');
+  expect(createHash('sha256').update(normalized).digest('hex')).toBe('7fd08113a41f02112648aa5a6ba173754d4cb28f408984299cca8e3b52722d4e');
+  // What a CTE cannot hold is refused (the caller then uses boss.insert).
+  expect(splitInsert(`WITH ins AS (${text}) SELECT pg_notify('x', 'y')`)).toBeNull();
+  expect(splitInsert(`${text} RETURNING id; SELECT $2`)).toBeNull();
+});
+
+test('the embedded insert writes the rows boss.insert writes', async () => {
+  const boss = app.deps.boss!;
+  const parts = (await jobInsertParts(boss, EXPIRE_QUEUE))!;
+  const startAfter = new Date(Date.now() + 3_600_000);
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+  await boss.insert(EXPIRE_QUEUE, [{ id: a, data: { paymentIntentId: a }, startAfter }]);
+  await app.deps.db.$executeRaw`WITH "j" AS (${jobInsertSql(parts, [{ id: b, data: { paymentIntentId: a }, startAfter }])}) SELECT 1`;
+  const rows = await app.deps.db.$queryRaw<
+    Record<string, unknown>[]
+  >`SELECT id::text, ${jobColumns} FROM pgboss.job WHERE id IN (${a}::uuid, ${b}::uuid) ORDER BY id = ${a}::uuid DESC`;
+  expect(rows).toHaveLength(2);
+  const [viaInsert, embedded] = rows.map(({ id: _id, ...rest }) => rest);
+  expect(embedded).toEqual(viaInsert);
+  expect(viaInsert).toMatchObject({ name: EXPIRE_QUEUE, state: 'created', data: { paymentIntentId: a } });
+  expect((viaInsert!.start_after as Date).getTime()).toBe(startAfter.getTime());
+  // Sending the same id again inserts nothing (ON CONFLICT DO NOTHING), as boss.insert.
+  await app.deps.db.$executeRaw`WITH "j" AS (${jobInsertSql(parts, [{ id: b, data: { other: true } }])}) SELECT 1`;
+  const [again] = await app.deps.db.$queryRaw<{ data: unknown }[]>`SELECT data FROM pgboss.job WHERE id = ${b}::uuid`;
+  expect(again!.data).toEqual({ paymentIntentId: a });
+});
