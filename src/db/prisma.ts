@@ -80,6 +80,45 @@ export function poolOf(client: object): pg.Pool | undefined {
   return pools.get(client);
 }
 
+/** A statement on a connection of poolTransaction: its rows. */
+export type PoolQuery = <R>(text: string, values: unknown[]) => Promise<R[]>;
+
+/**
+ * A transaction straight on the pg pool under a client of createPrisma (BEGIN, `fn`'s statements,
+ * COMMIT; ROLLBACK when `fn` throws), each statement a named prepared statement seen by
+ * `onStatement` like Prisma's own: for a hot group commit where Prisma's interactive transaction and
+ * query engine cost more CPU than the statements (issue 22: the sandbox sends). Null when the client
+ * has no pool of ours (the caller then goes through Prisma).
+ */
+export function poolTransaction<T>(client: object, fn: (query: PoolQuery) => Promise<T>): Promise<T> | null {
+  const pool = pools.get(client);
+  if (!pool) return null;
+  const hook = statementHooks.get(pool);
+  return (async () => {
+    const connection = await pool.connect();
+    const query: PoolQuery = async <R>(text: string, values: unknown[]) => {
+      hook?.(text);
+      return (await connection.query<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : text)).rows;
+    };
+    let broken: Error | undefined;
+    try {
+      await query('BEGIN', []);
+      const r = await fn(query);
+      await query('COMMIT', []);
+      return r;
+    } catch (e) {
+      try {
+        await connection.query('ROLLBACK');
+      } catch (e1) {
+        broken = e1 as Error; // the connection is gone: destroyed, not handed back
+      }
+      throw e;
+    } finally {
+      connection.release(broken);
+    }
+  })();
+}
+
 /** The connection pool of a client of createPrisma: its use for /metrics. */
 export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
   const pool = pools.get(client);

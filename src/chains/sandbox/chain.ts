@@ -1,7 +1,7 @@
 import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import type { Db } from '../../db/prisma';
+import type { Db, PoolQuery } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
@@ -202,7 +202,7 @@ export interface SendArgs {
  * Answers, per item in order, the transaction sent or the error that refused it.
  */
 export async function sendTransactions(
-  tx: Db,
+  tx: Db | PoolQuery,
   deps: ChainDeps,
   networkId: string,
   items: readonly Omit<SendArgs, 'networkId'>[],
@@ -218,21 +218,27 @@ export async function sendTransactions(
   if (!candidates.length) return out as Error[];
   const addresses = [...new Set(candidates.map((i) => items[i]!.toAddress))].sort();
   // Taken row by row in the array's (sorted) order.
-  await tx.$queryRaw`
+  await rowsOf(
+    tx,
+    Prisma.sql`
     SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked
-      FROM unnest(${addresses}::text[]) AS p(addr)`;
+      FROM unnest(${addresses}::text[]) AS p(addr)`,
+  );
   // Read after the locks (a statement of its own: its snapshot is taken once they are held).
   const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
   const pairs = [...new Map(candidates.map((i) => [key(items[i]!.assetNetworkId, items[i]!.toAddress), items[i]!] as const)).values()];
   const replaced = candidates.flatMap((i) => (items[i]!.replacesId ? [items[i]!.replacesId!] : []));
-  const heldRows = await tx.$queryRaw<{ a: string; addr: string; held: string }[]>`
+  const heldRows = await rowsOf<{ a: string; addr: string; held: string }>(
+    tx,
+    Prisma.sql`
     SELECT p.a::text AS a, p.addr,
            (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
                        WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr), 0)
           + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
                        WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr
                          AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" <> ALL(${replaced}::uuid[])), 0))::text AS held
-      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`;
+      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`,
+  );
   const held = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
   const accepted = candidates.filter((i) => {
     const a = items[i]!;
@@ -260,7 +266,9 @@ export async function sendTransactions(
     entry: s.a.audit!.entry(s.id),
   }));
   const json = (v: Record<string, unknown> | null | undefined) => (v ? JSON.stringify(v) : null);
-  const rows = await tx.$queryRaw<{ id: string; txHash: string; recipientOrganizationId: string | null }[]>`
+  const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
+    tx,
+    Prisma.sql`
     WITH i AS (
       SELECT * FROM unnest(${col((s) => s.id)}::uuid[], ${col((s) => s.a.assetNetworkId)}::uuid[], ${col((s) => s.a.fromAddress)}::text[],
                            ${col((s) => s.a.toAddress)}::text[], ${col((s) => s.a.amount.toString())}::numeric[], ${col((s) => s.a.replaceable)}::boolean[],
@@ -289,7 +297,8 @@ export async function sendTransactions(
                              ${audits.map((x) => x.requestId)}::text[], ${audits.map((x) => json(x.entry.before))}::jsonb[], ${audits.map((x) => json(x.entry.after))}::jsonb[])
              AS w("id", "auditId", "org", "actorType", "actorId", "entityType", "action", "requestId", "before", "after") ON w."id" = ins."id"
     )
-    SELECT ins."id"::text, ins."txHash", ins."recipientOrganizationId"::text AS "recipientOrganizationId" FROM ins`;
+    SELECT ins."id"::text, ins."txHash", ins."recipientOrganizationId"::text AS "recipientOrganizationId" FROM ins`,
+  );
   const written = new Map(rows.map((r) => [r.id, r]));
   for (const s of sent) {
     const w = written.get(s.id)!;
@@ -316,6 +325,9 @@ export async function sendTransactions(
   await sendChainSync(tx, deps.boss, networkId);
   return out as (SandboxTransactionRow | Error)[];
 }
+
+/** A statement of sendTransactions in the caller's transaction: Prisma's, or a pg connection's (poolTransaction, the REST sends' groups). */
+const rowsOf = <R>(tx: Db | PoolQuery, q: Prisma.Sql): Promise<R[]> => (typeof tx === 'function' ? tx<R>(q.text, q.values) : tx.$queryRaw<R[]>(q));
 
 /** One send (sendTransactions with a list of one): the transaction, or the error that refused it thrown. */
 export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
