@@ -458,7 +458,7 @@ try {
       say(
         `  phases (s): send ${r.seconds.send}, mine ${r.seconds.mine}, confirm ${r.seconds.confirm}, tail after the last send ${r.seconds.tail}; ` +
           `CPU µs per deposit end to end bench ${c.endToEnd.bench} postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
-          `send groups ${r.sendGroups ? `${r.sendGroups.groups} (mean ${r.sendGroups.mean}, largest ${r.sendGroups.largest})` : 'none'}; chain.sync jobs ${r.syncJobs}`,
+          `send groups ${r.sendGroups ? `${r.sendGroups.groups} (mean ${r.sendGroups.mean}, largest ${r.sendGroups.largest})` : 'none'}; chain.sync jobs ${r.syncJobs} in ${r.syncFetches} fetches`,
       );
       depositRuns.push(r);
     }
