@@ -15,6 +15,8 @@ import {
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
+import { sendGroupStats } from '../src/chains/sandbox/service';
+import { cpuDelta, cpuSnapshot } from './ledger';
 
 /**
  * The deposits scenario of `npm run bench` (BENCH_SCENARIOS=deposits): payment intents paid on the
@@ -84,7 +86,23 @@ export interface DepositsRound {
   confirmSyncPerSecond: number;
   /** Send answered → deposit CONFIRMED (ms). */
   latencyMs: { p50: number; p90: number; p99: number; max: number };
-  seconds: { create: number; send: number; confirm: number; total: number };
+  /**
+   * Phases: create (intents), send (first send → last send answered), mine (the mine request),
+   * confirm (mine answered → last confirmation), tail (last send answered → last confirmation).
+   */
+  seconds: { create: number; send: number; mine: number; confirm: number; tail: number; total: number };
+  /**
+   * CPU per deposit (µs), end to end (first send → last confirmation) and of the send phase alone:
+   * the bench process (the service, its job runner and the REST client) and PostgreSQL's processes
+   * (with pgPort; 0 without, or off Linux). Load-independent beside the rates.
+   */
+  cpuMicrosPerDeposit: { endToEnd: { bench: number; postgres: number }; send: { bench: number; postgres: number } };
+  /** The sandbox sends' group commit in the send phase (null when the sends were not written in groups here). */
+  sendGroups: { groups: number; sends: number; mean: number; largest: number } | null;
+  /** `chain.sync` jobs sent during the round (one per send group, per block mined). */
+  syncJobs: number;
+  /** The fetches of those jobs by the workers: the syncs that ran (a fetch takes up to 500 jobs and syncs once). */
+  syncFetches: number;
 }
 
 export type DepositsBench = ScenarioBench<DepositsRound>;
@@ -104,6 +122,8 @@ export async function startDepositsBench(opts: {
   say: (msg: string) => void;
   /** The chain paid on (default: the sandbox). */
   chain?: DepositChain;
+  /** The bench's PostgreSQL port: its processes' CPU is counted (cpuMicrosPerDeposit). */
+  pgPort?: number;
 }): Promise<DepositsBench & { close(): Promise<void> }> {
   const { deps, call, say } = opts;
   const s = depositsSettings();
@@ -130,6 +150,9 @@ export async function startDepositsBench(opts: {
         const got = expect(await call('GET', r.headers.get('location')!, undefined, apiKey), 200, 'get payment intent');
         intents[i] = { id: got.body!.id, transactionId: got.body!.transactionId, address: got.body!.address, amount, sentAt: 0 };
       });
+      const groups0 = { ...(sendGroupStats(deps.db) ?? { groups: 0, items: 0, largest: 0 }) };
+      const jobs0 = new Date();
+      const cpu1 = cpuSnapshot(opts.pgPort ?? -1);
       const t1 = performance.now();
       await pool(n, s.concurrency, async (i) => {
         const x = intents[i]!;
@@ -137,6 +160,8 @@ export async function startDepositsBench(opts: {
         x.sentAt = Date.now();
       });
       const t2 = performance.now();
+      const cpu2 = cpuSnapshot(opts.pgPort ?? -1);
+      const groups1 = sendGroupStats(deps.db);
       await chain.settle(n);
       const t3 = performance.now();
       const ids = intents.map((x) => x.id);
@@ -145,9 +170,15 @@ export async function startDepositsBench(opts: {
         const confirmed = await deps.db.deposit.count({ where: { paymentIntentId: { in: ids }, status: 'CONFIRMED' } });
         if (confirmed >= n) break;
         if (Date.now() > deadline) throw new Error(`deposits bench: ${confirmed} of ${n} deposits confirmed after ${s.timeoutSeconds} s`);
-        await sleep(50);
+        // The end seen within 20 ms (50 ms overstated a sub-second tail by up to 50 ms; finer would load the tail it measures).
+        await sleep(20);
       }
       const t4 = performance.now();
+      const cpu4 = cpuSnapshot(opts.pgPort ?? -1);
+      // Jobs fetched together share their started_on: its distinct values count the syncs that ran.
+      const syncJobs = await deps.db.$queryRaw<{ n: bigint; fetches: bigint }[]>`
+        SELECT count(*) AS n, count(DISTINCT started_on) AS fetches FROM pgboss.job WHERE name = 'chain.sync' AND created_on >= ${jobs0}`;
+      const perDeposit = (d: ReturnType<typeof cpuDelta>) => ({ bench: Math.round(d.bench / n), postgres: Math.round(d.postgres / n) });
       const rows = await deps.db.deposit.findMany({ where: { paymentIntentId: { in: ids } }, select: { paymentIntentId: true, confirmedAt: true } });
       const sentAt = new Map(intents.map((x) => [x.id, x.sentAt]));
       const latencies = rows.map((r) => r.confirmedAt!.getTime() - sentAt.get(r.paymentIntentId!)!).sort((a, b) => a - b);
@@ -163,7 +194,19 @@ export async function startDepositsBench(opts: {
         confirmedPerSecond: +(n / ((t4 - t1) / 1000)).toFixed(1),
         confirmSyncPerSecond: +(n / ((t4 - t3) / 1000)).toFixed(1),
         latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies.at(-1) ?? NaN },
-        seconds: { create: sec(t1 - t0), send: sec(t2 - t1), confirm: sec(t4 - t3), total: sec(t4 - t0) },
+        seconds: { create: sec(t1 - t0), send: sec(t2 - t1), mine: sec(t3 - t2), confirm: sec(t4 - t3), tail: sec(t4 - t2), total: sec(t4 - t0) },
+        cpuMicrosPerDeposit: { endToEnd: perDeposit(cpuDelta(cpu1, cpu4)), send: perDeposit(cpuDelta(cpu1, cpu2)) },
+        sendGroups:
+          groups1 && groups1.groups > groups0.groups
+            ? {
+                groups: groups1.groups - groups0.groups,
+                sends: groups1.items - groups0.items,
+                mean: +((groups1.items - groups0.items) / (groups1.groups - groups0.groups)).toFixed(1),
+                largest: groups1.largest,
+              }
+            : null,
+        syncJobs: Number(syncJobs[0]!.n),
+        syncFetches: Number(syncJobs[0]!.fetches),
       };
     },
     async verify() {

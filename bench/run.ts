@@ -220,7 +220,7 @@ try {
     ledger = await startLedgerBench({ deps, call, databaseUrl: db.ownerUrl, pgPort, accounts: ledgerAccounts, batcher: ledgerBatcher, say });
     cleanup.push(() => ledger!.close());
   }
-  const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say }) : undefined;
+  const deposits: DepositsBench | undefined = depositsSelected ? await startDepositsBench({ deps, call, say, pgPort }) : undefined;
   const depositRuns: DepositsRound[] = [];
   let evmDeposits: DepositsBench | undefined;
   if (evmDepositsSelected) {
@@ -453,6 +453,12 @@ try {
       const r = await deposits.run();
       say(
         `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
+      );
+      const c = r.cpuMicrosPerDeposit;
+      say(
+        `  phases (s): send ${r.seconds.send}, mine ${r.seconds.mine}, confirm ${r.seconds.confirm}, tail after the last send ${r.seconds.tail}; ` +
+          `CPU µs per deposit end to end bench ${c.endToEnd.bench} postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
+          `send groups ${r.sendGroups ? `${r.sendGroups.groups} (mean ${r.sendGroups.mean}, largest ${r.sendGroups.largest})` : 'none'}; chain.sync jobs ${r.syncJobs} in ${r.syncFetches} fetches`,
       );
       depositRuns.push(r);
     }

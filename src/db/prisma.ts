@@ -80,6 +80,61 @@ export function poolOf(client: object): pg.Pool | undefined {
   return pools.get(client);
 }
 
+/** A statement on a connection of poolTransaction: its rows. */
+export type PoolQuery = <R>(text: string, values: unknown[]) => Promise<R[]>;
+
+/**
+ * A transaction straight on the pg pool under a client of createPrisma (BEGIN, `fn`'s statements,
+ * COMMIT; ROLLBACK when `fn` throws), each statement a named prepared statement seen by
+ * `onStatement` like Prisma's own: for a hot group commit where Prisma's interactive transaction and
+ * query engine cost more CPU than the statements (issue 22: the sandbox sends). Like Prisma's
+ * interactive transactions it ends when `fn` has not returned after `timeoutMs` (default 5 s,
+ * Prisma's): the work is abandoned, COMMIT never sent, and its connection closed, so PostgreSQL
+ * rolls it back. Null when the client has no pool of ours
+ * (the caller then goes through Prisma).
+ */
+export function poolTransaction<T>(client: object, fn: (query: PoolQuery) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> | null {
+  const pool = pools.get(client);
+  if (!pool) return null;
+  const hook = statementHooks.get(pool);
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  return (async () => {
+    const connection = await pool.connect();
+    const query: PoolQuery = async <R>(text: string, values: unknown[]) => {
+      hook?.(text);
+      return (await connection.query<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : text)).rows;
+    };
+    let broken: Error | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject((broken = new Error(`the transaction did not end within ${timeoutMs} ms; rolled back`))), timeoutMs);
+    });
+    timedOut.catch(() => {}); // seen by the race below; never unhandled
+    try {
+      await query('BEGIN', []);
+      const work = fn(query);
+      work.catch(() => {}); // abandoned when timed out: its error is the connection's closing
+      const r = await Promise.race([work, timedOut]);
+      // Not raced: once COMMIT is sent its outcome is the answer (a timeout then could hide a commit).
+      clearTimeout(timer);
+      await query('COMMIT', []);
+      return r;
+    } catch (e) {
+      if (!broken)
+        try {
+          await connection.query('ROLLBACK');
+        } catch (e1) {
+          broken = e1 as Error; // the connection is gone: destroyed, not handed back
+        }
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      // A broken or timed-out connection is closed (PostgreSQL rolls its transaction back), never reused.
+      connection.release(broken);
+    }
+  })();
+}
+
 /** The connection pool of a client of createPrisma: its use for /metrics. */
 export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
   const pool = pools.get(client);

@@ -1,5 +1,5 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
-import { Prisma, type Db, type PrismaClient } from '../db/prisma';
+import { Prisma, type Db, type PoolQuery, type PrismaClient } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
 import { ensureQueue } from './work';
 
@@ -111,10 +111,13 @@ export interface ChainSyncJob {
   networkId: string;
 }
 
-/** Sends a `chain.sync` job for the network through the caller's transaction. */
-export async function sendChainSync(tx: Db, boss: PgBoss | null, networkId: string): Promise<void> {
+/** Sends a `chain.sync` job for the network through the caller's transaction (Prisma's, or a pg connection's: poolTransaction). */
+export async function sendChainSync(tx: Db | PoolQuery, boss: PgBoss | null, networkId: string): Promise<void> {
   if (!boss) throw new Error('chain changes need the job runner (deps.boss) to notify deposit detection');
-  await boss.send(CHAIN_SYNC_QUEUE, { networkId } satisfies ChainSyncJob, { db: fromPrisma(tx as never) });
+  // A pg connection's transaction (poolTransaction) or a Prisma one.
+  const db =
+    typeof tx === 'function' ? { executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx(text, values ?? []) }) } : fromPrisma(tx as never);
+  await boss.send(CHAIN_SYNC_QUEUE, { networkId } satisfies ChainSyncJob, { db });
 }
 
 /**

@@ -119,8 +119,8 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
     /**
      * A broadcast group (issue 22), in the caller's transaction: every transfer verified, then under
      * one network lock each sender's spendable balance read once and spent in list order in memory (a
-     * transfer beyond it is refused alone, as `broadcast` refuses it), and the accepted ones inserted
-     * together (sendTransactions: consecutive nonces in list order, one chain.sync job).
+     * transfer beyond it is refused alone, as `broadcast` refuses it), and the accepted ones sent
+     * together (sendTransactions, the one send path: consecutive nonces in list order, one chain.sync job).
      */
     async broadcastMany(network, items) {
       if (!deps) throw new Error("broadcasting needs the clock (and the job runner): adapterFor('SANDBOX', db, deps)");
@@ -168,7 +168,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       for (const [j, i] of accepted.entries()) {
         const r = sent[j]!;
         // The chain refusing the transfer (the recipient would hold more than 2^256 - 1): a network refusal, as for funds.
-        out[i] = r instanceof Error ? (r instanceof RangeError ? r : new RangeError(r.message)) : r;
+        out[i] = r instanceof Error ? (r instanceof RangeError ? r : new RangeError(r.message)) : { txHash: r.txHash };
       }
       return out;
     },

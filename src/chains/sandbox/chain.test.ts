@@ -18,6 +18,7 @@ import { blockHash, payerAddress, transactionHash } from './chain';
 import { MAX_AMOUNT } from '../../money';
 import { sandboxNow } from './clock';
 import { produceSandboxBlocks } from './producer';
+import { sendGroupStats } from './service';
 
 let app: TestApp;
 let catalog: Awaited<ReturnType<typeof setupSandboxCatalog>>;
@@ -199,6 +200,85 @@ describe('concurrent sends (issue 22: no network-wide lock)', () => {
     expect(answers.map((r) => r.status).sort()).toEqual([201, 409, 409]);
     await sandboxMine(app, h, c.networkId, 1);
     expect(await balance(c.assetNetworkId, to)).toBe(half);
+  });
+});
+
+describe('sends in groups (issue 22: one transaction per group of concurrent sends)', () => {
+  test('concurrent sends, some refused (a recipient at 2^256 - 1, an asset-network of another network): each refused one fails alone, the others land with consecutive nonces', async () => {
+    const c = await freshChain();
+    const full = address();
+    // Nonce 0: the full address holds 2^256 - 1 (pending counts).
+    await sandboxSend(app, h, { address: full, amount: MAX_AMOUNT, assetNetworkId: c.assetNetworkId });
+    const before = { ...(sendGroupStats(app.deps.db) ?? { groups: 0, items: 0 }) };
+    const bodies = Array.from({ length: 20 }, (_x, i) => {
+      if (i % 5 === 2) return { kind: 'bound', body: { address: full, amount: String(i + 1), assetNetworkId: c.assetNetworkId } };
+      if (i === 9)
+        return {
+          kind: 'catalog',
+          body: { address: address(), amount: '5', assetNetworkId: catalog.assetNetworkId.replace(/.$/, (x) => (x === '0' ? '1' : '0')) },
+        };
+      return { kind: 'ok', body: { address: address(), amount: String(1000 + i), assetNetworkId: c.assetNetworkId } };
+    });
+    const answers = await Promise.all(bodies.map((b) => app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: b.body })));
+    const after = sendGroupStats(app.deps.db)!;
+    // Written in groups: fewer groups than sends.
+    expect(after.items - before.items).toBe(19);
+    expect(after.groups - before.groups).toBeLessThan(19);
+    const accepted: { txHash: string; to: string; amount: bigint }[] = [];
+    for (const [i, b] of bodies.entries()) {
+      const r = answers[i]!;
+      if (b.kind === 'bound') {
+        expect([r.status, r.body.code], r.text).toEqual([409, 'INVALID_STATE']);
+        expect(r.body.detail).toMatch(/would hold more than 2\^256 - 1 base units .* it holds or awaits \d+, so it can receive at most 0 more/);
+      } else if (b.kind === 'catalog') {
+        expect([r.status, r.body.errors?.[0]?.field], r.text).toEqual([400, 'assetNetworkId']);
+      } else {
+        expect(r.status, r.text).toBe(201);
+        expect(r.body).toEqual({ status: 'PENDING', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+        accepted.push({ txHash: r.body.txHash, to: b.body.address, amount: BigInt(b.body.amount) });
+      }
+    }
+    expect(accepted).toHaveLength(15);
+    // The refused ones took no nonce: the accepted have exactly 1..15.
+    const nonces = accepted.map((t) =>
+      Array.from({ length: 40 }, (_x, k) => k).find(
+        (k) =>
+          transactionHash(c.networkId, k, {
+            fromAddress: payerAddress(integ.organizationId),
+            toAddress: t.to,
+            assetNetworkId: c.assetNetworkId,
+            amount: t.amount,
+            replaceable: false,
+            revert: false,
+          }) === t.txHash,
+      ),
+    );
+    expect(nonces.sort((a, b) => a! - b!)).toEqual(Array.from({ length: 15 }, (_x, k) => k + 1));
+    // Each accepted send has its one audit entry (with its hash); the refused ones none.
+    const rows = await app.deps.db.sandboxTransaction.findMany({ where: { networkId: c.networkId } });
+    expect(rows).toHaveLength(16);
+    const entries = await app.deps.db.auditLogEntry.findMany({ where: { action: 'sandbox.transaction_sent', entityId: { in: rows.map((x) => x.id) } } });
+    expect(entries.map((e) => (e.after as { txHash: string }).txHash).sort()).toEqual(rows.map((x) => x.txHash).sort());
+    await sandboxMine(app, h, c.networkId, 1);
+    for (const t of accepted) expect(await balance(c.assetNetworkId, t.to)).toBe(t.amount);
+    expect(await balance(c.assetNetworkId, full)).toBe(MAX_AMOUNT);
+  });
+
+  test('statements per send: 6 alone (BEGIN, the locks, the bound read, one insert with nonces and audit entries, the job, COMMIT); a fixed number per group at n = 16', async () => {
+    const c = await freshChain();
+    const send = () => app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: address(), amount: '7', assetNetworkId: c.assetNetworkId } });
+    await send(); // the asset-network's catalog read, once per process
+    const one = await app.sqlStatements(() => send());
+    expect(one.result.status).toBe(201);
+    expect(one.statements).toHaveLength(6);
+    expect([one.statements[0], one.statements.at(-1)]).toEqual(['BEGIN', 'COMMIT']);
+    const before = { ...sendGroupStats(app.deps.db)! };
+    const sixteen = await app.sqlStatements(() => Promise.all(Array.from({ length: 16 }, () => send())));
+    expect(sixteen.result.map((r) => r.status)).toEqual(Array(16).fill(201));
+    const groups = sendGroupStats(app.deps.db)!.groups - before.groups;
+    // Six statements per group, whatever its size: 16 sends in fewer than 16 groups.
+    expect(sixteen.statements).toHaveLength(6 * groups);
+    expect(groups).toBeLessThan(16);
   });
 });
 

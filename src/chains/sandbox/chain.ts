@@ -1,7 +1,7 @@
 import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import type { Db } from '../../db/prisma';
+import type { Db, PoolQuery } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
@@ -9,7 +9,7 @@ import { sendChainSync } from '../../kernel/queues';
 import { keccakHex } from '../secp256k1';
 import { monotonicUuidv7 } from '../../ids';
 import { Prisma } from '../../db/prisma';
-import { auditInsertSql, type Actor, type AuditInput } from '../../audit/audit';
+import { actorOf, AUDIT_INSERT_HEAD, type Actor, type AuditInput } from '../../audit/audit';
 import type { ObservedTransfer } from '../adapter';
 
 /**
@@ -46,10 +46,10 @@ import type { ObservedTransfer } from '../adapter';
  *   balances are not tracked.
  *
  * Every change of a network but a send runs under that network's advisory lock (one writer at a time,
- * so heights never race); a send takes only its recipient's lock (its bound) and a nonce from the
+ * so heights never race); a send takes only its recipients' locks (their bound) and nonces from the
  * network's sequence (issue 22: sends to different addresses run in parallel, nothing of a network is
- * held to a send's commit). Each
- * sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
+ * held to a send's commit), and every send, alone or in a group, goes through sendTransactions. Each
+ * change sends a `chain.sync` job in its transaction (src/kernel/queues.ts).
  */
 export const MAX_BLOCK_TRANSACTIONS = 1000;
 
@@ -92,7 +92,7 @@ export function blockHash(networkId: string, height: number, parentHash: string 
   return sha(['block', networkId, height, parentHash, fork, [...txHashes].sort()]);
 }
 
-/** A transaction's hash: SHA-256 of the JSON array ['tx', network, nonce, from, to, asset-network, amount, replaceable, revert] (insertTransaction computes it in SQL). */
+/** A transaction's hash: SHA-256 of the JSON array ['tx', network, nonce, from, to, asset-network, amount, replaceable, revert] (sendTransactions computes it in SQL). */
 export function transactionHash(
   networkId: string,
   nonce: number,
@@ -169,170 +169,171 @@ export interface SendArgs {
   /** The transaction a replacement replaces (its amount no longer awaits the recipient). */
   replacesId?: string;
   /**
-   * The send's audit entry, written by the insert's own statement (issue 22: one round trip fewer):
-   * given the new transaction's id; its `after` gets the `txHash` the statement computes.
+   * The send's audit entry, written by the insert's own statement: given the new transaction's id;
+   * its `after` gets the `txHash` the statement computes.
    */
-  audit?: { deps: { clock: Clock }; actor: Actor; entry: (id: string) => AuditInput };
+  audit?: { actor: Actor; entry: (id: string) => AuditInput };
 }
 
 /**
- * Serializes what bounds an address's incoming value on one network: sends and replacements to it
- * (transaction-scoped). Sends to different addresses run in parallel (issue 22): nothing else of a
- * send needs one writer per network (the nonce is a sequence's, heights are the miner's, which holds
- * the network's lock). Taken after the network's lock by those that hold it.
- * Answers the organization whose deposit address it is (null: none), read in the same statement
- * (a deposit address never changes owner).
- */
-async function lockRecipient(tx: Db, networkId: string, address: string): Promise<string | null> {
-  const [row] = await tx.$queryRaw<{ org: string | null }[]>`
-    SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to ' + address}, 0))::text AS locked,
-           (SELECT a."organizationId"::text FROM "DepositAddress" a WHERE a."networkId" = ${networkId}::uuid AND a."address" = ${address}) AS org`;
-  return row!.org;
-}
-
-/**
- * Inserts a PENDING transaction in ONE statement (issue 22), the caller holding the recipient's lock
- * (lockRecipient):
- * - **the recipient's bound**: an address never holds more than 2^256 - 1 base units (a uint256
- *   balance): nothing is inserted, and 409, when its balance plus every transfer still to be mined to
- *   it (PENDING, ORPHANED; less the one a replacement replaces) plus `amount` would exceed it. So no
- *   block ever overflows a balance, whatever order the mempool is mined in. Balance and pending are
- *   read in the statement's one snapshot, taken after the lock, so no other send to the address
- *   passes the check at the same time and a block mined meanwhile moves value between them unseen;
- * - **the nonce**: the next value of the network's sequence (`sandbox_nonce_seq_<network>`, made with
- *   the network; migration 20261127014056_sandbox_nonce): no lock is held to the commit, so sends
- *   of one network commit in parallel; unique and increasing per network in send order, from 0 (the
- *   count it was before issue 22), a rolled-back send leaving a gap; a refused send takes none;
- * - **the hash**: computed by PostgreSQL over exactly the JSON `transactionHash` hashes.
- */
-async function insertTransaction(tx: Db, deps: ChainDeps, a: SendArgs & { recipientOrganizationId: string | null }): Promise<SandboxTransactionRow> {
-  if (a.amount > MAX_AMOUNT) throw invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
-  // transactionHash's JSON, the nonce spliced in by SQL.
-  const head = JSON.stringify(['tx', a.networkId]).slice(0, -1) + ',';
-  const tail = ',' + JSON.stringify([a.fromAddress, a.toAddress, a.assetNetworkId, a.amount.toString(), a.replaceable, a.revert]).slice(1);
-  const now = deps.clock.now();
-  const id = monotonicUuidv7(); // mempool order among equal createdAt (a test clock): the id's
-  const [row] = await tx.$queryRaw<(Omit<SandboxTransactionRow, 'amount'> & { amount: string; held: string })[]>`
-    WITH held AS (
-      SELECT COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
-                        WHERE b."networkId" = ${a.networkId}::uuid AND b."assetNetworkId" = ${a.assetNetworkId}::uuid AND b."address" = ${a.toAddress}), 0)
-           + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
-                        WHERE t."networkId" = ${a.networkId}::uuid AND t."assetNetworkId" = ${a.assetNetworkId}::uuid AND t."toAddress" = ${a.toAddress}
-                          AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" IS DISTINCT FROM ${a.replacesId ?? null}::uuid), 0) AS v
-    ), fits AS (
-      SELECT 1 FROM held WHERE held.v + ${a.amount.toString()}::numeric <= ${MAX_AMOUNT.toString()}::numeric
-    ), n AS (
-      SELECT nextval(sandbox_nonce_sequence(${a.networkId}::uuid)) AS nonce FROM fits
-    ), ins AS (
-      INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
-                                        "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
-      SELECT ${id}::uuid, ${a.networkId}::uuid, ${a.assetNetworkId}::uuid,
-             '0x' || encode(sha256(convert_to(${head} || n.nonce::text || ${tail}, 'UTF8')), 'hex'),
-             ${a.fromAddress}, ${a.toAddress}, ${a.amount.toString()}::numeric, 'PENDING', ${a.replaceable}, ${a.revert},
-             ${a.senderOrganizationId}::uuid, ${a.recipientOrganizationId}::uuid, ${now}, ${now}
-        FROM n
-      RETURNING *
-    )${a.audit ? Prisma.sql`, audited AS (${auditInsertSql(a.audit.deps, a.audit.actor, a.audit.entry(id), 'ins', Prisma.sql`jsonb_build_object('txHash', ins."txHash")`)})` : Prisma.empty}
-    SELECT held.v::text AS held, ins."id"::text, ins."networkId"::text, ins."assetNetworkId"::text, ins."txHash", ins."fromAddress", ins."toAddress",
-           ins."amount"::text AS amount, ins."status"::text AS status, ins."replaceable", ins."replacedByTxHash", ins."blockHash", ins."blockHeight",
-           ins."willRevert", ins."senderOrganizationId"::text, ins."recipientOrganizationId"::text, ins."createdAt", ins."updatedAt"
-      FROM held LEFT JOIN ins ON true`;
-  if (!row!.id) {
-    const held = BigInt(row!.held);
-    throw invalidState(
-      `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${held}, so it can receive at most ${MAX_AMOUNT - held} more.`,
-    );
-  }
-  const { held: _held, amount, ...rest } = row!;
-  return { ...rest, amount: { toFixed: () => amount } };
-}
-
-/**
- * Sends value to an address (a PENDING transaction in the mempool); the recipient's organization is
- * the owner of the deposit address. Under the recipient's lock only (not the network's: sends to
- * different addresses do not wait for each other, issue 22).
- */
-export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
-  if (a.amount <= 0n) throw new RangeError('a sandbox transaction moves a positive amount');
-  const recipientOrganizationId = await lockRecipient(tx, a.networkId, a.toAddress);
-  await sendChainSync(tx, deps.boss, a.networkId);
-  return insertTransaction(tx, deps, { ...a, recipientOrganizationId });
-}
-
-/**
- * Sends several transactions of one network at once (a broadcast group, issue 22): the network's
- * lock, then the recipients' locks in address order (single sends take only their recipient's:
- * lockRecipient), one read of the recipients' organizations, one of what each recipient holds or
- * awaits, one nextval of the network's nonce sequence per transaction sent (increasing in list
- * order), one insert and one chain.sync job, whatever the number. Each item is refused alone, nothing
- * of it written, as sendTransaction refuses it (a RangeError for a non-positive amount,
- * INVALID_STATE when its recipient would hold more than 2^256 - 1, counting the items of the list
- * before it); the others are sent. No replacements here.
+ * Sends transactions of one network (a PENDING transaction each, in the mempool): a single send is
+ * a list of one, a group commit of REST sends or a withdrawal broadcast group a longer one (issue 22:
+ * ONE path). In the caller's transaction, whatever the number of items:
+ * 1. each item's own checks, nothing read: a RangeError for a non-positive amount, INVALID_STATE
+ *    beyond 2^256 - 1;
+ * 2. **the recipients' locks**, one statement, in address order (no deadlock between groups; a group
+ *    of several networks is sent network by network in id order): what bounds an address's incoming
+ *    value. Nothing of the network is held (sends to different addresses run in parallel; the miner
+ *    holds the network's lock, and the callers that check a sender's spendable balance take it
+ *    first: broadcast, broadcastMany, replace);
+ * 3. **the recipient's bound**, one read after the locks: an address never holds more than
+ *    2^256 - 1 base units (a uint256 balance). Each item is decided in list order against its
+ *    recipient's balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the one
+ *    a replacement replaces) plus the items of the list accepted before it; one that would exceed it
+ *    is refused alone (INVALID_STATE, 409), nothing of it written, the others sent. So no block ever
+ *    overflows a balance, whatever order the mempool is mined in;
+ * 4. **one insert** of the accepted items: each takes the next value of the network's nonce sequence
+ *    (`sandbox_nonce_sequence`, migration 20261127014056_sandbox_nonce: unique and increasing in list
+ *    order, consecutive within the statement; a refused item takes none, a rolled-back send leaves a
+ *    gap), its hash computed by PostgreSQL over exactly the JSON `transactionHash` hashes, its
+ *    recipient's organization (the deposit address's owner) read by the same statement, and the
+ *    items' audit entries written with it;
+ * 5. one `chain.sync` job when anything was sent.
+ * Answers, per item in order, the transaction sent or the error that refused it.
  */
 export async function sendTransactions(
-  tx: Db,
+  tx: Db | PoolQuery,
   deps: ChainDeps,
   networkId: string,
-  items: readonly Omit<SendArgs, 'networkId' | 'replacesId'>[],
-): Promise<({ txHash: string } | Error)[]> {
-  if (!items.length) return [];
-  await lockNetwork(tx, networkId);
+  items: readonly Omit<SendArgs, 'networkId'>[],
+): Promise<(SandboxTransactionRow | Error)[]> {
+  const out: (SandboxTransactionRow | Error | null)[] = items.map((a) =>
+    a.amount <= 0n
+      ? new RangeError('a sandbox transaction moves a positive amount')
+      : a.amount > MAX_AMOUNT
+        ? invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`)
+        : null,
+  );
+  const candidates = items.flatMap((a, i) => (out[i] === null ? [i] : []));
+  if (!candidates.length) return out as Error[];
+  const addresses = [...new Set(candidates.map((i) => items[i]!.toAddress))].sort();
+  // Taken row by row in the array's (sorted) order.
+  await rowsOf(
+    tx,
+    Prisma.sql`
+    SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked
+      FROM unnest(${addresses}::text[]) AS p(addr)`,
+  );
+  // Read after the locks (a statement of its own: its snapshot is taken once they are held).
   const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
-  const pairs = [...new Map(items.map((a) => [key(a.assetNetworkId, a.toAddress), a] as const)).values()];
-  const addresses = [...new Set(items.map((a) => a.toAddress))].sort();
-  // The locks are taken row by row in the array's (sorted) order: no deadlock with another group.
-  const recipients = await tx.$queryRaw<{ address: string; org: string | null }[]>`
-    SELECT p.addr AS address,
-           pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked,
-           (SELECT a."organizationId"::text FROM "DepositAddress" a WHERE a."networkId" = ${networkId}::uuid AND a."address" = p.addr) AS org
-      FROM unnest(${addresses}::text[]) AS p(addr)`;
-  const heldRows = await tx.$queryRaw<{ a: string; addr: string; held: string }[]>`
+  const pairs = [...new Map(candidates.map((i) => [key(items[i]!.assetNetworkId, items[i]!.toAddress), items[i]!] as const)).values()];
+  const replaced = candidates.flatMap((i) => (items[i]!.replacesId ? [items[i]!.replacesId!] : []));
+  const heldRows = await rowsOf<{ a: string; addr: string; held: string }>(
+    tx,
+    Prisma.sql`
     SELECT p.a::text AS a, p.addr,
            (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
                        WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr), 0)
           + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
                        WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr
-                         AND t."status" IN ('PENDING', 'ORPHANED')), 0))::text AS held
-      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`;
-  const organizationOf = new Map(recipients.map((r) => [r.address, r.org]));
+                         AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" <> ALL(${replaced}::uuid[])), 0))::text AS held
+      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`,
+  );
   const held = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
-  const accepted: (typeof items)[number][] = [];
-  const out = items.map((a): { txHash: string } | Error | number => {
-    if (a.amount <= 0n) return new RangeError('a sandbox transaction moves a positive amount');
-    if (a.amount > MAX_AMOUNT) return invalidState(`A sandbox transfer moves at most 2^256 - 1 base units (${MAX_AMOUNT}).`);
+  const accepted = candidates.filter((i) => {
+    const a = items[i]!;
     const k = key(a.assetNetworkId, a.toAddress);
     const h = held.get(k) ?? 0n;
-    if (h + a.amount > MAX_AMOUNT)
-      return invalidState(
+    if (h + a.amount > MAX_AMOUNT) {
+      out[i] = invalidState(
         `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${h}, so it can receive at most ${MAX_AMOUNT - h} more.`,
       );
+      return false;
+    }
     held.set(k, h + a.amount);
-    return accepted.push(a) - 1;
+    return true;
   });
-  if (!accepted.length) return out as ({ txHash: string } | Error)[];
-  const nonces = await tx.$queryRaw<{ nonce: string }[]>`
-    SELECT nextval(sandbox_nonce_sequence(${networkId}::uuid))::text AS nonce FROM generate_series(1, ${accepted.length}::int) ORDER BY 1`;
+  if (!accepted.length) return out as Error[];
   const now = deps.clock.now();
-  // The mempool's order (createdAt, id) is the nonces' order.
-  const rows = accepted.map((a, i): Prisma.SandboxTransactionCreateManyInput & { txHash: string } => ({
-    id: monotonicUuidv7(),
-    networkId,
-    assetNetworkId: a.assetNetworkId,
-    txHash: transactionHash(networkId, Number(nonces[i]!.nonce), a),
-    fromAddress: a.fromAddress,
-    toAddress: a.toAddress,
-    amount: a.amount.toString(),
-    status: 'PENDING',
-    replaceable: a.replaceable,
-    willRevert: a.revert,
-    senderOrganizationId: a.senderOrganizationId,
-    recipientOrganizationId: organizationOf.get(a.toAddress) ?? null,
-    createdAt: now,
-    updatedAt: now,
+  // Ids in list order: the mempool's order (createdAt, id) is the nonces' order.
+  const sent = accepted.map((i) => ({ a: items[i]!, i, id: monotonicUuidv7() }));
+  const col = <T>(f: (s: (typeof sent)[number]) => T) => sent.map(f);
+  const audited = sent.filter((s) => s.a.audit);
+  const audits = audited.map((s) => ({
+    id: s.id,
+    actor: actorOf(s.a.audit!.actor.principal),
+    requestId: s.a.audit!.actor.requestId,
+    entry: s.a.audit!.entry(s.id),
   }));
-  await tx.sandboxTransaction.createMany({ data: rows });
+  const json = (v: Record<string, unknown> | null | undefined) => (v ? JSON.stringify(v) : null);
+  const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
+    tx,
+    Prisma.sql`
+    WITH i AS (
+      SELECT * FROM unnest(${col((s) => s.id)}::uuid[], ${col((s) => s.a.assetNetworkId)}::uuid[], ${col((s) => s.a.fromAddress)}::text[],
+                           ${col((s) => s.a.toAddress)}::text[], ${col((s) => s.a.amount.toString())}::numeric[], ${col((s) => s.a.replaceable)}::boolean[],
+                           ${col((s) => s.a.revert)}::boolean[], ${col((s) => s.a.senderOrganizationId)}::uuid[],
+                           ${col(() => JSON.stringify(['tx', networkId]).slice(0, -1) + ',')}::text[],
+                           ${col((s) => ',' + JSON.stringify([s.a.fromAddress, s.a.toAddress, s.a.assetNetworkId, s.a.amount.toString(), s.a.replaceable, s.a.revert]).slice(1))}::text[])
+             WITH ORDINALITY AS i("id", "an", "fr", "to", "amount", "replaceable", "revert", "sender", "head", "tail", "ord")
+    ), n AS (
+      SELECT row_number() OVER (ORDER BY g.nonce) AS "ord", g.nonce
+        FROM (SELECT nextval(sandbox_nonce_sequence(${networkId}::uuid)) AS nonce FROM generate_series(1, ${sent.length}::int)) g
+    ), ins AS (
+      INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
+                                        "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
+      SELECT i."id", ${networkId}::uuid, i."an", '0x' || encode(sha256(convert_to(i."head" || n.nonce::text || i."tail", 'UTF8')), 'hex'),
+             i."fr", i."to", i."amount", 'PENDING', i."replaceable", i."revert", i."sender",
+             (SELECT d."organizationId" FROM "DepositAddress" d WHERE d."networkId" = ${networkId}::uuid AND d."address" = i."to"), ${now}, ${now}
+        FROM i JOIN n ON n."ord" = i."ord"
+      RETURNING "id", "txHash", "recipientOrganizationId"
+    ), audited AS (
+      ${Prisma.raw(AUDIT_INSERT_HEAD)}
+      SELECT w."auditId", ${now}::timestamptz, w."org", w."actorType", w."actorId", w."entityType", ins."id", w."action", w."requestId", w."before",
+             COALESCE(w."after", '{}'::jsonb) || jsonb_build_object('txHash', ins."txHash")
+        FROM ins JOIN unnest(${audits.map((x) => x.id)}::uuid[], ${audits.map(() => monotonicUuidv7(now.getTime()))}::uuid[],
+                             ${audits.map((x) => x.entry.organizationId)}::uuid[], ${audits.map((x) => x.actor.actorType)}::"PrincipalType"[],
+                             ${audits.map((x) => x.actor.actorId)}::uuid[], ${audits.map((x) => x.entry.entityType)}::text[], ${audits.map((x) => x.entry.action)}::text[],
+                             ${audits.map((x) => x.requestId)}::text[], ${audits.map((x) => json(x.entry.before))}::jsonb[], ${audits.map((x) => json(x.entry.after))}::jsonb[])
+             AS w("id", "auditId", "org", "actorType", "actorId", "entityType", "action", "requestId", "before", "after") ON w."id" = ins."id"
+    )
+    SELECT ins."id"::text, ins."txHash", ins."recipientOrganizationId"::text AS "recipientOrganizationId" FROM ins`,
+  );
+  const written = new Map(rows.map((r) => [r.id, r]));
+  for (const s of sent) {
+    const w = written.get(s.id)!;
+    const amount = s.a.amount.toString();
+    out[s.i] = {
+      id: s.id,
+      networkId,
+      assetNetworkId: s.a.assetNetworkId,
+      txHash: w.txHash,
+      fromAddress: s.a.fromAddress,
+      toAddress: s.a.toAddress,
+      amount: { toFixed: () => amount },
+      status: 'PENDING',
+      replaceable: s.a.replaceable,
+      replacedByTxHash: null,
+      blockHash: null,
+      blockHeight: null,
+      willRevert: s.a.revert,
+      senderOrganizationId: s.a.senderOrganizationId,
+      recipientOrganizationId: w.recipientOrganizationId,
+      createdAt: now,
+    };
+  }
   await sendChainSync(tx, deps.boss, networkId);
-  return out.map((o) => (typeof o === 'number' ? { txHash: rows[o]!.txHash } : o));
+  return out as (SandboxTransactionRow | Error)[];
+}
+
+/** A statement of sendTransactions in the caller's transaction: Prisma's, or a pg connection's (poolTransaction, the REST sends' groups). */
+const rowsOf = <R>(tx: Db | PoolQuery, q: Prisma.Sql): Promise<R[]> => (typeof tx === 'function' ? tx<R>(q.text, q.values) : tx.$queryRaw<R[]>(q));
+
+/** One send (sendTransactions with a list of one): the transaction, or the error that refused it thrown. */
+export async function sendTransaction(tx: Db, deps: ChainDeps, a: SendArgs): Promise<SandboxTransactionRow> {
+  const [r] = await sendTransactions(tx, deps, a.networkId, [a]);
+  if (r instanceof Error) throw r;
+  return r!;
 }
 
 /** Whether the transaction comes from its sending organization's faucet (an unbounded source). */
@@ -595,8 +596,7 @@ export async function replaceTransaction(
     if (spendable < next) throw invalidState(`insufficient funds: ${row.fromAddress} can spend ${spendable}, not ${next}.`);
     if (next > original) throw invalidState(`A replacement re-sends the transfer: at most ${original} from ${row.fromAddress}, not ${next}.`);
   }
-  await lockRecipient(tx, row.networkId, row.toAddress);
-  const replacement = await insertTransaction(tx, deps, {
+  const replacement = await sendTransaction(tx, deps, {
     networkId: row.networkId,
     assetNetworkId: row.assetNetworkId,
     fromAddress: row.fromAddress,
@@ -605,14 +605,13 @@ export async function replaceTransaction(
     replaceable: true,
     revert: row.willRevert,
     senderOrganizationId: row.senderOrganizationId,
-    recipientOrganizationId: row.recipientOrganizationId,
     replacesId: row.id,
   });
+  // The replacement's send queued the chain.sync job.
   const replaced = await tx.sandboxTransaction.update({
     where: { id: row.id },
     data: { status: 'REPLACED', replacedByTxHash: replacement.txHash, updatedAt: deps.clock.now() },
   });
-  await sendChainSync(tx, deps.boss, row.networkId);
   return { replaced, replacement };
 }
 
