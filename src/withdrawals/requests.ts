@@ -204,12 +204,14 @@ async function writeGroup(tx: Db, deps: MoneyDeps, items: readonly WithdrawalReq
     WITH "rows" AS MATERIALIZED (
       SELECT la."id", la."ownerId", la."assetNetworkId", (la."creditsPosted" - la."debitsPosted" - la."debitsPending")::text AS "available"
         FROM "LedgerAccount" la
-       WHERE la."id" IN (
+       -- The ids first (an init plan), so that a row updated by the group before this one is re-read
+       -- under its lock by its id alone.
+       WHERE la."id" = ANY(ARRAY(
                SELECT x."id" FROM unnest(${liveItems.map((x) => x.account.id)}::uuid[], ${liveItems.map((x) => x.assetNetworkId)}::uuid[]) AS u("o", "n")
                  JOIN "LedgerAccount" x ON x."kind" = 'CUSTOMER' AND x."ownerId" = u."o" AND x."assetNetworkId" = u."n"
                UNION ALL
                SELECT x."id" FROM unnest(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[]) AS u("n")
-                 JOIN "LedgerAccount" x ON x."kind" = 'CHAIN_CLEARING' AND x."ownerId" IS NULL AND x."assetNetworkId" = u."n")
+                 JOIN "LedgerAccount" x ON x."kind" = 'CHAIN_CLEARING' AND x."ownerId" IS NULL AND x."assetNetworkId" = u."n"))
        ORDER BY la."id" FOR UPDATE)
     SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('ownerId', "ownerId", 'an', "assetNetworkId", 'available', "available")), '[]') FROM "rows") AS "balances",
            (SELECT coalesce(jsonb_agg(jsonb_build_object('id', a."id", 'status', a."status")), '[]') FROM "Account" a WHERE a."id" = ANY(${accountIds}::uuid[])) AS "accounts"`;
