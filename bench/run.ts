@@ -502,6 +502,9 @@ try {
         `  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST; phases: request ${r.seconds.request} s, broadcast ${r.seconds.broadcast} s more, confirmation ${r.seconds.confirmation} s more)`,
       );
       say(
+        `  request groups: ${r.requestGroups.groups} (mean ${r.requestGroups.meanSize} requests, ${r.requestGroups.isolated} run again alone); bench process CPU per withdrawal: ${r.cpuMicrosPerWithdrawal.request} µs in the request phase, ${r.cpuMicrosPerWithdrawal.total} µs in all`,
+      );
+      say(
         `  lock waits: ${r.lockWaits.meanWaiting} backends waiting on average (${r.lockWaits.samples} samples); in: ${r.lockWaits.top.map((t) => `${Math.round(t.share * 100)}% "${t.statement}"`).join('; ')}`,
       );
       withdrawalRuns.push(r);

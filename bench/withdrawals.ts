@@ -4,6 +4,7 @@ import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
 import { numericToAmount } from '../src/money';
+import { withdrawalRequestGroupStats } from '../src/withdrawals/requests';
 
 /**
  * The withdrawals scenario of `npm run bench` (BENCH_SCENARIOS=withdrawals): custodial
@@ -45,6 +46,8 @@ export interface WithdrawalsRound {
    * backends waiting for a lock, and the statements they waited in (first 60 characters), most
    * waited first, with the share of the samples' waiting backends.
    */
+  requestGroups: { groups: number; meanSize: number; isolated: number };
+  cpuMicrosPerWithdrawal: { request: number; total: number };
   lockWaits: { samples: number; meanWaiting: number; top: { statement: string; share: number }[] };
 }
 
@@ -121,6 +124,9 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       const ids: string[] = new Array(n);
       const amounts: bigint[] = new Array(n);
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      const groups0 = { ...(withdrawalRequestGroupStats(deps) ?? { groups: 0, items: 0, isolated: 0, largest: 0 }) };
+      let cpuRequest = 0;
       let requested = false;
       let t1 = t0;
       const requests = pool(n, s.concurrency, async (i) => {
@@ -141,6 +147,8 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       }).then(() => {
         requested = true;
         t1 = performance.now();
+        const c = process.cpuUsage(cpu0);
+        cpuRequest = c.user + c.system;
       });
       const deadline = performance.now() + s.timeoutSeconds * 1000;
       let tBroadcast = 0;
@@ -180,6 +188,8 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       sampling = false;
       await sampler;
       all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
+      const g = withdrawalRequestGroupStats(deps)!;
+      const cpuTotal = process.cpuUsage(cpu0);
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
         withdrawals: n,
@@ -188,6 +198,14 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
         requestsPerSecond: Math.round(n / ((t1 - t0) / 1000)),
         withdrawalsPerSecond: Math.round(n / ((t2 - t0) / 1000)),
         seconds: { request: sec(t1 - t0), broadcast: sec((tBroadcast || t2) - t1), confirmation: sec(t2 - (tBroadcast || t2)), total: sec(t2 - t0) },
+        // The request groups (src/withdrawals/requests.ts) of the round, and the bench process's CPU
+        // (service + load generator: one process) per withdrawal, in the request phase and in all.
+        requestGroups: {
+          groups: g.groups - groups0.groups,
+          meanSize: +((g.items - groups0.items) / Math.max(1, g.groups - groups0.groups)).toFixed(1),
+          isolated: g.isolated - groups0.isolated,
+        },
+        cpuMicrosPerWithdrawal: { request: Math.round(cpuRequest / n), total: Math.round((cpuTotal.user + cpuTotal.system) / n) },
         lockWaits: {
           samples,
           meanWaiting: +(waiting / Math.max(1, samples)).toFixed(2),

@@ -4,7 +4,8 @@ import type { Context } from './context';
 import type { Db } from './db/prisma';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-const RETENTION_MS = 24 * 3600_000;
+/** How long a record answers its key. */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 
 /** Canonical JSON (sorted keys) so the same request always hashes the same. */
 function canonical(value: unknown): string {
@@ -16,6 +17,20 @@ function canonical(value: unknown): string {
       .join(',')}}`;
   return JSON.stringify(value ?? null);
 }
+
+/** A key that is not 1 to 255 printable ASCII characters: 400. */
+export function checkIdempotencyKey(key: string): void {
+  if (!KEY_PATTERN.test(key))
+    throw new DomainError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
+      fieldErrors: [{ field: 'idempotencyKey', message: 'must be 1 to 255 printable ASCII characters' }],
+    });
+}
+
+/** The hash a record keeps of its request: the same request (canonical JSON) always hashes the same. */
+export const idempotencyRequestHash = (request: unknown): string => createHash('sha256').update(canonical(request)).digest('hex');
+
+/** A replayed key used with another request: 409. */
+export const idempotencyKeyReused = () => new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request.');
 
 /**
  * Runs `fn` in `tx` at most once per (scope, key). Concurrent requests with the same key wait on
@@ -30,20 +45,17 @@ export async function idempotent<T>(
   fn: () => Promise<T>,
 ): Promise<T> {
   if (opts.key === null || opts.key === undefined) return fn();
-  if (!KEY_PATTERN.test(opts.key))
-    throw new DomainError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
-      fieldErrors: [{ field: 'idempotencyKey', message: 'must be 1 to 255 printable ASCII characters' }],
-    });
-  const requestHash = createHash('sha256').update(canonical(opts.request)).digest('hex');
+  checkIdempotencyKey(opts.key);
+  const requestHash = idempotencyRequestHash(opts.request);
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${opts.scope + ' ' + opts.key}, 0))`;
   const now = ctx.deps.clock.now();
   const existing = await tx.idempotencyRecord.findUnique({ where: { scope_key: { scope: opts.scope, key: opts.key } } });
   if (existing && existing.expiresAt > now) {
-    if (existing.requestHash !== requestHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request.');
+    if (existing.requestHash !== requestHash) throw idempotencyKeyReused();
     return existing.response as T;
   }
   const result = await fn();
-  const data = { requestHash, response: result as never, createdAt: now, expiresAt: new Date(now.getTime() + RETENTION_MS) };
+  const data = { requestHash, response: result as never, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) };
   await tx.idempotencyRecord.upsert({
     where: { scope_key: { scope: opts.scope, key: opts.key } },
     create: { scope: opts.scope, key: opts.key, ...data },

@@ -526,78 +526,53 @@ export async function postLedgerTransactions(tx: Db, inputs: readonly PostInput[
   return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
 }
 
+/** One operation for postInStatement: a balanced posting, or a hold. */
+export type LedgerPosting = { post: PostInput } | { hold: CreateHoldInput };
+
+/** What postInStatement answers per operation: its ledger transaction (and hold), or its refusal. */
+export type PostedInStatement = { ledgerTransactionId: string; holdId: string | null; replayed: boolean } | LedgerError;
+
 /**
- * The last write of a group transaction (issue 22): posts `inputs` with one ledger_post call and,
- * in the SAME statement, runs `follow` — a data-modifying statement of the caller that needs the
- * postings' ledger transaction ids. It reads them from the relation `ledger_results("ord", "id",
- * "s")` (ord: the item's 1-based position in `inputs`; s: 'ok', 'replayed' or 'error'); its own
- * parameters are written `param(1)`, `param(2)`, … (numbered after ledger_post's).
+ * Posts ledger operations (postings and holds) in the caller's transaction with ONE statement and
+ * no savepoint, optionally followed in that same statement by `follow`: data-modifying common table
+ * expressions of the caller (`"name" AS (…)`, comma-separated) that need the operations' results
+ * (issue 22: the one posting API of group commits; the settlement groups' EXECUTED states, the
+ * withdrawal requests' rows). `follow` reads the relation
+ * `ledger_results("ord", "id", "hold", "s")` (ord: the operation's 1-based position in `postings`;
+ * id: its ledger transaction; hold: the hold it created; s: 'ok', 'replayed' or 'error').
  *
- * Why: ledger_post locks the balance rows it credits (PLATFORM_REVENUE, the beneficiaries' rows)
- * until the commit, so everything the caller sends after it is time other transactions queue on
- * those rows. Here the posting, the caller's follow-up and the commit are two round trips, without
- * postLedgerTransactions' savepoint (SAVEPOINT, ledger_post, RELEASE, then the caller's statement:
- * four). No savepoint: an error (a deadlock, a numeric overflow) aborts the caller's transaction,
- * which must roll back whole (the settlement groups then run their items alone); a numeric overflow
- * is still answered as the LedgerError AMOUNT_OUT_OF_RANGE. Refusals answer per item, as
- * postLedgerTransactions' (the follow-up sees them as s = 'error').
+ * Why a statement of the caller's: ledger_post locks the balance rows it writes until the commit, so
+ * whatever the caller sends after it is time others queue on those rows (a shared CHAIN_CLEARING or
+ * PLATFORM_REVENUE row). The caller decides its items' refusals before (what it can know: its own
+ * rules, and for money leaving an account, the balance rows it locked); ledger_post still answers a
+ * refusal per operation (s = 'error'), which the caller treats as it must (a group rolls back whole).
+ *
+ * No savepoint, no retry: a deadlock or any error aborts the caller's transaction, which retries or
+ * rolls back whole; a total beyond NUMERIC(78,0) is answered as the LedgerError AMOUNT_OUT_OF_RANGE.
  */
-export async function postLedgerTransactionsWith(
-  tx: Db,
-  inputs: readonly PostInput[],
-  follow: (param: (n: number) => string) => string,
-  followArgs: readonly unknown[],
-): Promise<(LedgerResult | LedgerError)[]> {
-  if (!inputs.length) return [];
-  const items = inputs.map(preparePost);
-  const args = batchArgs(items);
-  const sql = `WITH posted AS MATERIALIZED (${LEDGER_POST_SQL}),
-    ledger_results AS (SELECT x."ord"::int AS "ord", (x.e->>'id')::uuid AS "id", x.e->>'s' AS "s"
-                         FROM posted, jsonb_array_elements(posted.r) WITH ORDINALITY AS x(e, "ord")),
-    follow AS (${follow((n) => `$${args.length + n}`)})
+export async function postInStatement(tx: Db, postings: readonly LedgerPosting[], follow?: Prisma.Sql): Promise<PostedInStatement[]> {
+  if (!postings.length) return [];
+  const items = postings.map((p) => ('post' in p ? preparePost(p.post) : prepareHold(p.hold)));
+  const ledgerPost = new Prisma.Sql(LEDGER_POST_SQL.split(/\$\d+/), batchArgs(items) as Prisma.Sql['values']);
+  const sql = Prisma.sql`WITH posted AS MATERIALIZED (${ledgerPost}),
+    ledger_results AS (SELECT x."ord"::int AS "ord", (x.e->>'id')::uuid AS "id", (x.e->>'hold')::uuid AS "hold", x.e->>'s' AS "s"
+                         FROM posted, jsonb_array_elements(posted.r) WITH ORDINALITY AS x(e, "ord"))
+    ${follow ? Prisma.sql`, ${follow}` : Prisma.empty}
     SELECT r FROM posted`;
   let rows: { r: RawResult[] }[];
   try {
     ledgerMetrics.calls++;
-    rows = await tx.$queryRawUnsafe<{ r: RawResult[] }[]>(sql, ...args, ...followArgs);
+    rows = await tx.$queryRaw<{ r: RawResult[] }[]>(sql);
   } catch (e) {
     throw sqlState(e) === '22003' ? amountOutOfRange() : e;
   }
-  return counted(items, rows[0]!.r).map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
+  return counted(items, rows[0]!.r).map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, holdId: o.holdId, replayed: o.replayed } : o.error));
 }
 
 /** Reserves `amount` from `debit` to `credit`: pending totals move, available drops at once. */
 export async function createHold(tx: Db, input: CreateHoldInput): Promise<{ holdId: string; ledgerTransactionId: string; replayed: boolean }> {
   const r = await one(tx, prepareHold(input));
   return { holdId: r.holdId!, ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
-}
-
-/**
- * createHold as a fragment of the caller's own statement (issue 22): `SELECT ledger_post(…) AS r` for
- * one hold, to run as a CTE beside the writes that depend on it (the row naming the hold, its audit
- * entry), so that the balance rows the hold locks are held from that one statement to the commit.
- * The caller reads the answer with `holdOutcome` (which throws the refusal) and maps a failed
- * statement with `ledgerStatementError`. No savepoint and no retry here: a deadlock fails the
- * caller's statement, and with it the caller's transaction.
- */
-export function holdStatement(input: CreateHoldInput): Prisma.Sql {
-  return new Prisma.Sql(LEDGER_POST_SQL.split(/\$\d+/), batchArgs([prepareHold(input)]) as Prisma.Sql['values']);
-}
-
-/** The answer of a holdStatement (the `r` it selected): the hold, or its refusal thrown (a LedgerError). */
-export function holdOutcome(r: unknown): { holdId: string; ledgerTransactionId: string; replayed: boolean } {
-  const o = outcomeOf((r as RawResult[] | null)?.[0]);
-  if (!o.ok) throw o.error;
-  ledgerMetrics.calls++;
-  ledgerMetrics.items++;
-  metrics.ledgerBatchSize.observe(1);
-  if (!o.replayed) metrics.ledgerPostings.inc(1);
-  return { holdId: o.holdId!, ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed };
-}
-
-/** A statement holding a holdStatement failed: the ledger's own refusal when it is one (a total beyond NUMERIC(78,0)), else null. */
-export function ledgerStatementError(e: unknown): LedgerError | null {
-  return sqlState(e) === '22003' ? amountOutOfRange() : null;
 }
 
 const amountOutOfRange = () =>

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { Prisma, type Db } from '../db/prisma';
 import type { PricingPolicy, Settlement, SettlementAllocation, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, isRetryable, notFound } from '../errors';
 import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
 import { idempotent } from '../idempotency';
-import { postLedgerTransactionsWith, type LedgerError, type PostInput, type PostingLine } from '../ledger/ledger';
+import { postInStatement, type LedgerError, type PostInput, type PostingLine } from '../ledger/ledger';
 import {
   amountToNumeric,
   amountToString,
@@ -337,7 +337,7 @@ export async function executeSettlementGroup(
     }, TX_OPTIONS);
   } catch (e) {
     // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
-    // posting has no savepoint to retry under: postLedgerTransactionsWith).
+    // posting has no savepoint to retry under: postInStatement).
     const attempt = opts.attempt ?? 1;
     if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
       await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
@@ -486,35 +486,26 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
   await emitEvents(tx, deps, w.events);
   await auditAll(tx, deps, systemActor(), w.audits);
   if (!w.executed.length) return;
-  // The ledger last, with the EXECUTED states in the same statement (postLedgerTransactionsWith):
+  // The ledger last, with the EXECUTED states in the same statement (postInStatement):
   // every settlement of the asset-network credits the same PLATFORM_REVENUE row (and often the same
   // accounts), whose row locks are held from here to the commit, so nothing else is sent between
   // the posting and the commit (the state needs the posting's ledger transaction id: the schema's
   // check requires it of an EXECUTED settlement).
   const x = w.executed;
-  const posted = await postLedgerTransactionsWith(
+  const posted = await postInStatement(
     tx,
-    x.map((e) => e.posting),
-    (p) => `
+    x.map((e) => ({ post: e.posting })),
+    Prisma.sql`"executed" AS (
     UPDATE "Settlement" s SET "status" = 'EXECUTED', "attempts" = v."attempts", "grossAmount" = v."gross", "feeAmount" = v."fee",
            "distributableAmount" = v."distributable", "pricingPolicyId" = v."policy", "feePercentage" = v."pct", "isTotal" = v."isTotal",
            "executedAt" = v."at", "ledgerTransactionId" = lr."id", "failureReason" = NULL, "failedAt" = NULL, "updatedAt" = now()
-      FROM unnest(${p(1)}::uuid[], ${p(2)}::int[], ${p(3)}::numeric[], ${p(4)}::numeric[], ${p(5)}::numeric[], ${p(6)}::uuid[], ${p(7)}::numeric[],
-                  ${p(8)}::boolean[], ${p(9)}::timestamptz[])
+      FROM unnest(${x.map((e) => e.settlementId)}::uuid[], ${x.map((e) => e.state.attempts)}::int[], ${x.map((e) => n(e.state.gross))}::numeric[],
+                  ${x.map((e) => n(e.state.fee))}::numeric[], ${x.map((e) => n(e.state.distributable))}::numeric[],
+                  ${x.map((e) => e.state.pricingPolicyId)}::uuid[], ${x.map((e) => e.state.feePercentage)}::numeric[],
+                  ${x.map((e) => e.state.isTotal)}::boolean[], ${x.map((e) => e.state.executedAt)}::timestamptz[])
            WITH ORDINALITY AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ord")
       JOIN ledger_results lr ON lr."ord" = v."ord" AND lr."s" <> 'error'
-     WHERE s."id" = v."id"`,
-    [
-      x.map((e) => e.settlementId),
-      x.map((e) => e.state.attempts),
-      x.map((e) => n(e.state.gross)),
-      x.map((e) => n(e.state.fee)),
-      x.map((e) => n(e.state.distributable)),
-      x.map((e) => e.state.pricingPolicyId),
-      x.map((e) => e.state.feePercentage),
-      x.map((e) => e.state.isTotal),
-      x.map((e) => e.state.executedAt),
-    ],
+     WHERE s."id" = v."id")`,
   );
   // A refused posting: the group rolls back whole (the states written beside the others with it).
   const refused = posted.find((r): r is LedgerError => r instanceof Error);

@@ -1,33 +1,25 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createOperator, createTestApp, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
 import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { moneyDeps } from '../../test/fixtures/deposits/testing';
-import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
+import { withdrawalSuite, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 import { withdrawalHandlers } from './withdrawals.jobs';
 import { followNetworkWithdrawals, RESERVE_RETRY_MS } from './withdrawals';
+import { withdrawalRequestGroupStats } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 
 /**
  * Withdrawals at database speed (issue 22): the statements one withdrawal costs at request, at
- * broadcast and at confirmation (load-independent), and the groups the broadcast job and the
- * chain.sync confirmation work in.
+ * broadcast and at confirmation (load-independent); the groups requests are written in (one
+ * transaction per group, each refused alone), and the groups the broadcast job and the chain.sync
+ * confirmation work in.
  */
-let app: TestApp;
-let op: { operatorId: string; headers: Record<string, string> };
-beforeAll(async () => {
-  app = await createTestApp();
-  op = await createOperator(app);
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
-
 const DEST = '0x00000000000000000000000000000000000000e1';
-const { idOf, setup, get, mine, sweptToHot, sweep, balance, withdrawalEvents } = withdrawalTesting(() => app, DEST);
-const deps = () => ({ ...moneyDeps(app), sealingKey: app.deps.sealingKey });
+const t = withdrawalSuite(DEST);
+const { idOf, setup, get, mine, sweptToHot, sweep, balance, withdrawalEvents } = t;
+const deps = () => ({ ...moneyDeps(t.app), sealingKey: t.app.deps.sealingKey });
 
 async function withdraw(s: WithdrawalSetup, amount: bigint): Promise<string> {
-  const r = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+  const r = await t.app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
     headers: s.f.apiKeyHeaders,
     body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
   });
@@ -35,12 +27,52 @@ async function withdraw(s: WithdrawalSetup, amount: bigint): Promise<string> {
   return idOf(r);
 }
 
+const ask = (s: WithdrawalSetup, amount: bigint, headers: Record<string, string> = {}) =>
+  t.app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+    headers: { ...s.f.apiKeyHeaders, ...headers },
+    body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+  });
+
+/**
+ * Requests gathered into groups: the asset-network's CHAIN_CLEARING balance row is held locked (as a
+ * long group would hold it) while `fire` sends them, so the first groups wait for it and the requests
+ * after them queue up; once they all queued, the row is released and they are written in groups.
+ */
+async function gathered<T>(s: WithdrawalSetup, fire: () => Promise<T>[]): Promise<T[]> {
+  let release!: () => void;
+  const released = new Promise<void>((ok) => (release = ok));
+  let holder!: (pid: number) => void;
+  const pid = new Promise<number>((ok) => (holder = ok));
+  const held = t.app.deps.db.$transaction(
+    async (tx) => {
+      const [me] = await tx.$queryRaw<{ pid: number }[]>`
+        SELECT pg_backend_pid() AS "pid" FROM "LedgerAccount"
+         WHERE "kind" = 'CHAIN_CLEARING' AND "ownerId" IS NULL AND "assetNetworkId" = ${s.f.catalog.assetNetworkId}::uuid FOR UPDATE`;
+      holder(me!.pid);
+      await released;
+    },
+    { timeout: 60_000 },
+  );
+  const blocker = await pid;
+  const answers = fire();
+  const waiting = async () =>
+    (
+      await t.app.deps.db.$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS "n" FROM pg_stat_activity WHERE ${blocker}::int = ANY(pg_blocking_pids(pid))`
+    )[0]!.n;
+  while ((await waiting()) < 1) await new Promise((ok) => setTimeout(ok, 50));
+  await new Promise((ok) => setTimeout(ok, 1_000)); // the others reach the queue
+  release();
+  await held;
+  return Promise.all(answers);
+}
+
 /** A HOT treasury address holding what the setup's deposit address held (swept, mined), and a seeded reserve. */
 async function hotTreasury(s: WithdrawalSetup, reserve = 10n ** 9n): Promise<{ id: string; address: string }> {
-  const hot = await sweptToHot(s, op.headers);
-  await drainMoneyWork(app);
-  const seed = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
-    headers: op.headers,
+  const hot = await sweptToHot(s, t.op.headers);
+  await drainMoneyWork(t.app);
+  const seed = await t.app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
+    headers: t.op.headers,
     body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: reserve.toString() },
   });
   expect(seed.status, seed.text).toBe(200);
@@ -49,25 +81,29 @@ async function hotTreasury(s: WithdrawalSetup, reserve = 10n ** 9n): Promise<{ i
 
 /** The queued broadcast jobs, taken off the queue (their withdrawal ids), to run them as the worker does. */
 async function takeBroadcastJobs(): Promise<string[]> {
-  const jobs = await app.deps.boss!.fetch<{ withdrawalId: string }>(WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 1000, ignoreStartAfter: true });
-  for (const j of jobs) await app.deps.boss!.complete(WITHDRAWAL_BROADCAST_QUEUE, j.id);
+  const jobs = await t.app.deps.boss!.fetch<{ withdrawalId: string }>(WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 1000, ignoreStartAfter: true });
+  for (const j of jobs) await t.app.deps.boss!.complete(WITHDRAWAL_BROADCAST_QUEUE, j.id);
   return jobs.map((j) => j.data.withdrawalId);
 }
 
 describe('statements per withdrawal', () => {
-  test('request, broadcast and confirmation: 15 statements per request; a broadcast group and a confirmation group do not grow with their size', async () => {
+  test("request, broadcast and confirmation, 1 and 16 at once: requests share their group's statements; a broadcast group and a confirmation group do not grow with their size", async () => {
     const s = await setup(10_000_000n);
     await hotTreasury(s);
     const run = async (n: number) => {
-      const request = await app.sqlStatements(async () => {
-        const ids: string[] = [];
-        for (let i = 0; i < n; i++) ids.push(await withdraw(s, 1_000n + BigInt(i)));
-        return ids;
+      const groupsBefore = withdrawalRequestGroupStats(t.app.deps)?.groups ?? 0;
+      const request = await t.app.sqlStatements(async () => {
+        // One alone; 16 at once, gathered (groups of up to 64: 2 groups of one wait for the
+        // CHAIN_CLEARING row, the 14 others queue and then go in 2 groups).
+        const answers = n === 1 ? [await ask(s, 1_000n)] : await gathered(s, () => Array.from({ length: n }, (_x, i) => ask(s, 1_000n + BigInt(i))));
+        for (const r of answers) expect(r.status, r.text).toBe(201);
+        return answers.map(idOf);
       });
+      const groups = withdrawalRequestGroupStats(t.app.deps)!.groups - groupsBefore;
       const ids = request.result;
       const queued = await takeBroadcastJobs();
       expect(queued.sort()).toEqual([...ids].sort());
-      const broadcast = await app.sqlStatements(() =>
+      const broadcast = await t.app.sqlStatements(() =>
         withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](
           deps(),
           queued.map((withdrawalId) => ({ data: { withdrawalId } })),
@@ -75,24 +111,123 @@ describe('statements per withdrawal', () => {
       );
       for (const id of ids) expect((await get(s, id)).status).toBe('BROADCAST');
       await mine(s);
-      const confirmation = await app.sqlStatements(() => followNetworkWithdrawals(deps(), s.f.catalog.networkId));
+      const confirmation = await t.app.sqlStatements(() => followNetworkWithdrawals(deps(), s.f.catalog.networkId));
       for (const id of ids) expect((await get(s, id)).status).toBe('CONFIRMED');
-      await drainMoneyWork(app);
-      return { request: request.statements.length / n, broadcast: broadcast.statements.length, confirmation: confirmation.statements.length };
+      await drainMoneyWork(t.app);
+      return {
+        groups,
+        request: request.statements.length / n,
+        broadcast: broadcast.statements.length,
+        confirmation: confirmation.statements.length,
+      };
     };
-    const small = await run(2);
-    const large = await run(10);
+    const small = await run(1);
+    const large = await run(16);
     const per = {
-      request: large.request,
-      broadcast: (large.broadcast - small.broadcast) / 8,
-      confirmation: (large.confirmation - small.confirmation) / 8,
+      alone: small.request,
+      grouped: large.request,
+      broadcast: (large.broadcast - small.broadcast) / 15,
+      confirmation: (large.confirmation - small.confirmation) / 15,
     };
+    console.info('statements per withdrawal', { ...per, groupsOf16: large.groups });
     // Before issue 22: 17 per request, 44 per broadcast and 13 per confirmation, each withdrawal its own
-    // transaction. Now 15 per request; a broadcast group and a block's confirmations cost the same
-    // statements (37 and 16) for 2 withdrawals as for 10.
-    expect(per.request).toBeLessThanOrEqual(15);
+    // transaction; then 15 per request. Now a request alone is a group of one (12 statements); 16 at once
+    // share 4 groups' transactions (5 per request: 2 reads each, the groups' statements shared); a
+    // broadcast group and a block's confirmations cost the same statements for 1 withdrawal as for 16.
+    expect(small.groups).toBe(1);
+    expect(large.groups).toBeLessThanOrEqual(4);
+    expect(per.alone).toBeLessThanOrEqual(12);
+    expect(per.grouped).toBeLessThanOrEqual(5);
     expect(per.broadcast).toBeLessThanOrEqual(1);
     expect(per.confirmation).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('request groups', () => {
+  test('a group where one request is refused (insufficient balance): that one 409 alone, holding nothing; the others written, each held once with its event and audit entry', async () => {
+    const s = await setup(100_000n);
+    const before = { ...withdrawalRequestGroupStats(t.app.deps) };
+    const answers = await gathered(s, () => [
+      ...[1, 2, 3].map((i) => ask(s, 1_000n * BigInt(i))),
+      ask(s, 10n ** 12n), // more than the account holds: refused alone
+      ...[4, 5, 6, 7].map((i) => ask(s, 1_000n * BigInt(i))),
+    ]);
+    const after = withdrawalRequestGroupStats(t.app.deps)!;
+    expect(after.items - (before.items ?? 0)).toBe(8);
+    expect(after.groups - (before.groups ?? 0)).toBeLessThanOrEqual(4); // 2 alone, the 6 queued behind them in 1 or 2 groups
+    expect(after.isolated).toBe(before.isolated ?? 0); // no group failed as a whole
+    const refused = answers[3]!;
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body).toMatchObject({
+      code: 'INVALID_STATE',
+      detail: expect.stringMatching(/^insufficient funds in account .*: the posting exceeds its available balance by \d+$/),
+    });
+    const ids = answers
+      .filter((_r, i) => i !== 3)
+      .map((r) => {
+        expect(r.status, r.text).toBe(201);
+        return idOf(r);
+      });
+    expect(await balance(s)).toEqual({ posted: 100_000n, available: 100_000n - 28_000n });
+    expect(await t.app.deps.db.withdrawal.count({ where: { accountId: s.accountId } })).toBe(7);
+    const holds = await t.app.deps.db.ledgerTransaction.findMany({
+      where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:hold`) } },
+      select: { id: true },
+    });
+    expect(holds).toHaveLength(7);
+    for (const id of ids) {
+      const w = await t.app.deps.db.withdrawal.findUniqueOrThrow({ where: { id } });
+      const audit = await t.app.deps.db.auditLogEntry.findFirstOrThrow({ where: { entityId: id, action: 'withdrawal.requested' } });
+      expect(audit.after).toMatchObject({ status: 'APPROVED', holdId: w.holdId, amount: w.amount.toFixed() });
+      expect(await withdrawalEvents(s, id)).toEqual(['requested', 'approved']);
+    }
+    // Each is broadcast and confirmed as any other.
+    await drainMoneyWork(t.app);
+    await mine(s);
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 7 });
+    expect(await balance(s)).toEqual({ posted: 100_000n - 28_000n, available: 100_000n - 28_000n });
+  });
+
+  test('groups at once on one account: each reads the balance the group before it left (never spendable twice, never refused while it covers)', async () => {
+    const s = await setup(20_000n);
+    const answers = await Promise.all(Array.from({ length: 24 }, () => ask(s, 1_000n)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((x) => x === 201)).toHaveLength(20);
+    expect(statuses.filter((x) => x === 409)).toHaveLength(4);
+    for (const r of answers.filter((x) => x.status === 409)) expect(r.body).toMatchObject({ detail: expect.stringMatching(/^insufficient funds/) });
+    expect(await balance(s)).toEqual({ posted: 20_000n, available: 0n });
+  });
+
+  test('keyed requests replayed inside a group and across groups answer the same withdrawal; the key with another request 409; one withdrawal and one hold per key', async () => {
+    const s = await setup(100_000n);
+    const k1 = { 'idempotency-key': `k1-${s.accountId}` };
+    const k2 = { 'idempotency-key': `k2-${s.accountId}` };
+    const answers = await gathered(s, () => [
+      ask(s, 1_000n),
+      ask(s, 1_000n),
+      ask(s, 5_000n, k1),
+      ask(s, 5_000n, k1), // the same request again, in the same group: replays the first
+      ask(s, 7_000n, k2),
+      ask(s, 7_000n, k2),
+    ]);
+    for (const r of answers) expect(r.status, r.text).toBe(201);
+    const w1 = idOf(answers[2]!);
+    const w2 = idOf(answers[4]!);
+    expect(idOf(answers[3]!)).toBe(w1);
+    expect(idOf(answers[5]!)).toBe(w2);
+    // Across groups: later, alone, and two at once.
+    const later = await Promise.all([ask(s, 5_000n, k1), ask(s, 7_000n, k2), ask(s, 5_000n, k1)]);
+    expect(later.map((r) => [r.status, idOf(r)])).toEqual([
+      [201, w1],
+      [201, w2],
+      [201, w1],
+    ]);
+    // The key with another request: 409, nothing written.
+    for (const r of await Promise.all([ask(s, 6_000n, k1), ask(s, 6_000n, k2)])) expect(r.body).toMatchObject({ status: 409, code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await t.app.deps.db.withdrawal.count({ where: { accountId: s.accountId } })).toBe(4);
+    expect(await t.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: { in: [w1, w2].map((id) => `withdrawal:${id}:hold`) } } })).toBe(2);
+    expect(await t.app.deps.db.idempotencyRecord.count({ where: { key: { in: [k1, k2].map((k) => k['idempotency-key']) } } })).toBe(2);
+    expect(await balance(s)).toEqual({ posted: 100_000n, available: 100_000n - 14_000n });
   });
 });
 
@@ -122,7 +257,7 @@ describe('broadcast groups', () => {
     });
     expect(await get(other, o1)).toMatchObject({ status: 'BROADCAST', fromAddress: other.depositAddress, broadcastAttempts: 1 });
     // The two HOT transfers: consecutive nonces (the sandbox's hash covers the nonce), in list order.
-    const sent = await app.deps.db.sandboxTransaction.findMany({
+    const sent = await t.app.deps.db.sandboxTransaction.findMany({
       where: { fromAddress: hot.address, toAddress: DEST },
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       select: { txHash: true, amount: true },
@@ -136,12 +271,12 @@ describe('broadcast groups', () => {
     ]);
 
     // Topped up: the waiting one is sent by the sweep's retry, then all confirm at the next block, each hold posted once.
-    const seed = await app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
-      headers: op.headers,
+    const seed = await t.app.rest('POST', '/v1/admin/network-resource-reserve/seed', {
+      headers: t.op.headers,
       body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: '21000' },
     });
     expect(seed.status, seed.text).toBe(200);
-    app.clock.advance(RESERVE_RETRY_MS);
+    t.app.clock.advance(RESERVE_RETRY_MS);
     await sweep(s);
     expect(await get(s, w3)).toMatchObject({ status: 'BROADCAST', fromAddress: hot.address, broadcastAttempts: 1 });
     await mine(s);
@@ -159,8 +294,8 @@ describe('broadcast groups', () => {
       expect(await withdrawalEvents(x, id)).toEqual(['requested', 'approved', 'broadcast', 'confirmed']);
     }
     const ids = [w1, w2, w3, o1];
-    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:post`) } } })).toBe(4);
-    const consumed = await app.deps.db.networkResourceReserveMovement.findMany({
+    expect(await t.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:post`) } } })).toBe(4);
+    const consumed = await t.app.deps.db.networkResourceReserveMovement.findMany({
       where: { referenceType: 'Withdrawal', referenceId: { in: ids.map((id) => `${id}:1`) } },
       select: { kind: true, amount: true },
     });
@@ -170,7 +305,7 @@ describe('broadcast groups', () => {
       ['CONSUME', '21000'],
     ]);
     expect(await balance(s)).toEqual({ posted: 10_000_000n - 6_000n, available: 10_000_000n - 6_000n });
-    const audits = await app.deps.db.auditLogEntry.count({
+    const audits = await t.app.deps.db.auditLogEntry.count({
       where: { entityId: { in: ids }, action: { in: ['withdrawal.broadcast', 'withdrawal.confirmed'] } },
     });
     expect(audits).toBe(8);
@@ -179,17 +314,17 @@ describe('broadcast groups', () => {
   test('confirmation: a mined withdrawal of a frozen account waits (BROADCAST, hold kept) and confirms once unfrozen, posted once', async () => {
     const s = await setup(1_000_000n);
     const w = await withdraw(s, 10_000n);
-    await drainMoneyWork(app);
+    await drainMoneyWork(t.app);
     expect((await get(s, w)).status).toBe('BROADCAST');
-    const freeze = await app.rest('POST', `/v1/accounts/${s.accountId}/freeze`, { headers: s.f.member.headers, body: { reason: 'review' } });
+    const freeze = await t.app.rest('POST', `/v1/accounts/${s.accountId}/freeze`, { headers: s.f.member.headers, body: { reason: 'review' } });
     expect(freeze.status, freeze.text).toBe(204);
     await mine(s);
     expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ WAITING: 1 });
     expect((await get(s, w)).status).toBe('BROADCAST');
-    const unfreeze = await app.rest('POST', `/v1/accounts/${s.accountId}/unfreeze`, { headers: s.f.member.headers });
+    const unfreeze = await t.app.rest('POST', `/v1/accounts/${s.accountId}/unfreeze`, { headers: s.f.member.headers });
     expect(unfreeze.status, unfreeze.text).toBe(204);
     expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 1 });
     expect(await balance(s)).toEqual({ posted: 990_000n, available: 990_000n });
-    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `withdrawal:${w}:post` } })).toBe(1);
+    expect(await t.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `withdrawal:${w}:post` } })).toBe(1);
   });
 });

@@ -14,6 +14,12 @@ import { withdrawalTesting, type WithdrawalSetup } from '../../test/fixtures/wit
  * deadlocked or serialization-failed transaction: never a 500, the block always succeeds, and once it
  * answered 204 nothing more is paid to the destination (whatever raced it either went out before the
  * block committed, or is REJECTED with nothing sent).
+ *
+ * Issue 22: requests are written in groups (src/withdrawals/requests.ts) in the same order: the
+ * group's destinations share-locked (id order), then the idempotency and period advisory locks, then
+ * the ledger (the accounts' locks, the balance rows in id order). A block racing a group of requests
+ * to its destination: the requests written before the block committed are REJECTED by it, the others
+ * answer 409; never a 500, nothing paid.
  */
 let app: TestApp;
 let op: { headers: Record<string, string> };
@@ -114,6 +120,29 @@ describe('blocking a destination races the steps that pay it', () => {
       expect(b.status, `round ${round}: block ${b.text}`).toBe(204);
       expect([204, 409], `round ${round}: signature ${sig.text}`).toContain(sig.status);
       await afterRace(s, d, id, sig.status === 204);
+    }
+  });
+
+  test(`block vs a group of requests to the destination, ${ROUNDS} rounds: never a 500; each request written before the block is REJECTED by it, each after refused 409`, async () => {
+    const s = await setup(100_000_000n);
+    for (let round = 0; round < ROUNDS; round++) {
+      const d = await destination(s);
+      const asks = Array.from({ length: 6 }, () =>
+        app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+          headers: s.f.apiKeyHeaders,
+          body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: d.id },
+        }),
+      );
+      const [b, ...answers] = await Promise.all([block(d.id), ...asks]);
+      expect(b.status, `round ${round}: block ${b.text}`).toBe(204);
+      for (const r of answers) {
+        expect([201, 409], `round ${round}: request ${r.text}`).toContain(r.status);
+        if (r.status === 409) expect(r.body).toMatchObject({ detail: expect.stringMatching(/blocked/) });
+      }
+      await drainMoneyWork(app);
+      for (const r of answers.filter((x) => x.status === 201))
+        expect(await get(s, idOf(r))).toMatchObject({ status: 'REJECTED', txHash: null, rejectionReason: expect.stringMatching(/DESTINATION_BLOCKED/) });
+      expect(await paidTo(d.address)).toBe(0);
     }
   });
 

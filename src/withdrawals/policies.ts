@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
 import type { PayoutPolicy, WithdrawalPolicy } from '../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
-import { amountToNumeric, numericToAmount, type Amount, positiveAmountText, amountText } from '../money';
+import { amountToNumeric, positiveAmountText, amountText } from '../money';
 import { auditAs } from '../audit/audit';
 import { requestActor, TX_OPTIONS } from '../kernel/service';
 
@@ -135,17 +134,7 @@ export async function configurePayoutPolicy(ctx: Context, organizationIdArg: unk
   }, TX_OPTIONS);
 }
 
-/** The withdrawal policy in force for an asset-network: its own latest version, else the organization-wide one, else none. */
-export async function withdrawalPolicyInForce(db: Db, organizationId: string, assetNetworkId: string): Promise<WithdrawalPolicy | null> {
-  const own = await db.withdrawalPolicy.findFirst({ where: { organizationId, assetNetworkId }, orderBy: { version: 'desc' } });
-  return own ?? db.withdrawalPolicy.findFirst({ where: { organizationId, assetNetworkId: null }, orderBy: { version: 'desc' } });
-}
-
-export function payoutPolicyInForce(db: Db, organizationId: string): Promise<PayoutPolicy | null> {
-  return db.payoutPolicy.findFirst({ where: { organizationId }, orderBy: { version: 'desc' } });
-}
-
-export const policyAmount = (v: { toFixed(dp: number): string } | null): Amount | null => (v === null ? null : numericToAmount(v));
+/** The policies in force (an asset-network's own latest withdrawal policy, else the organization-wide one; the latest payout policy) are read by the request groups: src/withdrawals/requests.ts. */
 export { amountToNumeric };
 
 /** Operators' listing (GraphQL): every version of an organization's policies, oldest first. */

@@ -1,40 +1,28 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import { Prisma, type Db } from '../db/prisma';
+import type { Db } from '../db/prisma';
 import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound, parseInput } from '../errors';
-import { assertId, isUuid, uuidv7 } from '../ids';
-import { idempotent } from '../idempotency';
-import {
-  holdOutcome,
-  holdStatement,
-  LedgerError,
-  ledgerStatementError,
-  lockAccountsForMove,
-  postHold,
-  postHolds,
-  voidHold,
-  type LedgerAccountRef,
-} from '../ledger/ledger';
-import { amountToNumeric, amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
+import { fieldError, invalidState, notFound, parseInput } from '../errors';
+import { assertId, isUuid } from '../ids';
+import { checkIdempotencyKey, idempotencyRequestHash } from '../idempotency';
+import { LedgerError, lockAccountsForMove, postHold, postHolds, voidHold } from '../ledger/ledger';
+import { amountToString, numericToAmount, type Amount, positiveAmountText } from '../money';
 import { adapterFor, hasAdapter, networkRef, replacementChain, type NetworkAdapter, type NetworkRef, type ObservedTransfer } from '../chains/adapter';
 import { derivePrivateKey, derivePublicKey, addressOf, type TransferPayload } from '../chains/secp256k1';
 import { custodialRootKey } from '../custody/wallets';
-import { auditAll, auditAs, auditInsertSql, deferAudits, type Actor, type AuditInput } from '../audit/audit';
+import { auditAll, auditAs, deferAudits, type Actor, type AuditInput } from '../audit/audit';
 import { deferEvents, emit, emitEvents } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
-import { nowFor } from '../chains/sandbox/clock';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
-import { ledgerAccounts } from '../ledger/ledger';
 import { loadVisibleAccount } from '../accounts/accounts';
-import { assertDestinationUsable, blockDestinationInput } from './destinations';
+import { blockDestinationInput } from './destinations';
 import type { Network, WithdrawalDestination } from '../generated/prisma/client';
 import { networkCostsOf } from '../treasury/costs/costs';
 import { sendGroupFromTreasury } from '../treasury/payouts';
 import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/reserve';
-import { payoutPolicyInForce, policyAmount, withdrawalPolicyInForce } from './policies';
 import { statusAllows } from '../catalog/catalog';
+import { submitWithdrawalRequest } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
 
 /**
@@ -113,13 +101,6 @@ export async function lockWithdrawal(tx: Db, id: string): Promise<Withdrawal | n
   return rows[0] ? tx.withdrawal.findUnique({ where: { id } }) : null;
 }
 
-const customer = (w: { accountId: string; organizationId: string; assetNetworkId: string }): LedgerAccountRef => ({
-  kind: 'CUSTOMER',
-  ownerId: w.accountId,
-  organizationId: w.organizationId,
-  assetNetworkId: w.assetNetworkId,
-});
-
 // ------------------------------------------------------------------------------------------------
 // Request
 
@@ -182,139 +163,23 @@ export async function requestWithdrawal(
   }
   const p = ctx.principal;
   const who = p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other';
-  const request = { accountId: account.id, ...data };
-  const created = await ctx.deps.db.$transaction(
-    (tx) =>
-      idempotent(tx, ctx, { scope: `requestWithdrawal:${account.id}:${who}`, key: idempotencyKey, request }, async () => {
-        const destination = await assertDestinationUsable(tx, data.withdrawalDestinationId, account.organizationId);
-        if (destination.networkId !== network.id) throw fieldError('withdrawalDestinationId', "must be a destination on the asset-network's network");
-        const now = ctx.deps.clock.now();
-        const ruleNow = await nowFor(tx, ctx.deps.clock, account.organizationId, account.mode);
-        // Withdrawal policy: limits (409) and the approval threshold.
-        const policy = await withdrawalPolicyInForce(tx, account.organizationId, assetNetwork.id);
-        const approvalReasons: string[] = [];
-        if (policy) {
-          const perWithdrawal = policyAmount(policy.perWithdrawalLimit);
-          if (perWithdrawal !== null && amount > perWithdrawal)
-            throw invalidState(`The amount exceeds the per-withdrawal limit of ${amountToString(perWithdrawal)} (withdrawal policy v${policy.version}).`);
-          const periodLimit = policyAmount(policy.periodLimit);
-          if (periodLimit !== null && policy.periodSeconds !== null) {
-            // Under a period limit, one request at a time per (organization, asset-network): the sum sees every request before it.
-            await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`withdrawal ${account.organizationId} ${assetNetwork.id}`}, 0))`;
-            const since = new Date(now.getTime() - policy.periodSeconds * 1000);
-            const sum = await tx.withdrawal.aggregate({
-              where: {
-                organizationId: account.organizationId,
-                assetNetworkId: assetNetwork.id,
-                createdAt: { gt: since },
-                status: { notIn: ['REJECTED', 'CANCELLED', 'FAILED'] },
-              },
-              _sum: { amount: true },
-            });
-            const used = sum._sum.amount ? numericToAmount(sum._sum.amount) : 0n;
-            if (used + amount > periodLimit)
-              throw invalidState(
-                `The amount exceeds the limit of ${amountToString(periodLimit)} per ${policy.periodSeconds} s: ${amountToString(used)} already withdrawn in the period (withdrawal policy v${policy.version}).`,
-              );
-          }
-          const threshold = policyAmount(policy.approvalThreshold);
-          if (threshold !== null && amount > threshold) approvalReasons.push(`the amount is above the approval threshold of ${amountToString(threshold)}`);
-        }
-        // Payout policy: destination rules.
-        const payout = await payoutPolicyInForce(tx, account.organizationId);
-        if (payout) {
-          if (payout.allowedNetworkIds.length && !payout.allowedNetworkIds.includes(network.id))
-            throw invalidState(`The payout policy (v${payout.version}) does not allow withdrawals on this network.`);
-          const ageSeconds = Math.floor((ruleNow.getTime() - destination.createdAt.getTime()) / 1000);
-          if (ageSeconds < payout.minimumDestinationAgeSeconds)
-            throw invalidState(
-              `The destination is ${ageSeconds} s old: the payout policy (v${payout.version}) allows it from ${payout.minimumDestinationAgeSeconds} s.`,
-            );
-          if (payout.requireApprovalForNewDestination) {
-            const used = await tx.withdrawal.findFirst({ where: { withdrawalDestinationId: destination.id, status: 'CONFIRMED' }, select: { id: true } });
-            if (!used) approvalReasons.push('the destination was never used by a confirmed withdrawal');
-          }
-        }
-        const id = uuidv7();
-        const waits = approvalReasons.length > 0;
-        const status: WithdrawalStatus = waits ? 'PENDING_APPROVAL' : source ? 'AWAITING_SIGNATURE' : 'APPROVED';
-        const custodyMode = source ? 'SELF_CUSTODY' : 'CUSTODIAL';
-        const approvalReason = waits ? approvalReasons.join('; ') : null;
-        // What needs no hold first (issue 22): the hold's ledger_post locks the CHAIN_CLEARING balance
-        // row every withdrawal of the asset-network shares, until the commit; so it comes last, in one
-        // statement with the row naming it and its audit entry, and only the commit follows it.
-        // Requested and (no approval needed) approved: both events in one statement.
-        const requestedEvent = webhookEvent('withdrawal.requested', {
-          WithdrawalId: id,
-          AccountId: account.id,
-          Amount: amount,
-          WithdrawalDestinationId: destination.id,
-        });
-        await emitEvents(tx, ctx.deps, [
-          { organizationId: account.organizationId, event: requestedEvent },
-          ...(waits ? [] : [{ organizationId: account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: id, ActorMemberId: null }) }]),
-        ]);
-        // The rest of `approved` (its event is written above): the broadcast job of a custodial withdrawal.
-        if (!waits && custodyMode === 'CUSTODIAL') await sendWithdrawalBroadcast(tx, ctx.deps.boss, id);
-        // The hold (the available balance drops now; an insufficient balance refuses the request, 409),
-        // the row naming it and its audit entry: one statement, the last before the commit.
-        const hold = holdStatement({
-          idempotencyKey: `withdrawal:${id}:hold`,
-          nature: 'withdrawal.requested',
-          organizationId: account.organizationId,
-          referenceType: 'Withdrawal',
-          referenceId: id,
-          debit: customer({ accountId: account.id, organizationId: account.organizationId, assetNetworkId: assetNetwork.id }),
-          credit: ledgerAccounts.clearing(assetNetwork.id),
-          amount,
-          postedAt: now,
-        });
-        const audit = auditInsertSql(
-          ctx.deps,
-          requestActor(ctx),
-          {
-            organizationId: account.organizationId,
-            entityType: 'Withdrawal',
-            entityId: id,
-            action: 'withdrawal.requested',
-            after: {
-              status,
-              accountId: account.id,
-              assetNetworkId: assetNetwork.id,
-              amount: amountToString(amount),
-              withdrawalDestinationId: destination.id,
-              custodyMode,
-              approvalReason,
-            },
-          },
-          'w',
-          Prisma.sql`jsonb_build_object('holdId', "w"."holdId"::text)`,
-        );
-        let answer: { r: unknown }[];
-        try {
-          answer = await tx.$queryRaw<{ r: unknown }[]>`
-            WITH "l" AS MATERIALIZED (${hold}),
-            "w" AS (
-              INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
-                                        "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
-                                        "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
-              SELECT ${id}::uuid, ${account.organizationId}::uuid, ${account.mode}::"EnvironmentType", ${p?.type === 'apiKey' ? p.applicationId : null}::uuid,
-                     ${account.id}::uuid, ${assetNetwork.id}::uuid, ${network.id}::uuid, ${destination.id}::uuid, ${destination.address},
-                     ${amountToNumeric(amount)}::numeric, ${status}::"WithdrawalStatus", ${custodyMode}::"CustodyMode", ${source?.walletId ?? null}::uuid,
-                     ${source?.sourceIndex ?? null}::int, ${source?.fromAddress ?? null}, ("l"."r" -> 0 ->> 'hold')::uuid, ${policy?.id ?? null}::uuid,
-                     ${payout?.id ?? null}::uuid, ${approvalReason}, ${waits ? null : now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
-                FROM "l" WHERE ("l"."r" -> 0 ->> 's') IS DISTINCT FROM 'error'
-              RETURNING "id", "holdId"
-            ), "a" AS (${audit})
-            SELECT "l"."r" AS "r" FROM "l"`;
-        } catch (e) {
-          throw ledgerStatementError(e) ?? e;
-        }
-        holdOutcome(answer[0]?.r);
-        return { id };
-      }),
-    TX_OPTIONS,
-  );
+  if (idempotencyKey != null) checkIdempotencyKey(idempotencyKey);
+  // Written in the next group of requests (src/withdrawals/requests.ts): the destination, the
+  // policies, the idempotency record and the hold are checked there, under the group's locks.
+  const created = await submitWithdrawalRequest(ctx.deps, {
+    actor: requestActor(ctx),
+    applicationId: p?.type === 'apiKey' ? p.applicationId : null,
+    idempotency:
+      idempotencyKey == null
+        ? null
+        : { scope: `requestWithdrawal:${account.id}:${who}`, key: idempotencyKey, requestHash: idempotencyRequestHash({ accountId: account.id, ...data }) },
+    account: { id: account.id, organizationId: account.organizationId, mode: account.mode },
+    assetNetworkId: assetNetwork.id,
+    networkId: network.id,
+    destinationId: data.withdrawalDestinationId,
+    amount,
+    source,
+  });
   // The caller needing only the id (REST: 201 with a Location and { id }) gets it without a re-read.
   return opts.reread === false ? { id: created.id } : loadWithdrawal(ctx, created.id);
 }
