@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { createRequire } from 'node:module';
+import LongestFirstSequencer from './test/sequencer';
 
 const require = createRequire(import.meta.url);
 
@@ -14,5 +15,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
+    // Longest files first, from test/durations.json on a fresh clone (no vitest cache): no long file
+    // starts last and leaves the other worker idle (docs/architecture.md "Tests").
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });

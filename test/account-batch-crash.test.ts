@@ -1,7 +1,6 @@
-import { afterAll, expect, test } from 'vitest';
-import { createPrisma } from '../src/db/prisma';
+import { expect, test } from 'vitest';
 import { createApiKey, signUpMember, type RestApp, type RestResult } from './harness';
-import { cloneTemplateDatabase, ownerUrlOf, serviceEnv, startService } from './process-harness';
+import { crashCase } from './crash-case';
 
 /**
  * Group commit of account creations (issue 22), killed mid-batch: the service as `npm start` runs
@@ -12,60 +11,56 @@ import { cloneTemplateDatabase, ownerUrlOf, serviceEnv, startService } from './p
  * account per reference: 201 when the first attempt never committed, 409 (reference used) when it
  * had. Nothing lost, nothing twice.
  */
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
-
 test('kill -9 mid-batch: every batch whole, every answered creation kept; retried by reference after a restart, one account each', async () => {
-  const databaseUrl = await cloneTemplateDatabase('accbatch');
-  const db = createPrisma(ownerUrlOf(databaseUrl), 4);
-  cleanups.push(() => db.$disconnect());
-  const env = await serviceEnv();
-  const a = await startService({ databaseUrl, env, detached: true });
-  cleanups.push(() => a.stop());
-  const app = { rest: a.rest } as unknown as RestApp;
-  const m = await signUpMember(app);
-  const k = await createApiKey(app, m);
-  const path = `/v1/organizations/${m.organizationId}/accounts`;
   const refs = Array.from({ length: 150 }, (_, i) => `crash-${i}`);
-  const first = new Map<string, RestResult>();
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, 10_000);
-    for (const ref of refs)
-      a.rest('POST', path, { body: { name: ref, reference: ref }, headers: k.headers })
-        .then((r) => {
-          first.set(ref, r);
-          if (first.size >= 20) {
-            clearTimeout(timer);
-            resolve();
-          }
-        })
-        .catch(() => {}); // cut by the kill
+  await crashCase({
+    name: 'accbatch',
+    before: async ({ a }) => {
+      const app = { rest: a.rest } as unknown as RestApp;
+      const m = await signUpMember(app);
+      const k = await createApiKey(app, m);
+      const path = `/v1/organizations/${m.organizationId}/accounts`;
+      const first = new Map<string, RestResult>();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 10_000);
+        for (const ref of refs)
+          a.rest('POST', path, { body: { name: ref, reference: ref }, headers: k.headers })
+            .then((r) => {
+              first.set(ref, r);
+              if (first.size >= 20) {
+                clearTimeout(timer);
+                resolve();
+              }
+            })
+            .catch(() => {}); // cut by the kill
+      });
+      return { m, k, path, first, byRef: new Map<string, string>() };
+    },
+    afterCrash: async ({ m, k, first, byRef }, { db }) => {
+      // The kill cut creations in flight.
+      expect(first.size).toBeLessThan(refs.length);
+      // Whole batches: each account with its authorization and its one audit entry, nothing else.
+      const accounts = await db.account.findMany({ where: { organizationId: m.organizationId }, include: { authorizations: true } });
+      const entries = await db.auditLogEntry.findMany({ where: { organizationId: m.organizationId, action: 'account.created' } });
+      expect(accounts.every((acc) => acc.authorizations.length === 1 && acc.authorizations[0]!.applicationId === k.applicationId)).toBe(true);
+      expect(entries.map((e) => e.entityId).sort()).toEqual(accounts.map((acc) => acc.id).sort());
+      // Every 201 answered before the kill was committed.
+      const answered = [...first.entries()].filter(([, r]) => r.status === 201);
+      expect(answered.length).toBeGreaterThan(0);
+      for (const acc of accounts) byRef.set(acc.reference!, acc.id);
+      for (const [ref, r] of answered) expect(byRef.get(ref)).toBe(r.headers.get('location')!.split('/').pop());
+    },
+    // Every creation again with its reference.
+    replay: async ({ k, path, byRef }, { b }) => {
+      for (const ref of refs) {
+        const r = await b.rest('POST', path, { body: { name: ref, reference: ref }, headers: k.headers });
+        expect(r.status, r.text).toBe(byRef.has(ref) ? 409 : 201);
+      }
+    },
+    verify: async ({ m }, { db }) => {
+      const after = await db.account.findMany({ where: { organizationId: m.organizationId }, select: { reference: true } });
+      expect(after.map((x) => x.reference).sort()).toEqual([...refs].sort());
+      expect(await db.auditLogEntry.count({ where: { organizationId: m.organizationId, action: 'account.created' } })).toBe(refs.length);
+    },
   });
-  expect((await a.killGroup('SIGKILL')).signal).toBe('SIGKILL');
-  // The kill cut creations in flight.
-  expect(first.size).toBeLessThan(refs.length);
-
-  // Whole batches: each account with its authorization and its one audit entry, nothing else.
-  const accounts = await db.account.findMany({ where: { organizationId: m.organizationId }, include: { authorizations: true } });
-  const entries = await db.auditLogEntry.findMany({ where: { organizationId: m.organizationId, action: 'account.created' } });
-  expect(accounts.every((acc) => acc.authorizations.length === 1 && acc.authorizations[0]!.applicationId === k.applicationId)).toBe(true);
-  expect(entries.map((e) => e.entityId).sort()).toEqual(accounts.map((acc) => acc.id).sort());
-  // Every 201 answered before the kill was committed.
-  const answered = [...first.entries()].filter(([, r]) => r.status === 201);
-  expect(answered.length).toBeGreaterThan(0);
-  const byRef = new Map(accounts.map((acc) => [acc.reference!, acc.id]));
-  for (const [ref, r] of answered) expect(byRef.get(ref)).toBe(r.headers.get('location')!.split('/').pop());
-
-  // Restart; every creation again with its reference.
-  const b = await startService({ databaseUrl, env, detached: true });
-  cleanups.push(() => b.stop());
-  for (const ref of refs) {
-    const r = await b.rest('POST', path, { body: { name: ref, reference: ref }, headers: k.headers });
-    expect(r.status, r.text).toBe(byRef.has(ref) ? 409 : 201);
-  }
-  const after = await db.account.findMany({ where: { organizationId: m.organizationId }, select: { reference: true } });
-  expect(after.map((x) => x.reference).sort()).toEqual([...refs].sort());
-  expect(await db.auditLogEntry.count({ where: { organizationId: m.organizationId, action: 'account.created' } })).toBe(refs.length);
 }, 240_000);

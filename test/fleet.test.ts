@@ -9,7 +9,7 @@ import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
 import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
-import type { RestResult } from './harness';
+import { replayWithKeys, type BatchRequest } from './crash-mixed-batch';
 
 /**
  * A fleet on one PostgreSQL (issue 20): two API processes (`npm run start:api`) and two workers
@@ -36,13 +36,7 @@ const ownerUrlOf = (serviceUrl: string) => {
   return u.toString();
 };
 
-interface Request {
-  kind: 'settlement' | 'refund' | 'withdrawal' | 'deposit';
-  path: string;
-  body: Record<string, unknown>;
-  key: string;
-  first?: RestResult;
-}
+type Request = BatchRequest;
 
 test('2 API and 2 worker processes on one database; kill -9 of a worker and an API mid-run: all terminal, delivered, posted once', async () => {
   const databaseUrl = await cloneTemplateDatabase('fleet');
@@ -191,17 +185,7 @@ test('2 API and 2 worker processes on one database; kill -9 of a worker and an A
   apis.splice(1, 1); // the load balancer takes API 2 out
 
   // Every request again, with its key, to the surviving API: the first answer stands.
-  const ids = new Map<Request, string>();
-  for (const r of requests) {
-    const res = await api1!.rest('POST', r.path, { body: r.body, headers: { ...h, 'idempotency-key': r.key } });
-    expect(res.status, `${r.kind} replay: ${res.text}`).toBe(201);
-    if (r.first && r.first.status < 500) {
-      expect(r.first.status, `${r.kind} first answer: ${r.first.text}`).toBe(201);
-      if (r.kind === 'deposit') expect(res.body.txHash).toBe(r.first.body.txHash);
-      else expect(idOf(res)).toBe(idOf(r.first));
-    }
-    ids.set(r, r.kind === 'deposit' ? String(res.body.txHash) : idOf(res));
-  }
+  const ids = await replayWithKeys(api1!, requests, h);
   const of = (kind: Request['kind']) => requests.filter((r) => r.kind === kind).map((r) => ids.get(r)!);
   const status = async (path: string) => (await api1!.rest('GET', path, { headers: h })).body.status as string;
   await pollUntil(

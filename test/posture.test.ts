@@ -458,7 +458,7 @@ describe('npm start in production (a real process)', () => {
 
   test('development (the default): the first line says so and warns', async () => {
     // Both lines come before the database is opened: the test reads them and kills the process
-    // (its start-up and shutdown are the subject of test/process.test.ts and test/crash.test.ts).
+    // (its start-up and shutdown are the subject of test/process.test.ts and test/crash-*.test.ts).
     // With DATABASE_URL every mode takes the keys from the environment (test/shared-database.test.ts).
     const p = start({ DATABASE_URL: app.databaseUrl, DATA_DIR: `.data/posture-dev-${process.pid}`, ...(await keys()) });
     try {

@@ -32,6 +32,21 @@ export const JOB_HEARTBEAT_SECONDS = 10;
 export const JOB_EXPIRE_SECONDS = 120;
 /** pg-boss's supervise and monitor interval (constructor options; default 60 s). */
 export const JOB_SUPERVISE_SECONDS = 5;
+/**
+ * How often an idle worker of a queue with `notify: true` fetches anyway (pg-boss's
+ * `notifyPollingIntervalSeconds`; its default is 30 s, "a slow backstop"). NOTIFY wakes a worker
+ * only for a job sent or inserted: a job that becomes runnable later — a `retry` whose delay has
+ * passed, above all the job of a killed worker once its heartbeat went stale — is found by this poll
+ * alone. At 30 s a killed worker's settlement ran again about 38 s after the kill (21 s of it runnable
+ * and waiting); at 2 s, pg-boss's own poll of a queue without NOTIFY, a retry delay means what it says
+ * (docs/decisions.md, "Recovery polls").
+ */
+export const JOB_POLL_SECONDS = 2;
+
+/** The polling options of every worker here: JOB_POLL_SECONDS unless it sets its own (its base poll stays the floor). */
+function polling(options: WorkerOptions): WorkerOptions {
+  return { ...options, notifyPollingIntervalSeconds: options.notifyPollingIntervalSeconds ?? Math.max(JOB_POLL_SECONDS, options.pollingIntervalSeconds ?? 2) };
+}
 
 type QueueOptions = Omit<Queue, 'name'>;
 
@@ -227,7 +242,7 @@ function runGroup<T>(
 ): Promise<string> {
   return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true; perJobResults: true }>(
     queue,
-    { ...options, includeMetadata: true, perJobResults: true },
+    { ...polling(options), includeMetadata: true, perJobResults: true },
     (jobs) =>
       holding(boss, queue, jobs, async () => {
         for (const job of jobs) logLostAttempt(log, queue, job);
@@ -260,7 +275,7 @@ export function workBatch<T>(
   options: WorkerOptions,
   handler: (jobs: JobOf<T>[]) => Promise<unknown>,
 ): Promise<string> {
-  return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true }>(queue, { ...options, includeMetadata: true }, (jobs) =>
+  return boss.work<T | null, unknown, WorkerOptions & { includeMetadata: true }>(queue, { ...polling(options), includeMetadata: true }, (jobs) =>
     holding(boss, queue, jobs, async () => {
       for (const job of jobs) logLostAttempt(log, queue, job);
       try {
