@@ -812,10 +812,20 @@ try {
     : undefined;
   if (moneyVersusBaseline?.intentsToBaseline !== undefined)
     targets.push({
-      target: 'payment intents created through REST >= 0.25x the one-transfer-per-commit baseline (issue 22)',
-      met: moneyVersusBaseline.intentsToBaseline >= 0.25,
+      // Not the target's reading: these intents are the deposits scenario's set-up (a GET after each,
+      // 16 in flight); the payment-intents scenario measures creation alone and judges issue 22's 0.25x.
+      target: "payment intents created inside the deposits scenario (a GET each), for reference: the payment-intents scenario judges issue 22's 0.25x",
+      met: null,
       measured: `${moneyVersusBaseline.intentsPerSecond} intents/s (with a GET each) vs ${baselineTransfers} transfers/s: ${moneyVersusBaseline.intentsToBaseline}x`,
     });
+  if (baselineTransfers && depositsOut) {
+    const ratio = +(depositsOut.result.confirmedPerSecond / baselineTransfers).toFixed(3);
+    targets.push({
+      target: 'deposits confirmed end to end on the sandbox chain (first send to last confirmation) >= 0.25x the one-transfer-per-commit baseline (issue 22)',
+      met: ratio >= 0.25,
+      measured: `${depositsOut.result.confirmedPerSecond} deposits/s vs ${baselineTransfers} transfers/s: ${ratio}x`,
+    });
+  }
   if (moneyVersusBaseline?.withdrawalsToBaseline !== undefined)
     targets.push({
       target: 'custodial withdrawals end to end >= 0.15x the one-transfer-per-commit baseline (issue 22)',
