@@ -162,12 +162,20 @@ export const overloaded = () =>
  * busy, the request was not wrong.
  */
 const OVERLOAD_SQLSTATES = new Set(['55P03', '57014', '53300']);
+
+/** A transaction of ours on the pg pool (poolTransaction) outlived its bound and was rolled back: an overload, as Prisma's P2028. */
+export class TransactionTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`the transaction did not end within ${timeoutMs} ms; rolled back`);
+    this.name = 'TransactionTimeoutError';
+  }
+}
 const OVERLOAD_PRISMA_CODES = new Set(['P2024', 'P2028']);
 const OVERLOAD_MESSAGE =
   /Transaction already closed|Transaction not found|Unable to start a transaction in the given time|timeout exceeded when trying to connect|Timed out fetching a new connection/i;
 
 export function isOverload(e: unknown): boolean {
-  if (OVERLOAD_SQLSTATES.has(sqlState(e) ?? '')) return true;
+  if (OVERLOAD_SQLSTATES.has(sqlState(e) ?? '') || e instanceof TransactionTimeoutError) return true;
   const seen = new Set<unknown>();
   const visit = (x: unknown): boolean => {
     if (!x || typeof x !== 'object' || seen.has(x)) return false;

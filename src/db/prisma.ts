@@ -3,6 +3,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { trace } from '@opentelemetry/api';
 import pg from 'pg';
 import { inSpan, SpanKind, tracing } from '../kernel/telemetry';
+import { TransactionTimeoutError } from '../errors';
 import { PrismaClient } from '../generated/prisma/client';
 
 export type { PrismaClient } from '../generated/prisma/client';
@@ -107,7 +108,7 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery) => Pro
     let broken: Error | undefined;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject((broken = new Error(`the transaction did not end within ${timeoutMs} ms; rolled back`))), timeoutMs);
+      timer = setTimeout(() => reject((broken = new TransactionTimeoutError(timeoutMs))), timeoutMs);
     });
     timedOut.catch(() => {}); // seen by the race below; never unhandled
     try {

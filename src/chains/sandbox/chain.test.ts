@@ -264,6 +264,31 @@ describe('sends in groups (issue 22: one transaction per group of concurrent sen
     expect(await balance(c.assetNetworkId, full)).toBe(MAX_AMOUNT);
   });
 
+  test('a group that outlasts its 5 s bound (a recipient lock held elsewhere) answers 503 with Retry-After, and nothing of it is written', async () => {
+    const c = await freshChain();
+    const to = address();
+    let held!: () => void;
+    const locked = new Promise<void>((resolve) => (held = resolve));
+    // Another transaction holds the recipient's lock for longer than a send group may last.
+    const holder = app.deps.db.$transaction(
+      async (t) => {
+        await t.$queryRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + c.networkId + ' to ' + to}::text, 0))::text`;
+        held();
+        await new Promise((resolve) => setTimeout(resolve, 6_500));
+      },
+      { timeout: 20_000 },
+    );
+    await locked;
+    const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount: '7', assetNetworkId: c.assetNetworkId } });
+    expect([r.status, r.body.code], r.text).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    expect(r.headers.get('retry-after')).toBe('1');
+    await holder;
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId, toAddress: to } })).toBe(0);
+    // The chain takes the next send to that address as usual.
+    const again = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: to, amount: '7', assetNetworkId: c.assetNetworkId } });
+    expect(again.status, again.text).toBe(201);
+  });
+
   test('statements per send: 6 alone (BEGIN, the locks, the bound read, one insert with nonces and audit entries, the job, COMMIT); a fixed number per group at n = 16', async () => {
     const c = await freshChain();
     const send = () => app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: address(), amount: '7', assetNetworkId: c.assetNetworkId } });
