@@ -422,7 +422,8 @@ describe('the operator console in a real browser, against npm start', () => {
 
     await page.getByRole('link', { name: 'Platform dashboard' }).click();
     await expect.poll(() => page.locator('main').innerText(), { timeout: 15_000 }).toContain('Organizations');
-    expect(await page.locator('figure.chart canvas').count()).toBeGreaterThan(0);
+    // The charts draw once their series arrive, after the page's text: wait for them too.
+    await expect.poll(() => page.locator('figure.chart canvas').count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await expectAccessible(page, 'platform dashboard');
     await shoot(page, 'dashboard');
     await expectNoCredentialShown(page, operatorKey);
