@@ -42,6 +42,23 @@ export async function checkSandboxInvariants(db: QueryableDb): Promise<void> {
     sums.set(`${r.n}/${r.a}`, (sums.get(`${r.n}/${r.a}`) ?? 0n) + balance);
   }
 
+  // 3. Every balance row (faucets included) holds its address's whole net and its positive part: the
+  //    per-block moves add up to what the mined transactions say (issue 22: no recompute of history).
+  const moved = await db.$queryRawUnsafe<{ addr: string; net: string; rowNet: string | null; balance: string | null }[]>(
+    `WITH flows AS (
+       SELECT "networkId", "assetNetworkId", "toAddress" AS addr, "amount" AS delta FROM "SandboxTransaction" WHERE "status" = 'MINED'
+       UNION ALL
+       SELECT "networkId", "assetNetworkId", "fromAddress", -"amount" FROM "SandboxTransaction" WHERE "status" = 'MINED'
+     ), nets AS (
+       SELECT "networkId", "assetNetworkId", addr, SUM(delta) AS net FROM flows GROUP BY 1, 2, 3
+     )
+     SELECT COALESCE(n.addr, b."address") AS addr, COALESCE(n.net, 0)::text AS net, b."net"::text AS "rowNet", b."balance"::text AS balance
+       FROM nets n FULL JOIN "SandboxAddressBalance" b
+         ON b."networkId" = n."networkId" AND b."assetNetworkId" = n."assetNetworkId" AND b."address" = n.addr
+      WHERE COALESCE(b."net", 0) <> COALESCE(n.net, 0) OR COALESCE(b."balance", 0) <> GREATEST(0, COALESCE(n.net, 0))`,
+  );
+  for (const r of moved) violations.push(`${r.addr}: balance row net ${r.rowNet} / balance ${r.balance}, mined transactions net ${r.net}`);
+
   const entered = await db.$queryRawUnsafe<{ k: string; amount: string }[]>(
     `SELECT "networkId"::text || '/' || "assetNetworkId"::text AS k,
             (SUM(CASE WHEN "fromAddress" = ANY($1::text[]) THEN "amount" ELSE 0 END)

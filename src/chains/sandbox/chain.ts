@@ -133,27 +133,39 @@ export function observe(t: SandboxTransactionRow, tipHeight: number): ObservedTr
   };
 }
 
-/** Recomputes the balances of the (asset-network, address) pairs from the canonical mined transactions. */
-async function recomputeBalances(tx: Db, networkId: string, rows: { assetNetworkId: string; toAddress: string; fromAddress: string }[]): Promise<void> {
-  // Both sides of each transfer: received minus sent, over canonical mined transactions. The
-  // organizations' payer (faucet) addresses only ever send: they are unbounded sources and stay at 0.
-  const pairs = [
-    ...new Map(
-      rows.flatMap((r) => [r.toAddress, r.fromAddress].map((addr) => [`${r.assetNetworkId} ${addr}`, { a: r.assetNetworkId, addr }] as const)),
-    ).values(),
-  ];
-  if (!pairs.length) return;
-  const assetNetworkIds = pairs.map((p) => p.a);
-  const addresses = pairs.map((p) => p.addr);
+/**
+ * Moves the balances of a set of transfers that became MINED (`sign` 1) or left the canonical chain
+ * (`sign` -1): each address's `net` (received minus sent over canonical MINED transactions, kept
+ * whole) moves by what changed, and `balance` is its positive part. Work follows what changed
+ * (issue 22): the transfers of the block, never an address's history. The organizations' payer
+ * (faucet) addresses only ever send: unbounded sources, their net negative, their balance 0.
+ */
+async function moveBalances(
+  tx: Db,
+  networkId: string,
+  rows: { assetNetworkId: string; toAddress: string; fromAddress: string; amount: { toFixed(): string } }[],
+  sign: 1n | -1n,
+): Promise<void> {
+  const deltas = new Map<string, { a: string; addr: string; delta: bigint }>();
+  const move = (a: string, addr: string, delta: bigint) => {
+    const k = `${a} ${addr}`;
+    const d = deltas.get(k) ?? { a, addr, delta: 0n };
+    d.delta += delta;
+    deltas.set(k, d);
+  };
+  for (const r of rows) {
+    const amount = numericToAmount(r.amount) * sign;
+    move(r.assetNetworkId, r.toAddress, amount);
+    move(r.assetNetworkId, r.fromAddress, -amount);
+  }
+  if (!deltas.size) return;
+  // In key order: the rows' locks are taken in one order (the network lock serializes miners anyway).
+  const moves = [...deltas.entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, d]) => d);
   await tx.$executeRaw`
-    INSERT INTO "SandboxAddressBalance" ("networkId", "assetNetworkId", "address", "balance")
-    SELECT ${networkId}::uuid, p.a, p.addr, GREATEST(0, COALESCE((
-      SELECT SUM(CASE WHEN t."toAddress" = p.addr THEN t."amount" ELSE 0 END) - SUM(CASE WHEN t."fromAddress" = p.addr THEN t."amount" ELSE 0 END)
-      FROM "SandboxTransaction" t
-      WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND (t."toAddress" = p.addr OR t."fromAddress" = p.addr) AND t."status" = 'MINED'
-    ), 0))
-    FROM unnest(${assetNetworkIds}::uuid[], ${addresses}::text[]) AS p(a, addr)
-    ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "balance" = EXCLUDED."balance"`;
+    INSERT INTO "SandboxAddressBalance" AS b ("networkId", "assetNetworkId", "address", "net", "balance")
+    SELECT ${networkId}::uuid, d.a, d.addr, d.delta, GREATEST(0, d.delta)
+      FROM unnest(${moves.map((m) => m.a)}::uuid[], ${moves.map((m) => m.addr)}::text[], ${moves.map((m) => m.delta.toString())}::numeric[]) AS d(a, addr, delta)
+    ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "net" = b."net" + EXCLUDED."net", "balance" = GREATEST(0, b."net" + EXCLUDED."net")`;
 }
 
 /** What sending a transaction takes; `senderOrganizationId`: the organization that sends it (null: none). */
@@ -428,7 +440,7 @@ async function mineOne(
       where: { id: { in: reverted.map((t) => t.id) } },
       data: { status: 'REVERTED', blockHash: hash, blockHeight: height, updatedAt: now },
     });
-  await recomputeBalances(tx, networkId, succeeded);
+  await moveBalances(tx, networkId, succeeded, 1n);
   return { height, hash };
 }
 
@@ -459,9 +471,7 @@ async function netOf(tx: Db, networkId: string, pairs: { assetNetworkId: string;
   if (!pairs.length) return new Map();
   const rows = await tx.$queryRaw<{ a: string; addr: string; net: unknown }[]>`
     SELECT p.a::text AS a, p.addr, COALESCE((
-      SELECT SUM(CASE WHEN t."toAddress" = p.addr THEN t."amount" ELSE 0 END) - SUM(CASE WHEN t."fromAddress" = p.addr THEN t."amount" ELSE 0 END)
-      FROM "SandboxTransaction" t
-      WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND (t."toAddress" = p.addr OR t."fromAddress" = p.addr) AND t."status" = 'MINED'
+      SELECT b."net" FROM "SandboxAddressBalance" b WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr
     ), 0)::text AS net
     FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.address)}::text[]) AS p(a, addr)`;
   return new Map(rows.map((r) => [`${r.a} ${r.addr}`, BigInt(String(r.net))]));
@@ -503,7 +513,7 @@ export async function reorganize(
   };
   const mine = await tx.sandboxTransaction.findMany({
     where: { ...inOrphanedBlocks, ...callers },
-    select: { id: true, assetNetworkId: true, toAddress: true, status: true },
+    select: { id: true, assetNetworkId: true, toAddress: true, fromAddress: true, amount: true, status: true },
   });
   const receivers = [
     ...new Map(
@@ -519,7 +529,13 @@ export async function reorganize(
   const others = await tx.sandboxTransaction.findMany({ where: inOrphanedBlocks, select: { id: true, txHash: true, blockHeight: true } });
   const carried = new Map<number, { id: string; txHash: string }[]>();
   for (const t of others) carried.set(t.blockHeight!, [...(carried.get(t.blockHeight!) ?? []), { id: t.id, txHash: t.txHash }]);
-  await recomputeBalances(tx, networkId, transactions);
+  // Only what was MINED moved value; a REVERTED transfer of those blocks moved none.
+  await moveBalances(
+    tx,
+    networkId,
+    mine.filter((t) => t.status === 'MINED'),
+    -1n,
+  );
   const r = await mineMany(tx, deps, networkId, depth + 1, includeOrphanedTransactions ? [] : transactions.map((t) => t.id), carried);
   const after = await netOf(tx, networkId, receivers);
   for (const [key, net] of after)
