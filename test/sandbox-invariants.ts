@@ -1,6 +1,15 @@
 import { payerAddress } from '../src/chains/sandbox/chain';
 import type { QueryableDb } from './ledger-invariants';
 
+/** Each address's received minus sent over MINED transactions (`nets`: networkId, assetNetworkId, addr, net). */
+const NETS = `WITH flows AS (
+       SELECT "networkId", "assetNetworkId", "toAddress" AS addr, "amount" AS delta FROM "SandboxTransaction" WHERE "status" = 'MINED'
+       UNION ALL
+       SELECT "networkId", "assetNetworkId", "fromAddress", -"amount" FROM "SandboxTransaction" WHERE "status" = 'MINED'
+     ), nets AS (
+       SELECT "networkId", "assetNetworkId", addr, SUM(delta) AS net FROM flows GROUP BY 1, 2, 3
+     )`;
+
 /**
  * The sandbox chain's money invariants, checked against the database (docs/chains.md). Call it after
  * tests that drive the sandbox chain (e.g. in afterEach): it throws with every violation it finds.
@@ -19,13 +28,7 @@ export async function checkSandboxInvariants(db: QueryableDb): Promise<void> {
   const violations: string[] = [];
 
   const nets = await db.$queryRawUnsafe<{ n: string; a: string; addr: string; net: string; balance: string | null }[]>(
-    `WITH flows AS (
-       SELECT "networkId", "assetNetworkId", "toAddress" AS addr, "amount" AS delta FROM "SandboxTransaction" WHERE "status" = 'MINED'
-       UNION ALL
-       SELECT "networkId", "assetNetworkId", "fromAddress", -"amount" FROM "SandboxTransaction" WHERE "status" = 'MINED'
-     ), nets AS (
-       SELECT "networkId", "assetNetworkId", addr, SUM(delta) AS net FROM flows GROUP BY 1, 2, 3
-     )
+    `${NETS}
      SELECT COALESCE(n."networkId", b."networkId")::text AS n, COALESCE(n."assetNetworkId", b."assetNetworkId")::text AS a,
             COALESCE(n.addr, b."address") AS addr, COALESCE(n.net, 0)::text AS net, b."balance"::text AS balance
        FROM nets n FULL JOIN "SandboxAddressBalance" b
@@ -45,13 +48,7 @@ export async function checkSandboxInvariants(db: QueryableDb): Promise<void> {
   // 3. Every balance row (faucets included) holds its address's whole net and its positive part: the
   //    per-block moves add up to what the mined transactions say (issue 22: no recompute of history).
   const moved = await db.$queryRawUnsafe<{ addr: string; net: string; rowNet: string | null; balance: string | null }[]>(
-    `WITH flows AS (
-       SELECT "networkId", "assetNetworkId", "toAddress" AS addr, "amount" AS delta FROM "SandboxTransaction" WHERE "status" = 'MINED'
-       UNION ALL
-       SELECT "networkId", "assetNetworkId", "fromAddress", -"amount" FROM "SandboxTransaction" WHERE "status" = 'MINED'
-     ), nets AS (
-       SELECT "networkId", "assetNetworkId", addr, SUM(delta) AS net FROM flows GROUP BY 1, 2, 3
-     )
+    `${NETS}
      SELECT COALESCE(n.addr, b."address") AS addr, COALESCE(n.net, 0)::text AS net, b."net"::text AS "rowNet", b."balance"::text AS balance
        FROM nets n FULL JOIN "SandboxAddressBalance" b
          ON b."networkId" = n."networkId" AND b."assetNetworkId" = n."assetNetworkId" AND b."address" = n.addr
