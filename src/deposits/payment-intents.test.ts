@@ -256,6 +256,9 @@ describe('CreatePaymentIntent', () => {
     // Fewer reads than creations (those the input gate refused never read).
     const reads = statements.filter((s) => /^\s*WITH "input" AS/.test(s));
     expect(reads.length).toBeLessThan(n - 1);
+    // One group reads and writes (one group in flight, the next gathering): a write per read, at most one per two creations.
+    expect(statements.filter((s) => /INSERT INTO "PaymentIntent"/.test(s))).toHaveLength(reads.length);
+    expect(reads.length).toBeLessThanOrEqual(n / 2);
     const ids = result.filter((r) => r.status === 201).map((r) => r.headers.get('location')!.split('/').pop()!);
     const indexes = (await app.deps.db.depositAddress.findMany({ where: { paymentIntentId: { in: ids } } }))
       .map((a) => a.derivationIndex)
