@@ -225,8 +225,9 @@ async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
 }
 
 /**
- * The reads of the creations in flight go in groups (issue 22): one statement for those that arrive
- * while the previous group's runs (createGroupCommit; the checks stay per item, in planIntent). Per client.
+ * The reads of the creations with an Idempotency-Key or a release rule go in groups (issue 22): one
+ * statement for those that arrive while the previous group's runs (createGroupCommit; the checks stay
+ * per item, in planIntent). The other creations are read by their own group (intentGroupOf). Per client.
  */
 const readGroups = new WeakMap<object, GroupCommit<ReadItem, IntentReads>>();
 function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
@@ -620,11 +621,11 @@ export const intentGroupStats = (db: object) => intentGroups.get(db)?.stats ?? n
  * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
  * Idempotency-Key the same request answers the same intent.
  *
- * Issue 22: one statement reads what the checks need and reserves the wallet's index (before the
- * statement: readIntents, for a group); the checks and the address's derivation run in memory (planIntent);
- * the rows, events (with their deliveries) and audit entries are one data-modifying statement
- * (writeIntentRows); the jobs follow in the same transaction. Without a key or a release rule the
- * transaction is shared with the creations in flight (group commit: intentGroupOf).
+ * Issue 22: one statement reads what the checks need and reserves the wallet's index, committed
+ * before the write (readIntents, for a group); the checks and the address's derivation run in memory
+ * (planIntent); the rows, events (with their deliveries) and audit entries are one data-modifying
+ * statement (writeIntentRows), autocommitted when no job follows it. Without a key or a release rule
+ * the creation is read, planned and written with those in flight (one group: intentGroupOf).
  */
 export async function createPaymentIntent(
   ctx: Context,
