@@ -580,7 +580,7 @@ type IntentOutcome = { id: string } | { refused: unknown };
  * that fails (a constraint one intent breaks) is written again intent by intent (createGroupCommit),
  * each with the plan it had (no second read), so only the intent that fails alone gets the error.
  */
-export const INTENT_GROUP = { maxGroup: 64, concurrency: 1 };
+const INTENT_GROUP = { maxGroup: 64, concurrency: 1 };
 const intentGroups = new WeakMap<object, GroupCommit<IntentRequest, IntentOutcome>>();
 function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentRequest, IntentOutcome> {
   let g = intentGroups.get(deps.db);
