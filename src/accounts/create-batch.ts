@@ -4,6 +4,7 @@ import { actorOf, AUDIT_INSERT_HEAD, type Actor } from '../audit/audit';
 import { monotonicUuidv7 } from '../ids';
 import type { AccountRow } from './accounts';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
+import { columns } from '../kernel/columns';
 
 /**
  * Group commit of account creations (issue 22): the creations that arrive while the previous
@@ -68,21 +69,21 @@ const SQL = `
 
 /** Writes one batch with one statement; an outcome per item, in order. */
 async function writeBatch(db: PrismaClient, batch: Item[]): Promise<Outcome[]> {
-  const col = <T>(f: (i: Item) => T) => batch.map(f);
-  const values = [
-    col((i) => i.id),
-    col((i) => i.organizationId),
-    col((i) => i.accountHolderId),
-    col((i) => i.name),
-    col((i) => i.reference),
-    col((i) => i.mode),
-    col((i) => i.now),
-    col((i) => i.applicationId),
-    col((i) => i.auditId),
-    col((i) => actorOf(i.actor.principal).actorType),
-    col((i) => actorOf(i.actor.principal).actorId),
-    col((i) => i.actor.requestId),
-    col((i) =>
+  const values = columns(
+    batch,
+    (i) => i.id,
+    (i) => i.organizationId,
+    (i) => i.accountHolderId,
+    (i) => i.name,
+    (i) => i.reference,
+    (i) => i.mode,
+    (i) => i.now,
+    (i) => i.applicationId,
+    (i) => i.auditId,
+    (i) => actorOf(i.actor.principal).actorType,
+    (i) => actorOf(i.actor.principal).actorId,
+    (i) => i.actor.requestId,
+    (i) =>
       JSON.stringify({
         name: i.name,
         reference: i.reference,
@@ -91,8 +92,7 @@ async function writeBatch(db: PrismaClient, batch: Item[]): Promise<Outcome[]> {
         status: 'ACTIVE',
         authorizedApplicationIds: i.applicationId ? [i.applicationId] : [],
       }),
-    ),
-  ];
+  );
   const { rows } = await poolQuery<Omit<AccountRow, 'authorizations'> & { refusedHolderIds: string[] }>(db, SQL, values)!;
   const refused = new Set(rows[0]?.refusedHolderIds ?? []);
   const written = new Map<string, Omit<AccountRow, 'authorizations'>>();

@@ -256,6 +256,9 @@ describe('CreatePaymentIntent', () => {
     // Fewer reads than creations (those the input gate refused never read).
     const reads = statements.filter((s) => /^\s*WITH "input" AS/.test(s));
     expect(reads.length).toBeLessThan(n - 1);
+    // One group reads and writes (one group in flight, the next gathering): a write per read, at most one per two creations.
+    expect(statements.filter((s) => /INSERT INTO "PaymentIntent"/.test(s))).toHaveLength(reads.length);
+    expect(reads.length).toBeLessThanOrEqual(n / 2);
     const ids = result.filter((r) => r.status === 201).map((r) => r.headers.get('location')!.split('/').pop()!);
     const indexes = (await app.deps.db.depositAddress.findMany({ where: { paymentIntentId: { in: ids } } }))
       .map((a) => a.derivationIndex)
@@ -277,6 +280,55 @@ describe('CreatePaymentIntent', () => {
     expect(statements).toContain('BEGIN');
     expect(statements.filter((s) => s === 'COMMIT').length).toBeGreaterThan(0);
     const ids = result.map((r) => r.headers.get('location')!.split('/').pop()!);
+    const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
+    expect(deliveries).toHaveLength(3 * n);
+    const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`
+      SELECT (SELECT count(*) FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND id = ANY(${deliveries.map((d) => d.id)}::uuid[])) AS deliver,
+             (SELECT count(*) FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])) AS expire`;
+    expect([Number(jobs!.deliver), Number(jobs!.expire)]).toEqual([3 * n, n]);
+  });
+
+  test('an endpoint registered after a group read none: the autocommitted write refuses itself and the group is written in a transaction with the deliveries and their jobs (issue 22)', async () => {
+    const f = await moneyFixture(app);
+    const n = 5;
+    // The wallet's row held by another transaction: the group's read (which reserves the indexes) waits for it
+    // with its snapshot taken, from before the endpoint exists; the group's write comes after the endpoint.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const holder = app.deps.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "Wallet" WHERE "id" = ${f.walletId}::uuid FOR UPDATE`;
+        held();
+        await released;
+      },
+      { timeout: 60_000 },
+    );
+    await holding;
+    const { result, statements } = await app.sqlStatements(async () => {
+      const creations = Promise.all(Array.from({ length: n }, (_, i) => create(f, { walletId: f.walletId, amount: String(4_000_000 + i) })));
+      for (let waiting = 0; waiting === 0;) {
+        await new Promise((r) => setTimeout(r, 20));
+        const [row] = await app.deps.db.$queryRaw<{ n: bigint }[]>`
+          SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE "Wallet" w SET "nextAddressIndex"%'`;
+        waiting = Number(row!.n);
+      }
+      await registerEndpoint(app, f.member, 'https://1.1.1.1/hooks');
+      release();
+      await holder;
+      return creations;
+    });
+    expect(result.map((r) => r.status)).toEqual(Array(n).fill(201));
+    // The read saw no endpoint; the autocommitted write found one, refused itself whole, and the group went in a transaction.
+    const writes = statements.filter((s) => /INSERT INTO "PaymentIntent"/.test(s));
+    expect(writes.length).toBeGreaterThanOrEqual(2);
+    expect(writes[0]).toMatch(/SELECT 1 \/ \(CASE WHEN EXISTS \(SELECT 1 FROM deliveries\)/);
+    expect(statements).toContain('BEGIN');
+    const ids = result.map((r) => r.headers.get('location')!.split('/').pop()!);
+    expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(n);
+    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(n);
+    expect(await app.deps.db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'payment_intent.created' } })).toBe(n);
     const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
     expect(deliveries).toHaveLength(3 * n);
     const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`

@@ -22,6 +22,7 @@ import { EXPIRES_IN_SECONDS } from './rules';
 import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
+import { columns } from '../kernel/columns';
 
 /**
  * Payment intents (BTCPay's invoices): an amount of one asset-network to be paid to a deposit
@@ -190,17 +191,17 @@ const READ_INTENTS_SQL = `
 type ReadRow = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
 
 async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
-  const col = <T>(f: (x: ReadItem) => T) => items.map(f);
-  const values = [
-    col((x) => x.organizationId),
-    col((x) => x.applicationId),
-    col((x) => x.environmentId),
-    col((x) => x.assetNetworkId),
-    col((x) => x.beneficiaryAccountId),
-    col((x) => x.payerAccountId),
-    col((x) => x.reference),
-    col((x) => x.walletId),
-  ];
+  const values = columns(
+    items,
+    (x) => x.organizationId,
+    (x) => x.applicationId,
+    (x) => x.environmentId,
+    (x) => x.assetNetworkId,
+    (x) => x.beneficiaryAccountId,
+    (x) => x.payerAccountId,
+    (x) => x.reference,
+    (x) => x.walletId,
+  );
   // Straight on the pool (Prisma's query engine costs more CPU than the statement: issue 22).
   const rows = await (poolQuery<ReadRow>(db, READ_INTENTS_SQL, values)?.then((x) => x.rows) ?? db.$queryRawUnsafe<ReadRow[]>(READ_INTENTS_SQL, ...values));
   return rows.map((row) => {
@@ -224,8 +225,9 @@ async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
 }
 
 /**
- * The reads of the creations in flight go in groups (issue 22): one statement for those that arrive
- * while the previous group's runs (createGroupCommit; the checks stay per item, in planIntent). Per client.
+ * The reads of the creations with an Idempotency-Key or a release rule go in groups (issue 22): one
+ * statement for those that arrive while the previous group's runs (createGroupCommit; the checks stay
+ * per item, in planIntent). The other creations are read by their own group (intentGroupOf). Per client.
  */
 const readGroups = new WeakMap<object, GroupCommit<ReadItem, IntentReads>>();
 function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
@@ -234,10 +236,10 @@ function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
   return g;
 }
 
-function readForIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): Promise<IntentReads> {
+function readItemOf(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): ReadItem {
   const p = ctx.principal;
   // An API key's own application and environment (a mismatch is refused by checkEnvironment); a member's choice.
-  return readGroupOf(ctx.deps.db).submit({
+  return {
     organizationId,
     applicationId: uuidOrNull(p?.type === 'apiKey' ? p.applicationId : input.applicationId),
     environmentId: uuidOrNull(p?.type === 'apiKey' ? p.environmentId : input.environmentId),
@@ -246,7 +248,7 @@ function readForIntent(ctx: Context, organizationId: string, input: CreatePaymen
     payerAccountId: uuidOrNull(input.payerAccountId),
     reference: input.reference ?? null,
     walletId: uuidOrNull(input.walletId),
-  });
+  };
 }
 
 /** The application and environment the intent is for: an API key's own, or a member's choice. */
@@ -298,7 +300,7 @@ interface IntentPlan {
   hasEndpoints: boolean;
 }
 
-/** The checks of a creation on what readForIntent read, in the order they always ran, and its rows (no statement). */
+/** The checks of a creation on what readIntents read, in the order they always ran, and its rows (no statement). */
 function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads): IntentPlan {
   const deps = ctx.deps;
   const env = checkEnvironment(ctx, input, reads);
@@ -437,35 +439,69 @@ async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expire
 }
 
 function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string } | null, tail: Prisma.Sql): Prisma.Sql {
-  const col = <T>(f: (x: IntentPlan) => T) => plans.map(f);
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
-  const amounts = col((x) => amountToNumeric(x.amount).toString());
+  const [transactionIds, organizationIds, applicationIds, environmentIds, environmentTypes, assetNetworkIds, amounts, createdAts] = columns(
+    plans,
+    (x) => x.transactionId,
+    (x) => x.organizationId,
+    (x) => x.env.applicationId,
+    (x) => x.env.environmentId,
+    (x) => x.env.environmentType,
+    (x) => x.an.id,
+    (x) => amountToNumeric(x.amount).toString(),
+    (x) => x.createdAt,
+  );
+  const [intentIds, references, metadata, expiresAts, addressIds, updatedAts] = columns(
+    plans,
+    (x) => x.intentId,
+    (x) => x.reference,
+    (x) => x.metadata,
+    (x) => x.expiresAt,
+    (x) => x.address?.row.id ?? null,
+    (x) => x.address?.row.createdAt ?? x.createdAt,
+  );
+  const participants = columns(
+    parts,
+    (p) => p.id,
+    (p) => p.transactionId,
+    (p) => p.accountId,
+    (p) => p.role,
+  );
+  const a = columns(
+    addrs,
+    (r) => r.id,
+    (r) => r.organizationId,
+    (r) => r.applicationId,
+    (r) => r.walletId,
+    (r) => r.networkId,
+    (r) => r.assetNetworkId,
+    (r) => r.address,
+    (r) => r.derivationIndex,
+    (r) => r.publicKey,
+    (r) => r.paymentIntentId,
+    (r) => r.createdAt,
+  );
   return Prisma.sql`
     WITH "t" AS (
       INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "createdAt", "updatedAt")
       SELECT i, o, a, e, et, an, amt, c, c
-      FROM unnest(${col((x) => x.transactionId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
-                  ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.an.id)}::uuid[],
-                  ${amounts}::numeric[], ${col((x) => x.createdAt)}::timestamptz[]) AS u(i, o, a, e, et, an, amt, c)
+      FROM unnest(${transactionIds}::uuid[], ${organizationIds}::uuid[], ${applicationIds}::uuid[], ${environmentIds}::uuid[],
+                  ${environmentTypes}::"EnvironmentType"[], ${assetNetworkIds}::uuid[], ${amounts}::numeric[], ${createdAts}::timestamptz[]) AS u(i, o, a, e, et, an, amt, c)
     ), "tp" AS (
       INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
-      SELECT * FROM unnest(${parts.map((p) => p.id)}::uuid[], ${parts.map((p) => p.transactionId)}::uuid[], ${parts.map((p) => p.accountId)}::uuid[],
-                           ${parts.map((p) => p.role)}::"ParticipantRole"[])
+      SELECT * FROM unnest(${participants[0]}::uuid[], ${participants[1]}::uuid[], ${participants[2]}::uuid[], ${participants[3]}::"ParticipantRole"[])
     ), "pi" AS (
       INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount",
                                    "reference", "metadata", "expiresAt", "depositAddressId", "createdAt", "updatedAt")
-      SELECT * FROM unnest(${col((x) => x.intentId)}::uuid[], ${col((x) => x.organizationId)}::uuid[], ${col((x) => x.env.applicationId)}::uuid[],
-                           ${col((x) => x.env.environmentId)}::uuid[], ${col((x) => x.env.environmentType)}::"EnvironmentType"[], ${col((x) => x.transactionId)}::uuid[],
-                           ${col((x) => x.an.id)}::uuid[], ${amounts}::numeric[], ${col((x) => x.reference)}::text[], ${col((x) => x.metadata)}::jsonb[],
-                           ${col((x) => x.expiresAt)}::timestamptz[], ${col((x) => x.address?.row.id ?? null)}::uuid[], ${col((x) => x.createdAt)}::timestamptz[],
-                           ${col((x) => x.address?.row.createdAt ?? x.createdAt)}::timestamptz[])
+      SELECT * FROM unnest(${intentIds}::uuid[], ${organizationIds}::uuid[], ${applicationIds}::uuid[], ${environmentIds}::uuid[],
+                           ${environmentTypes}::"EnvironmentType"[], ${transactionIds}::uuid[], ${assetNetworkIds}::uuid[], ${amounts}::numeric[],
+                           ${references}::text[], ${metadata}::jsonb[], ${expiresAts}::timestamptz[], ${addressIds}::uuid[], ${createdAts}::timestamptz[],
+                           ${updatedAts}::timestamptz[])
     ), "da" AS (
       INSERT INTO "DepositAddress" ("id", "organizationId", "applicationId", "walletId", "networkId", "assetNetworkId", "address", "derivationIndex", "publicKey", "paymentIntentId", "createdAt")
-      SELECT * FROM unnest(${addrs.map((a) => a.id)}::uuid[], ${addrs.map((a) => a.organizationId)}::uuid[], ${addrs.map((a) => a.applicationId)}::uuid[],
-                           ${addrs.map((a) => a.walletId)}::uuid[], ${addrs.map((a) => a.networkId)}::uuid[], ${addrs.map((a) => a.assetNetworkId)}::uuid[],
-                           ${addrs.map((a) => a.address)}::text[], ${addrs.map((a) => a.derivationIndex)}::int[], ${addrs.map((a) => a.publicKey)}::text[],
-                           ${addrs.map((a) => a.paymentIntentId)}::uuid[], ${addrs.map((a) => a.createdAt)}::timestamptz[])
+      SELECT * FROM unnest(${a[0]}::uuid[], ${a[1]}::uuid[], ${a[2]}::uuid[], ${a[3]}::uuid[], ${a[4]}::uuid[], ${a[5]}::uuid[],
+                           ${a[6]}::text[], ${a[7]}::int[], ${a[8]}::text[], ${a[9]}::uuid[], ${a[10]}::timestamptz[])
     ), ${expireJobs ? Prisma.sql`"expire_jobs" AS (${jobInsertSql(expireJobs, expireJobsOf(plans))}),` : Prisma.empty}
     "audit" AS (${auditAllSql(
       deps,
@@ -511,28 +547,64 @@ async function sendIntentJobs(
 }
 
 /**
- * Creations without an Idempotency-Key or a release rule are written in groups (issue 22): one
- * transaction for the intents that arrive while the previous group is being written, each intent's
- * rows in one statement (writeIntentRows), the expiry jobs in one insert. A group that fails is written again intent by
- * intent (createGroupCommit), so an intent that breaks a constraint fails alone. Per client.
+ * A write of a group's plans: one statement in autocommit when nothing follows it (the common case:
+ * see writeIntentRowsAlone), else one transaction with the jobs after the statement.
  */
-const INTENT_GROUP = { maxGroup: 64, concurrency: 2 };
-const intentGroups = new WeakMap<object, GroupCommit<IntentPlan, { id: string }>>();
-function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentPlan, { id: string }> {
+async function writePlans(deps: MoneyDeps, plans: IntentPlan[]): Promise<void> {
+  const expireJobs = await expireJobsParts(deps);
+  if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && (!x.address || x.an.network.kind === 'SANDBOX')))
+    if (await writeIntentRowsAlone(deps, plans, expireJobs)) return;
+  await deps.db.$transaction(
+    async (tx) => sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null),
+    TX_OPTIONS,
+  );
+}
+
+/** A creation in a group: what it asks the read, and once read, its plan or its refusal (kept for a retry alone). */
+interface IntentRequest {
+  ctx: Context;
+  organizationId: string;
+  input: CreatePaymentIntentInput;
+  read: ReadItem;
+  planned?: { plan: IntentPlan } | { refused: unknown };
+}
+type IntentOutcome = { id: string } | { refused: unknown };
+
+/**
+ * Creations without an Idempotency-Key or a release rule go in groups (issue 22), read and written
+ * by the same group: one statement reads for all the creations of the group (and reserves their
+ * derivation indexes), each is checked and planned in memory (a refusal is that creation's answer
+ * alone, the others go on), and one statement writes every row of the plans. One group in flight
+ * per client: the creations that arrive meanwhile gather for the next one, so the groups grow with
+ * the load (decision: docs/decisions.md, "Payment intents: one group reads and writes"). A write
+ * that fails (a constraint one intent breaks) is written again intent by intent (createGroupCommit),
+ * each with the plan it had (no second read), so only the intent that fails alone gets the error.
+ */
+const INTENT_GROUP = { maxGroup: 64, concurrency: 1 };
+const intentGroups = new WeakMap<object, GroupCommit<IntentRequest, IntentOutcome>>();
+function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentRequest, IntentOutcome> {
   let g = intentGroups.get(deps.db);
   if (!g) {
-    g = createGroupCommit<IntentPlan, { id: string }>({
+    g = createGroupCommit<IntentRequest, IntentOutcome>({
       ...INTENT_GROUP,
-      write: async (plans) => {
-        const expireJobs = await expireJobsParts(deps);
-        const done = plans.map((x) => ({ id: x.intentId }));
-        // One statement in autocommit when nothing follows it (the common case: see writeIntentRowsAlone).
-        if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && (!x.address || x.an.network.kind === 'SANDBOX')))
-          if (await writeIntentRowsAlone(deps, plans, expireJobs)) return done;
-        return deps.db.$transaction(async (tx) => {
-          await sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null);
-          return plans.map((x) => ({ id: x.intentId }));
-        }, TX_OPTIONS);
+      write: async (requests) => {
+        const unread = requests.filter((r) => !r.planned);
+        if (unread.length) {
+          const reads = await readIntents(
+            deps.db,
+            unread.map((r) => r.read),
+          );
+          unread.forEach((r, i) => {
+            try {
+              r.planned = { plan: planIntent(r.ctx, r.organizationId, r.input, reads[i]!) };
+            } catch (e) {
+              r.planned = { refused: e };
+            }
+          });
+        }
+        const plans = requests.flatMap((r) => (r.planned && 'plan' in r.planned ? [r.planned.plan] : []));
+        if (plans.length) await writePlans(deps, plans);
+        return requests.map((r) => (r.planned && 'plan' in r.planned ? { id: r.planned.plan.intentId } : (r.planned as { refused: unknown })));
       },
     });
     intentGroups.set(deps.db, g);
@@ -549,11 +621,11 @@ export const intentGroupStats = (db: object) => intentGroups.get(db)?.stats ?? n
  * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
  * Idempotency-Key the same request answers the same intent.
  *
- * Issue 22: one statement reads what the checks need and reserves the wallet's index (before the
- * transaction: readForIntent); the checks and the address's derivation run in memory (planIntent);
- * the rows, events (with their deliveries) and audit entries are one data-modifying statement
- * (writeIntentRows); the jobs follow in the same transaction. Without a key or a release rule the
- * transaction is shared with the creations in flight (group commit: intentGroupOf).
+ * Issue 22: one statement reads what the checks need and reserves the wallet's index, committed
+ * before the write (readIntents, for a group); the checks and the address's derivation run in memory
+ * (planIntent); the rows, events (with their deliveries) and audit entries are one data-modifying
+ * statement (writeIntentRows), autocommitted when no job follows it. Without a key or a release rule
+ * the creation is read, planned and written with those in flight (one group: intentGroupOf).
  */
 export async function createPaymentIntent(
   ctx: Context,
@@ -577,12 +649,16 @@ export async function createPaymentIntent(
   };
   let created: { id: string };
   try {
-    // Read before the transaction, the derivation index reserved with it (the wallet's row is not
-    // held until the intent commits).
-    const reads = await readForIntent(ctx, organizationId, input);
     const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
-    if (idempotencyKey == null && releaseRule == null) created = await intentGroupOf(deps).submit(planIntent(ctx, organizationId, input, reads));
-    else {
+    const read = readItemOf(ctx, organizationId, input);
+    if (idempotencyKey == null && releaseRule == null) {
+      const outcome = await intentGroupOf(deps).submit({ ctx, organizationId, input, read });
+      if ('refused' in outcome) throw outcome.refused;
+      created = outcome;
+    } else {
+      // Read before the transaction, the derivation index reserved with it (the wallet's row is not
+      // held until the intent commits).
+      const reads = await readGroupOf(deps.db).submit(read);
       const expireJobs = await expireJobsParts(deps);
       created = await deps.db.$transaction(
         (tx) =>
