@@ -24,6 +24,7 @@ import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/r
 import { statusAllows } from '../catalog/catalog';
 import { submitWithdrawalRequest } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
+import { runIsolatingErrors } from '../kernel/work';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -540,23 +541,17 @@ export async function broadcastWithdrawalGroup(
   withdrawalIds: readonly string[],
   opts: { isolateOnError?: boolean } = {},
 ): Promise<(StepOutcome | Error)[]> {
-  const ids = withdrawalIds.map((id) => (isUuid(id) ? id.toLowerCase() : null));
-  const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
-  if (!valid.length) return ids.map(() => 'SKIPPED');
-  try {
-    const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
-    return ids.map((id) => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
-  } catch (e) {
-    if (!(opts.isolateOnError ?? true) || valid.length <= 1) throw e;
-    const out: (StepOutcome | Error)[] = [];
-    for (const id of withdrawalIds)
-      try {
-        out.push(await broadcastWithdrawal(deps, id));
-      } catch (e1) {
-        out.push(e1 instanceof Error ? e1 : new Error(String(e1)));
-      }
-    return out;
-  }
+  return runIsolatingErrors(
+    withdrawalIds,
+    async (group) => {
+      const ids = group.map((id) => (isUuid(id) ? id.toLowerCase() : null));
+      const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
+      if (!valid.length) return ids.map((): StepOutcome => 'SKIPPED');
+      const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
+      return ids.map((id): StepOutcome => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
+    },
+    opts,
+  );
 }
 
 async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {
