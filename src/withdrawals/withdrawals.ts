@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { poolQuery, type Db } from '../db/prisma';
 import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
@@ -17,7 +17,7 @@ import { webhookEvent } from '../webhooks/events';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { blockDestinationInput } from './destinations';
-import type { Network, WithdrawalDestination } from '../generated/prisma/client';
+import type { AssetNetwork, Network, WithdrawalDestination } from '../generated/prisma/client';
 import { networkCostsOf } from '../treasury/costs/costs';
 import { sendGroupFromTreasury } from '../treasury/payouts';
 import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/reserve';
@@ -126,6 +126,30 @@ export type RequestWithdrawalInput = z.infer<typeof requestWithdrawalInput>;
 
 const parse = parseInput;
 
+type RequestedAssetNetwork = Pick<AssetNetwork, 'id' | 'status'> & { network: Pick<Network, 'id' | 'kind' | 'environmentType' | 'requiredConfirmations'> };
+const requestedAssetNetworkSql = `SELECT an."id"::text AS "id", an."status"::text AS "status", n."id"::text AS "networkId", n."kind"::text AS "kind",
+    n."environmentType"::text AS "environmentType", n."requiredConfirmations"
+  FROM "AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId" WHERE an."id" = $1::uuid`;
+/**
+ * The asset-network a request names and what it needs of its network: one prepared statement on the
+ * pool (issue 22: a request's read before it joins its group, without Prisma's query engine); through
+ * Prisma where there is no pool of ours.
+ */
+async function requestedAssetNetwork(db: Db, id: string): Promise<RequestedAssetNetwork | null> {
+  const result = poolQuery<Omit<RequestedAssetNetwork, 'network'> & RequestedAssetNetwork['network'] & { networkId: string }>(db, requestedAssetNetworkSql, [
+    id,
+  ]);
+  if (!result) return db.assetNetwork.findUnique({ where: { id }, include: { network: true } });
+  const r = (await result).rows[0];
+  return r
+    ? {
+        id: r.id,
+        status: r.status,
+        network: { id: r.networkId, kind: r.kind, environmentType: r.environmentType, requiredConfirmations: r.requiredConfirmations },
+      }
+    : null;
+}
+
 /**
  * Requests a withdrawal (members with payment-manage, API keys for accounts authorized for their
  * application). 400 on bad input; 404 for an account, destination or wallet the caller may not see;
@@ -144,7 +168,7 @@ export async function requestWithdrawal(
   const data = parse(requestWithdrawalInput, input);
   const account = await loadVisibleAccount(ctx, accountIdArg);
   const amount = BigInt(data.amount);
-  const assetNetwork = await ctx.deps.db.assetNetwork.findUnique({ where: { id: data.assetNetworkId.toLowerCase() }, include: { network: true } });
+  const assetNetwork = await requestedAssetNetwork(ctx.deps.db, data.assetNetworkId.toLowerCase());
   if (!assetNetwork) throw fieldError('assetNetworkId', 'is not an asset-network of the catalog');
   const network = assetNetwork.network;
   if (network.environmentType !== account.mode) throw fieldError('assetNetworkId', `must be a ${account.mode} asset-network (the account's mode)`);
