@@ -266,7 +266,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
         statementsPerWithdrawal: +(statementTotal / n).toFixed(1),
         topStatements: [...statements.entries()]
           .sort((x, y) => y[1] - x[1])
-          .slice(0, 12)
+          .slice(0, 40)
           .map(([statement, c]) => ({ statement, perWithdrawal: +(c / n).toFixed(2) })),
         blockMs,
         blocks,
