@@ -52,7 +52,7 @@ export async function sendGroupFromTreasury(
 ): Promise<({ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string })[]> {
   if (!transfers.length) return [];
   if (!deps.sealingKey) throw new Error('signing from a controlled address needs the sealing key (deps.sealingKey)');
-  const candidates = (await hotAddressesFor(tx, assetNetworkId)) ?? [];
+  const candidates = (await hotAddressesFor(tx, assetNetworkId, network)) ?? [];
   const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
   const ref = networkRef(network);
   const out: ({ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string })[] = new Array(transfers.length);
