@@ -507,12 +507,6 @@ try {
         `  request groups: ${r.requestGroups.groups} (mean ${r.requestGroups.meanSize} requests, ${r.requestGroups.isolated} run again alone); bench process CPU per withdrawal: ${r.cpuMicrosPerWithdrawal.request} µs in the request phase, ${r.cpuMicrosPerWithdrawal.total} µs in all; PostgreSQL ${r.cpuMicrosPerWithdrawal.postgres} µs; ${r.blocks} blocks mined`,
       );
       say(
-        `  statements per withdrawal (all the process sent): ${r.statementsPerWithdrawal}; most: ${r.topStatements
-          .slice(0, 12)
-          .map((t) => `${t.perWithdrawal} "${t.statement}"`)
-          .join('; ')}`,
-      );
-      say(
         `  lock waits: ${r.lockWaits.meanWaiting} backends waiting on average (${r.lockWaits.samples} samples); in: ${r.lockWaits.top.map((t) => `${Math.round(t.share * 100)}% "${t.statement}"`).join('; ')}`,
       );
       withdrawalRuns.push(r);

@@ -6,7 +6,6 @@ import { ledgerAccounts } from '../src/ledger/ledger';
 import { numericToAmount } from '../src/money';
 import { withdrawalRequestGroupStats } from '../src/withdrawals/requests';
 import { cpuDelta, cpuSnapshot } from './ledger';
-import pg from 'pg';
 
 /**
  * The withdrawals scenario of `npm run bench` (BENCH_SCENARIOS=withdrawals): custodial
@@ -54,9 +53,6 @@ export interface WithdrawalsRound {
   requestGroups: { groups: number; meanSize: number; isolated: number };
   /** The bench process's CPU (service + load generator) per withdrawal, in the request phase and in all; PostgreSQL's in all. */
   cpuMicrosPerWithdrawal: { request: number; total: number; postgres: number };
-  /** Statements the process sent per withdrawal during the round (all of them), and the most frequent (first words). */
-  statementsPerWithdrawal: number;
-  topStatements: { statement: string; perWithdrawal: number }[];
   /** The block cadence of the round (BENCH_WITHDRAWALS_BLOCK_MS), and the blocks it mined. */
   blockMs: number;
   blocks: number;
@@ -64,30 +60,6 @@ export interface WithdrawalsRound {
 }
 
 export type WithdrawalsBench = ScenarioBench<WithdrawalsRound>;
-
-/**
- * Every statement this process sends to PostgreSQL (the service's Prisma and pool queries, pg-boss's,
- * the bench's own), counted by its first words while a round runs: statements per withdrawal, a
- * figure the machine's load does not move.
- */
-let statementCounts: Map<string, number> | null = null;
-let counting = false;
-function countStatements(): Map<string, number> {
-  if (!counting) {
-    counting = true;
-    const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      if (statementCounts) {
-        const q = args[0];
-        const text = typeof q === 'string' ? q : ((q as { text?: string } | null)?.text ?? '');
-        const key = text.replace(/\s+/g, ' ').trim().slice(0, 70);
-        statementCounts.set(key, (statementCounts.get(key) ?? 0) + 1);
-      }
-      return query.apply(this, args);
-    } as typeof pg.Client.prototype.query;
-  }
-  return (statementCounts = new Map());
-}
 
 export const withdrawalsSettings = () => ({
   count: env('BENCH_WITHDRAWALS_COUNT', 500),
@@ -155,6 +127,24 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
   say(
     `withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`,
   );
+  // What one block costs that has nothing to confirm (the load a mining cadence adds beside the
+  // withdrawals): IDLE_BLOCKS mined through REST 20 ms apart, then every chain.sync job they queued
+  // worked by the job runner; the bench process's and PostgreSQL's CPU per block (background work of
+  // the window included: pg-boss's polls, the bench's wait).
+  const IDLE_BLOCKS = 20;
+  const idleCpu0 = cpuSnapshot(opts.pgPort);
+  for (let i = 0; i < IDLE_BLOCKS; i++) {
+    expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const pendingSyncs = 'SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state IN ($2, $3, $4)';
+  while ((await deps.db.$queryRawUnsafe<{ n: number }[]>(pendingSyncs, 'chain.sync', 'created', 'retry', 'active'))[0]!.n > 0)
+    await new Promise((r) => setTimeout(r, 20));
+  const idleCpu = cpuDelta(idleCpu0, cpuSnapshot(opts.pgPort));
+  say(
+    `withdrawals: a block with nothing to confirm (${IDLE_BLOCKS} mined through REST, their chain.sync jobs worked): ` +
+      `${Math.round(idleCpu.bench / IDLE_BLOCKS)} µs bench-process CPU and ${Math.round(idleCpu.postgres / IDLE_BLOCKS)} µs PostgreSQL CPU per block`,
+  );
 
   const all: { id: string; amount: bigint }[] = [];
   let roundNo = 0;
@@ -166,7 +156,6 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
       const amounts: bigint[] = new Array(n);
       const blockMs = s.blockMs[(roundNo - 1) % s.blockMs.length]!;
       const pg0 = cpuSnapshot(opts.pgPort);
-      const statements = countStatements();
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
       const groups0 = { ...(withdrawalRequestGroupStats(deps) ?? { groups: 0, items: 0, isolated: 0, largest: 0 }) };
@@ -241,8 +230,6 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
       const g = withdrawalRequestGroupStats(deps)!;
       const cpuTotal = process.cpuUsage(cpu0);
       const pgCpu = cpuDelta(pg0, cpuSnapshot(opts.pgPort));
-      statementCounts = null;
-      const statementTotal = [...statements.values()].reduce((a, b) => a + b, 0);
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
         withdrawals: n,
@@ -263,11 +250,6 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
           total: Math.round((cpuTotal.user + cpuTotal.system) / n),
           postgres: Math.round(pgCpu.postgres / n),
         },
-        statementsPerWithdrawal: +(statementTotal / n).toFixed(1),
-        topStatements: [...statements.entries()]
-          .sort((x, y) => y[1] - x[1])
-          .slice(0, 40)
-          .map(([statement, c]) => ({ statement, perWithdrawal: +(c / n).toFixed(2) })),
         blockMs,
         blocks,
         lockWaits: {
