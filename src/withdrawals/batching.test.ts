@@ -129,7 +129,7 @@ describe('statements per withdrawal', () => {
       broadcast: (large.broadcast - small.broadcast) / 15,
       confirmation: (large.confirmation - small.confirmation) / 15,
     };
-    console.info('statements per withdrawal', { ...per, groupsOf16: large.groups });
+    console.info('statements per withdrawal', { ...per, groupsOf16: large.groups, broadcastGroupOf1: small.broadcast, confirmationOf1: small.confirmation });
     // Before issue 22: 17 per request, 44 per broadcast and 13 per confirmation, each withdrawal its own
     // transaction; then 15 per request. Now a request alone is a group of one (10 statements); 16 at once
     // share up to 4 groups' transactions (3.9-4.5 per request: 2 reads each — the account, the
