@@ -233,7 +233,7 @@ try {
   const paymentIntentRuns: PaymentIntentsRound[][] = [];
   const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
   const settlementRuns: SettlementsRound[] = [];
-  const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, say }) : undefined;
+  const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, pgPort, say }) : undefined;
   const withdrawalRuns: WithdrawalsRound[] = [];
   say(
     `seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`,
@@ -496,13 +496,15 @@ try {
     }
     if (withdrawals) {
       const d = withdrawalsSettings();
-      say(`round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight`);
+      say(
+        `round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight, a block mined every ${d.blockMs[(round - 1) % d.blockMs.length]} ms`,
+      );
       const r = await withdrawals.run();
       say(
         `  ${r.withdrawalsPerSecond} withdrawals/s end to end (${r.requestsPerSecond} requests/s through REST; phases: request ${r.seconds.request} s, broadcast ${r.seconds.broadcast} s more, confirmation ${r.seconds.confirmation} s more)`,
       );
       say(
-        `  request groups: ${r.requestGroups.groups} (mean ${r.requestGroups.meanSize} requests, ${r.requestGroups.isolated} run again alone); bench process CPU per withdrawal: ${r.cpuMicrosPerWithdrawal.request} µs in the request phase, ${r.cpuMicrosPerWithdrawal.total} µs in all`,
+        `  request groups: ${r.requestGroups.groups} (mean ${r.requestGroups.meanSize} requests, ${r.requestGroups.isolated} run again alone); bench process CPU per withdrawal: ${r.cpuMicrosPerWithdrawal.request} µs in the request phase, ${r.cpuMicrosPerWithdrawal.total} µs in all; PostgreSQL ${r.cpuMicrosPerWithdrawal.postgres} µs; ${r.blocks} blocks mined`,
       );
       say(
         `  lock waits: ${r.lockWaits.meanWaiting} backends waiting on average (${r.lockWaits.samples} samples); in: ${r.lockWaits.top.map((t) => `${Math.round(t.share * 100)}% "${t.statement}"`).join('; ')}`,

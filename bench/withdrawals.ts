@@ -5,6 +5,7 @@ import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
 import { numericToAmount } from '../src/money';
 import { withdrawalRequestGroupStats } from '../src/withdrawals/requests';
+import { cpuDelta, cpuSnapshot } from './ledger';
 
 /**
  * The withdrawals scenario of `npm run bench` (BENCH_SCENARIOS=withdrawals): custodial
@@ -22,8 +23,11 @@ import { withdrawalRequestGroupStats } from '../src/withdrawals/requests';
  * chain (a sandbox send, mined): withdrawals pay from the treasury, as in production.
  *
  * Each round: BENCH_WITHDRAWALS_COUNT withdrawals (BENCH_WITHDRAWALS_CONCURRENCY requests in
- * flight); meanwhile a loop mines a block (then waits 20 ms) until every withdrawal of the round
- * is CONFIRMED. withdrawals/s = withdrawals / (first request -> last confirmed).
+ * flight); meanwhile a loop mines a block every BENCH_WITHDRAWALS_BLOCK_MS (default 100: a fast
+ * chain's cadence; a comma-separated list gives each round the next value, e.g. `20,100` to compare
+ * the old cadence with the new in one run) until every withdrawal of the round is CONFIRMED, checking
+ * the round's statuses every 20 ms once the requests are answered.
+ * withdrawals/s = withdrawals / (first request -> last confirmed).
  * After the rounds: every withdrawal CONFIRMED, the account's balance is the funding less the
  * withdrawals, no hold left pending, the ledger invariants hold.
  */
@@ -47,7 +51,11 @@ export interface WithdrawalsRound {
    * waited first, with the share of the samples' waiting backends.
    */
   requestGroups: { groups: number; meanSize: number; isolated: number };
-  cpuMicrosPerWithdrawal: { request: number; total: number };
+  /** The bench process's CPU (service + load generator) per withdrawal, in the request phase and in all; PostgreSQL's in all. */
+  cpuMicrosPerWithdrawal: { request: number; total: number; postgres: number };
+  /** The block cadence of the round (BENCH_WITHDRAWALS_BLOCK_MS), and the blocks it mined. */
+  blockMs: number;
+  blocks: number;
   lockWaits: { samples: number; meanWaiting: number; top: { statement: string; share: number }[] };
 }
 
@@ -58,13 +66,18 @@ export const withdrawalsSettings = () => ({
   concurrency: env('BENCH_WITHDRAWALS_CONCURRENCY', 16),
   accounts: env('BENCH_WITHDRAWALS_ACCOUNTS', 16),
   timeoutSeconds: env('BENCH_WITHDRAWALS_TIMEOUT', 600),
+  blockMs: (process.env.BENCH_WITHDRAWALS_BLOCK_MS ?? '100').split(',').map((v) => {
+    const ms = Number(v.trim());
+    if (!Number.isInteger(ms) || ms < 1) throw new Error(`BENCH_WITHDRAWALS_BLOCK_MS: ${v} is not a whole number of milliseconds`);
+    return ms;
+  }),
 });
 
 const FUNDING = 10n ** 15n;
 /** Enough network resource reserve for every broadcast of the rounds (21,000 each on the sandbox). */
 const RESERVE = 10n ** 12n;
 
-export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say: (msg: string) => void }): Promise<WithdrawalsBench> {
+export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPort: number; say: (msg: string) => void }): Promise<WithdrawalsBench> {
   const { deps, call, say } = opts;
   const s = withdrawalsSettings();
   if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
@@ -114,6 +127,24 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
   say(
     `withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`,
   );
+  // What one block costs that has nothing to confirm (the load a mining cadence adds beside the
+  // withdrawals): IDLE_BLOCKS mined through REST 20 ms apart, then every chain.sync job they queued
+  // worked by the job runner; the bench process's and PostgreSQL's CPU per block (background work of
+  // the window included: pg-boss's polls, the bench's wait).
+  const IDLE_BLOCKS = 20;
+  const idleCpu0 = cpuSnapshot(opts.pgPort);
+  for (let i = 0; i < IDLE_BLOCKS; i++) {
+    expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const pendingSyncs = 'SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state IN ($2, $3, $4)';
+  while ((await deps.db.$queryRawUnsafe<{ n: number }[]>(pendingSyncs, 'chain.sync', 'created', 'retry', 'active'))[0]!.n > 0)
+    await new Promise((r) => setTimeout(r, 20));
+  const idleCpu = cpuDelta(idleCpu0, cpuSnapshot(opts.pgPort));
+  say(
+    `withdrawals: a block with nothing to confirm (${IDLE_BLOCKS} mined through REST, their chain.sync jobs worked): ` +
+      `${Math.round(idleCpu.bench / IDLE_BLOCKS)} µs bench-process CPU and ${Math.round(idleCpu.postgres / IDLE_BLOCKS)} µs PostgreSQL CPU per block`,
+  );
 
   const all: { id: string; amount: bigint }[] = [];
   let roundNo = 0;
@@ -123,6 +154,8 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       const n = s.count;
       const ids: string[] = new Array(n);
       const amounts: bigint[] = new Array(n);
+      const blockMs = s.blockMs[(roundNo - 1) % s.blockMs.length]!;
+      const pg0 = cpuSnapshot(opts.pgPort);
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
       const groups0 = { ...(withdrawalRequestGroupStats(deps) ?? { groups: 0, items: 0, isolated: 0, largest: 0 }) };
@@ -167,10 +200,16 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
           await new Promise((r) => setTimeout(r, 100));
         }
       })();
-      // Mine until every withdrawal of the round is CONFIRMED (by the job runner's chain.sync).
+      // Mine a block every blockMs until every withdrawal of the round is CONFIRMED (by the job runner's chain.sync).
+      let blocks = 0;
+      let nextBlock = performance.now();
       for (;;) {
-        expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
-        await new Promise((r) => setTimeout(r, 20));
+        if (performance.now() >= nextBlock) {
+          expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+          blocks++;
+          nextBlock += blockMs;
+        }
+        await new Promise((r) => setTimeout(r, Math.max(1, Math.min(20, nextBlock - performance.now()))));
         if (requested) {
           const by = new Map(
             (await deps.db.withdrawal.groupBy({ by: ['status'], where: { id: { in: ids } }, _count: { _all: true } })).map((g) => [g.status, g._count._all]),
@@ -190,6 +229,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
       all.push(...ids.map((id, i) => ({ id, amount: amounts[i]! })));
       const g = withdrawalRequestGroupStats(deps)!;
       const cpuTotal = process.cpuUsage(cpu0);
+      const pgCpu = cpuDelta(pg0, cpuSnapshot(opts.pgPort));
       const sec = (ms: number) => +(ms / 1000).toFixed(2);
       return {
         withdrawals: n,
@@ -205,7 +245,13 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; say:
           meanSize: +((g.items - groups0.items) / Math.max(1, g.groups - groups0.groups)).toFixed(1),
           isolated: g.isolated - groups0.isolated,
         },
-        cpuMicrosPerWithdrawal: { request: Math.round(cpuRequest / n), total: Math.round((cpuTotal.user + cpuTotal.system) / n) },
+        cpuMicrosPerWithdrawal: {
+          request: Math.round(cpuRequest / n),
+          total: Math.round((cpuTotal.user + cpuTotal.system) / n),
+          postgres: Math.round(pgCpu.postgres / n),
+        },
+        blockMs,
+        blocks,
         lockWaits: {
           samples,
           meanWaiting: +(waiting / Math.max(1, samples)).toFixed(2),
@@ -250,14 +296,14 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
   const m = median(runs.map((r) => r.withdrawalsPerSecond));
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
-    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'phases s (request / broadcast / confirmation)', 'rounds: withdrawals/s'],
+    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'phases s (request / broadcast / confirmation)', 'rounds: withdrawals/s (block every ms)'],
     [
       `${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`,
       String(r.requestsPerSecond),
       String(r.withdrawalsPerSecond),
       String(r.seconds.total),
       `${r.seconds.request} / ${r.seconds.broadcast} / ${r.seconds.confirmation}`,
-      runs.map((x) => String(x.withdrawalsPerSecond)).join(', '),
+      runs.map((x) => `${x.withdrawalsPerSecond} (${x.blockMs})`).join(', '),
     ],
   ];
   return {

@@ -293,3 +293,34 @@ export function dataOf<T>(job: JobOf<T>): T {
   if (job.data === null || job.data === undefined) throw new Error(`job ${job.id} of ${job.name} carries no data`);
   return job.data;
 }
+
+/**
+ * Runs `items` as one group (`run`: one database transaction answering one outcome per item, in
+ * order) so that one bad item never takes the others with it: when the group throws (a database
+ * error, a bug, a posting refused) its transaction has rolled back whole, and with `isolateOnError`
+ * (the default) each item then runs again alone, as a group of one, answering its own outcome or its
+ * own error in its place. Without it, or for a single item, the throw goes to the caller.
+ * `errorOf` maps what a run threw to what is answered or thrown (default: as thrown). The settlement
+ * groups and the withdrawal broadcast groups run through it (issue 22).
+ */
+export async function runIsolatingErrors<T, R>(
+  items: readonly T[],
+  run: (items: readonly T[]) => Promise<R[]>,
+  opts: { isolateOnError?: boolean; errorOf?: (e: unknown) => unknown } = {},
+): Promise<(R | Error)[]> {
+  const errorOf = opts.errorOf ?? ((e: unknown) => e);
+  try {
+    return await run(items);
+  } catch (e) {
+    if (!(opts.isolateOnError ?? true) || items.length <= 1) throw errorOf(e);
+    const out: (R | Error)[] = [];
+    for (const item of items)
+      try {
+        out.push((await run([item]))[0]!);
+      } catch (e1) {
+        const err = errorOf(e1);
+        out.push(err instanceof Error ? err : new Error(String(err)));
+      }
+    return out;
+  }
+}

@@ -21,6 +21,7 @@ import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { runIsolatingErrors } from '../kernel/work';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
 import { loadTransaction } from '../transactions/transactions';
@@ -300,63 +301,60 @@ export async function executeSettlement(deps: MoneyDeps, settlementId: string): 
 export async function executeSettlementGroup(
   deps: MoneyDeps,
   settlementIds: readonly string[],
-  opts: { isolateOnError?: boolean; attempt?: number } = {},
+  opts: { isolateOnError?: boolean } = {},
 ): Promise<(ExecutionOutcome | Error)[]> {
-  const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
+  return runIsolatingErrors(settlementIds, (group) => executeGroupRetrying(deps, group), {
+    ...opts,
+    errorOf: (e) => (e instanceof GroupRefused ? e.cause : e),
+  });
+}
+
+/** One group's transaction (executeGroupIn), run again whole after a deadlock or a serialization failure (GROUP_ATTEMPTS). */
+async function executeGroupRetrying(deps: MoneyDeps, settlementIds: readonly string[], attempt = 1): Promise<ExecutionOutcome[]> {
   try {
-    return await deps.db.$transaction(async (tx) => {
-      const valid = ids.filter((id): id is string => id !== null);
-      // The Transaction rows of every settlement, locked at once, in id order.
-      const heads = valid.length
-        ? await tx.$queryRaw<{ id: string; transactionId: string }[]>`
-            SELECT s."id"::text AS "id", s."transactionId"::text AS "transactionId"
-              FROM "Settlement" s WHERE s."id" = ANY(${valid}::uuid[])`
-        : [];
-      const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
-      if (!transactionIds.length) return ids.map(() => ({ status: 'SKIPPED' as const }));
-      await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
-      const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
-      const reads = await readGroup(tx, transactionIds);
-      const writes: GroupWrites = {
-        events: [],
-        audits: [],
-        failed: [],
-        allocations: [],
-        ruleAllocated: new Map(),
-        changed: new Set(),
-        emptied: new Set(),
-        executed: [],
-      };
-      const out: ExecutionOutcome[] = [];
-      for (const id of ids) {
-        const transactionId = id === null ? undefined : headOf.get(id);
-        out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
-      }
-      await writeGroup(tx, deps, reads, writes);
-      return out;
-    }, TX_OPTIONS);
+    return await deps.db.$transaction((tx) => executeGroupIn(tx, deps, settlementIds), TX_OPTIONS);
   } catch (e) {
     // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
     // posting has no savepoint to retry under: postInStatement).
-    const attempt = opts.attempt ?? 1;
     if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
       await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
-      return executeSettlementGroup(deps, settlementIds, { ...opts, attempt: attempt + 1 });
+      return executeGroupRetrying(deps, settlementIds, attempt + 1);
     }
-    if (!(opts.isolateOnError ?? true) || settlementIds.length <= 1) {
-      if (e instanceof GroupRefused) throw e.cause;
-      throw e;
-    }
-    const out: (ExecutionOutcome | Error)[] = [];
-    for (const id of settlementIds) {
-      try {
-        out.push(await executeSettlement(deps, id));
-      } catch (e1) {
-        out.push(e1 instanceof Error ? e1 : new Error(String(e1)));
-      }
-    }
-    return out;
+    throw e;
   }
+}
+
+async function executeGroupIn(tx: Db, deps: MoneyDeps, settlementIds: readonly string[]): Promise<ExecutionOutcome[]> {
+  const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
+  const valid = ids.filter((id): id is string => id !== null);
+  // The Transaction rows of every settlement, locked at once, in id order.
+  const heads = valid.length
+    ? await tx.$queryRaw<{ id: string; transactionId: string }[]>`
+        SELECT s."id"::text AS "id", s."transactionId"::text AS "transactionId"
+          FROM "Settlement" s WHERE s."id" = ANY(${valid}::uuid[])`
+    : [];
+  const transactionIds = [...new Set(heads.map((h) => h.transactionId))].sort();
+  if (!transactionIds.length) return ids.map(() => ({ status: 'SKIPPED' as const }));
+  await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${transactionIds}::uuid[]) ORDER BY "id" FOR UPDATE`;
+  const headOf = new Map(heads.map((h) => [h.id, h.transactionId]));
+  const reads = await readGroup(tx, transactionIds);
+  const writes: GroupWrites = {
+    events: [],
+    audits: [],
+    failed: [],
+    allocations: [],
+    ruleAllocated: new Map(),
+    changed: new Set(),
+    emptied: new Set(),
+    executed: [],
+  };
+  const out: ExecutionOutcome[] = [];
+  for (const id of ids) {
+    const transactionId = id === null ? undefined : headOf.get(id);
+    out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
+  }
+  await writeGroup(tx, deps, reads, writes);
+  return out;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Network } from '../generated/prisma/client';
 import type { Amount } from '../money';
 import { adapterFor, networkRef } from '../chains/adapter';
 import type { MoneyDeps } from '../kernel/service';
-import { controlledPrivateKey, hotAddressesFor, hotAddressFor, pickHotAddress, signFromControlledAddress } from './treasury';
+import { cachedControlledPrivateKey, hotAddressesFor, hotAddressFor, pickHotAddress, signFromControlledAddress } from './treasury';
 
 /**
  * Sends the platform's outgoing transfer (an organization's withdrawal, refund) from the treasury: the HOT,
@@ -39,7 +39,7 @@ export type TreasuryTransfer = { toAddress: string; amount: Amount; nonce: strin
  * the transaction that records them: the HOT addresses and their spendable balances read once; each
  * transfer, in list order, takes the address with the largest spendable balance left that covers it
  * (as sendFromTreasury called for each in turn would) and is signed with that address's key
- * (unsealed once per address, zeroed after); the signed ones are broadcast together (the adapter's
+ * (unsealed and derived once per address and kept in memory: cachedControlledPrivateKey); the signed ones are broadcast together (the adapter's
  * broadcastMany: one network lock, set-based inserts; else one by one). Each answers its transfer or
  * why it was refused (`{ refused }`: the caller falls back to another source or retries later).
  */
@@ -52,10 +52,9 @@ export async function sendGroupFromTreasury(
 ): Promise<({ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string })[]> {
   if (!transfers.length) return [];
   if (!deps.sealingKey) throw new Error('signing from a controlled address needs the sealing key (deps.sealingKey)');
-  const candidates = (await hotAddressesFor(tx, assetNetworkId)) ?? [];
+  const candidates = (await hotAddressesFor(tx, assetNetworkId, network)) ?? [];
   const adapter = adapterFor(network.kind, tx, { clock: deps.clock, boss: deps.boss });
   const ref = networkRef(network);
-  const keys = new Map<string, Uint8Array>();
   const out: ({ txHash: string; fromAddress: string; controlledAddressId: string } | { refused: string })[] = new Array(transfers.length);
   const answer = (i: number, hot: (typeof candidates)[number], r: { txHash: string } | RangeError) => {
     out[i] =
@@ -64,40 +63,35 @@ export async function sendGroupFromTreasury(
         : { txHash: r.txHash, fromAddress: hot.address, controlledAddressId: hot.id };
   };
   const signed: { i: number; hot: (typeof candidates)[number]; signedTransaction: string }[] = [];
-  try {
-    for (const [i, t] of transfers.entries()) {
-      const hot = t.amount > 0n ? pickHotAddress(candidates, t.amount) : null;
-      if (!hot) {
-        out[i] = { refused: `no HOT treasury address can send ${t.amount}` };
-        continue;
-      }
-      hot.spendable -= t.amount;
-      let key = keys.get(hot.id);
-      if (!key) keys.set(hot.id, (key = controlledPrivateKey(deps.sealingKey, hot.row)));
-      const payload = {
-        networkId: hot.networkId,
-        assetNetworkId,
-        fromAddress: hot.address,
-        fromPublicKey: hot.publicKey,
-        toAddress: t.toAddress,
-        amount: t.amount.toString(),
-        nonce: t.nonce,
-      };
-      const signedTransaction = await adapter.signTransfer(ref, payload, key);
-      if (adapter.broadcastMany) {
-        signed.push({ i, hot, signedTransaction });
-        continue;
-      }
-      // No group broadcast (EVM): each is sent before the next is signed (the sender's nonce is the chain's next).
-      try {
-        answer(i, hot, await adapter.broadcast(ref, signedTransaction, t.organizationId));
-      } catch (e) {
-        if (!(e instanceof RangeError)) throw e;
-        answer(i, hot, e);
-      }
+  for (const [i, t] of transfers.entries()) {
+    const hot = t.amount > 0n ? pickHotAddress(candidates, t.amount) : null;
+    if (!hot) {
+      out[i] = { refused: `no HOT treasury address can send ${t.amount}` };
+      continue;
     }
-  } finally {
-    for (const key of keys.values()) key.fill(0);
+    hot.spendable -= t.amount;
+    const key = cachedControlledPrivateKey(deps.sealingKey, hot.row);
+    const payload = {
+      networkId: hot.networkId,
+      assetNetworkId,
+      fromAddress: hot.address,
+      fromPublicKey: hot.publicKey,
+      toAddress: t.toAddress,
+      amount: t.amount.toString(),
+      nonce: t.nonce,
+    };
+    const signedTransaction = await adapter.signTransfer(ref, payload, key);
+    if (adapter.broadcastMany) {
+      signed.push({ i, hot, signedTransaction });
+      continue;
+    }
+    // No group broadcast (EVM): each is sent before the next is signed (the sender's nonce is the chain's next).
+    try {
+      answer(i, hot, await adapter.broadcast(ref, signedTransaction, t.organizationId));
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      answer(i, hot, e);
+    }
   }
   if (adapter.broadcastMany && signed.length) {
     const sent = await adapter.broadcastMany(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import type { Db } from '../db/prisma';
+import { poolQuery, type Db } from '../db/prisma';
 import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
@@ -17,13 +17,14 @@ import { webhookEvent } from '../webhooks/events';
 import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { blockDestinationInput } from './destinations';
-import type { Network, WithdrawalDestination } from '../generated/prisma/client';
+import type { AssetNetwork, Network, WithdrawalDestination } from '../generated/prisma/client';
 import { networkCostsOf } from '../treasury/costs/costs';
 import { sendGroupFromTreasury } from '../treasury/payouts';
 import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/reserve';
 import { statusAllows } from '../catalog/catalog';
 import { submitWithdrawalRequest } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
+import { runIsolatingErrors } from '../kernel/work';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -125,6 +126,30 @@ export type RequestWithdrawalInput = z.infer<typeof requestWithdrawalInput>;
 
 const parse = parseInput;
 
+type RequestedAssetNetwork = Pick<AssetNetwork, 'id' | 'status'> & { network: Pick<Network, 'id' | 'kind' | 'environmentType' | 'requiredConfirmations'> };
+const requestedAssetNetworkSql = `SELECT an."id"::text AS "id", an."status"::text AS "status", n."id"::text AS "networkId", n."kind"::text AS "kind",
+    n."environmentType"::text AS "environmentType", n."requiredConfirmations"
+  FROM "AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId" WHERE an."id" = $1::uuid`;
+/**
+ * The asset-network a request names and what it needs of its network: one prepared statement on the
+ * pool (issue 22: a request's read before it joins its group, without Prisma's query engine); through
+ * Prisma where there is no pool of ours.
+ */
+async function requestedAssetNetwork(db: Db, id: string): Promise<RequestedAssetNetwork | null> {
+  const result = poolQuery<Omit<RequestedAssetNetwork, 'network'> & RequestedAssetNetwork['network'] & { networkId: string }>(db, requestedAssetNetworkSql, [
+    id,
+  ]);
+  if (!result) return db.assetNetwork.findUnique({ where: { id }, include: { network: true } });
+  const r = (await result).rows[0];
+  return r
+    ? {
+        id: r.id,
+        status: r.status,
+        network: { id: r.networkId, kind: r.kind, environmentType: r.environmentType, requiredConfirmations: r.requiredConfirmations },
+      }
+    : null;
+}
+
 /**
  * Requests a withdrawal (members with payment-manage, API keys for accounts authorized for their
  * application). 400 on bad input; 404 for an account, destination or wallet the caller may not see;
@@ -143,7 +168,7 @@ export async function requestWithdrawal(
   const data = parse(requestWithdrawalInput, input);
   const account = await loadVisibleAccount(ctx, accountIdArg);
   const amount = BigInt(data.amount);
-  const assetNetwork = await ctx.deps.db.assetNetwork.findUnique({ where: { id: data.assetNetworkId.toLowerCase() }, include: { network: true } });
+  const assetNetwork = await requestedAssetNetwork(ctx.deps.db, data.assetNetworkId.toLowerCase());
   if (!assetNetwork) throw fieldError('assetNetworkId', 'is not an asset-network of the catalog');
   const network = assetNetwork.network;
   if (network.environmentType !== account.mode) throw fieldError('assetNetworkId', `must be a ${account.mode} asset-network (the account's mode)`);
@@ -540,23 +565,17 @@ export async function broadcastWithdrawalGroup(
   withdrawalIds: readonly string[],
   opts: { isolateOnError?: boolean } = {},
 ): Promise<(StepOutcome | Error)[]> {
-  const ids = withdrawalIds.map((id) => (isUuid(id) ? id.toLowerCase() : null));
-  const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
-  if (!valid.length) return ids.map(() => 'SKIPPED');
-  try {
-    const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
-    return ids.map((id) => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
-  } catch (e) {
-    if (!(opts.isolateOnError ?? true) || valid.length <= 1) throw e;
-    const out: (StepOutcome | Error)[] = [];
-    for (const id of withdrawalIds)
-      try {
-        out.push(await broadcastWithdrawal(deps, id));
-      } catch (e1) {
-        out.push(e1 instanceof Error ? e1 : new Error(String(e1)));
-      }
-    return out;
-  }
+  return runIsolatingErrors(
+    withdrawalIds,
+    async (group) => {
+      const ids = group.map((id) => (isUuid(id) ? id.toLowerCase() : null));
+      const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
+      if (!valid.length) return ids.map((): StepOutcome => 'SKIPPED');
+      const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
+      return ids.map((id): StepOutcome => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
+    },
+    opts,
+  );
 }
 
 async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {

@@ -705,6 +705,27 @@ describe('the network adapter over the sandbox chain', () => {
       await expect(adapter.broadcast(network, keys.signTransfer(transfer('60', '1'), keys.generateKeyPair().privateKey), integ.organizationId)).rejects.toThrow(
         /does not verify/,
       );
+      // The same signature made malleable (s -> n - s, the high half): refused like any other that does not
+      // verify (the sandbox verifies with OpenSSL, which accepts both halves: the low-s rule is checked apart).
+      const good = JSON.parse(keys.signTransfer(transfer('60', '1'), sender.privateKey));
+      const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+      const highS = (N - BigInt('0x' + good.signature.slice(64))).toString(16).padStart(64, '0');
+      await expect(
+        adapter.broadcast(network, JSON.stringify({ ...good, signature: good.signature.slice(0, 64) + highS }), integ.organizationId),
+      ).rejects.toThrow(/does not verify/);
+      // r or s out of range, a key that is not on the curve, a sender whose key does not own the address.
+      for (const signature of ['0'.repeat(128), 'f'.repeat(128), good.signature.slice(0, 64) + '0'.repeat(64)])
+        await expect(adapter.broadcast(network, JSON.stringify({ ...good, signature }), integ.organizationId)).rejects.toThrow(/does not verify/);
+      await expect(
+        adapter.broadcast(network, JSON.stringify({ ...good, payload: { ...good.payload, fromPublicKey: '02' + 'f'.repeat(64) } }), integ.organizationId),
+      ).rejects.toThrow(/does not own/);
+      await expect(
+        adapter.broadcast(
+          network,
+          JSON.stringify({ ...good, payload: { ...good.payload, fromPublicKey: keys.generateKeyPair().publicKey } }),
+          integ.organizationId,
+        ),
+      ).rejects.toThrow(/does not own/);
       await expect(
         adapter.broadcast(network, keys.signTransfer(transfer('60', '1', catalog.networkId), sender.privateKey), integ.organizationId),
       ).rejects.toThrow(/another network/);
