@@ -12,6 +12,7 @@ import { SERVICE_ROLE } from '../src/db/roles';
 import { startServer } from '../src/server';
 import { stopJobs } from '../jobs/index';
 import { syncNetwork } from '../src/deposits/sync';
+import { payerAddress } from '../src/chains/sandbox/chain';
 import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
@@ -28,14 +29,19 @@ import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep,
  * 1. Setup through REST in each world: an operator, a sandbox network (1 confirmation), an
  *    organization with a sandbox API key, a custodial wallet and a beneficiary account.
  * 2. Each world's history (BENCH_HISTORY_SMALL, default 10^4, and BENCH_HISTORY_LARGE, default
- *    10^6, ledger entries and audit entries; a tenth as many deposit addresses on the network) is
- *    grown in bulk SQL through the service's own data model
+ *    10^6, ledger entries and audit entries; a tenth as many deposit addresses on the network, and
+ *    as many past sandbox transfers from the organization's payer to them, each swept on to one
+ *    address) is grown in bulk SQL through the service's own data model
  *    (generate_series INSERTs into LedgerTransaction and LedgerEntry, with their balance rows'
- *    totals and versions moved to match, AuditLogEntry, DepositAddress), with every trigger and
- *    constraint on, then ANALYZE (as autovacuum would), then measured through the real interfaces:
+ *    totals and versions moved to match, AuditLogEntry, DepositAddress, SandboxTransaction mined
+ *    below the sync's cursor, with the SandboxAddressBalance nets moved to match), with every
+ *    trigger and constraint on, then ANALYZE (as autovacuum would), then measured through the real
+ *    interfaces:
  *    - deposit confirmation latency: a payment intent (REST), a sandbox send, one block mined; from
  *      the send to the deposit CONFIRMED, worked by the service's own job runner;
  *    - one chain.sync of the network (syncNetwork, the job's handler) after a block;
+ *    - one block mined (REST) holding one transfer from the payer to the sweep address, the two
+ *      addresses with the history's past transfers; and one chain.sync after such a block;
  *    - GET /v1/admin/audit-log at skip 0 and 5,000, without and with organizationId;
  *    - GET /v1/admin/ledger-entries at skip 0 and 5,000, without and with nature.
  *    Each is the median of BENCH_HISTORY_SAMPLES (default 15) runs per world, alternated.
@@ -75,6 +81,8 @@ interface Sizes {
   ledgerEntries: number;
   auditEntries: number;
   depositAddresses: number;
+  /** Past sandbox transfers from the payer to the deposit addresses (and as many from them to the sweep address). */
+  pastTransfers: number;
 }
 
 const TARGET_RATIO = 1.5;
@@ -124,6 +132,10 @@ interface Grown {
   networkId: string;
   depositLatency(): Promise<number>;
   syncAfterBlock(): Promise<void>;
+  /** A payer → sweep transfer sent; answers the time to mine the block holding it (ms). */
+  mineTransfer(): Promise<number>;
+  /** A payer → sweep transfer sent and mined; answers the time of the chain.sync after it (ms). */
+  syncAfterTransfer(): Promise<number>;
   search(path: string): Promise<void>;
 }
 
@@ -145,6 +157,14 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     [assetNetworkId, org],
   );
   const [debitAccount, creditAccount] = accounts.rows.map((r) => r.id) as [string, string];
+  const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss };
+  const mine = async () => expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+  // The past transfers are mined at height 0, below the sync's cursor (a block mined and synced
+  // first): history the sync followed long ago, as on a network that has run for months.
+  await mine();
+  await syncNetwork(moneyDeps, networkId);
+  const payer = payerAddress(org);
+  const sweep = '0x' + '5e'.repeat(20);
 
   /** Grows the history to `to`, in chunks of CHUNK rows per statement, each its own transaction. */
   async function grow(to: Sizes) {
@@ -200,16 +220,47 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
         [org, app, walletId, networkId, assetNetworkId, from, n],
       );
     }
-    await owner.query('ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction"');
+    for (let from = 0; from < to.pastTransfers; from += CHUNK) {
+      const n = Math.min(CHUNK, to.pastTransfers - from);
+      // Deposit address g received 1,000 from the payer and sent it on to the sweep address: its net 0.
+      await owner.query('BEGIN');
+      await owner.query(
+        `INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status", "blockHash", "blockHeight",
+                                           "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
+         SELECT uuidv7(), $1::uuid, $2::uuid, '0x' || md5('history-in-' || $1::uuid::text || g) || md5(g || 'history-in-' || $1::uuid::text), $3, '0x' || lpad(to_hex(g), 40, '0'), 1000,
+                'MINED'::"SandboxTransactionStatus", 'history', 0, $5::uuid, $5::uuid, now() - interval '30 days', now() - interval '30 days'
+           FROM generate_series($6::int + 1, $6::int + $7::int) g
+         UNION ALL
+         SELECT uuidv7(), $1::uuid, $2::uuid, '0x' || md5('history-out-' || $1::uuid::text || g) || md5(g || 'history-out-' || $1::uuid::text), '0x' || lpad(to_hex(g), 40, '0'), $4, 1000,
+                'MINED'::"SandboxTransactionStatus", 'history', 0, $5::uuid, NULL, now() - interval '30 days', now() - interval '30 days'
+           FROM generate_series($6::int + 1, $6::int + $7::int) g`,
+        [networkId, assetNetworkId, payer, sweep, org, from, n],
+      );
+      await owner.query(
+        `INSERT INTO "SandboxAddressBalance" AS b ("networkId", "assetNetworkId", "address", "net", "balance")
+         SELECT $1::uuid, $2::uuid, '0x' || lpad(to_hex(g), 40, '0'), 0, 0 FROM generate_series($3::int + 1, $3::int + $4::int) g
+         UNION ALL VALUES ($1::uuid, $2::uuid, $5::text, -1000 * $4::int::numeric, 0), ($1::uuid, $2::uuid, $6::text, 1000 * $4::int::numeric, 1000 * $4::int::numeric)
+         ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "net" = b."net" + EXCLUDED."net", "balance" = GREATEST(0, b."net" + EXCLUDED."net")`,
+        [networkId, assetNetworkId, from, n, payer, sweep],
+      );
+      await owner.query('COMMIT');
+    }
+    await owner.query(
+      'ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction", "SandboxAddressBalance"',
+    );
   }
   const t = performance.now();
-  await grow(size);
+  // A failed growth ends the owner's connection before its world stops (else its error event is unhandled).
+  await grow(size).catch(async (e: unknown) => {
+    await owner.end().catch(() => {});
+    throw e;
+  });
   const growSeconds = +((performance.now() - t) / 1000).toFixed(1);
   say(`history: grown in ${growSeconds} s (${JSON.stringify(size)})`);
 
-  const moneyDeps = { db: deps.db, clock: deps.clock, boss: deps.boss };
-  const mine = async () => expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
   let amountNo = 0;
+  const sendPayerToSweep = async () =>
+    expect(await call('POST', '/v1/sandbox/deposits', { address: sweep, amount: '1000', assetNetworkId }, apiKey), 201, 'sandbox send to the sweep address');
   return {
     sizes: size,
     growSeconds,
@@ -242,6 +293,19 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
       await mine();
       await syncNetwork(moneyDeps, networkId);
     },
+    async mineTransfer() {
+      await sendPayerToSweep();
+      const t0 = performance.now();
+      await mine();
+      return performance.now() - t0;
+    },
+    async syncAfterTransfer() {
+      await sendPayerToSweep();
+      await mine();
+      const t0 = performance.now();
+      await syncNetwork(moneyDeps, networkId);
+      return performance.now() - t0;
+    },
     async search(path: string) {
       expect(await call('GET', path.replace('%ORG%', org), undefined, op), 200, path);
     },
@@ -251,7 +315,7 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
 export async function runHistoryBench(opts: { config: Config; log: Logger; pgPort: number; say: (msg: string) => void }): Promise<HistoryResult> {
   const { say } = opts;
   const samples = env('BENCH_HISTORY_SAMPLES', 15);
-  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10) });
+  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10), pastTransfers: Math.round(n / 10) });
   const sizes = { small: sizeOf(env('BENCH_HISTORY_SMALL', 10_000)), large: sizeOf(env('BENCH_HISTORY_LARGE', 1_000_000)) };
   const worlds: World[] = [];
   const grown: Grown[] = [];
@@ -302,6 +366,8 @@ export async function runHistoryBench(opts: { config: Config; log: Logger; pgPor
         timed((g) => g.syncAfterBlock()),
       ),
     );
+    measures.push(await alternated('sandbox block mined, a payer transfer in it (ms)', (g) => g.mineTransfer()));
+    measures.push(await alternated('chain.sync after a block with a payer transfer (ms)', (g) => g.syncAfterTransfer()));
     for (const [name, path] of searches) {
       await small.search(path); // warm
       await large.search(path);
@@ -432,8 +498,8 @@ export function historyReport(r: HistoryResult) {
   const rows = [
     [
       `history (ms, median of ${r.samples} alternated pairs)`,
-      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses)`,
-      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses})`,
+      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses, ${r.sizes.small.pastTransfers} payer transfers)`,
+      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses}, ${r.sizes.large.pastTransfers})`,
       'large/small (pairs)',
       'of medians',
     ],

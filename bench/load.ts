@@ -29,6 +29,8 @@ export interface LoadResult {
   connections: number;
   /** The server process's CPU time per request answered during the scenario (warm-up included), set by bench/run.ts. */
   cpuMicrosPerRequest?: number;
+  /** The bench's PostgreSQL processes' CPU time per request answered (every backend on its port: the job runner's too), set by bench/run.ts. */
+  pgCpuMicrosPerRequest?: number;
 }
 
 function run(spec: LoadSpec, duration: number): Promise<autocannon.Result> {

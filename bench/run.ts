@@ -13,7 +13,7 @@ import { startTracing } from '../src/kernel/otel';
 import { stopJobs } from '../jobs/index';
 import type { LoadResult, LoadSpec } from './load';
 import { startWebhookBench, type WebhookBench, type WebhookResult } from './webhooks';
-import { startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
+import { cpuDelta, cpuSnapshot, startLedgerBench, type LedgerBench, type LedgerResult } from './ledger';
 import { depositsReport, depositsSettings, startDepositsBench, type DepositsBench, type DepositsRound } from './deposits';
 import { evmDepositChain } from './evm-deposits';
 import { paymentIntentsReport, paymentIntentsSettings, startPaymentIntentsBench, type PaymentIntentsBench, type PaymentIntentsRound } from './payment-intents';
@@ -31,13 +31,15 @@ import { historyReport, runHistoryBench } from './history';
  * Env: BENCH_DURATION (seconds per scenario and round, default 10), BENCH_WARMUP (default 3),
  * BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_PG_PORT (default 54361), BENCH_SCENARIOS (comma-separated
- * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-read-tenancy,webhooks,ledger,deposits,payment-intents,settlements,withdrawals,history).
+ * names, default all: baseline,rest-read,rest-read-console,rest-read-no-console,rest-read-instrumented,rest-read-limited,rest-write,rest-write-limited,rest-read-tenancy,webhooks,ledger,deposits,payment-intents,settlements,withdrawals,history).
  * rest-read-console and rest-read-no-console (issue 23, point 5) run on two more servers of this process,
  * built alike, one with the console route mounted (CONSOLE=on, as `npm start`) and one without
  * (CONSOLE=off); they swap places in even rounds, so neither always goes first. (A second server of the
  * process measured slower than the main one with the same settings: compare servers built alike.)
  * rest-read-instrumented and rest-read-limited (issue 20) run on servers of their own in this process: metrics
  * on with tracing sampled at 0, and the request rate limit counted; the main server has neither.
+ * rest-write-limited is rest-write on the rate-limited server; each pair's CPU per request is printed
+ * for this process and for the bench's PostgreSQL (every backend on BENCH_PG_PORT).
  * BENCH_CPU_PAIRS (default 0) pairs of in-process batches of BENCH_CPU_BATCH reads (default 500) compare
  * the plain and the instrumented app by CPU time per request without sockets (BENCH_CPU_INSTRUMENTED=
  * metrics or tracing: only that half on); BENCH_SCENARIOS=none runs that alone.
@@ -132,7 +134,7 @@ const config = loadConfig({
 });
 /** rest-read-instrumented: metrics on, tracing configured but sampled at 0 (nothing is exported). */
 const instrumentedConfig = { ...config, METRICS: 'on' as const, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLE_RATIO: 0 };
-/** rest-read-limited: the request rate limit counted (one upsert per request), its limit out of reach. */
+/** rest-read-limited, rest-write-limited: the request rate limit counted as with the defaults (the same work per request), its limit out of reach. */
 const limitedConfig = { ...config, RATE_LIMIT_API_KEY: 1_000_000_000, RATE_LIMIT_SESSION: 1_000_000_000 };
 /** rest-read-console / rest-read-no-console: the operator console's route mounted (as `npm start`) or not, each on a server of its own. */
 const consoleConfig = { ...config, CONSOLE: 'on' as const };
@@ -140,7 +142,7 @@ const noConsoleConfig = { ...config, CONSOLE: 'off' as const };
 const consoleSelected = !only || only.has('rest-read-console');
 const noConsoleSelected = !only || only.has('rest-read-no-console');
 const instrumentedSelected = !only || only.has('rest-read-instrumented');
-const limitedSelected = !only || only.has('rest-read-limited');
+const limitedSelected = !only || only.has('rest-read-limited') || only.has('rest-write-limited');
 const log = createLogger(config.LOG_LEVEL);
 
 say(`starting embedded PostgreSQL on ${pgPort} (${DATA_DIR})`);
@@ -360,6 +362,16 @@ try {
       ...(accountsBuilt ? {} : { skip: `CreateAccount not built yet (answered ${created.status})` }),
     },
     {
+      name: 'rest-write-limited',
+      label: 'POST /v1/organizations/{org}/accounts (API key), request rate limit counted',
+      role: 'extra',
+      url: `${limitedBase}/v1/organizations/${org}/accounts`,
+      method: 'POST',
+      headers: { ...apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+      ...(accountsBuilt ? {} : { skip: `CreateAccount not built yet (answered ${created.status})` }),
+    },
+    {
       name: 'rest-read-tenancy',
       label: 'GET /v1/applications/{id} (member JWT)',
       role: 'extra',
@@ -395,21 +407,30 @@ try {
   // round; their order flips every other round (plain, instrumented, limited, then limited,
   // instrumented, plain...), so a machine slowly getting busier or quieter favours none of them.
   // The REST read variants run in reverse order in even rounds (interleaved: none always first).
-  const readFamily = ['rest-read', 'rest-read-instrumented', 'rest-read-limited', 'rest-read-console', 'rest-read-no-console'];
+  // The REST write and its rate-limited variant alike.
+  const families = [
+    ['rest-read', 'rest-read-instrumented', 'rest-read-limited', 'rest-read-console', 'rest-read-no-console'],
+    ['rest-write', 'rest-write-limited'],
+  ];
   const orderOf = (round: number): Scenario[] => {
     if (round % 2 === 1) return active;
-    const family = active.filter((s) => readFamily.includes(s.name)).reverse();
-    return active.map((s) => (readFamily.includes(s.name) ? family.shift()! : s));
+    const reversed = families.map((f) => active.filter((s) => f.includes(s.name)).reverse());
+    return active.map((s) => {
+      const i = families.findIndex((f) => f.includes(s.name));
+      return i < 0 ? s : reversed[i]!.shift()!;
+    });
   };
   for (let round = 1; round <= rounds; round++) {
     for (const s of orderOf(round)) {
       say(`round ${round}/${rounds} ${s.name}: ${s.label} — ${warmup}s warm-up + ${duration}s, ${connections} connections`);
       const { label: _l, skip: _s, role: _r, ...spec } = s;
       const cpu0 = process.cpuUsage();
+      const pg0 = cpuSnapshot(pgPort);
       const served0 = served;
       const r = await load({ ...spec, connections, durationSeconds: duration, warmupSeconds: warmup });
       const cpu = process.cpuUsage(cpu0);
       r.cpuMicrosPerRequest = Math.round((cpu.user + cpu.system) / Math.max(1, served - served0));
+      r.pgCpuMicrosPerRequest = Math.round(cpuDelta(pg0, cpuSnapshot(pgPort)).postgres / Math.max(1, served - served0));
       perScenario.set(s.name, [...(perScenario.get(s.name) ?? []), r]);
     }
     // After the REST scenarios, in the same round.
@@ -544,26 +565,43 @@ try {
     ...skipped.map((s) => [s.label, 'skipped', '', '', '', '', '']),
   ];
   if (results.length || skipped.length) console.log(textTable(rows));
-  // Issue 20: each variant against the plain rest-read of the same round (median of the per-round ratios).
-  const plainRuns = perScenario.get('rest-read');
+  // Issue 20: each variant against the plain scenario of the same round (rest-read, or rest-write for rest-write-limited).
   const costs = Object.fromEntries(
-    ['rest-read-instrumented', 'rest-read-limited'].flatMap((name) => {
+    (
+      [
+        ['rest-read-instrumented', 'rest-read'],
+        ['rest-read-limited', 'rest-read'],
+        ['rest-write-limited', 'rest-write'],
+      ] as const
+    ).flatMap(([name, plainName]) => {
       const runs = perScenario.get(name);
+      const plainRuns = perScenario.get(plainName);
       if (!runs || !plainRuns) return [];
       const ratios = runs.map((r, i) => r.requestsPerSecond / plainRuns[i]!.requestsPerSecond);
       // CPU time per request, plain over variant: the throughput ratio a CPU-bound server would show,
       // and far less disturbed than requests/s by other processes competing for the machine.
       const cpuRatios = runs.map((r, i) => plainRuns[i]!.cpuMicrosPerRequest! / r.cpuMicrosPerRequest!);
+      // The same for PostgreSQL's CPU per request, and for the two together (service + database).
+      const pgRatios = runs.map((r, i) => plainRuns[i]!.pgCpuMicrosPerRequest! / Math.max(1, r.pgCpuMicrosPerRequest!));
+      const totalOf = (r: LoadResult) => r.cpuMicrosPerRequest! + r.pgCpuMicrosPerRequest!;
+      const totalRatios = runs.map((r, i) => totalOf(plainRuns[i]!) / totalOf(r));
       // The order flips every other round (orderOf), and whichever runs second in a round measured
       // up to 30% better on a loaded machine: each pair of rounds (one of each order) gives one ratio,
       // the geometric mean of its two, which cancels that; the median of the pairs is the figure.
       const pairs = (xs: number[]) => xs.flatMap((x, i) => (i % 2 === 0 && i + 1 < xs.length ? [Math.sqrt(x * xs[i + 1]!)] : []));
       const figure = (xs: number[]) => (xs.length >= 2 ? median(pairs(xs)) : median(xs));
       const pct = (xs: number[]) => xs.map((x) => `${(x * 100).toFixed(1)}%`).join(', ');
-      say(`${name} vs rest-read, per round: ${pct(ratios)}; per pair of rounds: ${pct(pairs(ratios))}; median of pairs ${(figure(ratios) * 100).toFixed(1)}%`);
       say(
-        `${name} vs rest-read, CPU µs per request: ${runs.map((r, i) => `${plainRuns[i]!.cpuMicrosPerRequest}/${r.cpuMicrosPerRequest}`).join(', ')}; ` +
+        `${name} vs ${plainName}, per round: ${pct(ratios)}; per pair of rounds: ${pct(pairs(ratios))}; median of pairs ${(figure(ratios) * 100).toFixed(1)}%`,
+      );
+      say(
+        `${name} vs ${plainName}, CPU µs per request: ${runs.map((r, i) => `${plainRuns[i]!.cpuMicrosPerRequest}/${r.cpuMicrosPerRequest}`).join(', ')}; ` +
           `plain/variant per pair ${pct(pairs(cpuRatios))}; median of pairs ${(figure(cpuRatios) * 100).toFixed(1)}%`,
+      );
+      say(
+        `${name} vs ${plainName}, PostgreSQL CPU µs per request: ${runs.map((r, i) => `${plainRuns[i]!.pgCpuMicrosPerRequest}/${r.pgCpuMicrosPerRequest}`).join(', ')}; ` +
+          `plain/variant per pair ${pct(pairs(pgRatios))}; median of pairs ${(figure(pgRatios) * 100).toFixed(1)}%; ` +
+          `service + PostgreSQL per pair ${pct(pairs(totalRatios))}; median of pairs ${(figure(totalRatios) * 100).toFixed(1)}%`,
       );
       return [
         [
@@ -575,6 +613,10 @@ try {
             cpuRatioToRestRead: figure(cpuRatios),
             cpuRounds: cpuRatios,
             cpuPairs: pairs(cpuRatios),
+            pgCpuRatio: figure(pgRatios),
+            pgCpuPairs: pairs(pgRatios),
+            totalCpuRatio: figure(totalRatios),
+            totalCpuPairs: pairs(totalRatios),
           },
         ],
       ];

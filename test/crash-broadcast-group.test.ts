@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { checkLedgerInvariants } from './ledger-invariants';
 import type { RestResult } from './harness';
 import type { ServiceProcess } from './process-harness';
-import { accountPosted, crashCase, createIntents, DEST, fund, holdLock, idOf, sandboxIntegrator } from './crash-case';
+import { crashCase, DEST, expectBalance, fundedPayouts, holdLock, idOf, withdrawalsConfirmed } from './crash-case';
 
 /**
  * A crash inside issue 22's withdrawal broadcast group (the broadcast job works a fetched batch in one
@@ -17,18 +17,8 @@ describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job 
     await crashCase({
       name: 'wgroup',
       before: async ({ a, db, ownerUrl }) => {
-        const x = await sandboxIntegrator(a, db, { accountName: 'Payouts' });
+        const x = await fundedPayouts(a, db);
         const { h, an } = x;
-        // Funded: a payment intent paid and settled in full (the account holds it; its deposit address holds it on the chain).
-        const intents = await createIntents(a, x, 1);
-        await fund(a, x, intents);
-        expect((await a.rest('POST', `/v1/transactions/${intents[0]!.transactionId}/settlements`, { headers: h })).status).toBe(201);
-        await accountPosted(a, x, '1000000');
-        const dest = await a.rest('POST', `/v1/organizations/${x.f.organizationId}/withdrawal-destinations`, {
-          headers: h,
-          body: { networkId: x.catalog.networkId, address: DEST },
-        });
-        expect(dest.status, dest.text).toBe(201);
 
         // The network's sandbox-chain lock held by this test: a broadcast group gets through its reads,
         // re-checks and source choice, then waits to send (the last statements before its commit).
@@ -37,7 +27,7 @@ describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job 
         const ask = (i: number, svc: ServiceProcess) =>
           svc.rest('POST', `/v1/accounts/${x.accountId}/withdrawals`, {
             headers: { ...h, 'idempotency-key': keys[i]! },
-            body: { amount: '10000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
+            body: { amount: '10000', assetNetworkId: an, withdrawalDestinationId: x.destinationId },
           });
         const first: RestResult[] = [];
         for (let i = 0; i < N; i++) first.push(await ask(i, a));
@@ -56,14 +46,7 @@ describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job 
           expect(idOf(again)).toBe(s.ids[i]);
         }
       },
-      terminal: {
-        what: 'every withdrawal CONFIRMED',
-        read: async (s, { b }) => {
-          await b.rest('POST', `/v1/sandbox/networks/${s.x.catalog.networkId}/mine`, { headers: s.x.h, body: { blocks: 1 } });
-          return Promise.all(s.ids.map(async (id) => (await b.rest('GET', `/v1/withdrawals/${id}`, { headers: s.x.h })).body.status as string));
-        },
-        done: (v) => v.every((st) => st === 'CONFIRMED'),
-      },
+      terminal: withdrawalsConfirmed,
       verify: async ({ x, ids }, { b, db }) => {
         // Nothing lost, nothing twice: one transfer on the chain, one broadcast event and audit entry, one posting per withdrawal.
         expect(await db.sandboxTransaction.count({ where: { networkId: x.catalog.networkId, toAddress: DEST } })).toBe(N);
@@ -73,11 +56,7 @@ describe('crash mid-group of withdrawal broadcasts (issue 22: the broadcast job 
         expect(await db.webhookEvent.count({ where: { aggregateId: { in: ids }, eventType: 'withdrawal.broadcast' } })).toBe(N);
         expect(await db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'withdrawal.broadcast' } })).toBe(N);
         expect(await db.ledgerTransaction.count({ where: { idempotencyKey: { in: ids.map((id) => `withdrawal:${id}:post`) } } })).toBe(N);
-        const balances = (await b.rest('GET', `/v1/accounts/${x.accountId}/balances`, { headers: x.f.member.headers })).body as {
-          posted: string;
-          available: string;
-        }[];
-        expect(balances.map((v) => [v.posted, v.available])).toEqual([[String(1_000_000 - N * 10_000), String(1_000_000 - N * 10_000)]]);
+        await expectBalance(b, x, String(1_000_000 - N * 10_000));
         await checkLedgerInvariants(db);
       },
     });

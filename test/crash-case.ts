@@ -66,17 +66,22 @@ export interface Intent {
   address: string;
 }
 
-/** `n` payment intents of 1,000,000 for the integrator's account, read back (their deposit address and transaction). */
-export async function createIntents(svc: ServiceProcess, x: SandboxIntegrator, n: number): Promise<Intent[]> {
-  const intents: Intent[] = [];
-  for (let i = 0; i < n; i++) {
+/**
+ * `n` payment intents of 1,000,000 for the integrator's account, read back (their deposit address and
+ * transaction), in order; `inFlight` of them created at a time (default one).
+ */
+export async function createIntents(svc: ServiceProcess, x: SandboxIntegrator, n: number, opts: { inFlight?: number } = {}): Promise<Intent[]> {
+  const one = async () => {
     const pi = await svc.rest('POST', `/v1/organizations/${x.f.organizationId}/payment-intents`, {
       headers: x.h,
       body: { assetNetworkId: x.an, amount: '1000000', beneficiaryAccountId: x.accountId, walletId: x.f.walletId },
     });
     expect(pi.status, pi.text).toBe(201);
-    intents.push((await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: x.h })).body as Intent);
-  }
+    return (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: x.h })).body as Intent;
+  };
+  const intents: Intent[] = [];
+  const step = opts.inFlight ?? 1;
+  for (let i = 0; i < n; i += step) intents.push(...(await Promise.all(Array.from({ length: Math.min(step, n - i) }, one))));
   return intents;
 }
 
@@ -105,6 +110,44 @@ export async function accountPosted(svc: ServiceProcess, x: SandboxIntegrator, p
     200,
   );
 }
+
+/**
+ * The withdrawal cases' start: the integrator's account (named Payouts) holding 1,000,000 (a payment
+ * intent paid and settled in full: its deposit address holds it on the chain) and a withdrawal
+ * destination of theirs at DEST.
+ */
+export async function fundedPayouts(svc: ServiceProcess, db: PrismaClient) {
+  const x = await sandboxIntegrator(svc, db, { accountName: 'Payouts' });
+  const intents = await createIntents(svc, x, 1);
+  await fund(svc, x, intents);
+  expect((await svc.rest('POST', `/v1/transactions/${intents[0]!.transactionId}/settlements`, { headers: x.h })).status).toBe(201);
+  await accountPosted(svc, x, '1000000');
+  const dest = await svc.rest('POST', `/v1/organizations/${x.f.organizationId}/withdrawal-destinations`, {
+    headers: x.h,
+    body: { networkId: x.catalog.networkId, address: DEST },
+  });
+  expect(dest.status, dest.text).toBe(201);
+  return { ...x, destinationId: idOf(dest) };
+}
+
+/** The integrator's account has one balance, `amount` posted and available. */
+export async function expectBalance(svc: ServiceProcess, x: SandboxIntegrator, amount: string): Promise<void> {
+  const balances = (await svc.rest('GET', `/v1/accounts/${x.accountId}/balances`, { headers: x.f.member.headers })).body as {
+    posted: string;
+    available: string;
+  }[];
+  expect(balances.map((v) => [v.posted, v.available])).toEqual([[amount, amount]]);
+}
+
+/** crashCase's `terminal` of the withdrawal cases: a block mined per poll until every withdrawal of `ids` is CONFIRMED. */
+export const withdrawalsConfirmed = {
+  what: 'every withdrawal CONFIRMED',
+  read: async (s: { x: SandboxIntegrator; ids: string[] }, { b }: Restarted) => {
+    await b.rest('POST', `/v1/sandbox/networks/${s.x.catalog.networkId}/mine`, { headers: s.x.h, body: { blocks: 1 } });
+    return Promise.all(s.ids.map(async (id) => (await b.rest('GET', `/v1/withdrawals/${id}`, { headers: s.x.h })).body.status as string));
+  },
+  done: (v: string[]) => v.every((st) => st === 'CONFIRMED'),
+};
 
 /**
  * A lock held by the test on its own owner's connection (a row `FOR UPDATE` in an open transaction,

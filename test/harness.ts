@@ -11,6 +11,7 @@ import { generateKeyPair, exportJWK } from 'jose';
 import { loadTokenKeys } from '../src/auth/tokens';
 import { startServer, type RunningServer } from '../src/server';
 import { newOperatorKey } from '../src/auth/secrets';
+import { hashPassword } from '../src/auth/passwords';
 import type { Deps } from '../src/context';
 import { randomBytes } from 'node:crypto';
 import { loadSealingKey } from '../src/auth/secrets';
@@ -217,6 +218,27 @@ export async function signUpMember(app: RestApp, email = uniqueEmail('owner')) {
   const l = await app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
   if (l.status !== 200) throw new Error(`login failed: ${l.status} ${l.text}`);
   return { email, organizationId: s.body.organizationId as string, memberId: s.body.memberId as string, tokens: l.body, headers: bearer(l.body.accessToken) };
+}
+
+/**
+ * A VIEWER member of `organizationId`, made straight in the database (its credentials dated before
+ * the app's clock, so its first token is valid) and logged in over REST.
+ */
+export async function createViewer(app: TestApp, organizationId: string) {
+  const email = uniqueEmail('viewer');
+  const viewer = await app.deps.db.member.create({
+    data: {
+      organizationId,
+      email,
+      name: 'Viewer',
+      role: 'VIEWER',
+      passwordHash: await hashPassword(PASSWORD),
+      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+    },
+  });
+  const login = await app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
+  if (login.status !== 200) throw new Error(`viewer login failed: ${login.status} ${login.text}`);
+  return { memberId: viewer.id, email, headers: bearer(login.body.accessToken) };
 }
 
 /** Creates an application with an environment of `type` and an API key in it, as `member`. */

@@ -7,10 +7,9 @@ import { routes, type Route } from '../rest/routes';
 import { compileRoutes } from '../rest/adapter';
 import { allows, denial } from '../src/auth/policy';
 import { rolePermissions } from '../src/auth/permissions';
-import { hashPassword } from '../src/auth/passwords';
 import { signAccessToken } from '../src/auth/tokens';
 import type { Principal } from '../src/auth/principal';
-import { bearer, createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from './harness';
+import { bearer, createApiKey, createOperator, createTestApp, createViewer, PASSWORD, signUpMember, uniqueEmail, type TestApp } from './harness';
 
 /**
  * Hostile input (issue 14, points 4 to 7 and 12): credentials never echoed or logged, bad input
@@ -42,19 +41,8 @@ beforeAll(async () => {
   });
   callers.none = { headers: {}, principal: null };
   callers.owner = { headers: owner.headers, principal: member(owner.memberId, 'OWNER') };
-  const viewerEmail = uniqueEmail('viewer');
-  const viewer = await app.deps.db.member.create({
-    data: {
-      organizationId,
-      email: viewerEmail,
-      name: 'Viewer',
-      role: 'VIEWER',
-      passwordHash: await hashPassword(PASSWORD),
-      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
-    },
-  });
-  const login = await app.rest('POST', '/v1/auth/login', { body: { email: viewerEmail, password: PASSWORD } });
-  callers.viewer = { headers: bearer(login.body.accessToken), principal: member(viewer.id, 'VIEWER') };
+  const viewer = await createViewer(app, organizationId);
+  callers.viewer = { headers: viewer.headers, principal: member(viewer.memberId, 'VIEWER') };
   const key = await createApiKey(app, owner);
   callers.apiKey = {
     headers: key.headers,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createApiKey, createOperator, signUpMember, type DbApp, type RestApp, type RestResult } from './harness';
+import { pollUntil } from './process-harness';
 
 /**
  * Fixtures for money-in tests, all through the public REST surface: a sandbox catalog (asset,
@@ -134,4 +135,46 @@ export async function sandboxReplace(app: RestApp, headers: Record<string, strin
 export async function sandboxAdvanceClock(app: RestApp, headers: Record<string, string>, seconds: number): Promise<{ now: string }> {
   const r = await expectStatus(app.rest('POST', '/v1/sandbox/clock/advance', { headers, body: { seconds } }), 200, 'sandbox clock advance');
   return { now: r.body.now as string };
+}
+
+/**
+ * A payment intent of 1,000,000 for `beneficiaryAccountId`, paid in full on the sandbox chain; answers
+ * it once the service's job runner alone (the blocks it produces, nothing mined by hand) made it
+ * SUCCEEDED and its transaction RESERVED, within `deadlineMs` each.
+ */
+export async function paidIntentByJobs(
+  app: RestApp,
+  f: { organizationId: string; walletId: string; apiKeyHeaders: Record<string, string> },
+  assetNetworkId: string,
+  beneficiaryAccountId: string,
+  deadlineMs: number,
+) {
+  const pi = await expectStatus(
+    app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+      headers: f.apiKeyHeaders,
+      body: { assetNetworkId, amount: '1000000', beneficiaryAccountId, walletId: f.walletId },
+    }),
+    201,
+    'payment intent',
+  );
+  const intent = (await app.rest('GET', `/v1/payment-intents/${idFromLocation(pi)}`, { headers: f.apiKeyHeaders })).body as {
+    id: string;
+    transactionId: string;
+    address: string;
+    depositAddressId: string;
+  };
+  await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId });
+  await pollUntil(
+    'intent SUCCEEDED',
+    async () => (await app.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status,
+    (s) => s === 'SUCCEEDED',
+    deadlineMs,
+  );
+  await pollUntil(
+    'transaction RESERVED',
+    async () => (await app.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
+    (s) => s === 'RESERVED',
+    deadlineMs,
+  );
+  return intent;
 }

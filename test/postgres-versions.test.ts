@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createPrisma } from '../src/db/prisma';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { MINIMUM_POSTGRES_MAJOR } from '../src/db/database';
-import { setupIntegrator, setupSandboxCatalog, sandboxSend } from './money-helpers';
+import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
 import { ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import { startMajor, type MajorServer } from './postgres-majors';
@@ -72,29 +72,7 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
     expect(acc.status, acc.text).toBe(201);
     const an = catalog.assetNetworkId;
 
-    const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-      headers: f.apiKeyHeaders,
-      body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: idOf(acc), walletId: f.walletId },
-    });
-    expect(pi.status, pi.text).toBe(201);
-    const intent = (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as {
-      id: string;
-      transactionId: string;
-      address: string;
-    };
-    await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId: an });
-    await pollUntil(
-      'intent SUCCEEDED',
-      async () => (await svc.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status,
-      (s) => s === 'SUCCEEDED',
-      DEADLINE,
-    );
-    await pollUntil(
-      'transaction RESERVED',
-      async () => (await svc.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
-      (s) => s === 'RESERVED',
-      DEADLINE,
-    );
+    const intent = await paidIntentByJobs(app, f, an, idOf(acc), DEADLINE);
 
     const st = await svc.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '1000000' } });
     expect(st.status, st.text).toBe(201);

@@ -9,7 +9,7 @@ import { hashPassword } from '../src/auth/passwords';
 import { signAccessToken } from '../src/auth/tokens';
 import type { Principal } from '../src/auth/principal';
 import { schema } from '../src/schema';
-import { apiKey, bearer, createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from './harness';
+import { apiKey, bearer, createApiKey, createOperator, createTestApp, createViewer, PASSWORD, signUpMember, uniqueEmail, type TestApp } from './harness';
 
 /**
  * The principal matrix, generated from rest/routes.ts: every route is called with every kind of
@@ -59,24 +59,12 @@ beforeAll(async () => {
   });
 
   // A VIEWER of the owner's organization, straight in the database, logged in over REST.
-  const viewerEmail = uniqueEmail('viewer');
-  const viewer = await app.deps.db.member.create({
-    data: {
-      organizationId: org,
-      email: viewerEmail,
-      name: 'Viewer',
-      role: 'VIEWER',
-      passwordHash: await hashPassword(PASSWORD),
-      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
-    },
-  });
-  const login = await app.rest('POST', '/v1/auth/login', { body: { email: viewerEmail, password: PASSWORD } });
-  if (login.status !== 200) throw new Error(`viewer login failed: ${login.status} ${login.text}`);
+  const viewer = await createViewer(app, org);
   callers.set('viewer', {
-    headers: bearer(login.body.accessToken),
-    principal: member(viewer.id, 'VIEWER'),
+    headers: viewer.headers,
+    principal: member(viewer.memberId, 'VIEWER'),
     organizationId: org,
-    renew: relogin('/v1/auth/login', viewerEmail),
+    renew: relogin('/v1/auth/login', viewer.email),
   });
 
   const key = await createApiKey(app, owner);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PgBoss } from 'pg-boss';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
 import { verifyWebhook } from '../src/webhooks/verify';
-import { setupIntegrator, setupSandboxCatalog, sandboxSend } from './money-helpers';
+import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { createOperator } from './harness';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
 import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
@@ -51,30 +51,7 @@ describe('npm start: money moves by the job runner alone', () => {
       const an = catalog.assetNetworkId;
 
       // Deposit: an intent paid in full; the produced blocks confirm it (nothing mines by hand).
-      const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-        headers: f.apiKeyHeaders,
-        body: { assetNetworkId: an, amount: '1000000', beneficiaryAccountId: accountId, walletId: f.walletId },
-      });
-      expect(pi.status, pi.text).toBe(201);
-      const intent = (await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as {
-        id: string;
-        transactionId: string;
-        address: string;
-        depositAddressId: string;
-      };
-      await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId: an });
-      await pollUntil(
-        'intent SUCCEEDED',
-        async () => (await svc.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status,
-        (s) => s === 'SUCCEEDED',
-        DEADLINE,
-      );
-      await pollUntil(
-        'transaction RESERVED',
-        async () => (await svc.rest('GET', `/v1/transactions/${intent.transactionId}`, { headers: f.apiKeyHeaders })).body.status,
-        (s) => s === 'RESERVED',
-        DEADLINE,
-      );
+      const intent = await paidIntentByJobs(app, f, an, accountId, DEADLINE);
 
       // Refund part of it to the payer: executed by refund.execute.
       const rf = await svc.rest('POST', `/v1/transactions/${intent.transactionId}/refunds`, {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
+import { createApiKey, signUpMember } from '../../test/harness';
+import { moneySuite } from '../../test/money-suite';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { createIntent, eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
@@ -15,34 +15,27 @@ import { computeFee } from '../settlements/policies/policies';
  * Refunds and the refund fee policy, through REST and GraphQL, with the real job handlers
  * (drainMoneyWork) and the sandbox chain. Every test ends with the ledger invariants.
  */
-let app: TestApp;
-let op: Record<string, string>;
-beforeAll(async () => {
-  app = await createTestApp();
-  op = (await createOperator(app)).headers;
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite();
 
 // ------------------------------------------------------------------------------------------------
 // Helpers
 
-const fixture = (requiredConfirmations = 1) => moneyFixture(app, { requiredConfirmations });
+const fixture = (requiredConfirmations = 1) => moneyFixture(suite.app, { requiredConfirmations });
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const TX = 'query($id: ID!) { transaction(id: $id) { id status fundedAmount settledAmount refundedAmount reversedAmount escrowAmount frozen updatedAt } }';
 /** The transaction with its totals (GraphQL: the REST GetTransaction shows no totals). */
 const txOf = async (f: MoneyFixture, id: string) => {
-  const g = await app.gql<{ transaction: Record<string, any> }>(TX, { id }, f.apiKeyHeaders);
+  const g = await suite.app.gql<{ transaction: Record<string, any> }>(TX, { id }, f.apiKeyHeaders);
   expect(g.errors).toBeUndefined();
   return g.data!.transaction;
 };
 const refundOf = async (f: MoneyFixture, id: string) => {
-  const r = await app.rest('GET', `/v1/refunds/${id}`, { headers: f.apiKeyHeaders });
+  const r = await suite.app.rest('GET', `/v1/refunds/${id}`, { headers: f.apiKeyHeaders });
   expect(r.status, r.text).toBe(200);
   return r.body;
 };
 const post = (f: MoneyFixture, transactionId: string, body?: Record<string, unknown>, headers: Record<string, string> = f.apiKeyHeaders) =>
-  app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers, ...(body ? { body } : {}) });
+  suite.app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers, ...(body ? { body } : {}) });
 async function ask(f: MoneyFixture, transactionId: string, body?: Record<string, unknown>) {
   const r = await post(f, transactionId, body);
   expect(r.status, r.text).toBe(201);
@@ -51,13 +44,13 @@ async function ask(f: MoneyFixture, transactionId: string, body?: Record<string,
 /** Requests a refund and runs the work; answers the refund as GET /v1/refunds/{id} shows it. */
 async function refund(f: MoneyFixture, transactionId: string, body?: Record<string, unknown>) {
   const id = await ask(f, transactionId, body);
-  await drainMoneyWork(app);
+  await drainMoneyWork(suite.app);
   return refundOf(f, id);
 }
 async function configure(body: Record<string, unknown>): Promise<string> {
-  const r = await app.rest('POST', '/v1/admin/refund-fee-policy', { headers: op, body });
+  const r = await suite.app.rest('POST', '/v1/admin/refund-fee-policy', { headers: suite.op.headers, body });
   expect(r.status, r.text).toBe(204);
-  const rows = await app.deps.db.refundFeePolicy.findMany({ orderBy: { id: 'desc' }, take: 1 });
+  const rows = await suite.app.deps.db.refundFeePolicy.findMany({ orderBy: { id: 'desc' }, take: 1 });
   return rows[0]!.id;
 }
 
@@ -70,13 +63,13 @@ interface Payer {
 async function payerWithFunds(f: MoneyFixture): Promise<Payer> {
   const k = generateKeyPair();
   const payer = { ...k, address: addressOf(k.publicKey) };
-  await sandboxSend(app, f.apiKeyHeaders, { address: payer.address, amount: 10_000_000n, assetNetworkId: f.catalog.assetNetworkId });
-  await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+  await sandboxSend(suite.app, f.apiKeyHeaders, { address: payer.address, amount: 10_000_000n, assetNetworkId: f.catalog.assetNetworkId });
+  await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
   return payer;
 }
 /** The payer signs a transfer and the sandbox adapter broadcasts it, as a wallet would. */
 async function payFrom(f: MoneyFixture, payer: Payer, toAddress: string, amount: bigint) {
-  const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
+  const network = await suite.app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
   const signed = signTransfer(
     {
       networkId: network.id,
@@ -89,29 +82,29 @@ async function payFrom(f: MoneyFixture, payer: Payer, toAddress: string, amount:
     },
     payer.privateKey,
   );
-  await adapterFor('SANDBOX', app.deps.db, { clock: app.deps.clock, boss: app.deps.boss }).broadcast(networkRef(network), signed, null);
+  await adapterFor('SANDBOX', suite.app.deps.db, { clock: suite.app.deps.clock, boss: suite.app.deps.boss }).broadcast(networkRef(network), signed, null);
 }
-const onChain = (f: MoneyFixture, address: string) => chainBalanceOf(app.deps.db, f.catalog.networkId, f.catalog.assetNetworkId, address);
+const onChain = (f: MoneyFixture, address: string) => chainBalanceOf(suite.app.deps.db, f.catalog.networkId, f.catalog.assetNetworkId, address);
 
 /** A funded (RESERVED) transaction of `amount`, paid by the faucet or `from`, mined unless told otherwise. */
 async function fund(f: MoneyFixture, amount = 1_000_000n, opts: { from?: Payer; mine?: boolean; intent?: Record<string, unknown> } = {}) {
-  const pi = await createIntent(app, f, { amount: amount.toString(), ...opts.intent });
+  const pi = await createIntent(suite.app, f, { amount: amount.toString(), ...opts.intent });
   if (opts.from) await payFrom(f, opts.from, pi.address, amount);
-  else await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
-  if (opts.mine ?? true) await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-  await drainMoneyWork(app);
+  else await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
+  if (opts.mine ?? true) await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+  await drainMoneyWork(suite.app);
   const t = await txOf(f, pi.transactionId);
   expect(t.status).toBe('RESERVED');
   return { pi, transactionId: pi.transactionId as string };
 }
 
 const system = async (kind: LedgerAccountKind, assetNetworkId: string) =>
-  (await ledgerBalanceOf(app.deps.db, { kind, ownerId: null, organizationId: null, assetNetworkId })).posted;
+  (await ledgerBalanceOf(suite.app.deps.db, { kind, ownerId: null, organizationId: null, assetNetworkId })).posted;
 const customer = (f: MoneyFixture, accountId = f.beneficiaryAccountId) =>
-  ledgerBalanceOf(app.deps.db, { kind: 'CUSTOMER', ownerId: accountId, organizationId: f.organizationId, assetNetworkId: f.catalog.assetNetworkId });
+  ledgerBalanceOf(suite.app.deps.db, { kind: 'CUSTOMER', ownerId: accountId, organizationId: f.organizationId, assetNetworkId: f.catalog.assetNetworkId });
 /** The organization's refund events and transaction.refunded, in order. */
 const refundEvents = async (f: MoneyFixture) =>
-  (await eventsOf(app, f.organizationId)).filter((e) => e.type.startsWith('refund.') || e.type === 'transaction.refunded');
+  (await eventsOf(suite.app, f.organizationId)).filter((e) => e.type.startsWith('refund.') || e.type === 'transaction.refunded');
 
 const REQUEST = `mutation($t: ID!, $input: RequestRefundInput, $k: String) {
   requestRefund(transactionId: $t, input: $input, idempotencyKey: $k) { id status requestedAmount toAddress transactionId }
@@ -173,7 +166,7 @@ describe('refunds', () => {
       executedAt: null,
     });
 
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const done = await refundOf(f, id);
     expect(done).toMatchObject({
       status: 'EXECUTED',
@@ -198,24 +191,24 @@ describe('refunds', () => {
     });
 
     // On the chain: the transfer leaves the deposit address for the payer, signed with the address's key.
-    const transfer = await app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
+    const transfer = await suite.app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
     expect(transfer).toMatchObject({ fromAddress: pi.address, toAddress: payer.address, status: 'PENDING' });
     expect(transfer.amount.toFixed()).toBe('985000');
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, payer.address)).toBe(before + 985_000n);
     expect(await onChain(f, pi.address)).toBe(15_000n);
 
     // In the ledger: the net went back to the chain, the fee is revenue.
     expect(await system('CHAIN_CLEARING', an)).toBe(15_000n);
     expect(await system('PLATFORM_REVENUE', an)).toBe(15_000n);
-    const entry = await app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { idempotencyKey: `refund:${id}` } });
+    const entry = await suite.app.deps.db.ledgerTransaction.findUniqueOrThrow({ where: { idempotencyKey: `refund:${id}` } });
     expect(entry).toMatchObject({ nature: 'refund.executed', referenceType: 'Refund', referenceId: id });
 
     expect(await refundEvents(f)).toEqual([
       { type: 'refund.executed', body: { RefundId: id, TransactionId: transactionId, Amount: '1000000', ExecutedAt: done.executedAt } },
       { type: 'transaction.refunded', body: { TransactionId: transactionId, RefundId: id, IsTotal: true } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({ where: { entityId: id }, orderBy: { id: 'asc' } });
+    const audit = await suite.app.deps.db.auditLogEntry.findMany({ where: { entityId: id }, orderBy: { id: 'asc' } });
     expect(audit.map((a) => [a.action, a.actorType])).toEqual([
       ['refund.requested', 'API_KEY'],
       ['refund.executed', 'SYSTEM'],
@@ -223,7 +216,9 @@ describe('refunds', () => {
 
     // A job delivered again changes nothing.
     const { executeRefund } = await import('./refunds');
-    expect(await executeRefund({ db: app.deps.db, clock: app.deps.clock, boss: app.deps.boss, sealingKey: app.deps.sealingKey }, id)).toEqual({
+    expect(
+      await executeRefund({ db: suite.app.deps.db, clock: suite.app.deps.clock, boss: suite.app.deps.boss, sealingKey: suite.app.deps.sealingKey }, id),
+    ).toEqual({
       status: 'SKIPPED',
     });
   });
@@ -235,14 +230,14 @@ describe('refunds', () => {
     expect(a).toMatchObject({ status: 'EXECUTED', amount: '300000', feeAmount: '0', netAmount: '300000', isTotal: false });
     expect(await txOf(f, transactionId)).toMatchObject({ status: 'RESERVED', refundedAmount: '300000', escrowAmount: '700000' });
 
-    const g = await app.gql<{ requestRefund: { id: string; status: string; requestedAmount: string } }>(
+    const g = await suite.app.gql<{ requestRefund: { id: string; status: string; requestedAmount: string } }>(
       REQUEST,
       { t: transactionId, input: { amount: '200000', reason: 'one item back' } },
       f.member.headers,
     );
     expect(g.errors).toBeUndefined();
     expect(g.data!.requestRefund).toMatchObject({ status: 'PENDING', requestedAmount: '200000', transactionId, toAddress: payerAddress(f.organizationId) });
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await refundOf(f, g.data!.requestRefund.id)).toMatchObject({ status: 'EXECUTED', amount: '200000', isTotal: false, reason: 'one item back' });
 
     const c = await refund(f, transactionId);
@@ -250,16 +245,16 @@ describe('refunds', () => {
     expect(await txOf(f, transactionId)).toMatchObject({ status: 'REFUNDED', refundedAmount: '1000000', escrowAmount: '0' });
     expect((await refundEvents(f)).filter((e) => e.type === 'transaction.refunded').map((e) => e.body.IsTotal)).toEqual([false, false, true]);
 
-    const list = await app.rest('GET', `/v1/transactions/${transactionId}/refunds`, { headers: f.member.headers });
+    const list = await suite.app.rest('GET', `/v1/transactions/${transactionId}/refunds`, { headers: f.member.headers });
     expect(list.status).toBe(200);
     expect(list.body.map((x: { id: string }) => x.id)).toEqual([a.id, g.data!.requestRefund.id, c.id]);
-    const viaGql = await app.gql<{ transaction: { refunds: { id: string; amount: string }[] } }>(
+    const viaGql = await suite.app.gql<{ transaction: { refunds: { id: string; amount: string }[] } }>(
       'query($id: ID!) { transaction(id: $id) { refunds { id amount } } }',
       { id: transactionId },
       f.apiKeyHeaders,
     );
     expect(viaGql.data!.transaction.refunds.map((x) => x.amount)).toEqual(['300000', '200000', '500000']);
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, pi.address)).toBe(0n);
   });
 
@@ -300,7 +295,7 @@ describe('refunds', () => {
 describe('rejections at execution: refund.rejected with the reason, nothing moves', () => {
   async function expectRejected(f: MoneyFixture, transactionId: string, id: string, code: string) {
     const before = await txOf(f, transactionId);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const r = await refundOf(f, id);
     expect(r).toMatchObject({ status: 'REJECTED', amount: null, txHash: null, executedAt: null, isTotal: null });
     expect(r.rejectionReason).toMatch(new RegExp(`^${code}: `));
@@ -316,7 +311,7 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
       reversedAmount: before.reversedAmount,
       escrowAmount: before.escrowAmount,
     });
-    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `refund:${id}` } })).toBe(0);
+    expect(await suite.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `refund:${id}` } })).toBe(0);
     return r;
   }
 
@@ -327,7 +322,7 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     expect((await refund(f, transactionId)).status).toBe('EXECUTED');
     const second = await ask(f, transactionId);
     const r = await expectRejected(f, transactionId, second, 'NOTHING_TO_REFUND');
-    const g = await app.gql<{ refund: { status: string; rejectionReason: string } }>(
+    const g = await suite.app.gql<{ refund: { status: string; rejectionReason: string } }>(
       'query($id: ID!) { refund(id: $id) { status rejectionReason } }',
       { id: second },
       f.member.headers,
@@ -338,26 +333,26 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
   test('TRANSACTION_FROZEN while a member holds it; executed once unfrozen', async () => {
     const f = await fixture();
     const { transactionId } = await fund(f);
-    const frz = await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } });
+    const frz = await suite.app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } });
     expect(frz.status).toBe(204);
     await expectRejected(f, transactionId, await ask(f, transactionId, { amount: '100000' }), 'TRANSACTION_FROZEN');
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
     expect((await refund(f, transactionId, { amount: '100000' })).status).toBe('EXECUTED');
   });
 
   test('DEPOSIT_UNDER_REVIEW while a deposit of the transaction is held for review', async () => {
     const f = await fixture();
     const { pi, transactionId } = await fund(f);
-    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 1_666n, assetNetworkId: f.catalog.assetNetworkId });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    await drainMoneyWork(app);
-    expect(await app.deps.db.deposit.count({ where: { transactionId, status: 'UNDER_REVIEW' } })).toBe(1);
+    await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount: 1_666n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainMoneyWork(suite.app);
+    expect(await suite.app.deps.db.deposit.count({ where: { transactionId, status: 'UNDER_REVIEW' } })).toBe(1);
     await expectRejected(f, transactionId, await ask(f, transactionId), 'DEPOSIT_UNDER_REVIEW');
   });
 
   test('SELF_CUSTODY_SIGNING_REQUIRED when the deposit address is of a self-custody wallet', async () => {
     const f = await fixture();
-    const w = await app.rest('POST', `/v1/applications/${f.applicationId}/wallets`, {
+    const w = await suite.app.rest('POST', `/v1/applications/${f.applicationId}/wallets`, {
       headers: f.apiKeyHeaders,
       body: { networkId: f.catalog.networkId, custodyMode: 'SELF_CUSTODY', publicKey: generateKeyPair().publicKey },
     });
@@ -377,9 +372,9 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
       const r = await expectRejected(f, transactionId, id, 'CONTROLLED_BALANCE_INSUFFICIENT');
       expect(r.rejectionReason).toContain('insufficient funds');
       expect(await system('CHAIN_CLEARING', an)).toBe(clearing);
-      expect(await app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
+      expect(await suite.app.deps.db.sandboxTransaction.count({ where: { fromAddress: pi.address } })).toBe(0);
       // Once the deposit is mined the same refund goes through.
-      await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+      await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
       expect(await refund(f, transactionId, { amount: '400000' })).toMatchObject({ status: 'EXECUTED', netAmount: '400000' });
     },
   );
@@ -394,30 +389,30 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     const b = await fund(f, 1_000_000n);
     // B settles to the beneficiary, who withdraws it: no HOT address, so the organization's oldest
     // deposit address sends it, which is A's.
-    const s = await app.rest('POST', `/v1/transactions/${b.transactionId}/settlements`, { headers: f.apiKeyHeaders });
+    const s = await suite.app.rest('POST', `/v1/transactions/${b.transactionId}/settlements`, { headers: f.apiKeyHeaders });
     expect(s.status, s.text).toBe(201);
-    await drainMoneyWork(app);
-    const dest = await app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
+    await drainMoneyWork(suite.app);
+    const dest = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/withdrawal-destinations`, {
       headers: f.apiKeyHeaders,
       body: { networkId: f.catalog.networkId, address: '0x00000000000000000000000000000000000000e5' },
     });
     expect(dest.status, dest.text).toBe(201);
-    const w = await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/withdrawals`, {
+    const w = await suite.app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/withdrawals`, {
       headers: f.apiKeyHeaders,
       body: { amount: '1000000', assetNetworkId: an, withdrawalDestinationId: idOf(dest) },
     });
     expect(w.status, w.text).toBe(201);
-    await drainMoneyWork(app);
-    const withdrawal = (await app.rest('GET', `/v1/withdrawals/${idOf(w)}`, { headers: f.apiKeyHeaders })).body;
+    await drainMoneyWork(suite.app);
+    const withdrawal = (await suite.app.rest('GET', `/v1/withdrawals/${idOf(w)}`, { headers: f.apiKeyHeaders })).body;
     expect(withdrawal).toMatchObject({ status: 'BROADCAST', fromAddress: a.pi.address });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, a.pi.address)).toBe(0n);
     expect(await onChain(f, b.pi.address)).toBe(1_000_000n);
 
     // A full refund of A: paid from B's address (the intent's own holds nothing, no HOT address).
     const done = await refund(f, a.transactionId);
     expect(done).toMatchObject({ status: 'EXECUTED', amount: '1000000', netAmount: '1000000', fromAddress: b.pi.address, toAddress: payer.address });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, b.pi.address)).toBe(0n);
     expect(await onChain(f, payer.address)).toBe(10_000_000n);
     expect(await txOf(f, a.transactionId)).toMatchObject({ status: 'REFUNDED', escrowAmount: '0' });
@@ -428,26 +423,26 @@ describe('rejections at execution: refund.rejected with the reason, nothing move
     const an = f.catalog.assetNetworkId;
     const payer = await payerWithFunds(f);
     const { pi, transactionId } = await fund(f, 1_000_000n, { from: payer });
-    const reg = await app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
-      headers: op,
+    const reg = await suite.app.rest('POST', '/v1/admin/treasury/controlled-addresses', {
+      headers: suite.op.headers,
       body: { assetNetworkIds: [an], tier: 'HOT', control: 'GENERATED', label: 'hot' },
     });
     expect(reg.status, reg.text).toBe(201);
-    const hot = (await app.rest('GET', reg.headers.get('location')!, { headers: op })).body as { id: string; address: string };
-    const from = await app.deps.db.depositAddress.findFirstOrThrow({ where: { address: pi.address }, select: { id: true } });
-    const sw = await app.rest('POST', '/v1/admin/treasury/sweeps', {
-      headers: op,
+    const hot = (await suite.app.rest('GET', reg.headers.get('location')!, { headers: suite.op.headers })).body as { id: string; address: string };
+    const from = await suite.app.deps.db.depositAddress.findFirstOrThrow({ where: { address: pi.address }, select: { id: true } });
+    const sw = await suite.app.rest('POST', '/v1/admin/treasury/sweeps', {
+      headers: suite.op.headers,
       body: { assetNetworkId: an, fromDepositAddressId: from.id, toControlledAddressId: hot.id },
     });
     expect(sw.status, sw.text).toBe(201);
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, pi.address)).toBe(0n);
 
     const done = await refund(f, transactionId, { amount: '300000' });
     expect(done).toMatchObject({ status: 'EXECUTED', netAmount: '300000', fromAddress: hot.address, toAddress: payer.address });
-    const transfer = await app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
+    const transfer = await suite.app.deps.db.sandboxTransaction.findUniqueOrThrow({ where: { txHash: done.txHash } });
     expect(transfer).toMatchObject({ fromAddress: hot.address, toAddress: payer.address });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, hot.address)).toBe(700_000n);
     expect(await onChain(f, payer.address)).toBe(9_300_000n);
     expect(await txOf(f, transactionId)).toMatchObject({ refundedAmount: '300000', escrowAmount: '700000' });
@@ -474,7 +469,7 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
     }
     expect((await post(f, transactionId, { colour: 'red' })).status).toBe(400);
     expect((await post(f, transactionId, { amount: 100 })).status).toBe(400); // not a string: GraphQL coercion
-    expect(await app.deps.db.refund.count({ where: { transactionId } })).toBe(0);
+    expect(await suite.app.deps.db.refund.count({ where: { transactionId } })).toBe(0);
     // The origin named explicitly (any case) is accepted.
     const ok = await post(f, transactionId, { toAddress: payerAddress(f.organizationId).toUpperCase().replace('0X', '0x'), amount: '1' });
     expect(ok.status, ok.text).toBe(201);
@@ -482,10 +477,10 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
 
   test('never funded (awaiting funds, cancelled): 409; unknown transaction: 404', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f);
+    const pi = await createIntent(suite.app, f);
     const r = await post(f, pi.transactionId);
     expect([r.status, r.body.code]).toEqual([409, 'INVALID_STATE']);
-    expect((await app.rest('POST', `/v1/transactions/${pi.transactionId}/cancel`, { headers: f.apiKeyHeaders })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/transactions/${pi.transactionId}/cancel`, { headers: f.apiKeyHeaders })).status).toBe(204);
     expect((await post(f, pi.transactionId)).status).toBe(409);
     expect((await post(f, randomUUID())).status).toBe(404);
     expect((await post(f, 'not-a-uuid')).status).toBe(404);
@@ -494,17 +489,17 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
   test('several payer origins: toAddress must name one of them', async () => {
     const f = await fixture();
     const payer = await payerWithFunds(f);
-    const pi = await createIntent(app, f, { amount: '1000000' });
+    const pi = await createIntent(suite.app, f, { amount: '1000000' });
     await payFrom(f, payer, pi.address, 400_000n);
-    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 600_000n, assetNetworkId: f.catalog.assetNetworkId });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    await drainMoneyWork(app);
+    await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount: 600_000n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainMoneyWork(suite.app);
     expect((await txOf(f, pi.transactionId)).status).toBe('RESERVED');
     const r = await post(f, pi.transactionId);
     expect([r.status, r.body.errors?.[0]?.field]).toEqual([400, 'toAddress']);
     const done = await refund(f, pi.transactionId, { amount: '400000', toAddress: payer.address });
     expect(done).toMatchObject({ status: 'EXECUTED', toAddress: payer.address, netAmount: '400000' });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, payer.address)).toBe(10_000_000n - 400_000n + 400_000n);
   });
 
@@ -512,22 +507,22 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
     const f = await fixture();
     const { transactionId } = await fund(f);
     const id = await ask(f, transactionId, { amount: '1000' });
-    const other = await signUpMember(app);
+    const other = await signUpMember(suite.app);
     expect((await post(f, transactionId, {}, other.headers)).status).toBe(404);
-    expect((await app.rest('GET', `/v1/refunds/${id}`, { headers: other.headers })).status).toBe(404);
-    expect((await app.rest('GET', `/v1/transactions/${transactionId}/refunds`, { headers: other.headers })).status).toBe(404);
-    const production = await createApiKey(app, f.member, 'PRODUCTION');
+    expect((await suite.app.rest('GET', `/v1/refunds/${id}`, { headers: other.headers })).status).toBe(404);
+    expect((await suite.app.rest('GET', `/v1/transactions/${transactionId}/refunds`, { headers: other.headers })).status).toBe(404);
+    const production = await createApiKey(suite.app, f.member, 'PRODUCTION');
     expect((await post(f, transactionId, {}, production.headers)).status).toBe(404);
-    expect((await app.rest('GET', `/v1/refunds/${id}`, { headers: production.headers })).status).toBe(404);
-    const g = await app.gql(REQUEST, { t: transactionId }, other.headers);
+    expect((await suite.app.rest('GET', `/v1/refunds/${id}`, { headers: production.headers })).status).toBe(404);
+    const g = await suite.app.gql(REQUEST, { t: transactionId }, other.headers);
     expect(g.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
 
-    expect((await app.rest('GET', `/v1/refunds/${id}`, { headers: op })).body).toMatchObject({ id, transactionId });
-    const byOperator = await post(f, transactionId, {}, op);
+    expect((await suite.app.rest('GET', `/v1/refunds/${id}`, { headers: suite.op.headers })).body).toMatchObject({ id, transactionId });
+    const byOperator = await post(f, transactionId, {}, suite.op.headers);
     expect([byOperator.status, byOperator.body.code]).toEqual([403, 'PRINCIPAL_NOT_ALLOWED']);
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/refunds`)).status).toBe(401);
-    expect((await app.rest('GET', `/v1/refunds/${randomUUID()}`, { headers: f.apiKeyHeaders })).status).toBe(404);
-    await drainMoneyWork(app);
+    expect((await suite.app.rest('POST', `/v1/transactions/${transactionId}/refunds`)).status).toBe(401);
+    expect((await suite.app.rest('GET', `/v1/refunds/${randomUUID()}`, { headers: f.apiKeyHeaders })).status).toBe(404);
+    await drainMoneyWork(suite.app);
   });
 
   test('Idempotency-Key: the same request answers the same refund; another request with the key is 409', async () => {
@@ -535,17 +530,17 @@ describe('requests: validation, states, principals, tenants, idempotency', () =>
     const { transactionId } = await fund(f);
     const key = 'refund-' + randomUUID();
     const send = (body: Record<string, unknown>) =>
-      app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: { ...f.apiKeyHeaders, 'idempotency-key': key }, body });
+      suite.app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: { ...f.apiKeyHeaders, 'idempotency-key': key }, body });
     const a = await send({ amount: '250000' });
     const b = await send({ amount: '250000' });
     expect([a.status, b.status]).toEqual([201, 201]);
     expect(b.headers.get('location')).toBe(a.headers.get('location'));
-    const g = await app.gql<{ requestRefund: { id: string } }>(REQUEST, { t: transactionId, input: { amount: '250000' }, k: key }, f.apiKeyHeaders);
+    const g = await suite.app.gql<{ requestRefund: { id: string } }>(REQUEST, { t: transactionId, input: { amount: '250000' }, k: key }, f.apiKeyHeaders);
     expect(g.data!.requestRefund.id).toBe(idOf(a));
     const c = await send({ amount: '250001' });
     expect([c.status, c.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
-    expect(await app.deps.db.refund.count({ where: { transactionId } })).toBe(1);
-    await drainMoneyWork(app);
+    expect(await suite.app.deps.db.refund.count({ where: { transactionId } })).toBe(1);
+    await drainMoneyWork(suite.app);
     expect((await txOf(f, transactionId)).refundedAmount).toBe('250000');
   });
 });
@@ -554,12 +549,12 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
   test('operators only; invalid commands answer 400 with the field and create nothing', async () => {
     const f = await fixture();
     const body = { scope: 'ORGANIZATION', organizationId: f.organizationId, percentage: '1' };
-    expect((await app.rest('POST', '/v1/admin/refund-fee-policy', { headers: f.member.headers, body })).status).toBe(403);
-    expect((await app.rest('POST', '/v1/admin/refund-fee-policy', { headers: f.apiKeyHeaders, body })).status).toBe(403);
-    expect((await app.rest('POST', '/v1/admin/refund-fee-policy', { body })).status).toBe(401);
-    const before = await app.deps.db.refundFeePolicy.count();
-    const past = new Date(app.clock.now().getTime() - 60_000).toISOString();
-    const other = await signUpMember(app);
+    expect((await suite.app.rest('POST', '/v1/admin/refund-fee-policy', { headers: f.member.headers, body })).status).toBe(403);
+    expect((await suite.app.rest('POST', '/v1/admin/refund-fee-policy', { headers: f.apiKeyHeaders, body })).status).toBe(403);
+    expect((await suite.app.rest('POST', '/v1/admin/refund-fee-policy', { body })).status).toBe(401);
+    const before = await suite.app.deps.db.refundFeePolicy.count();
+    const past = new Date(suite.app.clock.now().getTime() - 60_000).toISOString();
+    const other = await signUpMember(suite.app);
     for (const [input, field] of [
       [{ scope: 'PLATFORM', fixedAmount: '10' }, 'fixedAmount'],
       [{ scope: 'PLATFORM', maximumAmount: '10' }, 'maximumAmount'],
@@ -575,7 +570,7 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
       [{ scope: 'PLATFORM', effectiveFrom: past }, 'effectiveFrom'],
       [{ scope: 'GALAXY' }, '(input)'],
     ] as const) {
-      const r = await app.rest('POST', '/v1/admin/refund-fee-policy', { headers: op, body: input });
+      const r = await suite.app.rest('POST', '/v1/admin/refund-fee-policy', { headers: suite.op.headers, body: input });
       expect(r.status, JSON.stringify(input) + r.text).toBe(400);
       if (field !== '(input)')
         expect(
@@ -583,16 +578,16 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
           JSON.stringify(input),
         ).toContain(field);
     }
-    expect(await app.deps.db.refundFeePolicy.count()).toBe(before);
+    expect(await suite.app.deps.db.refundFeePolicy.count()).toBe(before);
 
     // Through GraphQL: the new version, audited with the operator.
     const m = `mutation($input: ConfigureRefundFeePolicyInput!) { adminConfigureRefundFeePolicy(input: $input) {
       id scope organizationId applicationId assetNetworkId version percentage fixedAmount minimumAmount maximumAmount allowReversalAfterSettlement effectiveFrom } }`;
-    const g1 = await app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(m, { input: body }, op);
-    const g2 = await app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(
+    const g1 = await suite.app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(m, { input: body }, suite.op.headers);
+    const g2 = await suite.app.gql<{ adminConfigureRefundFeePolicy: Record<string, unknown> }>(
       m,
       { input: { ...body, percentage: '2.25', allowReversalAfterSettlement: true } },
-      op,
+      suite.op.headers,
     );
     expect(g1.data!.adminConfigureRefundFeePolicy).toMatchObject({
       scope: 'ORGANIZATION',
@@ -605,18 +600,18 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
       minimumAmount: '0',
       maximumAmount: null,
       allowReversalAfterSettlement: false,
-      effectiveFrom: app.clock.now().toISOString(),
+      effectiveFrom: suite.app.clock.now().toISOString(),
     });
     expect(g2.data!.adminConfigureRefundFeePolicy).toMatchObject({ version: 2, percentage: '2.25', allowReversalAfterSettlement: true });
-    const [entry] = await app.deps.db.auditLogEntry.findMany({ where: { entityId: g2.data!.adminConfigureRefundFeePolicy.id as string } });
+    const [entry] = await suite.app.deps.db.auditLogEntry.findMany({ where: { entityId: g2.data!.adminConfigureRefundFeePolicy.id as string } });
     expect(entry).toMatchObject({ action: 'refund_fee_policy.configured', actorType: 'OPERATOR', organizationId: f.organizationId });
-    const q = await app.gql<{ refundFeePolicies: { version: number }[] }>(
+    const q = await suite.app.gql<{ refundFeePolicies: { version: number }[] }>(
       'query($o: ID) { refundFeePolicies(organizationId: $o) { version } }',
       { o: f.organizationId },
-      op,
+      suite.op.headers,
     );
     expect(q.data!.refundFeePolicies.map((p) => p.version)).toEqual([1, 2]);
-    const denied = await app.gql('query { refundFeePolicies { id } }', {}, f.member.headers);
+    const denied = await suite.app.gql('query { refundFeePolicies { id } }', {}, f.member.headers);
     expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
   });
 
@@ -633,7 +628,7 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
     const platformAn = await configure({ scope: 'PLATFORM', assetNetworkId: an, percentage: '1' });
     expect(await fee()).toEqual(['1000', platformAn]);
     // Another organization's policy changes nothing here.
-    const stranger = await signUpMember(app);
+    const stranger = await signUpMember(suite.app);
     await configure({ scope: 'ORGANIZATION', organizationId: stranger.organizationId, percentage: '50' });
     expect(await fee()).toEqual(['1000', platformAn]);
     const org = await configure({ scope: 'ORGANIZATION', organizationId: f.organizationId, percentage: '2' });
@@ -641,17 +636,17 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
     const orgAn = await configure({ scope: 'ORGANIZATION', organizationId: f.organizationId, assetNetworkId: an, percentage: '3' });
     expect(await fee()).toEqual(['3000', orgAn]);
     // An application policy effective in 10 minutes: not yet.
-    const later = new Date(app.clock.now().getTime() + 600_000).toISOString();
+    const later = new Date(suite.app.clock.now().getTime() + 600_000).toISOString();
     const appLater = await configure({ scope: 'APPLICATION', applicationId: f.applicationId, percentage: '4', effectiveFrom: later });
     expect(await fee()).toEqual(['3000', orgAn]);
     // The sandbox's clock reaches it (sandbox rules read the organization's sandbox clock).
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 601);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 601);
     expect(await fee()).toEqual(['4000', appLater]);
     const appAn1 = await configure({ scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, percentage: '5' });
     expect(await fee()).toEqual(['5000', appAn1]);
     const appAn2 = await configure({ scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, percentage: '0.5' });
     expect(await fee()).toEqual(['500', appAn2]);
-    expect((await app.deps.db.refundFeePolicy.findUniqueOrThrow({ where: { id: appAn2 } })).version).toBe(2);
+    expect((await suite.app.deps.db.refundFeePolicy.findUniqueOrThrow({ where: { id: appAn2 } })).version).toBe(2);
     expect(await system('PLATFORM_REVENUE', an)).toBe(1000n + 1000n + 2000n + 3000n + 3000n + 4000n + 5000n + 500n);
   });
 
@@ -667,20 +662,20 @@ describe('AdminConfigureRefundFeePolicy and the policy in force', () => {
 
 describe('refunds after settlement (reversal from the beneficiaries)', () => {
   async function settle(f: MoneyFixture, transactionId: string, amount?: bigint) {
-    const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
+    const r = await suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
       headers: f.apiKeyHeaders,
       ...(amount ? { body: { amount: amount.toString() } } : {}),
     });
     expect(r.status, r.text).toBe(201);
-    await drainMoneyWork(app);
-    const s = await app.rest('GET', `/v1/settlements/${idOf(r)}`, { headers: f.apiKeyHeaders });
+    await drainMoneyWork(suite.app);
+    const s = await suite.app.rest('GET', `/v1/settlements/${idOf(r)}`, { headers: f.apiKeyHeaders });
     expect(s.body.status, JSON.stringify(s.body)).toBe('EXECUTED');
     return s.body as { id: string; allocations: { id: string; status: string; amount: string; reversedAmount: string }[] };
   }
-  const allocation = (id: string) => app.deps.db.settlementAllocation.findUniqueOrThrow({ where: { id } });
+  const allocation = (id: string) => suite.app.deps.db.settlementAllocation.findUniqueOrThrow({ where: { id } });
   const retainedBalance = async (f: MoneyFixture, allocationId: string) =>
     (
-      await ledgerBalanceOf(app.deps.db, {
+      await ledgerBalanceOf(suite.app.deps.db, {
         kind: 'RETAINED',
         ownerId: allocationId,
         organizationId: f.organizationId,
@@ -694,9 +689,9 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     const s1 = await settle(f, transactionId, 400_000n);
     expect(s1.allocations).toMatchObject([{ status: 'RELEASED', amount: '400000' }]);
     expect(
-      (await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { headers: f.member.headers, body: { reason: 'KYC refresh' } })).status,
+      (await suite.app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { headers: f.member.headers, body: { reason: 'KYC refresh' } })).status,
     ).toBe(204);
-    app.clock.advance(1000);
+    suite.app.clock.advance(1000);
     const s2 = await settle(f, transactionId, 300_000n);
     expect(s2.allocations).toMatchObject([{ status: 'RETAINED', amount: '300000' }]);
     expect((await txOf(f, transactionId)).escrowAmount).toBe('300000');
@@ -730,8 +725,8 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     expect(await retainedBalance(f, s2.allocations[0]!.id)).toBe(100_000n);
 
     // Unfrozen: the beneficiary gives back 300,000 in all (what was retained first, then its balance).
-    expect((await app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
-    await drainMoneyWork(app);
+    expect((await suite.app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
+    await drainMoneyWork(suite.app);
     const c = await refund(f, transactionId, { amount: '300000' });
     expect(c).toMatchObject({ status: 'EXECUTED', reversedAmount: '300000', isTotal: true });
     expect((await allocation(s2.allocations[0]!.id)).reversedAmount.toFixed()).toBe('300000');
@@ -744,7 +739,7 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
       { TransactionId: transactionId, RefundId: a.id, IsTotal: true },
       { TransactionId: transactionId, RefundId: c.id, IsTotal: true },
     ]);
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
     expect(await onChain(f, pi.address)).toBe(200_000n);
   });
 
@@ -757,14 +752,14 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     expect((await txOf(f, transactionId)).status).toBe('SETTLED');
     await configure({ scope: 'APPLICATION', applicationId: f.applicationId, assetNetworkId: an, allowReversalAfterSettlement: true, percentage: '1' });
     // A pending withdrawal of 600,000 holds part of the beneficiary's balance.
-    const hold = await createHold(app.deps.db, {
+    const hold = await createHold(suite.app.deps.db, {
       idempotencyKey: `test-hold:${randomUUID()}`,
       nature: 'test.withdrawal',
       organizationId: f.organizationId,
       debit: { kind: 'CUSTOMER', ownerId: f.beneficiaryAccountId, organizationId: f.organizationId, assetNetworkId: an },
       credit: { kind: 'SUSPENSE', ownerId: f.organizationId, organizationId: f.organizationId, assetNetworkId: an },
       amount: 600_000n,
-      postedAt: app.clock.now(),
+      postedAt: suite.app.clock.now(),
     });
     expect((await customer(f)).available).toBe(400_000n);
     const revenue = await system('PLATFORM_REVENUE', an);
@@ -776,11 +771,11 @@ describe('refunds after settlement (reversal from the beneficiaries)', () => {
     expect(await system('PLATFORM_REVENUE', an)).toBe(revenue);
     expect((await refundEvents(f)).map((e) => e.type)).toEqual(['refund.rejected']);
 
-    await voidHold(app.deps.db, {
+    await voidHold(suite.app.deps.db, {
       holdId: hold.holdId,
       idempotencyKey: `test-hold-void:${hold.holdId}`,
       nature: 'test.withdrawal.void',
-      postedAt: app.clock.now(),
+      postedAt: suite.app.clock.now(),
     });
     const ok = await refund(f, transactionId, { amount: '500000' });
     expect(ok).toMatchObject({ status: 'EXECUTED', reversedAmount: '500000', feeAmount: '5000', netAmount: '495000', isTotal: true });

@@ -105,7 +105,8 @@ export function principalLabel(p: Principal | null): string {
 export interface ObservedRequest {
   /**
    * What the context factory learnt: the principal and the rate limit's count. A promise only when
-   * the rate limit counts the principal's requests (one statement); otherwise nothing to await.
+   * the rate limit counts the principal's requests (a statement per lease, src/auth/request-limits.ts);
+   * otherwise nothing to await.
    */
   seen(request: Request, principal: Principal | null): Promise<void> | void;
   plugin: Plugin<Record<string, unknown>, Context>;

@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createTestApp, signUpMember, type TestApp } from '../../test/harness';
+import { createTestApp, createViewer, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
 import { sandboxMine, sandboxSend } from '../../test/money-helpers';
-import { hashPassword } from '../auth/passwords';
 import { createIntent, drainChainSync, eventsOf, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
@@ -16,21 +15,7 @@ const post = (path: string, headers: Record<string, string>, body?: unknown) => 
 const txOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
 const lastEvents = async (f: MoneyFixture, n: number) => (await eventsOf(app, f.organizationId)).slice(-n);
 
-async function viewerOf(f: MoneyFixture) {
-  const email = `viewer.${crypto.randomUUID()}@example.com`;
-  await app.deps.db.member.create({
-    data: {
-      organizationId: f.organizationId,
-      email,
-      name: 'Viewer',
-      role: 'VIEWER',
-      passwordHash: await hashPassword('correct horse battery staple'),
-      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
-    },
-  });
-  const login = await app.rest('POST', '/v1/auth/login', { body: { email, password: 'correct horse battery staple' } });
-  return { authorization: `Bearer ${login.body.accessToken}` };
-}
+const viewerOf = async (f: MoneyFixture) => (await createViewer(app, f.organizationId)).headers;
 
 describe('reads', () => {
   test('GET /v1/transactions/{id} (members with account-read, API keys) equals GraphQL; 404 across organizations; a page of transactions', async () => {
