@@ -719,3 +719,418 @@ describe('sandbox sends in groups', () => {
     await drainMoneyWork(app);
   });
 });
+
+// ------------------------------------------------------------------------------------------------
+
+const DEST = '0x00000000000000000000000000000000000000e7';
+const wt = withdrawalTesting(() => app, DEST);
+
+/** An account's balance on the fixture's asset-network, as its organization's member reads it. */
+async function balanceOf(s: WithdrawalSetup, accountId = s.accountId) {
+  const r = await app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: s.f.member.headers });
+  expect(r.status, r.text).toBe(200);
+  const row = (r.body as { assetNetworkId: string; posted: string; available: string }[]).find((x) => x.assetNetworkId === s.f.catalog.assetNetworkId);
+  return { posted: BigInt(row?.posted ?? 0), available: BigInt(row?.available ?? 0) };
+}
+const requested = async (s: WithdrawalSetup) =>
+  (await eventsOf(app, s.f.organizationId)).filter((e) => e.type === 'withdrawal.requested').map((e) => e.body.WithdrawalId as string);
+
+describe('withdrawal requests in groups', () => {
+  test('a burst draining one account (exactly what it holds is accepted), another organization\u2019s requests, foreign accounts and destinations, a blocked destination, a frozen and an empty account, hostile bodies: each answered as alone', async () => {
+    const sa = await wt.setup(1_000_000n);
+    const sb = await wt.setup(1_000_000n);
+    const sc = await wt.setup(500_000n);
+    for (const s of [sa, sb, sc]) remember(s.f);
+    const an = (s: WithdrawalSetup) => s.f.catalog.assetNetworkId;
+    const body = (s: WithdrawalSetup, amount: bigint, extra: Record<string, unknown> = {}) => ({
+      amount: amount.toString(),
+      assetNetworkId: an(s),
+      withdrawalDestinationId: s.destinationId,
+      ...extra,
+    });
+    const path = (accountId: string) => `/v1/accounts/${accountId}/withdrawals`;
+    // An empty account of A's, a blocked destination of A's, C's account frozen.
+    const empty = await app.rest('POST', `/v1/organizations/${sa.f.organizationId}/accounts`, { headers: sa.f.apiKeyHeaders, body: { name: 'Empty' } });
+    expect(empty.status).toBe(201);
+    const blockedDest = await app.rest('POST', `/v1/organizations/${sa.f.organizationId}/withdrawal-destinations`, {
+      headers: sa.f.apiKeyHeaders,
+      body: { networkId: sa.f.catalog.networkId, address: `0x${randomBytes(20).toString('hex')}` },
+    });
+    expect(blockedDest.status, blockedDest.text).toBe(201);
+    const block = await app.rest('POST', `/v1/admin/withdrawal-destinations/${idOf(blockedDest)}/block`, {
+      headers: op.headers,
+      body: { reason: 'sanctioned' },
+    });
+    expect(block.status, block.text).toBe(204);
+    expect((await app.rest('POST', `/v1/accounts/${sc.accountId}/freeze`, { headers: sc.f.member.headers, body: { reason: 'attack' } })).status).toBe(204);
+    const insufficient = await app.rest('POST', path(idOf(empty)), { headers: sa.f.apiKeyHeaders, body: body(sa, 1n) });
+    expect(insufficient.status, insufficient.text).toBe(409);
+
+    const reqs: Req[] = [
+      ...Array.from({ length: 4 }, (_, i): Req => ({
+        label: `B valid ${i}`,
+        path: path(sb.accountId),
+        headers: sb.f.apiKeyHeaders,
+        body: body(sb, 50_000n),
+        kind: 'ok',
+      })),
+      { label: 'B valid member', path: path(sb.accountId), headers: sb.f.member.headers, body: body(sb, 50_000n), kind: 'ok' },
+      // Tenant crossings.
+      { label: "A's key on B's account", path: path(sb.accountId), headers: sa.f.apiKeyHeaders, body: body(sb, 1n), kind: 'refused' },
+      { label: "A's member on B's account", path: path(sb.accountId), headers: sa.f.member.headers, body: body(sb, 1n), kind: 'refused' },
+      {
+        label: "A's account to B's destination",
+        path: path(sa.accountId),
+        headers: sa.f.apiKeyHeaders,
+        body: body(sa, 1n, { withdrawalDestinationId: sb.destinationId }),
+        kind: 'refused',
+      },
+      {
+        label: "A's account with B's asset-network",
+        path: path(sa.accountId),
+        headers: sa.f.apiKeyHeaders,
+        body: body(sa, 1n, { assetNetworkId: an(sb) }),
+        kind: 'refused',
+      },
+      {
+        label: "A's account from B's wallet",
+        path: path(sa.accountId),
+        headers: sa.f.apiKeyHeaders,
+        body: body(sa, 1n, { walletId: sb.f.walletId, sourceIndex: 0 }),
+        kind: 'refused',
+      },
+      // Business refusals.
+      { label: 'empty account', path: path(idOf(empty)), headers: sa.f.apiKeyHeaders, body: body(sa, 1n), kind: 'refused' },
+      {
+        label: 'blocked destination',
+        path: path(sa.accountId),
+        headers: sa.f.apiKeyHeaders,
+        body: body(sa, 1n, { withdrawalDestinationId: idOf(blockedDest) }),
+        kind: 'refused',
+      },
+      { label: 'frozen account', path: path(sc.accountId), headers: sc.f.apiKeyHeaders, body: body(sc, 1n), kind: 'refused' },
+      { label: 'amount 2^256-1', path: path(idOf(empty)), headers: sa.f.apiKeyHeaders, body: body(sa, TWO_256 - 1n), kind: 'refused' },
+      {
+        label: 'unknown destination',
+        path: path(sa.accountId),
+        headers: sa.f.apiKeyHeaders,
+        body: body(sa, 1n, { withdrawalDestinationId: '00000000-0000-7000-8000-0000000000ac' }),
+        kind: 'refused',
+      },
+      { label: 'unknown account', path: path('00000000-0000-7000-8000-0000000000ad'), headers: sa.f.apiKeyHeaders, body: body(sa, 1n), kind: 'refused' },
+      ...hostileBodies(body(sa, 1n), {
+        amountField: 'amount',
+        textField: 'withdrawalDestinationId',
+        requiredField: 'withdrawalDestinationId',
+        idField: 'assetNetworkId',
+      }).map((h): Req => ({ label: `hostile ${h.label}`, path: path(sa.accountId), headers: sa.f.apiKeyHeaders, body: h.body, raw: h.raw, kind: 'refused' })),
+    ];
+    // A's 16 requests of 100,000 against 1,000,000: ten are accepted, six refused as an empty account is.
+    const drain = Array.from({ length: 16 }, (_, i): Req => ({
+      label: `A drain ${i}`,
+      path: path(sa.accountId),
+      headers: sa.f.apiKeyHeaders,
+      body: body(sa, 100_000n),
+      kind: 'ok',
+    }));
+    const [answers, drained] = await Promise.all([attack(reqs), Promise.all(drain.map(send))]);
+    expect(drained.filter((r) => r.status === 201)).toHaveLength(10);
+    for (const r of drained.filter((x) => x.status !== 201)) expect([r.status, r.body?.code], r.text).toEqual([409, insufficient.body.code]);
+
+    const idsA = drained.filter((r) => r.status === 201).map(idOf);
+    const idsB = [...answers.entries()].filter(([, r]) => r.status === 201).map(([, r]) => idOf(r));
+    expect(idsB).toHaveLength(5);
+    expect(await balanceOf(sa)).toEqual({ posted: 1_000_000n, available: 0n });
+    expect(await balanceOf(sb)).toEqual({ posted: 1_000_000n, available: 750_000n });
+    expect(await balanceOf(sc)).toEqual({ posted: 500_000n, available: 500_000n });
+    expect((await requested(sa)).sort()).toEqual([...idsA].sort());
+    expect((await requested(sb)).sort()).toEqual([...idsB].sort());
+    expect(await requested(sc)).toEqual([]);
+    for (const id of [...idsA.slice(0, 3), ...idsB.slice(0, 3)]) expect((await auditOf(id)).length, id).toBeGreaterThan(0);
+    for (const id of idsA) {
+      expect(await wt.get(sa, id)).toMatchObject({ status: 'APPROVED', amount: '100000', toAddress: DEST });
+      expect((await app.rest('GET', `/v1/withdrawals/${id}`, { headers: sb.f.apiKeyHeaders })).status).toBe(404);
+    }
+    // Broadcast, mined, confirmed: each accepted withdrawal moved once.
+    await drainMoneyWork(app);
+    await wt.mine(sa);
+    await wt.mine(sb);
+    await drainMoneyWork(app);
+    for (const id of idsA) expect((await wt.get(sa, id)).status).toBe('CONFIRMED');
+    for (const id of idsB) expect((await wt.get(sb, id)).status).toBe('CONFIRMED');
+    expect(await balanceOf(sa)).toEqual({ posted: 0n, available: 0n });
+    expect(await balanceOf(sb)).toEqual({ posted: 750_000n, available: 750_000n });
+  });
+
+  test('Idempotency-Key on withdrawals: one key 8 times at once holds once, another body on the key 409, the same key in two organizations, later bursts; two requests for the last funds: one wins', async () => {
+    const sa = await wt.setup(1_000_000n);
+    const sb = await wt.setup(1_000_000n);
+    for (const s of [sa, sb]) remember(s.f);
+    const key = `wk-${randomBytes(6).toString('hex')}`;
+    const req = (s: WithdrawalSetup, amount: bigint, k?: string) =>
+      app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+        headers: k ? { ...s.f.apiKeyHeaders, 'idempotency-key': k } : s.f.apiKeyHeaders,
+        body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      });
+    const jobs = [
+      ...Array.from({ length: 8 }, () => ({ g: 'A same', run: () => req(sa, 100_000n, key) })),
+      ...Array.from({ length: 4 }, () => ({ g: 'A other', run: () => req(sa, 200_000n, key) })),
+      ...Array.from({ length: 4 }, () => ({ g: 'B same', run: () => req(sb, 100_000n, key) })),
+      ...Array.from({ length: 6 }, () => ({ g: 'A unkeyed', run: () => req(sa, 10_000n) })),
+    ];
+    const answers = await Promise.all(shuffle(jobs).map(async (j) => ({ g: j.g, res: await j.run() })));
+    const of = (g: string) => answers.filter((x) => x.g === g).map((x) => x.res);
+    const winner = of('A same')[0]!.status === 201 ? 'A same' : 'A other';
+    const loser = winner === 'A same' ? 'A other' : 'A same';
+    expect(new Set(of(winner).map((r) => `${r.status} ${r.text}`)).size, JSON.stringify(of(winner).map((r) => r.text))).toBe(1);
+    expect(of(winner)[0]!.status).toBe(201);
+    for (const r of of(loser)) expect([r.status, r.body?.code], r.text).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+    expect(new Set(of('B same').map((r) => `${r.status} ${r.text}`)).size).toBe(1);
+    expect(idOf(of('B same')[0]!)).not.toBe(idOf(of(winner)[0]!));
+    for (const r of of('A unkeyed')) expect(r.status, r.text).toBe(201);
+    const held = winner === 'A same' ? 100_000n : 200_000n;
+    expect(await balanceOf(sa)).toEqual({ posted: 1_000_000n, available: 1_000_000n - held - 60_000n });
+    expect(await requested(sa)).toHaveLength(7);
+    expect(await requested(sb)).toHaveLength(1);
+    // A later burst replays the key.
+    for (const r of await Promise.all([0, 1, 2].map(() => req(sa, winner === 'A same' ? 100_000n : 200_000n, key))))
+      expect([r.status, r.text]).toEqual([201, of(winner)[0]!.text]);
+    // The last funds asked for twice at once (keyed and not): exactly one is accepted.
+    const rest = (await balanceOf(sa)).available;
+    const race = await Promise.all([req(sa, rest), req(sa, rest, `${key}-last`), req(sa, rest), req(sa, rest, `${key}-last2`)]);
+    expect(
+      race.filter((r) => r.status === 201),
+      JSON.stringify(race.map((r) => r.text)),
+    ).toHaveLength(1);
+    for (const r of race.filter((x) => x.status !== 201)) expect(r.status, r.text).toBe(409);
+    expect(await balanceOf(sa)).toEqual({ posted: 1_000_000n, available: 0n });
+    expect(await requested(sa)).toHaveLength(8);
+    await drainMoneyWork(app);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+
+describe('settlements executed in groups', () => {
+  test('one group of two organizations\u2019 settlements, one to a frozen account, one asked twice at once, foreign and hostile requests: each settles as it would alone', async () => {
+    const fa = remember(await moneyFixture(app, { requiredConfirmations: 1 }));
+    const fb = remember(await moneyFixture(app, { requiredConfirmations: 1 }));
+    const fc = remember(await moneyFixture(app, { requiredConfirmations: 1 }));
+    const t1 = await fundedTransaction(app, 1_000n, fa);
+    const t2 = await fundedTransaction(app, 2_000n, fa);
+    const t3 = await fundedTransaction(app, 3_000n, fb);
+    const t4 = await fundedTransaction(app, 4_000n, fc);
+    expect((await app.rest('POST', `/v1/accounts/${fc.beneficiaryAccountId}/freeze`, { headers: fc.member.headers, body: { reason: 'attack' } })).status).toBe(
+      204,
+    );
+    const path = (t: { transactionId: string }) => `/v1/transactions/${t.transactionId}/settlements`;
+    const reqs: Req[] = [
+      { label: 't2', path: path(t2), headers: fa.apiKeyHeaders, body: {}, kind: 'ok' },
+      { label: 't3', path: path(t3), headers: fb.apiKeyHeaders, body: { amount: '3000' }, kind: 'ok' },
+      { label: 't4 (frozen beneficiary)', path: path(t4), headers: fc.apiKeyHeaders, body: {}, kind: 'ok' },
+      { label: "A's key on B's transaction", path: path(t3), headers: fa.apiKeyHeaders, body: {}, kind: 'refused' },
+      { label: "A's member on B's transaction", path: path(t3), headers: fa.member.headers, body: {}, kind: 'refused' },
+      { label: 'more than the escrow', path: path(t2), headers: fa.apiKeyHeaders, body: { amount: '2001' }, kind: 'refused' },
+      ...BAD_AMOUNTS.filter(([, v]) => v !== null).map(([label, v]): Req => ({
+        label: `amount ${label}`,
+        path: path(t2),
+        headers: fa.apiKeyHeaders,
+        body: { amount: v },
+        kind: 'refused',
+      })),
+      { label: 'unknown field', path: path(t2), headers: fa.apiKeyHeaders, body: { amount: '1', to: fb.beneficiaryAccountId }, kind: 'refused' },
+      { label: 'raw null', path: path(t2), headers: fa.apiKeyHeaders, raw: 'null', kind: 'refused' },
+    ];
+    const twice = [0, 1].map((): Req => ({ label: 't1 twice', path: path(t1), headers: fa.apiKeyHeaders, body: {}, kind: 'ok' }));
+    const [, twiceAnswers] = await Promise.all([attack(reqs), Promise.all(twice.map(send))]);
+    for (const r of twiceAnswers) expect(r.status, r.text).toBeLessThan(500);
+    // Every settlement job of the burst runs as one group (the test driver fetches them together).
+    await drainMoneyWork(app);
+    const bal = async (f: MoneyFixture) => {
+      const r = await app.rest('GET', `/v1/accounts/${f.beneficiaryAccountId}/balances`, { headers: f.member.headers });
+      return BigInt((r.body as { assetNetworkId: string; posted: string }[]).find((x) => x.assetNetworkId === f.catalog.assetNetworkId)?.posted ?? 0);
+    };
+    // t1 is settled once however many times it was asked; t2 and t3 in full; t4 not paid to a frozen account.
+    expect(await bal(fa)).toBe(3_000n);
+    expect(await bal(fb)).toBe(3_000n);
+    expect(await bal(fc)).toBe(0n);
+    const tx = async (f: MoneyFixture, t: { transactionId: string }) =>
+      (await app.rest('GET', `/v1/transactions/${t.transactionId}`, { headers: f.apiKeyHeaders })).body;
+    expect((await tx(fa, t1)).status).toBe((await tx(fa, t2)).status);
+    const settled = async (f: MoneyFixture, t: { transactionId: string }) =>
+      ((await app.rest('GET', path(t), { headers: f.apiKeyHeaders })).body as { status: string }[]).map((s) => s.status);
+    expect((await settled(fa, t1)).filter((s) => s === 'EXECUTED')).toHaveLength(1);
+    expect(await settled(fa, t2)).toEqual(['EXECUTED']);
+    expect(await settled(fb, t3)).toEqual(['EXECUTED']);
+    const executedEvents = async (f: MoneyFixture) => (await eventsOf(app, f.organizationId)).filter((e) => e.type === 'settlement.executed').length;
+    expect(await executedEvents(fa)).toBe(2);
+    expect(await executedEvents(fb)).toBe(1);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+
+describe('harder attacks on the groups', () => {
+  test('a period limit across concurrent groups: the accepted requests never sum past it, every refusal is the limit\u2019s own, approvals waiting count', async () => {
+    const s = await wt.setup(1_000_000n);
+    remember(s.f);
+    const configured = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, {
+      headers: op.headers,
+      body: { periodLimit: '500000', periodSeconds: 86_400, approvalThreshold: '80000' },
+    });
+    expect(configured.status, configured.text).toBe(204);
+    const req = (amount: bigint) =>
+      app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+        headers: s.f.apiKeyHeaders,
+        body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      });
+    const amounts = shuffle([...Array.from({ length: 24 }, () => 50_000n), ...Array.from({ length: 6 }, () => 90_000n)]);
+    const answers = await Promise.all(amounts.map(req));
+    for (const r of answers) expect([201, 409], r.text).toContain(r.status);
+    const sum = amounts.filter((_, i) => answers[i]!.status === 201).reduce((x, y) => x + y, 0n);
+    expect(sum <= 500_000n, String(sum)).toBe(true);
+    for (const [i, r] of answers.entries()) if (r.status === 409) expect(sum + amounts[i]! > 500_000n, `refused ${amounts[i]} with ${sum} accepted`).toBe(true);
+    const codes = new Set(answers.filter((r) => r.status === 409).map((r) => r.body.code));
+    expect(codes.size).toBeLessThanOrEqual(1);
+    // Alone, a request over the limit answers the same.
+    const alone = await req(50_000n);
+    expect(alone.status).toBe(409);
+    if (codes.size) expect(norm(answers.find((r) => r.status === 409)!)).toEqual(norm(alone));
+    expect(await balanceOf(s)).toEqual({ posted: 1_000_000n, available: 1_000_000n - sum });
+    const statuses = await Promise.all(answers.filter((r) => r.status === 201).map(async (r) => (await wt.get(s, idOf(r))).status));
+    expect(statuses.filter((x) => x === 'PENDING_APPROVAL')).toHaveLength(amounts.filter((a, i) => a === 90_000n && answers[i]!.status === 201).length);
+    expect(await requested(s)).toHaveLength(answers.filter((r) => r.status === 201).length);
+  });
+
+  test('sends to one address spelled in upper and lower case in one group: the 2^256 \u2212 1 bound holds for the address, whatever its spelling', async () => {
+    const f = remember(await moneyFixture(app, { requiredConfirmations: 1 }));
+    const hex = randomBytes(20).toString('hex').replace(/[0-9]/, 'a');
+    const spellings = [`0x${hex}`, `0x${hex.toUpperCase()}`, `0x${hex.slice(0, 20).toUpperCase()}${hex.slice(20)}`, `0X${hex}`];
+    const answers = await Promise.all(
+      spellings.flatMap((address) =>
+        [0, 1].map(() =>
+          app.rest('POST', '/v1/sandbox/deposits', {
+            headers: f.apiKeyHeaders,
+            body: { address, amount: (TWO_256 - 1n).toString(), assetNetworkId: f.catalog.assetNetworkId },
+          }),
+        ),
+      ),
+    );
+    for (const r of answers) expect(r.status, r.text).toBeLessThan(500);
+    expect(
+      answers.filter((r) => r.status === 201),
+      JSON.stringify(answers.map((r) => r.status)),
+    ).toHaveLength(1);
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainMoneyWork(app);
+  });
+
+  test('one Idempotency-Key on every grouped operation of one caller at once: scoped per operation, each written once', async () => {
+    const s = await wt.setup(1_000_000n);
+    remember(s.f);
+    const key = `all-${randomBytes(6).toString('hex')}`;
+    const h = { ...s.f.apiKeyHeaders, 'idempotency-key': key };
+    const ops = () => [
+      app.rest('POST', `/v1/organizations/${s.f.organizationId}/accounts`, { headers: h, body: { name: 'Same key' } }),
+      app.rest('POST', `/v1/organizations/${s.f.organizationId}/payment-intents`, {
+        headers: h,
+        body: { assetNetworkId: s.f.catalog.assetNetworkId, amount: '1000', beneficiaryAccountId: s.accountId, walletId: s.f.walletId },
+      }),
+      app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: DEST, amount: '5', assetNetworkId: s.f.catalog.assetNetworkId } }),
+      app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+        headers: h,
+        body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      }),
+    ];
+    const rounds = await Promise.all([ops(), ops(), ops()].map((r) => Promise.all(r)));
+    for (const op of [0, 1, 2, 3]) {
+      const answers = rounds.map((r) => r[op]!);
+      for (const a of answers) expect(a.status, a.text).toBe(201);
+      expect(new Set(answers.map((a) => a.text + a.headers.get('location'))).size, `operation ${op}`).toBe(1);
+    }
+    expect(await balanceOf(s)).toEqual({ posted: 1_000_000n, available: 999_000n });
+    expect(await requested(s)).toHaveLength(1);
+    await sandboxMine(app, s.f.apiKeyHeaders, s.f.catalog.networkId, 1);
+    await drainMoneyWork(app);
+  });
+
+  test('GraphQL: several aliased creations in one document, one of them refused, beside a REST burst: the REST burst unaffected, the document stops at the refused one', async () => {
+    const f = remember(await moneyFixture(app));
+    const base = { assetNetworkId: f.catalog.assetNetworkId, amount: '1000', beneficiaryAccountId: f.beneficiaryAccountId, walletId: f.walletId };
+    const ref = `g-${randomBytes(4).toString('hex')}`;
+    expect(
+      (await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, { headers: f.apiKeyHeaders, body: { ...base, reference: ref } })).status,
+    ).toBe(201);
+    const doc = `mutation($o: ID!, $ok: CreatePaymentIntentInput!, $bad: CreatePaymentIntentInput!, $acc: CreateAccountInput!) {
+      p1: createPaymentIntent(organizationId: $o, input: $ok) { id }
+      p2: createPaymentIntent(organizationId: $o, input: $bad) { id }
+      p3: createPaymentIntent(organizationId: $o, input: $ok) { id }
+      a1: createAccount(organizationId: $o, input: $acc) { id }
+    }`;
+    const rest = Array.from({ length: 8 }, () =>
+      app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, { headers: f.apiKeyHeaders, body: base }),
+    );
+    const [g, ...restAnswers] = await Promise.all([
+      app.gql<Record<string, { id: string } | null>>(
+        doc,
+        { o: f.organizationId, ok: base, bad: { ...base, reference: ref }, acc: { name: 'G' } },
+        f.apiKeyHeaders,
+      ),
+      ...rest,
+    ]);
+    for (const r of restAnswers) expect(r.status, r.text).toBe(201);
+    expect(g.errors?.map((e) => e.extensions?.code)).toEqual(['CONFLICT']);
+    expect(g.errors?.[0]?.message).toBe(
+      norm(await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, { headers: f.apiKeyHeaders, body: { ...base, reference: ref } }))
+        .body.detail,
+    );
+    // The root fields are non-null: the refused one nulls `data` and stops the serial execution
+    // (GraphQL's rule): p1 ran and committed, p3 and a1 never ran. Nothing of p2 exists.
+    expect(g.data).toBeNull();
+    const names = (
+      (await app.rest('GET', `/v1/organizations/${f.organizationId}/accounts?limit=200`, { headers: f.member.headers })).body as { name: string }[]
+    ).map((x) => x.name);
+    expect(names.filter((n) => n === 'G')).toHaveLength(0);
+    const created = (await eventsOf(app, f.organizationId)).filter((e) => e.type === 'payment_intent.created');
+    expect(created).toHaveLength(1 + 8 + 1);
+  });
+
+  test('metadata with awkward keys and values: a group writes it byte for byte, as a creation alone does; a __proto__ key is refused alone, not dropped', async () => {
+    const f = remember(await moneyFixture(app));
+    const body = (metadata: unknown) => ({
+      assetNetworkId: f.catalog.assetNetworkId,
+      amount: '1000',
+      beneficiaryAccountId: f.beneficiaryAccountId,
+      walletId: f.walletId,
+      metadata,
+    });
+    const metadatas = [
+      { constructor: 'c', toString: 'x', 'emoji 🦊': '🦊', '\u2028': 'line separator', big: 12345678901234, neg: -0.5, nested: [1, { a: [null, true] }] },
+      { '': '', ' ': ' ', quote: '"\'`', backslash: '\\', unicode: '\u00e9\u0301 \uD83D\uDE00', tab: 'a\tb', crlf: 'a\r\nb' },
+      { sql: '\'); DROP TABLE "Account"; --', dollar: '$1 $$ $tag$', percent: '%s %d', json: '{"a":1}', array: '{1,2}', cast: '::jsonb' },
+    ];
+    const path = `/v1/organizations/${f.organizationId}/payment-intents`;
+    // __proto__ as an own key of the JSON text (an object literal would set the prototype instead).
+    const proto = JSON.stringify(body({ a: 1 })).replace('"a":1', '"__proto__":{"polluted":true},"a":1');
+    const protoReq: Req = { label: '__proto__ key', path, headers: f.apiKeyHeaders, raw: proto, kind: 'refused' };
+    const reqs: Req[] = [
+      ...[0, 1, 2].flatMap((round) =>
+        metadatas.map((m, i): Req => ({ label: `metadata ${i} (${round})`, path, headers: f.apiKeyHeaders, body: body(m), kind: 'ok' })),
+      ),
+      protoReq,
+    ];
+    const answers = await attack(reqs);
+    for (const [r, res] of answers) {
+      if (r.kind !== 'ok') continue;
+      const got = await app.rest('GET', `/v1/payment-intents/${idOf(res)}`, { headers: f.apiKeyHeaders });
+      expect(got.body.metadata, r.label).toEqual((r.body as { metadata: unknown }).metadata);
+    }
+    expect(answers.get(protoReq)!.body.errors).toEqual([{ field: 'metadata', message: 'A key named __proto__ is not accepted.', code: 'invalid_format' }]);
+    // Not grouped (an Idempotency-Key): the same metadata, the same answer.
+    for (const [i, m] of metadatas.entries()) {
+      const keyed = await app.rest('POST', path, { headers: { ...f.apiKeyHeaders, 'idempotency-key': `meta-${i}` }, body: body(m) });
+      expect(keyed.status, keyed.text).toBe(201);
+      expect((await app.rest('GET', `/v1/payment-intents/${idOf(keyed)}`, { headers: f.apiKeyHeaders })).body.metadata).toEqual(m);
+    }
+  });
+});
