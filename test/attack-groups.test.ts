@@ -1104,7 +1104,7 @@ describe('harder attacks on the groups', () => {
       walletId: f.walletId,
       metadata,
     });
-    const metadatas = [
+    const metadatas: Record<string, unknown>[] = [
       { constructor: 'c', toString: 'x', 'emoji 🦊': '🦊', '\u2028': 'line separator', big: 12345678901234, neg: -0.5, nested: [1, { a: [null, true] }] },
       { '': '', ' ': ' ', quote: '"\'`', backslash: '\\', unicode: '\u00e9\u0301 \uD83D\uDE00', tab: 'a\tb', crlf: 'a\r\nb' },
       { sql: '\'); DROP TABLE "Account"; --', dollar: '$1 $$ $tag$', percent: '%s %d', json: '{"a":1}', array: '{1,2}', cast: '::jsonb' },
