@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, type RestResult, type TestApp } from './harness';
+import { createApiKey, createOperator, createTestApp, restResultOf, type RestResult, type TestApp } from './harness';
 import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { sandboxMine, sandboxSend } from './money-helpers';
@@ -33,7 +33,9 @@ afterAll(() => app.close());
 afterEach(async () => {
   await checkLedgerInvariants(app.deps.db);
   await checkSandboxInvariants(app.deps.db);
-  const lines = app.logs.map((l) => JSON.parse(l) as { level: number; msg: string });
+  const lines = app.logs.map((l) => JSON.parse(l) as { level: number; msg: string; status?: number });
+  // No request answered 5xx (the adapter logs every REST answer's status).
+  expect(lines.filter((l) => l.msg === 'rest' && l.status! >= 500)).toEqual([]);
   // No fault (an `unexpected error` is logged at error with its stack) and no credential anywhere.
   expect(lines.filter((l) => l.level >= 50)).toEqual([]);
   for (const line of app.logs) for (const s of secrets) expect(line.includes(s), 'a credential in a log line').toBe(false);
@@ -920,6 +922,8 @@ describe('settlements executed in groups', () => {
     const t2 = await fundedTransaction(app, 2_000n, fa);
     const t3 = await fundedTransaction(app, 3_000n, fb);
     const t4 = await fundedTransaction(app, 4_000n, fc);
+    // Refused requests go to a transaction no valid request of the burst touches (their answers must not depend on the burst's order).
+    const t5 = await fundedTransaction(app, 500n, fa);
     expect((await app.rest('POST', `/v1/accounts/${fc.beneficiaryAccountId}/freeze`, { headers: fc.member.headers, body: { reason: 'attack' } })).status).toBe(
       204,
     );
@@ -930,16 +934,16 @@ describe('settlements executed in groups', () => {
       { label: 't4 (frozen beneficiary)', path: path(t4), headers: fc.apiKeyHeaders, body: {}, kind: 'ok' },
       { label: "A's key on B's transaction", path: path(t3), headers: fa.apiKeyHeaders, body: {}, kind: 'refused' },
       { label: "A's member on B's transaction", path: path(t3), headers: fa.member.headers, body: {}, kind: 'refused' },
-      { label: 'more than the escrow', path: path(t2), headers: fa.apiKeyHeaders, body: { amount: '2001' }, kind: 'refused' },
+      { label: 'more than the escrow', path: path(t5), headers: fa.apiKeyHeaders, body: { amount: '501' }, kind: 'refused' },
       ...BAD_AMOUNTS.filter(([, v]) => v !== null).map(([label, v]): Req => ({
         label: `amount ${label}`,
-        path: path(t2),
+        path: path(t5),
         headers: fa.apiKeyHeaders,
         body: { amount: v },
         kind: 'refused',
       })),
-      { label: 'unknown field', path: path(t2), headers: fa.apiKeyHeaders, body: { amount: '1', to: fb.beneficiaryAccountId }, kind: 'refused' },
-      { label: 'raw null', path: path(t2), headers: fa.apiKeyHeaders, raw: 'null', kind: 'refused' },
+      { label: 'unknown field', path: path(t5), headers: fa.apiKeyHeaders, body: { amount: '1', to: fb.beneficiaryAccountId }, kind: 'refused' },
+      { label: 'raw null', path: path(t5), headers: fa.apiKeyHeaders, raw: 'null', kind: 'refused' },
     ];
     const twice = [0, 1].map((): Req => ({ label: 't1 twice', path: path(t1), headers: fa.apiKeyHeaders, body: {}, kind: 'ok' }));
     const [, twiceAnswers] = await Promise.all([attack(reqs), Promise.all(twice.map(send))]);
@@ -1132,5 +1136,134 @@ describe('harder attacks on the groups', () => {
       expect(keyed.status, keyed.text).toBe(201);
       expect((await app.rest('GET', `/v1/payment-intents/${idOf(keyed)}`, { headers: f.apiKeyHeaders })).body.metadata).toEqual(m);
     }
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+
+describe('requests cancelled mid-flight', () => {
+  test('clients that abort while their group writes: nothing half-written; a cancelled key answers the one resource afterwards (replayed at once or later)', async () => {
+    const server = await app.listen();
+    const s = await wt.setup(1_000_000n);
+    remember(s.f);
+    const f = s.f;
+    const an = f.catalog.assetNetworkId;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    /** A POST over a real socket, aborted after `abortMs` (null: the client gave up before an answer). */
+    async function call(path: string, body: unknown, headers: Record<string, string>, abortMs?: number): Promise<RestResult | null> {
+      const ac = new AbortController();
+      const timer = abortMs === undefined ? undefined : setTimeout(() => ac.abort(), abortMs);
+      try {
+        const res = await fetch(new URL(path, server.url), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify(body),
+          signal: ac.signal,
+        });
+        return await restResultOf(res);
+      } catch (err) {
+        if ((err as Error).name === 'AbortError') return null;
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    const tag = randomBytes(4).toString('hex');
+    const key = (kind: string, i: number) => ({ ...f.apiKeyHeaders, 'idempotency-key': `abort-${tag}-${kind}-${i}` });
+    const abortAt = (i: number) => ((i >> 1) % 2 === 0 ? i * 4 : undefined); // half of them cancelled, after 0-60 ms
+    const to = `0x${randomBytes(20).toString('hex')}`;
+    const paths = {
+      account: `/v1/organizations/${f.organizationId}/accounts`,
+      intent: `/v1/organizations/${f.organizationId}/payment-intents`,
+      send: '/v1/sandbox/deposits',
+      withdrawal: `/v1/accounts/${s.accountId}/withdrawals`,
+    };
+    const bodies = {
+      account: (i: number) => ({ name: `abort-${tag}-${i}` }),
+      intent: (i: number) => ({
+        assetNetworkId: an,
+        amount: String(1000 + i),
+        beneficiaryAccountId: s.accountId,
+        walletId: f.walletId,
+        reference: `abort-${tag}-${i}`,
+      }),
+      send: (i: number) => ({ address: to, amount: (1n << BigInt(i)).toString(), assetNetworkId: an }),
+      withdrawal: () => ({ amount: '10000', assetNetworkId: an, withdrawalDestinationId: s.destinationId }),
+    };
+    type Kind = keyof typeof paths;
+    const kinds = Object.keys(paths) as Kind[];
+    const N = 16; // per kind: even i unkeyed, odd i keyed; half of each cancelled
+    const sent = kinds.flatMap((kind) => Array.from({ length: N }, (_, i) => ({ kind, i, keyed: i % 2 === 1 })));
+    const answers = await Promise.all(
+      shuffle(sent).map(async (x) => ({
+        ...x,
+        res: await call(paths[x.kind], bodies[x.kind](x.i), x.keyed ? key(x.kind, x.i) : f.apiKeyHeaders, abortAt(x.i)),
+      })),
+    );
+    // The attack happened: some clients gave up before their answer.
+    const cancelled = answers.filter((x) => !x.res).length;
+    console.log(`cancelled before an answer: ${cancelled} of ${answers.length}`);
+    expect(cancelled).toBeGreaterThan(0);
+    expect(cancelled).toBeLessThan(answers.length);
+    // A keyed request cancelled is replayed at once (its first attempt may still be in its group), and again later.
+    const replay = () =>
+      Promise.all(sent.filter((x) => x.keyed).map(async (x) => ({ ...x, res: (await call(paths[x.kind], bodies[x.kind](x.i), key(x.kind, x.i)))! })));
+    const first = await replay();
+    await sleep(300);
+    const second = await replay();
+    for (const x of [...answers, ...first, ...second]) if (x.res) expect(x.res.status, `${x.kind} ${x.i}: ${x.res.text}`).toBeLessThan(500);
+    for (const x of answers) if (x.res) expect(x.res.status, `${x.kind} ${x.i}: ${x.res.text}`).toBe(201);
+    const answerOf = (r: RestResult) => (r.body?.txHash as string | undefined) ?? idOf(r);
+    for (const [i, x] of first.entries()) {
+      expect(x.res.status, `${x.kind} ${x.i}: ${x.res.text}`).toBe(201);
+      expect(answerOf(second[i]!.res), `${x.kind} ${x.i}`).toBe(answerOf(x.res));
+      const original = answers.find((a) => a.kind === x.kind && a.i === x.i)!.res;
+      if (original) expect(answerOf(original), `${x.kind} ${x.i}`).toBe(answerOf(x.res));
+    }
+    await sleep(300);
+    const ok = (kind: Kind) => answers.filter((x) => x.kind === kind && x.res).map((x) => answerOf(x.res!));
+    const keyedIds = (kind: Kind) => first.filter((x) => x.kind === kind).map((x) => answerOf(x.res));
+
+    // Accounts: every one whole (one audit entry), each keyed one once, every answered one there.
+    const accounts = (
+      (await app.rest('GET', `/v1/organizations/${f.organizationId}/accounts?limit=200`, { headers: f.member.headers })).body as { id: string; name: string }[]
+    ).filter((a) => a.name.startsWith(`abort-${tag}-`));
+    expect(new Set(accounts.map((a) => a.name)).size).toBe(accounts.length);
+    for (const id of [...ok('account'), ...keyedIds('account')]) expect(accounts.map((a) => a.id)).toContain(id);
+    for (const a of accounts) expect(await auditOf(a.id), a.name).toHaveLength(1);
+
+    // Intents: each with its transaction, address and one event; references unique, so never two of one request.
+    const intentEvents = (await eventsOf(app, f.organizationId))
+      .filter((e) => e.type === 'payment_intent.created')
+      .map((e) => e.body.PaymentIntentId as string);
+    expect(new Set(intentEvents).size).toBe(intentEvents.length);
+    for (const id of [...ok('intent'), ...keyedIds('intent')]) expect(intentEvents).toContain(id);
+    for (const id of intentEvents) {
+      const got = await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders });
+      expect(got.status).toBe(200);
+      if (got.body.reference?.startsWith(`abort-${tag}-`)) expect(got.body.address, id).toMatch(/^0x[0-9a-f]{40}$/);
+      expect((await app.rest('GET', `/v1/transactions/${got.body.transactionId}`, { headers: f.apiKeyHeaders })).status).toBe(200);
+    }
+
+    // Withdrawals: the holds are exactly the requested withdrawals', each keyed one once.
+    const withdrawals = await requested(s);
+    expect(new Set(withdrawals).size).toBe(withdrawals.length);
+    for (const id of [...ok('withdrawal'), ...keyedIds('withdrawal')]) expect(withdrawals).toContain(id);
+    expect(new Set(keyedIds('withdrawal')).size).toBe(N / 2);
+    expect(await balanceOf(s)).toEqual({ posted: 1_000_000n, available: 1_000_000n - 10_000n * BigInt(withdrawals.length) });
+    for (const id of withdrawals) expect((await wt.get(s, id)).status).toBe('APPROVED');
+
+    // Sends: amounts are distinct powers of two, so the mined balance names the sends that exist (each at most once).
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    const bal = await app.gql<{ sandboxBalance: { balance: string } }>(
+      'query($a: String!, $n: ID!) { sandboxBalance(address: $a, assetNetworkId: $n) { balance } }',
+      { a: to, n: an },
+      f.apiKeyHeaders,
+    );
+    const mined = BigInt(bal.data!.sandboxBalance.balance);
+    expect(mined < 1n << BigInt(N), 'no send twice').toBe(true);
+    for (const x of [...answers.filter((a) => a.kind === 'send' && a.res), ...first.filter((a) => a.kind === 'send')])
+      expect((mined >> BigInt(x.i)) & 1n, `send ${x.i}`).toBe(1n);
+    await drainMoneyWork(app);
   });
 });
