@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, restResultOf, type RestResult, type TestApp } from './harness';
+import { bearer, createApiKey, createOperator, createTestApp, PASSWORD, restResultOf, uniqueEmail, type RestResult, type TestApp } from './harness';
 import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { sandboxMine, sandboxSend } from './money-helpers';
@@ -171,6 +171,33 @@ async function auditOf(entityId: string): Promise<{ actionType?: string; action?
   return (r.body.items ?? r.body.entries ?? r.body) as never;
 }
 
+interface AuditEntry {
+  organizationId: string;
+  actorType: string;
+  actorId: string;
+  entityId: string;
+  action: string;
+  requestId: string;
+  after: Record<string, unknown> | null;
+}
+/**
+ * The request's own audit entry: exactly one `action` entry for the entity, written with the
+ * request's id (its X-Request-Id), its organization and its caller: a group writes each request's
+ * entry with that request's identity, never a neighbour's.
+ */
+async function expectOwnAudit(
+  entityId: string,
+  res: RestResult,
+  who: { organizationId: string; actorType: 'API_KEY' | 'MEMBER'; actorId?: string },
+  action: string,
+) {
+  const entries = ((await auditOf(entityId)) as unknown as AuditEntry[]).filter((e) => e.action === action);
+  expect(entries, `${action} ${entityId}`).toHaveLength(1);
+  expect(entries[0]).toMatchObject({ organizationId: who.organizationId, actorType: who.actorType, requestId: res.headers.get('x-request-id') });
+  if (who.actorId) expect(entries[0]!.actorId).toBe(who.actorId);
+  return entries[0]!;
+}
+
 function remember(f: MoneyFixture) {
   secrets.add(f.apiKeyHeaders['x-api-key']!);
   secrets.add(f.member.tokens.accessToken);
@@ -290,8 +317,25 @@ describe('REST account creation in groups', () => {
       expect((await app.rest('GET', `/v1/accounts/${id}`, { headers: a.apiKeyHeaders })).status).toBe(200);
       expect((await app.rest('GET', `/v1/accounts/${id}`, { headers: b.apiKeyHeaders })).status).toBe(404);
     }
-    // One audit entry per accepted creation.
+    // One audit entry per accepted creation, with its own request id, organization and caller.
     for (const id of [...createdA, ...createdB]) expect(await auditOf(id), id).toHaveLength(1);
+    const actors = new Map<string, string>();
+    for (const [r, res] of answers) {
+      if (res.status !== 201) continue;
+      const org = r.path === pathA ? a.organizationId : b.organizationId;
+      const member = r.headers === a.member.headers;
+      const e = await expectOwnAudit(
+        idOf(res),
+        res,
+        { organizationId: org, actorType: member ? 'MEMBER' : 'API_KEY', actorId: member ? a.member.memberId : undefined },
+        'account.created',
+      );
+      expect(e.after).toMatchObject({ name: (r.body as { name: string }).name });
+      const who = `${org} ${member}`;
+      expect(actors.get(who) ?? e.actorId, who).toBe(e.actorId);
+      actors.set(who, e.actorId);
+    }
+    expect(new Set(actors.values()).size).toBe(3);
   });
 
   test('Idempotency-Key: one key sent 8 times at once (one account, identical answers), with two bodies (one wins, the others 409), across bursts, and shared by two organizations (no collision)', async () => {
@@ -507,7 +551,16 @@ describe('payment intents in groups', () => {
     const created = async (org: string) => (await eventsOf(app, org)).filter((e) => e.type === 'payment_intent.created').map((e) => e.body.PaymentIntentId);
     expect((await created(a.organizationId)).slice(evA0).sort()).toEqual([...idsA].sort());
     expect((await created(b.organizationId)).slice(evB0).sort()).toEqual([...idsB].sort());
-    for (const id of [...idsA, ...idsB].slice(0, 6)) expect((await auditOf(id)).length, id).toBeGreaterThan(0);
+    for (const [r, res] of answers) {
+      if (res.status !== 201) continue;
+      const e = await expectOwnAudit(
+        idOf(res),
+        res,
+        { organizationId: r.path === pathA ? a.organizationId : b.organizationId, actorType: 'API_KEY' },
+        'payment_intent.created',
+      );
+      expect(e.after).toMatchObject({ amount: (r.body as { amount: string }).amount });
+    }
   });
 
   test('Idempotency-Key on intents: one key 8 times at once, two bodies on one key, the same key in two organizations, and again in a later burst', async () => {
@@ -665,6 +718,20 @@ describe('sandbox sends in groups', () => {
     for (const [r, res] of answers)
       if (res.status === 201) expect(res.body, r.label).toEqual({ txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), status: 'PENDING' });
 
+    // Each send's audit entry carries its own request id and its sender's organization.
+    for (const f of [a, b]) {
+      const r = await app.rest('GET', `/v1/admin/audit-log?organizationId=${f.organizationId}&actionType=sandbox.transaction_sent&take=500`, {
+        headers: op.headers,
+      });
+      const entries = r.body.items as AuditEntry[];
+      for (const [q, res] of answers) {
+        if (res.status !== 201 || q.headers !== f.apiKeyHeaders) continue;
+        const mine = entries.filter((e) => e.after?.txHash === res.body.txHash);
+        expect(mine, q.label).toHaveLength(1);
+        expect(mine[0]!.requestId, q.label).toBe(res.headers.get('x-request-id'));
+        expect(mine[0]!.after, q.label).toMatchObject({ amount: (q.body as { amount: string }).amount, address: (q.body as { address: string }).address });
+      }
+    }
     await sandboxMine(app, a.apiKeyHeaders, a.catalog.networkId, 1);
     await sandboxMine(app, b.apiKeyHeaders, b.catalog.networkId, 1);
     await drainMoneyWork(app);
@@ -848,7 +915,18 @@ describe('withdrawal requests in groups', () => {
     expect((await requested(sa)).sort()).toEqual([...idsA].sort());
     expect((await requested(sb)).sort()).toEqual([...idsB].sort());
     expect(await requested(sc)).toEqual([]);
-    for (const id of [...idsA.slice(0, 3), ...idsB.slice(0, 3)]) expect((await auditOf(id)).length, id).toBeGreaterThan(0);
+    for (const [r, res] of [...answers.entries(), ...drained.map((d, i) => [drain[i]!, d] as const)]) {
+      if (res.status !== 201) continue;
+      const member = r.headers === sb.f.member.headers;
+      const org = r.path.includes(sa.accountId) ? sa.f.organizationId : sb.f.organizationId;
+      const e = await expectOwnAudit(
+        idOf(res),
+        res,
+        { organizationId: org, actorType: member ? 'MEMBER' : 'API_KEY', actorId: member ? sb.f.member.memberId : undefined },
+        'withdrawal.requested',
+      );
+      expect(e.after).toMatchObject({ amount: (r.body as { amount: string }).amount });
+    }
     for (const id of idsA) {
       expect(await wt.get(sa, id)).toMatchObject({ status: 'APPROVED', amount: '100000', toAddress: DEST });
       expect((await app.rest('GET', `/v1/withdrawals/${id}`, { headers: sb.f.apiKeyHeaders })).status).toBe(404);
@@ -1136,6 +1214,101 @@ describe('harder attacks on the groups', () => {
       expect(keyed.status, keyed.text).toBe(201);
       expect((await app.rest('GET', `/v1/payment-intents/${idOf(keyed)}`, { headers: f.apiKeyHeaders })).body.metadata).toEqual(m);
     }
+  });
+});
+
+describe('cross-tenant pairings inside one group', () => {
+  test('account holders: each organization’s holder accepted in its own organization and refused in the other, in one burst, as alone', async () => {
+    const a = remember(await moneyFixture(app));
+    const b = remember(await moneyFixture(app));
+    const holderOf = async (f: MoneyFixture) => {
+      const email = uniqueEmail('holder');
+      const h = await app.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'Holder' } });
+      expect(h.status, h.text).toBe(200);
+      secrets.add(h.body.accessToken);
+      const inv = await app.rest('POST', `/v1/organizations/${f.organizationId}/account-holder-invitations`, { body: { email }, headers: f.member.headers });
+      expect(inv.status, inv.text).toBe(201);
+      secrets.add(inv.body.token);
+      const c = await app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token: inv.body.token }, headers: bearer(h.body.accessToken) });
+      expect(c.status, c.text).toBe(200);
+      return { id: h.body.accountHolderId as string, headers: bearer(h.body.accessToken) };
+    };
+    const [ha, hb] = [await holderOf(a), await holderOf(b)];
+    const pathOf = (f: MoneyFixture) => `/v1/organizations/${f.organizationId}/accounts`;
+    const reqs: Req[] = [
+      ...Array.from({ length: 6 }, (_, i): Req => ({
+        label: `A with A's holder ${i}`,
+        path: pathOf(a),
+        headers: a.apiKeyHeaders,
+        body: { name: `HA ${i}`, accountHolderId: ha.id },
+        kind: 'ok',
+      })),
+      ...Array.from({ length: 6 }, (_, i): Req => ({
+        label: `B with B's holder ${i}`,
+        path: pathOf(b),
+        headers: b.member.headers,
+        body: { name: `HB ${i}`, accountHolderId: hb.id },
+        kind: 'ok',
+      })),
+      ...Array.from({ length: 3 }, (_, i): Req => ({
+        label: `A with B's holder ${i}`,
+        path: pathOf(a),
+        headers: a.apiKeyHeaders,
+        body: { name: `X ${i}`, accountHolderId: hb.id },
+        kind: 'refused',
+      })),
+      ...Array.from({ length: 3 }, (_, i): Req => ({
+        label: `B with A's holder ${i}`,
+        path: pathOf(b),
+        headers: b.member.headers,
+        body: { name: `Y ${i}`, accountHolderId: ha.id },
+        kind: 'refused',
+      })),
+      ...Array.from({ length: 4 }, (_, i): Req => ({
+        label: `A without holder ${i}`,
+        path: pathOf(a),
+        headers: a.member.headers,
+        body: { name: `N ${i}` },
+        kind: 'ok',
+      })),
+    ];
+    const answers = await attack(reqs);
+    // Each holder sees exactly its own organization's accounts made for it.
+    const seen = async (h: { headers: Record<string, string> }) =>
+      ((await app.rest('GET', '/v1/account-holders/me', { headers: h.headers })).body.accounts as { id: string; name: string }[]).map((x) => x.name).sort();
+    expect(await seen(ha)).toEqual(Array.from({ length: 6 }, (_, i) => `HA ${i}`).sort());
+    expect(await seen(hb)).toEqual(Array.from({ length: 6 }, (_, i) => `HB ${i}`).sort());
+    for (const [r, res] of answers) {
+      if (res.status !== 201) continue;
+      const got = await app.rest('GET', `/v1/accounts/${idOf(res)}`, { headers: r.path === pathOf(a) ? a.member.headers : b.member.headers });
+      expect(got.body, r.label).toMatchObject({
+        name: (r.body as { name: string }).name,
+        accountHolderId: (r.body as { accountHolderId?: string }).accountHolderId ?? null,
+      });
+    }
+  });
+
+  test('one address registered as a destination by two organizations, blocked for one: the other’s requests in the same groups go through', async () => {
+    const sa = await wt.setup(1_000_000n);
+    const sb = await wt.setup(1_000_000n);
+    for (const s of [sa, sb]) remember(s.f);
+    const blocked = await app.rest('POST', `/v1/admin/withdrawal-destinations/${sb.destinationId}/block`, {
+      headers: op.headers,
+      body: { reason: 'sanctioned' },
+    });
+    expect(blocked.status, blocked.text).toBe(204);
+    const req = (s: WithdrawalSetup, i: number): Req => ({
+      label: `${s === sa ? 'A' : 'B'} ${i}`,
+      path: `/v1/accounts/${s.accountId}/withdrawals`,
+      headers: s.f.apiKeyHeaders,
+      body: { amount: '1000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      kind: s === sa ? 'ok' : 'refused',
+    });
+    await attack([...Array.from({ length: 10 }, (_, i) => req(sa, i)), ...Array.from({ length: 6 }, (_, i) => req(sb, i))]);
+    expect(await balanceOf(sa)).toEqual({ posted: 1_000_000n, available: 990_000n });
+    expect(await balanceOf(sb)).toEqual({ posted: 1_000_000n, available: 1_000_000n });
+    expect(await requested(sb)).toEqual([]);
+    await drainMoneyWork(app);
   });
 });
 
