@@ -4,6 +4,7 @@ import { bearer, createApiKey, PASSWORD, uniqueEmail } from './harness';
 import { sandboxMine, sandboxSend } from './money-helpers';
 import { eventsOf, moneyFixture, type MoneyFixture } from './fixtures/deposits/testing';
 import { drainMoneyWork } from './fixtures/settlements/testing';
+import { drainDeliveries, registerEndpoint, startReceiver } from './webhook-helpers';
 import {
   app,
   attack,
@@ -720,6 +721,45 @@ describe('harder attacks on the creation groups', () => {
       const keyed = await app.rest('POST', path, { headers: { ...f.apiKeyHeaders, 'idempotency-key': `meta-${i}` }, body: body(m) });
       expect(keyed.status, keyed.text).toBe(201);
       expect((await app.rest('GET', `/v1/payment-intents/${idOf(keyed)}`, { headers: f.apiKeyHeaders })).body.metadata).toEqual(m);
+    }
+  });
+});
+
+describe('a webhook endpoint registered while a group of intents is written', () => {
+  test('every delivery the burst made is delivered (none stranded without its job); the organization without an endpoint gets none', async () => {
+    const a = remember(await moneyFixture(app));
+    const b = remember(await moneyFixture(app));
+    const receiver = await startReceiver();
+    try {
+      const intent = (f: MoneyFixture) =>
+        app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+          headers: f.apiKeyHeaders,
+          body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000', beneficiaryAccountId: f.beneficiaryAccountId, walletId: f.walletId },
+        });
+      const burst = (n: number) => Array.from({ length: n }, (_, i) => intent(i % 3 === 2 ? b : a));
+      // Groups before, during and after the endpoint's registration.
+      const first = burst(24);
+      const endpoint = registerEndpoint(app, a.member, receiver.url);
+      const second = burst(24);
+      const [endpointId, answers] = await Promise.all([endpoint.then((e) => e.id), Promise.all([...first, ...second])]);
+      const late = await Promise.all(burst(12));
+      for (const r of [...answers, ...late]) expect(r.status, r.text).toBe(201);
+      await drainDeliveries(app);
+      const deliveries = (await app.rest('GET', `/v1/webhook-endpoints/${endpointId}/deliveries?limit=500`, { headers: a.member.headers })).body as {
+        id: string;
+        status: string;
+      }[];
+      // At least the late burst's three events per intent (transaction, intent, address) of A's 8 intents.
+      expect(deliveries.length).toBeGreaterThanOrEqual(8 * 3);
+      expect(
+        deliveries.filter((d) => d.status !== 'DELIVERED'),
+        JSON.stringify(deliveries.map((d) => d.status)),
+      ).toEqual([]);
+      expect(receiver.received).toHaveLength(deliveries.length);
+      // Nothing of B's reached A's endpoint.
+      for (const r of receiver.received) expect(r.body.includes(b.organizationId) || r.body.includes(b.beneficiaryAccountId), r.body).toBe(false);
+    } finally {
+      await receiver.close();
     }
   });
 });

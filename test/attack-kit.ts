@@ -5,6 +5,7 @@ import { checkLedgerInvariants } from './ledger-invariants';
 import { checkSandboxInvariants } from './sandbox-invariants';
 import { eventsOf, type MoneyFixture } from './fixtures/deposits/testing';
 import { withdrawalTesting, type WithdrawalSetup } from './fixtures/withdrawals/testing';
+import { webhookEnv } from './webhook-helpers';
 
 /**
  * The attack kit of test/attack-groups*.test.ts (issue 22, point 5): one app per test file, bursts
@@ -18,7 +19,8 @@ export const secrets = new Set<string>();
 /** The file's app (logs captured), an operator, and after each test: invariants, no fault logged, no 5xx, no credential in a log line. */
 export function useAttackApp(): void {
   beforeAll(async () => {
-    app = await createTestApp({ captureLogs: true });
+    // Webhook receivers on 127.0.0.1 are allowed (an attack registers an endpoint mid-burst).
+    app = await createTestApp({ captureLogs: true, env: webhookEnv });
     op = await createOperator(app);
     secrets.add(op.key);
   });
