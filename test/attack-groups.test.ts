@@ -340,7 +340,14 @@ describe('payment intents in groups', () => {
       body: { ...baseA, reference: `twin-${clash}` },
       kind: 'ok',
     }));
-    const [answers, twinAnswers, gqlAnswers] = await Promise.all([
+    // Hostile GraphQL variables in the same burst: refused by the input gate (never 500), nothing written.
+    const gqlHostile = [
+      { ...baseB, amount: 1000 },
+      { ...baseB, amount: TWO_256.toString() },
+      { ...baseB, reference: 'a\u0000b' },
+      { ...baseB, beneficiaryAccountId: a.beneficiaryAccountId },
+    ];
+    const [answers, twinAnswers, gqlAnswers, gqlRefused] = await Promise.all([
       attack(reqs),
       Promise.all(twins.map(send)),
       Promise.all(
@@ -352,6 +359,21 @@ describe('payment intents in groups', () => {
           ),
         ),
       ),
+      Promise.all(
+        gqlHostile.map((i) =>
+          gqlVia(
+            'mutation($o: ID!, $i: CreatePaymentIntentInput!) { createPaymentIntent(organizationId: $o, input: $i) { id } }',
+            { o: b.organizationId, i },
+            b.apiKeyHeaders,
+          ),
+        ),
+      ),
+    ]);
+    expect(gqlRefused.map((g) => [g.data?.createPaymentIntent ?? null, g.errors?.[0]?.extensions?.code])).toEqual([
+      [null, 'VALIDATION_FAILED'],
+      [null, 'VALIDATION_FAILED'],
+      [null, 'VALIDATION_FAILED'],
+      [null, [...answers.entries()].find(([r]) => r.label === "B's beneficiary")![1].body.code],
     ]);
     expect(twinAnswers.map((t) => t.status).sort()).toEqual([201, 409]);
     expect(norm(twinAnswers.find((t) => t.status === 409)!)).toEqual(norm(await send({ ...twins[0]! })));

@@ -123,6 +123,18 @@ export const BAD_AMOUNTS: [string, unknown][] = [
   ['an object', { value: '1' }],
   ['an array', ['1']],
   ['a NUL byte', '1\u00002'],
+  ['leading zeros', '007'],
+  ['zeros', '00'],
+  ['minus zero', '-0'],
+  ['underscores', '1_000'],
+  ['full-width digits', '\uFF11\uFF12'],
+  ['Arabic-Indic digit', '\u0663'],
+  ['a trailing newline', '1\n'],
+  ['Infinity', 'Infinity'],
+  ['NaN', 'NaN'],
+  ['binary', '0b1'],
+  ['a BigInt literal', '1n'],
+  ['no integer part', '.5'],
 ];
 
 /**
