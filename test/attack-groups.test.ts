@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { bearer, createApiKey, PASSWORD, uniqueEmail } from './harness';
+import { bearer, createApiKey, PASSWORD, uniqueEmail, type RestResult } from './harness';
 import { sandboxMine, sandboxSend } from './money-helpers';
 import { eventsOf, moneyFixture, type MoneyFixture } from './fixtures/deposits/testing';
 import { drainMoneyWork } from './fixtures/settlements/testing';
@@ -21,6 +21,8 @@ import {
   shuffle,
   TWO_256,
   useAttackApp,
+  wt,
+  DEST,
   type AuditEntry,
   type Req,
 } from './attack-kit';
@@ -855,5 +857,39 @@ describe('cross-tenant pairings inside one group', () => {
         accountHolderId: (r.body as { accountHolderId?: string }).accountHolderId ?? null,
       });
     }
+  });
+});
+
+describe('the bursts do land in groups', () => {
+  test('16 concurrent requests of each path cost far fewer statements than 16 requests one at a time', async () => {
+    const s = await wt.setup(1_000_000n);
+    remember(s.f);
+    const f = s.f;
+    const an = f.catalog.assetNetworkId;
+    const calls: Record<string, () => Promise<RestResult>> = {
+      account: () => app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { headers: f.apiKeyHeaders, body: { name: 'g' } }),
+      intent: () =>
+        app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+          headers: f.apiKeyHeaders,
+          body: { assetNetworkId: an, amount: '1000', beneficiaryAccountId: s.accountId, walletId: f.walletId },
+        }),
+      send: () => app.rest('POST', '/v1/sandbox/deposits', { headers: f.apiKeyHeaders, body: { address: DEST, amount: '1', assetNetworkId: an } }),
+      withdrawal: () =>
+        app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+          headers: f.apiKeyHeaders,
+          body: { amount: '10', assetNetworkId: an, withdrawalDestinationId: s.destinationId },
+        }),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const alone = await app.sqlStatements(async () => {
+        for (let i = 0; i < 4; i++) expect((await call()).status).toBe(201);
+      });
+      const burst = await app.sqlStatements(async () => {
+        for (const r of await Promise.all(Array.from({ length: 16 }, call))) expect(r.status, r.text).toBe(201);
+      });
+      const perAlone = alone.statements.length / 4;
+      expect(burst.statements.length, `${name}: ${perAlone} statements alone, ${burst.statements.length} for 16 at once`).toBeLessThan(16 * perAlone * 0.6);
+    }
+    await drainMoneyWork(app);
   });
 });
