@@ -429,6 +429,31 @@ describe('requests cancelled mid-flight', () => {
         res: await call(paths[x.kind], bodies[x.kind](x.i), x.keyed ? key(x.kind, x.i) : f.apiKeyHeaders, abortAt(x.i)),
       })),
     );
+    // GraphQL clients giving up too (the same creations through /graphql).
+    const gqlCancelled = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const ac = new AbortController();
+        const timer = setTimeout(() => ac.abort(), i * 3);
+        try {
+          const res = await fetch(new URL('/graphql', server.url), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...f.apiKeyHeaders },
+            body: JSON.stringify({
+              query: 'mutation($o: ID!, $i: CreateAccountInput!) { createAccount(organizationId: $o, input: $i) { id } }',
+              variables: { o: f.organizationId, i: { name: `abort-${tag}-gql-${i}` } },
+            }),
+            signal: ac.signal,
+          });
+          return res.status;
+        } catch (err) {
+          if ((err as Error).name === 'AbortError') return null;
+          throw err;
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    for (const status of gqlCancelled) if (status !== null) expect(status).toBe(200);
     // The attack happened: some clients gave up before their answer.
     const cancelled = answers.filter((x) => !x.res).length;
     console.log(`cancelled before an answer: ${cancelled} of ${answers.length}`);
@@ -493,6 +518,9 @@ describe('requests cancelled mid-flight', () => {
     expect(mined < 1n << BigInt(N), 'no send twice').toBe(true);
     for (const x of [...answers.filter((a) => a.kind === 'send' && a.res), ...first.filter((a) => a.kind === 'send')])
       expect((mined >> BigInt(x.i)) & 1n, `send ${x.i}`).toBe(1n);
+    // From outside, the service counted no 5xx for any of it (REST or GraphQL).
+    const metrics = await (await fetch(new URL('/metrics', server.url))).text();
+    expect(metrics.split('\n').filter((l) => /^http_requests_total\{.*status="5\d\d"/.test(l))).toEqual([]);
     await drainMoneyWork(app);
   });
 });
