@@ -255,6 +255,12 @@ export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plu
           deps.log.warn({ err, requestId, code: known.code }, 'REST request refused by the database');
           return errorResponse(null, known, requestId);
         }
+        // The client went away (its body stream aborted under us): nobody gets this answer, and it is
+        // not our fault — counted and logged as nginx's 499 "client closed request", not as a 500.
+        if (request.signal?.aborted) {
+          deps.log.info({ requestId, method: request.method, path }, 'request cancelled by the client');
+          return new Response(null, { status: 499, headers: { 'x-request-id': requestId } });
+        }
         deps.log.error({ err, requestId }, 'REST adapter failure');
         return problem('INTERNAL', 'Unexpected error.', requestId);
       });

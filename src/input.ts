@@ -35,6 +35,7 @@ import { allows, denial, type Policy } from './auth/policy';
  *   PostgreSQL cannot store or that disguises text: C0 controls but TAB, LF and CR; DEL; C1
  *   controls; the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069);
  *   unpaired surrogates;
+ * - a JSON object key `__proto__` is refused (an object built from it would lose the key);
  * - first of all, the policies of the operation's root fields (those scope-auth applies): an
  *   anonymous caller or one without the permission gets 401/403, as on REST, never the input
  *   rules. One refused root field refuses the whole operation.
@@ -78,6 +79,8 @@ function checkJson(value: unknown, path: Path, depth: number, out: Issue[]): voi
   else
     for (const [k, v] of Object.entries(value)) {
       if (forbiddenText.test(k)) out.push({ path, message: `A key: ${FORBIDDEN_MESSAGE.toLowerCase()}`, code: 'invalid_format' });
+      // Every object built from this one (zod's records, spreads) would take it as the prototype and drop the key silently.
+      if (k === '__proto__') out.push({ path, message: 'A key named __proto__ is not accepted.', code: 'invalid_format' });
       checkJson(v, [...path, k], depth + 1, out);
     }
 }
