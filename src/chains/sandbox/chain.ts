@@ -101,9 +101,20 @@ export function transactionHash(
   return sha(['tx', networkId, nonce, t.fromAddress, t.toAddress, t.assetNetworkId, t.amount.toString(), t.replaceable, t.revert]);
 }
 
-/** The payer of an organization's sandbox deposits: a deterministic address per organization. */
+/**
+ * The payer of an organization's sandbox deposits: a deterministic address per organization.
+ * Remembered (bounded): a keccak in JavaScript per send and per mined transfer was a measurable
+ * share of a send's CPU (issue 22), and the address never changes.
+ */
+const payers = new Map<string, string>();
 export function payerAddress(organizationId: string): string {
-  return '0x' + keccakHex('ftis/sandbox/payer/' + organizationId).slice(24);
+  let address = payers.get(organizationId);
+  if (address === undefined) {
+    address = '0x' + keccakHex('ftis/sandbox/payer/' + organizationId).slice(24);
+    if (payers.size >= 10_000) payers.clear();
+    payers.set(organizationId, address);
+  }
+  return address;
 }
 
 /** Serializes the changes of one sandbox network (transaction-scoped). */
