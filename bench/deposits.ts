@@ -91,6 +91,12 @@ export interface DepositsRound {
   blocksDuringSends: number;
   /** The same round in the other block mode, run right after it (BENCH_DEPOSITS_BLOCK_MS lists two). */
   alongside?: DepositsRound;
+  /**
+   * CPU per deposit of the service's own thread (the service, its job runner and the bench's REST
+   * client: one event loop), end to end, µs; the rest of the bench process's CPU is V8's and libuv's
+   * helper threads (garbage collection above all).
+   */
+  serviceThreadMicrosPerDeposit: number;
   concurrency: number;
   requiredConfirmations: number;
   intentsPerSecond: number;
@@ -125,11 +131,11 @@ export type DepositsBench = ScenarioBench<DepositsRound>;
 export const depositsSettings = () => ({
   intents: env('BENCH_DEPOSITS_INTENTS', 1000),
   /**
-   * BENCH_DEPOSITS_BLOCK_MS: the block interval while the sends go on, ms (0: the serial round, every
-   * block after the last send); two values (default `100,0`) run each round in both modes, the first
-   * one judged, the second printed beside it.
+   * BENCH_DEPOSITS_BLOCK_MS: the block interval while the sends go on, ms (0, the default: every block
+   * after the last send, as before); two values (`0,100`) run each round in both modes, the first one
+   * judged, the second printed beside it.
    */
-  blockModes: (process.env.BENCH_DEPOSITS_BLOCK_MS ?? '100,0')
+  blockModes: (process.env.BENCH_DEPOSITS_BLOCK_MS ?? '0')
     .split(',')
     .filter((x) => x.trim() !== '')
     .slice(0, 2)
@@ -139,6 +145,10 @@ export const depositsSettings = () => ({
   timeoutSeconds: env('BENCH_DEPOSITS_TIMEOUT', 600),
 });
 
+const threadMicros = () => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 
 export async function startDepositsBench(opts: {
@@ -187,6 +197,7 @@ export async function startDepositsBench(opts: {
     const cpu1 = cpuSnapshot(opts.pgPort ?? -1);
     const confirmed0 = await confirmedOnNetwork();
     const t1 = performance.now();
+    const thread1 = threadMicros();
     // Blocks while the sends go on, one every blockMs from the first send (a block that takes longer
     // delays the next: never two mines at once), until the last send is answered.
     let sending = true;
@@ -225,6 +236,7 @@ export async function startDepositsBench(opts: {
       await sleep(20);
     }
     const t4 = performance.now();
+    const thread4 = threadMicros();
     const cpu4 = cpuSnapshot(opts.pgPort ?? -1);
     // Jobs fetched together share their started_on: its distinct values count the syncs that ran.
     const syncJobs = await deps.db.$queryRaw<{ n: bigint; fetches: bigint }[]>`
@@ -239,6 +251,7 @@ export async function startDepositsBench(opts: {
       intents: n,
       blockMs: chain.mineOne ? blockMs : 0,
       blocksDuringSends,
+      serviceThreadMicrosPerDeposit: Math.round((thread4 - thread1) / n),
       concurrency: s.concurrency,
       requiredConfirmations: s.requiredConfirmations,
       intentsPerSecond: Math.round(n / ((t1 - t0) / 1000)),

@@ -459,7 +459,7 @@ try {
         const c = x.cpuMicrosPerDeposit;
         say(
           `  phases (s): send ${x.seconds.send}, mine ${x.seconds.mine}, confirm ${x.seconds.confirm}, tail after the last send ${x.seconds.tail}; ` +
-            `CPU µs per deposit end to end bench ${c.endToEnd.bench} postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
+            `CPU µs per deposit end to end bench ${c.endToEnd.bench} (its main thread ${x.serviceThreadMicrosPerDeposit}) postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
             `send groups ${x.sendGroups ? `${x.sendGroups.groups} (mean ${x.sendGroups.mean}, largest ${x.sendGroups.largest})` : 'none'}; chain.sync jobs ${x.syncJobs} in ${x.syncFetches} fetches`,
         );
       }
