@@ -221,7 +221,8 @@ export interface SendArgs {
  *    gap), its hash computed by PostgreSQL over exactly the JSON `transactionHash` hashes, its
  *    recipient's organization (the deposit address's owner) read by the same statement, and the
  *    items' audit entries written with it;
- * 5. one `chain.sync` job when anything was sent.
+ * 5. one `chain.sync` job when anything was sent, naming the recipients (a sync of sends alone looks
+ *    at those addresses only while no block came: src/deposits/sync.ts).
  * Answers, per item in order, the transaction sent or the error that refused it.
  */
 export async function sendTransactions(
@@ -345,7 +346,9 @@ export async function sendTransactions(
       createdAt: now,
     };
   }
-  await sendChainSync(tx, deps.boss, networkId);
+  // What the sends changed: new transfers to these addresses, nothing else (a replacement's replaced
+  // transaction goes to the same address).
+  await sendChainSync(tx, deps.boss, networkId, [...new Set(sent.map((s) => s.a.toAddress))]);
   return out as (SandboxTransactionRow | Error)[];
 }
 
