@@ -663,7 +663,8 @@ describe('sync', () => {
     expect(await syncOnce()).toMatchObject({ addresses: 5, changes: 2 });
     expect(await intentOf(f, intents[0]!.id)).toMatchObject({ status: 'AWAITING_PAYMENT', detectedAmount: '0' });
     expect(await intentOf(f, intents[4]!.id)).toMatchObject({ status: 'PROCESSING' });
-    // A block: its job names no address either; then sends while the tip is past the cursor: everything again.
+    // A block and a send in the same fetch: the block's job names no address either, so everything again
+    // (the block's transfers, and the open deposits' new confirmation counts).
     await mine(f);
     await send(f, intents[0]!.address, 1_000_000n);
     expect(await syncOnce()).toMatchObject({ addresses: 5, changes: 5 });
