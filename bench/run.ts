@@ -472,15 +472,18 @@ try {
         `round ${round}/${rounds} deposits: ${d.intents} payment intents paid on the sandbox chain, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`,
       );
       const r = await deposits.run();
-      say(
-        `  ${r.confirmedPerSecond} deposits confirmed/s end to end (${r.intentsPerSecond} intents/s, ${r.sendsPerSecond} sends/s, confirming syncs ${r.confirmSyncPerSecond}/s), send to confirmed p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms`,
-      );
-      const c = r.cpuMicrosPerDeposit;
-      say(
-        `  phases (s): send ${r.seconds.send}, mine ${r.seconds.mine}, confirm ${r.seconds.confirm}, tail after the last send ${r.seconds.tail}; ` +
-          `CPU µs per deposit end to end bench ${c.endToEnd.bench} postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
-          `send groups ${r.sendGroups ? `${r.sendGroups.groups} (mean ${r.sendGroups.mean}, largest ${r.sendGroups.largest})` : 'none'}; chain.sync jobs ${r.syncJobs} in ${r.syncFetches} fetches`,
-      );
+      for (const x of [r, ...(r.alongside ? [r.alongside] : [])]) {
+        say(
+          `  ${x.blockMs ? `blocks every ${x.blockMs} ms during the sends (${x.blocksDuringSends})` : 'no block during the sends'}${x === r ? '' : ' (beside, not judged)'}: ` +
+            `${x.confirmedPerSecond} deposits confirmed/s end to end (${x.intentsPerSecond} intents/s, ${x.sendsPerSecond} sends/s, confirming syncs ${x.confirmSyncPerSecond}/s), send to confirmed p50 ${x.latencyMs.p50} ms p99 ${x.latencyMs.p99} ms`,
+        );
+        const c = x.cpuMicrosPerDeposit;
+        say(
+          `  phases (s): send ${x.seconds.send}, mine ${x.seconds.mine}, confirm ${x.seconds.confirm}, tail after the last send ${x.seconds.tail}; ` +
+            `CPU µs per deposit end to end bench ${c.endToEnd.bench} (its main thread ${x.serviceThreadMicrosPerDeposit}) postgres ${c.endToEnd.postgres} (send phase ${c.send.bench} / ${c.send.postgres}); ` +
+            `send groups ${x.sendGroups ? `${x.sendGroups.groups} (mean ${x.sendGroups.mean}, largest ${x.sendGroups.largest})` : 'none'}; chain.sync jobs ${x.syncJobs} in ${x.syncFetches} fetches`,
+        );
+      }
       depositRuns.push(r);
     }
     if (paymentIntents) {

@@ -83,6 +83,8 @@ export class ChainSyncFailure extends Error {
 export interface ChainSyncRun {
   networks: number;
   changes: number;
+  /** Deposit addresses reconciled (summed over the networks' syncs). */
+  addresses: number;
   /** Deposit addresses that failed alone, each handed to its own retry job (logged at error by the worker). */
   isolated: { networkId: string; depositAddressId: string; address: string; error: string }[];
 }
@@ -96,6 +98,7 @@ export interface ChainSyncRun {
 export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | null | undefined)[]): Promise<ChainSyncRun> {
   const networks = new Set(jobs.map((j) => j?.networkId).filter((id): id is string => typeof id === 'string' && isUuid(id)));
   let changes = 0;
+  let addresses = 0;
   const isolated: ChainSyncRun['isolated'] = [];
   const failures: ChainSyncFailure['failures'] = [];
   const step = async (networkId: string, run: () => Promise<number>) => {
@@ -107,7 +110,13 @@ export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | nu
   };
   for (const networkId of networks) {
     await step(networkId, async () => {
-      const r = await syncNetwork(deps, networkId);
+      // Sends alone (every job of the network names its recipients): those addresses may be all that changed.
+      const of = jobs.filter((j) => j?.networkId === networkId);
+      const only = of.every((j) => Array.isArray(j?.addresses) && j.addresses.every((a) => typeof a === 'string'))
+        ? [...new Set(of.flatMap((j) => j!.addresses!))]
+        : undefined;
+      const r = await syncNetwork(deps, networkId, { only });
+      addresses += r.addresses;
       for (const f of r.isolated) isolated.push({ networkId, ...f });
       return r.changes;
     });
@@ -117,7 +126,7 @@ export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | nu
     });
   }
   if (failures.length) throw new ChainSyncFailure(failures, changes);
-  return { networks: networks.size, changes, isolated };
+  return { networks: networks.size, changes, addresses, isolated };
 }
 
 /** Logs each isolated address at error: the address is reported once per failing sync that found it. */

@@ -5,6 +5,8 @@ import { sandboxAdvanceClock, sandboxDrop, sandboxMine, sandboxReorg, sandboxRep
 import { balanceOf, postLedgerTransaction } from '../ledger/ledger';
 import { ledgerAccounts } from '../ledger/ledger';
 import { syncNetwork } from './sync';
+import { runChainSyncJobs } from './deposits.jobs';
+import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../kernel/queues';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
 let app: TestApp;
@@ -626,6 +628,49 @@ describe('sync', () => {
     await mine(f);
     expect(await sync()).toMatchObject({ addresses: 1, changes: 1 });
     for (const pi of [...intents, idle]) expect((await intentOf(f, pi.id)).status).toBe('SUCCEEDED');
+  });
+
+  test('a sync of sends alone, no block since its cursor, reconciles only their recipients; a drop or a block, everything (issue 22)', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 2 });
+    const boss = app.deps.boss!;
+    // The queued chain.sync jobs run once, together, by the real handler (as one fetch of the worker).
+    const syncOnce = async () => {
+      const jobs = await boss.fetch<ChainSyncJob>(CHAIN_SYNC_QUEUE, { batchSize: 500, ignoreStartAfter: true });
+      const r = await runChainSyncJobs(
+        moneyDeps(app),
+        jobs.map((j) => j.data),
+      );
+      await boss.complete(
+        CHAIN_SYNC_QUEUE,
+        jobs.map((j) => j.id),
+      );
+      return r;
+    };
+    const intents = [];
+    for (let i = 0; i < 5; i++) intents.push(await createIntent(app, f));
+    await sync();
+    const sent = [];
+    for (const pi of intents.slice(0, 3)) sent.push(await send(f, pi.address, 1_000_000n));
+    await sync(); // the cursor's first sync: everything
+    for (const pi of intents.slice(0, 3)) expect(await intentOf(f, pi.id)).toMatchObject({ status: 'PROCESSING' });
+    // A send, no block: its recipient alone (the three deposits waiting for a block are not read again).
+    await send(f, intents[3]!.address, 1_000_000n);
+    expect(await syncOnce()).toMatchObject({ addresses: 1, changes: 1 });
+    expect(await intentOf(f, intents[3]!.id)).toMatchObject({ status: 'PROCESSING', detectedAmount: '1000000' });
+    // A drop and a send in the same fetch: the drop's job names no address, so every open deposit is looked at.
+    await sandboxDrop(app, f.apiKeyHeaders, sent[0]!.txHash);
+    await send(f, intents[4]!.address, 1_000_000n);
+    expect(await syncOnce()).toMatchObject({ addresses: 5, changes: 2 });
+    expect(await intentOf(f, intents[0]!.id)).toMatchObject({ status: 'AWAITING_PAYMENT', detectedAmount: '0' });
+    expect(await intentOf(f, intents[4]!.id)).toMatchObject({ status: 'PROCESSING' });
+    // A block and a send in the same fetch: the block's job names no address either, so everything again
+    // (the block's transfers, and the open deposits' new confirmation counts).
+    await mine(f);
+    await send(f, intents[0]!.address, 1_000_000n);
+    expect(await syncOnce()).toMatchObject({ addresses: 5, changes: 5 });
+    await mine(f, 2);
+    await sync();
+    for (const pi of intents) expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED' });
   });
 
   test('chunks: addresses beyond one chunk are all reconciled', async () => {

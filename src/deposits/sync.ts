@@ -75,7 +75,15 @@ export class NetworkSyncFailure extends Error {
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number } = {}): Promise<SyncResult> {
+/**
+ * `only`: the addresses the jobs of this sync name, when every one of them came from sends (their
+ * recipients: chain.sendTransactions). While the chain's tip is still the one the cursor followed, no
+ * block came and nothing was dropped, replaced or reorganized (each of those sends a job without
+ * addresses, and the sync of that job looks at everything), so only those addresses' transfers are
+ * new: they alone are reconciled, not every open deposit again (issue 22: in a burst of sends each
+ * sync re-read every deposit still waiting for its block). Otherwise, and without `only`, as always.
+ */
+export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number; only?: string[] } = {}): Promise<SyncResult> {
   const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
   const result: SyncResult = { addresses: 0, observed: 0, changes: 0, isolated: [] };
   if (!network) return result;
@@ -88,7 +96,7 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
   // Addresses that failed before (issue 26): a live job of theirs retries them alone; one whose last
   // job failed (retries spent) or was cancelled is tried here again with the others.
   const jobStates = await addressJobStates(deps.db, networkId);
-  const { tip, addresses: work } = await changedAddresses(deps.db, network, jobStates);
+  const { tip, addresses: work } = await changedAddresses(deps.db, network, jobStates, opts.only);
   const apply = (r: { observed: number; changes: number }) => {
     result.observed += r.observed;
     result.changes += r.changes;
@@ -170,23 +178,33 @@ const JOIN_BATCH = 5_000;
  * confirmed above the fork point (a reorganization may have taken them away); and the addresses whose
  * own retry job failed for good (tried again by every sync, as before). In id order.
  */
-async function changedAddresses(db: Db, network: NetworkRow, jobStates: Map<string, string>): Promise<{ tip: ChainCursor; addresses: AddressRow[] }> {
+async function changedAddresses(
+  db: Db,
+  network: NetworkRow,
+  jobStates: Map<string, string>,
+  only?: string[],
+): Promise<{ tip: ChainCursor; addresses: AddressRow[] }> {
   const cursor = await db.chainSyncCursor.findUnique({ where: { networkId: network.id } });
   const changes = await adapterFor(network.kind, db).changedSince(networkRef(network), cursor ? { height: cursor.height, hash: cursor.blockHash } : null);
+  // Sends alone and no block since the cursor (syncNetwork's `only`): their recipients are what changed.
+  const sendsOnly = only !== undefined && cursor !== null && changes.tip.height === cursor.height && changes.tip.hash === cursor.blockHash;
+  const changed = sendsOnly ? only : changes.addresses;
   const byId = new Map<string, AddressRow>();
-  for (let i = 0; i < changes.addresses.length; i += JOIN_BATCH)
+  for (let i = 0; i < changed.length; i += JOIN_BATCH)
     for (const a of await db.depositAddress.findMany({
-      where: { networkId: network.id, address: { in: changes.addresses.slice(i, i + JOIN_BATCH) } },
+      where: { networkId: network.id, address: { in: changed.slice(i, i + JOIN_BATCH) } },
       select: ADDRESS_SELECT,
     }))
       byId.set(a.id, a);
-  const deposits = await db.deposit.findMany({
-    where: {
-      networkId: network.id,
-      OR: [{ status: { in: OPEN_DEPOSIT } }, { status: 'CONFIRMED', blockHeight: { gte: changes.from } }],
-    },
-    select: { depositAddressId: true },
-  });
+  const deposits = sendsOnly
+    ? []
+    : await db.deposit.findMany({
+        where: {
+          networkId: network.id,
+          OR: [{ status: { in: OPEN_DEPOSIT } }, { status: 'CONFIRMED', blockHeight: { gte: changes.from } }],
+        },
+        select: { depositAddressId: true },
+      });
   const failed = [...jobStates].filter(([, state]) => state === 'failed').map(([id]) => id);
   const more = [...new Set([...deposits.map((d) => d.depositAddressId), ...failed.filter(isUuid)])].filter((id) => !byId.has(id));
   for (let i = 0; i < more.length; i += JOIN_BATCH)

@@ -109,15 +109,22 @@ export const CHAIN_SYNC_QUEUE = 'chain.sync';
 
 export interface ChainSyncJob {
   networkId: string;
+  /**
+   * The recipients of the transfers a send (a group) added, when that is all it changed
+   * (sendTransactions): a sync of such jobs alone, while the chain's tip is still the one its cursor
+   * followed, reconciles only these addresses (issue 22). Absent: anything may have changed (a block,
+   * a drop, a replacement, a reorganization), and the sync looks at everything that may have.
+   */
+  addresses?: string[];
 }
 
 /** Sends a `chain.sync` job for the network through the caller's transaction (Prisma's, or a pg connection's: poolTransaction). */
-export async function sendChainSync(tx: Db | PoolQuery, boss: PgBoss | null, networkId: string): Promise<void> {
+export async function sendChainSync(tx: Db | PoolQuery, boss: PgBoss | null, networkId: string, addresses?: string[]): Promise<void> {
   if (!boss) throw new Error('chain changes need the job runner (deps.boss) to notify deposit detection');
   // A pg connection's transaction (poolTransaction) or a Prisma one.
   const db =
     typeof tx === 'function' ? { executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx(text, values ?? []) }) } : fromPrisma(tx as never);
-  await boss.send(CHAIN_SYNC_QUEUE, { networkId } satisfies ChainSyncJob, { db });
+  await boss.send(CHAIN_SYNC_QUEUE, (addresses ? { networkId, addresses } : { networkId }) satisfies ChainSyncJob, { db });
 }
 
 /**
