@@ -23,6 +23,17 @@ const create = (f: MoneyFixture, body: Record<string, unknown>, headers: Record<
   });
 const fieldOf = (r: { body: { errors?: { field: string }[] } }) => r.body.errors?.map((e) => e.field);
 
+/** Three deliveries per intent of `ids` (the organization's endpoint), each with its delivery job, and each intent its expiry job. */
+async function expectDeliveriesAndJobs(f: MoneyFixture, ids: string[]): Promise<void> {
+  const n = ids.length;
+  const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
+  expect(deliveries).toHaveLength(3 * n);
+  const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`
+    SELECT (SELECT count(*) FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND id = ANY(${deliveries.map((d) => d.id)}::uuid[])) AS deliver,
+           (SELECT count(*) FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])) AS expire`;
+  expect([Number(jobs!.deliver), Number(jobs!.expire)]).toEqual([3 * n, n]);
+}
+
 describe('CreatePaymentIntent', () => {
   test('201 without a body, Location; the transaction, the events and the audit in one go; GetPaymentIntent over REST and GraphQL', async () => {
     const f = await moneyFixture(app);
@@ -280,12 +291,7 @@ describe('CreatePaymentIntent', () => {
     expect(statements).toContain('BEGIN');
     expect(statements.filter((s) => s === 'COMMIT').length).toBeGreaterThan(0);
     const ids = result.map((r) => r.headers.get('location')!.split('/').pop()!);
-    const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
-    expect(deliveries).toHaveLength(3 * n);
-    const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`
-      SELECT (SELECT count(*) FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND id = ANY(${deliveries.map((d) => d.id)}::uuid[])) AS deliver,
-             (SELECT count(*) FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])) AS expire`;
-    expect([Number(jobs!.deliver), Number(jobs!.expire)]).toEqual([3 * n, n]);
+    await expectDeliveriesAndJobs(f, ids);
   });
 
   test('an endpoint registered after a group read none: the autocommitted write refuses itself and the group is written in a transaction with the deliveries and their jobs (issue 22)', async () => {
@@ -329,12 +335,7 @@ describe('CreatePaymentIntent', () => {
     expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId } })).toBe(n);
     expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(n);
     expect(await app.deps.db.auditLogEntry.count({ where: { entityId: { in: ids }, action: 'payment_intent.created' } })).toBe(n);
-    const deliveries = await app.deps.db.webhookDelivery.findMany({ where: { organizationId: f.organizationId }, select: { id: true } });
-    expect(deliveries).toHaveLength(3 * n);
-    const [jobs] = await app.deps.db.$queryRaw<{ deliver: bigint; expire: bigint }[]>`
-      SELECT (SELECT count(*) FROM pgboss.job WHERE name = ${DELIVER_QUEUE} AND id = ANY(${deliveries.map((d) => d.id)}::uuid[])) AS deliver,
-             (SELECT count(*) FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND id = ANY(${ids}::uuid[])) AS expire`;
-    expect([Number(jobs!.deliver), Number(jobs!.expire)]).toEqual([3 * n, n]);
+    await expectDeliveriesAndJobs(f, ids);
   });
 
   test('409 in the words of the constraint that clashed: a deposit address derivation index in use is no duplicate reference (issue 22)', async () => {
