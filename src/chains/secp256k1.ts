@@ -70,6 +70,15 @@ export const secp256k1KeyOps = {
     if (wallet.curve !== CURVE) throw new Error(`${family} wallets are ${CURVE}, not ${wallet.curve}`);
     return deriveChildWithAddress(wallet.publicKey, index);
   },
+  /** deriveChildWithAddress for many (wallet, index) pairs, with one field inversion for them all (deriveChildrenWithAddress). */
+  deriveChildrenWithAddress(
+    family: string,
+    pairs: readonly { wallet: { curve: string; publicKey: string }; index: number }[],
+  ): { publicKey: string; address: string }[] {
+    const other = pairs.find((p) => p.wallet.curve !== CURVE);
+    if (other) throw new Error(`${family} wallets are ${CURVE}, not ${other.wallet.curve}`);
+    return deriveChildrenWithAddress(pairs.map((p) => [p.wallet.publicKey, p.index] as const));
+  },
 };
 
 export function publicKeyOf(privateKey: Uint8Array): string {
