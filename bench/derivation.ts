@@ -8,7 +8,8 @@ import { deriveChildWithAddress, deriveChildrenWithAddress, generateKeyPair, cha
 /**
  * The CPU of a deposit address's derivation (issue 22, point 1): µs of process CPU per derivation,
  * alone (deriveChildWithAddress) and in groups of 8 and 25 (deriveChildrenWithAddress), then its
- * parts one by one (HMAC-SHA512, the base-point multiply, the add, the affine conversion, keccak).
+ * parts one by one (HMAC-SHA512, the base-point multiply with noble's 6-bit window and with the
+ * 8-bit one the derivation uses, the add, an affine conversion, toBytes(false), keccak).
  * Short (a few seconds); repeat it for rounds (BENCH_DERIVATION_ROUNDS, default 3).
  *
  *   npx tsx bench/derivation.ts
@@ -57,6 +58,10 @@ for (let round = 1; round <= ROUNDS; round++) {
   const mulUs = cpuPer(PER_CASE, () => {
     for (const t of tweaks) products.push(secp256k1.Point.BASE.multiplyUnsafe(t));
   });
+  const G8 = secp256k1.Point.fromAffine(secp256k1.Point.BASE.toAffine()).precompute(8);
+  const mul8Us = cpuPer(PER_CASE, () => {
+    for (const t of tweaks) G8.multiplyUnsafe(t);
+  });
   const children: InstanceType<typeof secp256k1.Point>[] = [];
   const addUs = cpuPer(PER_CASE, () => {
     for (const p of products) children.push(p.add(rootPoint));
@@ -73,6 +78,6 @@ for (let round = 1; round <= ROUNDS; round++) {
   });
   console.log(
     `round ${round}: µs CPU per derivation: alone ${fmt(alone)}  group of 8 ${fmt(g8)}  group of 25 ${fmt(g25)}` +
-      ` | parts: hmac-sha512 ${fmt(hmacUs)}  G·t ${fmt(mulUs)}  +root ${fmt(addUs)}  toAffine ${fmt(affineUs)}  toBytes(false) ${fmt(encodeUs)}  keccak ${fmt(keccakUs)}`,
+      ` | parts: hmac-sha512 ${fmt(hmacUs)}  G·t ${fmt(mulUs)} (window 8: ${fmt(mul8Us)})  +root ${fmt(addUs)}  toAffine ${fmt(affineUs)}  toBytes(false) ${fmt(encodeUs)}  keccak ${fmt(keccakUs)}`,
   );
 }
