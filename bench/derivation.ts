@@ -7,9 +7,10 @@ import { deriveChildWithAddress, deriveChildrenWithAddress, generateKeyPair, cha
 
 /**
  * The CPU of a deposit address's derivation (issue 22, point 1): µs of process CPU per derivation,
- * alone (deriveChildWithAddress) and in groups of 8 and 25 (deriveChildrenWithAddress), then its
- * parts one by one (HMAC-SHA512, the base-point multiply with noble's 6-bit window and with the
- * 8-bit one the derivation uses, the add, an affine conversion, toBytes(false), keccak).
+ * as the code derived before the change (same run, for the ratio), alone (deriveChildWithAddress)
+ * and in groups of 8 and 25 (deriveChildrenWithAddress), then its parts one by one (HMAC-SHA512,
+ * the base-point multiply with noble's 6-bit window and with the 8-bit one the derivation uses, the
+ * add, an affine conversion, toBytes(false), keccak).
  * Short (a few seconds); repeat it for rounds (BENCH_DERIVATION_ROUNDS, default 3).
  *
  *   npx tsx bench/derivation.ts
@@ -26,9 +27,26 @@ function cpuPer(units: number, run: () => void): number {
   return (d.user + d.system) / units;
 }
 
+/** The derivation as it was before issue 22 point 1's change (noble's BASE, toHex(true) then toBytes(false)), for the same run's comparison. */
+const previousRoots = new Map(
+  roots.map((r) => [r, { point: secp256k1.Point.fromBytes(hexToBytes(r)), bytes: hexToBytes(r), chainCode: hexToBytes(chainCodeOf(r)) }]),
+);
+function previous(rootPublicKey: string, index: number): { publicKey: string; address: string } {
+  const root = previousRoots.get(rootPublicKey)!;
+  const data = new Uint8Array(37);
+  data.set(root.bytes, 0);
+  new DataView(data.buffer).setUint32(33, index, false);
+  const il = BigInt('0x' + Buffer.from(hmac(sha512, root.chainCode, data).subarray(0, 32)).toString('hex'));
+  const child = secp256k1.Point.BASE.multiplyUnsafe(il).add(root.point);
+  return { publicKey: child.toHex(true), address: '0x' + Buffer.from(keccak_256(child.toBytes(false).subarray(1)).subarray(12)).toString('hex') };
+}
+
 let next = 1000;
 const fmt = (n: number) => n.toFixed(1).padStart(7);
 for (let round = 1; round <= ROUNDS; round++) {
+  const before = cpuPer(PER_CASE, () => {
+    for (let i = 0; i < PER_CASE; i++) previous(roots[i % roots.length]!, next++);
+  });
   const alone = cpuPer(PER_CASE, () => {
     for (let i = 0; i < PER_CASE; i++) deriveChildWithAddress(roots[i % roots.length]!, next++);
   });
@@ -77,7 +95,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     for (const u of uncompressed) keccak_256(u);
   });
   console.log(
-    `round ${round}: µs CPU per derivation: alone ${fmt(alone)}  group of 8 ${fmt(g8)}  group of 25 ${fmt(g25)}` +
+    `round ${round}: µs CPU per derivation: before (previous code) ${fmt(before)}  alone ${fmt(alone)}  group of 8 ${fmt(g8)}  group of 25 ${fmt(g25)}` +
       ` | parts: hmac-sha512 ${fmt(hmacUs)}  G·t ${fmt(mulUs)} (window 8: ${fmt(mul8Us)})  +root ${fmt(addUs)}  toAffine ${fmt(affineUs)}  toBytes(false) ${fmt(encodeUs)}  keccak ${fmt(keccakUs)}`,
   );
 }
