@@ -113,6 +113,8 @@ export interface NetworkAdapter {
   validatePublicKey(curve: string, publicKey: string): boolean;
   /** The deposit address at `index` under a wallet's root public key (deterministic). */
   deriveAddress(network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress;
+  /** deriveAddress for many (wallet, index) pairs at once, in their order (issue 22: a payment-intents group); throws as any one would alone. */
+  deriveAddresses(network: NetworkRef, pairs: readonly { wallet: { curve: string; publicKey: string }; index: number }[]): DerivedAddress[];
   /** Whether `address` is well formed for the network. */
   validateAddress(address: string): boolean;
   /** Tells the adapter to report transfers to these addresses (a real adapter subscribes; the sandbox needs nothing). */

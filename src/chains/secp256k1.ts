@@ -1,3 +1,4 @@
+import { FpInvertBatch } from '@noble/curves/abstract/modular.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
@@ -69,6 +70,15 @@ export const secp256k1KeyOps = {
     if (wallet.curve !== CURVE) throw new Error(`${family} wallets are ${CURVE}, not ${wallet.curve}`);
     return deriveChildWithAddress(wallet.publicKey, index);
   },
+  /** deriveChildWithAddress for many (wallet, index) pairs, with one field inversion for them all (deriveChildrenWithAddress). */
+  deriveChildrenWithAddress(
+    family: string,
+    pairs: readonly { wallet: { curve: string; publicKey: string }; index: number }[],
+  ): { publicKey: string; address: string }[] {
+    const other = pairs.find((p) => p.wallet.curve !== CURVE);
+    if (other) throw new Error(`${family} wallets are ${CURVE}, not ${other.wallet.curve}`);
+    return deriveChildrenWithAddress(pairs.map((p) => [p.wallet.publicKey, p.index] as const));
+  },
 };
 
 export function publicKeyOf(privateKey: Uint8Array): string {
@@ -134,12 +144,21 @@ function tweak(rootPublicKey: string, index: number, root: Pick<ParsedRoot, 'byt
   return il;
 }
 
-function childPoint(rootPublicKey: string, index: number) {
-  const root = parsedRoot(rootPublicKey);
+/**
+ * The base point G with its own precomputed table (issue 22, point 1): a copy of G, so noble's BASE
+ * (signing, key generation) keeps its tables, with a window of 8 bits instead of noble's 6: 33 point
+ * additions per multiply instead of 44 (~165 µs instead of ~215 µs), for a table of 4,224 points
+ * built on the first derivation (~35 ms of CPU, under 1 MiB). Windows of 10 and 12 bits measured
+ * 146 and 156 µs for 123 and 405 ms of table: not worth it (bench/derivation.ts).
+ */
+const G = secp256k1.Point.fromAffine(secp256k1.Point.BASE.toAffine()).precompute(8);
+const Fp = secp256k1.Point.Fp;
+
+function childPoint(rootPublicKey: string, index: number, root: ParsedRoot = parsedRoot(rootPublicKey)) {
   // multiplyUnsafe (not constant-time) is sound here: the scalar is a function of the root PUBLIC key
   // and the index, nothing secret, so timing reveals nothing (issue 22: the blinded constant-time
   // multiply was half of a payment intent's derivation). derivePrivateKey keeps constant-time arithmetic.
-  const child = secp256k1.Point.BASE.multiplyUnsafe(tweak(rootPublicKey, index, root)).add(root.point);
+  const child = G.multiplyUnsafe(tweak(rootPublicKey, index, root)).add(root.point);
   if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
   return child;
 }
@@ -149,10 +168,40 @@ export function derivePublicKey(rootPublicKey: string, index: number): string {
   return childPoint(rootPublicKey, index).toHex(true);
 }
 
+/**
+ * The compressed key and the EVM-form address of a projective point, from ONE affine conversion
+ * (`invertedZ`: 1/Z, computed for a whole group by deriveChildrenWithAddress) — SEC1 encoding spelled
+ * out (02/03 || x, and 04 || x || y for the hash) where toHex(true) then toBytes(false) converted twice.
+ * The point is checked on the curve (y² = x³ + 7) before it is encoded, as toBytes checks it.
+ */
+function encodeChild(child: InstanceType<typeof secp256k1.Point>, invertedZ: bigint): { publicKey: string; address: string } {
+  const { x, y } = child.toAffine(invertedZ);
+  if (!Fp.eql(Fp.sqr(y), Fp.add(Fp.mul(Fp.sqr(x), x), 7n))) throw new Error('derived point is not on the curve');
+  const xHex = x.toString(16).padStart(64, '0');
+  const xy = hexToBytes(xHex + y.toString(16).padStart(64, '0'));
+  return { publicKey: ((y & 1n) === 0n ? '02' : '03') + xHex, address: '0x' + bytesToHex(keccak_256(xy).subarray(12)) };
+}
+
 /** The child public key at m/<index> and its EVM-form address, from one point (as addressOf(derivePublicKey(...)) without parsing the key back). */
 export function deriveChildWithAddress(rootPublicKey: string, index: number): { publicKey: string; address: string } {
   const child = childPoint(rootPublicKey, index);
-  return { publicKey: child.toHex(true), address: '0x' + bytesToHex(keccak_256(child.toBytes(false).subarray(1)).subarray(12)) };
+  return encodeChild(child, Fp.inv(child.Z));
+}
+
+/**
+ * deriveChildWithAddress for many (root, index) pairs at once, answers in their order (issue 22: a
+ * payment-intents group derives its addresses together): one field inversion for the group
+ * (Montgomery's trick, FpInvertBatch) instead of one per child. Throws as deriveChildWithAddress
+ * would for any pair (an index out of range, or invalid for its key): the caller derives alone then.
+ */
+export function deriveChildrenWithAddress(pairs: readonly (readonly [rootPublicKey: string, index: number])[]): { publicKey: string; address: string }[] {
+  const children = pairs.map(([rootPublicKey, index]) => childPoint(rootPublicKey, index));
+  const inverses = FpInvertBatch(
+    Fp,
+    children.map((c) => c.Z),
+    true,
+  );
+  return children.map((c, i) => encodeChild(c, inverses[i]!));
 }
 
 /** The child private key at m/<index> under a root private key. */

@@ -6,7 +6,7 @@ import { isUniqueViolation, isUuid, monotonicUuidv7 } from '../ids';
 import { audit, type AuditInput } from '../audit/audit';
 import { emitEvent } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
-import { adapterFor, networkRef } from '../chains/adapter';
+import { adapterFor, networkRef, type DerivedAddress, type NetworkRef } from '../chains/adapter';
 import { statusAllows } from '../catalog/catalog';
 import { loadCallerApplication, loadWallet } from './wallets';
 
@@ -153,11 +153,13 @@ function derivedAddress(
   wallet: Pick<WalletRow, 'id' | 'curve' | 'publicKey'>,
   assetNetwork: AssetNetworkWithNetwork,
   derivationIndex: number,
+  /** The address at `derivationIndex` of `wallet` on this network when derived already (with its group: deriveIntentAddresses). */
+  derivedBefore?: DerivedAddress,
 ): { row: DepositAddressRow; event: WebhookEventData; audit: AuditInput } {
   const { paymentIntentId } = args;
   const assetNetworkId = assetNetwork.id;
   const network = networkRef(assetNetwork.network);
-  const derived = adapterFor(network.kind).deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
+  const derived = derivedBefore ?? adapterFor(network.kind).deriveAddress(network, { curve: wallet.curve, publicKey: wallet.publicKey }, derivationIndex);
   const now = deps.clock.now();
   const row: DepositAddressRow = {
     // Increasing in creation order within this process, as Prisma's uuid(7) default made them (the sync pages addresses by id).
@@ -225,14 +227,47 @@ export type ReservedWallet = Pick<WalletRow, 'id' | 'organizationId' | 'applicat
 export function addressForNewIntent(
   deps: Deps,
   args: { organizationId: string; applicationId: string; environmentId: string; paymentIntentId: string },
-  reserved: { wallet: ReservedWallet; derivationIndex: number },
+  reserved: { wallet: ReservedWallet; derivationIndex: number; derived?: DerivedAddress },
   assetNetwork: AssetNetworkWithNetwork,
 ): { row: DepositAddressRow; event: WebhookEventData; audit: AuditInput } {
   const { wallet } = reserved;
   if (wallet.organizationId !== args.organizationId || wallet.applicationId !== args.applicationId) throw notFound('Wallet');
   if (args.environmentId !== wallet.environmentId) throw fieldError('walletId', "must be a wallet of the payment intent's environment");
   checkAddressable(wallet, assetNetwork);
-  return derivedAddress(deps, args, wallet, assetNetwork, reserved.derivationIndex);
+  return derivedAddress(deps, args, wallet, assetNetwork, reserved.derivationIndex, reserved.derived);
+}
+
+/**
+ * The addresses of a group of intents being created (issue 22, point 1), derived together before
+ * they are checked one by one: per network, one adapter.deriveAddresses (one field inversion for
+ * all, instead of one per address). Pure CPU; an item without a wallet or a network answers
+ * undefined. When a network's derivation throws (no adapter for it, a wallet of another curve, an index
+ * invalid for its key), its items answer undefined: each derives alone then (addressForNewIntent)
+ * and only the one at fault gets its error.
+ */
+export function deriveIntentAddresses(
+  items: readonly ({ network: NetworkRef; wallet: Pick<ReservedWallet, 'curve' | 'publicKey'>; derivationIndex: number } | null)[],
+): (DerivedAddress | undefined)[] {
+  const out: (DerivedAddress | undefined)[] = items.map(() => undefined);
+  const byNetwork = new Map<string, { item: NonNullable<(typeof items)[number]>; i: number }[]>();
+  items.forEach((item, i) => {
+    if (!item) return;
+    const group = byNetwork.get(item.network.id) ?? [];
+    group.push({ item, i });
+    byNetwork.set(item.network.id, group);
+  });
+  for (const group of byNetwork.values()) {
+    try {
+      const derived = adapterFor(group[0]!.item.network.kind).deriveAddresses(
+        group[0]!.item.network,
+        group.map(({ item }) => ({ wallet: item.wallet, index: item.derivationIndex })),
+      );
+      group.forEach(({ i }, j) => (out[i] = derived[j]));
+    } catch {
+      // Each derives alone (and the one at fault fails alone).
+    }
+  }
+  return out;
 }
 
 /** AllocateDepositAddress: checks the caller, then allocates in a transaction of its own. */

@@ -6,6 +6,8 @@ import { DELIVER_QUEUE, EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queue
 import { registerEndpoint } from '../../test/webhook-helpers';
 import { expireIfDue, type ExpireJob } from './payment-intents';
 import { runExpirySweepJob } from './deposits.jobs';
+import { custodialRootKey } from '../custody/wallets';
+import { addressOf, derivePrivateKey, publicKeyOf } from '../chains/secp256k1';
 import { sendExpirySweep, type ExpirySweepJob } from '../kernel/queues';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, sweepExpiries, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 
@@ -278,6 +280,21 @@ describe('CreatePaymentIntent', () => {
     // The refused read's index was reserved too (a gap, as a creation refused after its read always left one): n - 1 indexes taken.
     const wallet = await app.deps.db.wallet.findUniqueOrThrow({ where: { id: f.walletId } });
     expect(wallet.nextAddressIndex).toBe(n - 1);
+  });
+
+  test("a group's addresses, derived together, are those of the wallet's root key at each derivation index (issue 22, point 1)", async () => {
+    const f = await moneyFixture(app);
+    const n = 24;
+    const result = await Promise.all(Array.from({ length: n }, (_, i) => create(f, { walletId: f.walletId, amount: String(5_000_000 + i) })));
+    expect(result.map((r) => r.status)).toEqual(Array(n).fill(201));
+    const addresses = await app.deps.db.depositAddress.findMany({ where: { walletId: f.walletId } });
+    expect(addresses).toHaveLength(n);
+    // Independently of the public derivation: the child private key (CKDpriv) from the custodial root, its key and address.
+    const rootKey = await custodialRootKey(app.deps.db, app.deps.sealingKey, f.walletId);
+    for (const a of addresses) {
+      const publicKey = publicKeyOf(derivePrivateKey(rootKey, a.derivationIndex));
+      expect({ publicKey: a.publicKey, address: a.address }).toEqual({ publicKey, address: addressOf(publicKey) });
+    }
   });
 
   test('with a webhook endpoint the group is written in a transaction with its deliveries and their jobs (issue 22)', async () => {

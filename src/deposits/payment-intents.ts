@@ -5,12 +5,12 @@ import type { Context } from '../context';
 import { poolOf, poolQuery, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
-import { adapterFor, networkRef } from '../chains/adapter';
+import { adapterFor, networkRef, type DerivedAddress } from '../chains/adapter';
 import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict } from '../errors';
 import { idempotent } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
-import { addressForNewIntent, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
+import { addressForNewIntent, deriveIntentAddresses, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
 import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
@@ -301,7 +301,7 @@ interface IntentPlan {
 }
 
 /** The checks of a creation on what readIntents read, in the order they always ran, and its rows (no statement). */
-function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads): IntentPlan {
+function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads, derived?: DerivedAddress): IntentPlan {
   const deps = ctx.deps;
   const env = checkEnvironment(ctx, input, reads);
   if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
@@ -345,7 +345,7 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
     ? addressForNewIntent(
         deps,
         { organizationId, applicationId: env.applicationId, environmentId: env.environmentId, paymentIntentId: intentId },
-        { wallet: reads.wallet, derivationIndex: reads.derivationIndex! },
+        { wallet: reads.wallet, derivationIndex: reads.derivationIndex!, ...(derived ? { derived } : {}) },
         an,
       )
     : null;
@@ -594,9 +594,21 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentRequest, IntentOutcom
             deps.db,
             unread.map((r) => r.read),
           );
+          // The group's addresses derived together (one field inversion for all: issue 22, point 1).
+          const derived = deriveIntentAddresses(
+            reads.map((x) =>
+              x.wallet && x.networkId && x.networkKind && x.requiredConfirmations != null
+                ? {
+                    network: { id: x.networkId, kind: x.networkKind, requiredConfirmations: x.requiredConfirmations },
+                    wallet: x.wallet,
+                    derivationIndex: x.derivationIndex!,
+                  }
+                : null,
+            ),
+          );
           unread.forEach((r, i) => {
             try {
-              r.planned = { plan: planIntent(r.ctx, r.organizationId, r.input, reads[i]!) };
+              r.planned = { plan: planIntent(r.ctx, r.organizationId, r.input, reads[i]!, derived[i]) };
             } catch (e) {
               r.planned = { refused: e };
             }

@@ -50,6 +50,8 @@ export function evmAdapter(db?: Db, clock?: Clock): NetworkAdapter {
       const { publicKey, address } = keys.secp256k1KeyOps.deriveChildWithAddress('EVM', wallet, index);
       return { address: getAddress(address), publicKey };
     },
+    deriveAddresses: (_network, pairs) =>
+      keys.secp256k1KeyOps.deriveChildrenWithAddress('EVM', pairs).map(({ publicKey, address }) => ({ address: getAddress(address), publicKey })),
     // All lower-case, all upper-case, or a valid EIP-55 checksum.
     validateAddress: (address) => isAddress(address, { strict: true }),
     async signTransfer(network, p, privateKey) {

@@ -22,6 +22,7 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
     deriveAddress(_network: NetworkRef, wallet: { curve: string; publicKey: string }, index: number): DerivedAddress {
       return keys.secp256k1KeyOps.deriveChildWithAddress('sandbox', wallet, index);
     },
+    deriveAddresses: (_network, pairs) => keys.secp256k1KeyOps.deriveChildrenWithAddress('sandbox', pairs),
     validateAddress: (address) => keys.ADDRESS_PATTERN.test(address),
     signTransfer: async (_network, payload, privateKey) => keys.signTransfer(payload, privateKey),
     async signingRequest(_network, payload) {
