@@ -1,0 +1,155 @@
+import { describe, expect, test } from 'vitest';
+import { moneyFixture, eventsOf, type MoneyFixture } from './fixtures/deposits/testing';
+import { drainMoneyWork, fundedTransaction } from './fixtures/settlements/testing';
+import { app, BAD_AMOUNTS, idOf, op, remember, TWO_256, useAttackApp } from './attack-kit';
+
+/**
+ * Ledger overflow inside a settlement group, from outside (session 7). A line is at most 2^256 − 1
+ * and a balance row's running totals at most NUMERIC(78,0) (10^78 − 1, docs/ledger.md): an operator's
+ * corrections bring a beneficiary's credits, or an asset-network's platform revenue, to a few base
+ * units below that bound; then settlements of several organizations are executed by the job in one
+ * group. Only the settlement whose posting would overflow is refused, with its own reason; the
+ * others execute; balances, events and the ledger invariants are exact; no 500, no job left to retry.
+ */
+useAttackApp();
+
+const NUMERIC_MAX = 10n ** 78n - 1n;
+const MAX_LINE = TWO_256 - 1n;
+
+/** Operator corrections crediting `credit` (a CUSTOMER of the organization, or the asset-network's PLATFORM_REVENUE) until its credits are `headroom` below NUMERIC(78,0)'s bound; the debits go to the organization's SUSPENSE. */
+async function inflate(f: MoneyFixture, credit: { kind: 'CUSTOMER'; ownerId: string } | { kind: 'PLATFORM_REVENUE' }, already: bigint, headroom: bigint) {
+  let left = NUMERIC_MAX - already - headroom;
+  const an = f.catalog.assetNetworkId;
+  while (left > 0n) {
+    const amount = left > MAX_LINE ? MAX_LINE : left;
+    const r = await app.rest('POST', '/v1/admin/ledger-corrections', {
+      headers: op.headers,
+      body: {
+        reason: 'overflow attack: bring the credits near the bound',
+        organizationId: f.organizationId,
+        lines: [
+          { account: { ...credit, assetNetworkId: an }, direction: 'CREDIT', amount: amount.toString() },
+          { account: { kind: 'SUSPENSE', assetNetworkId: an }, direction: 'DEBIT', amount: amount.toString() },
+        ],
+      },
+    });
+    expect(r.status, r.text).toBe(201);
+    left -= amount;
+  }
+}
+
+const settle = (f: MoneyFixture, transactionId: string, amount?: string) =>
+  app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders, body: amount === undefined ? {} : { amount } });
+const settlement = async (f: MoneyFixture, id: string) => {
+  const r = await app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders });
+  expect(r.status, r.text).toBe(200);
+  return r.body as { status: string; failureReason?: string | null; grossAmount?: string; platformFeeAmount?: string };
+};
+const balances = async (f: MoneyFixture, accountId = f.beneficiaryAccountId) => {
+  const r = await app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
+  expect(r.status, r.text).toBe(200);
+  const row = (r.body as { assetNetworkId: string; posted: string; available: string }[]).find((x) => x.assetNetworkId === f.catalog.assetNetworkId);
+  return { posted: BigInt(row?.posted ?? 0), available: BigInt(row?.available ?? 0) };
+};
+
+describe('overflow inside a settlement group', () => {
+  test('a beneficiary and a platform revenue one step from NUMERIC(78,0): only their settlements fail (own reason), the others in the same group execute; exact balances, no retry', async () => {
+    // A: its beneficiary's credits 500 below the bound. B: a normal organization. C: its asset-network's platform revenue 10 below the bound, with a fee.
+    const [fa, fb, fc] = (await Promise.all([0, 1, 2].map(() => moneyFixture(app, { requiredConfirmations: 1 })))) as [
+      MoneyFixture,
+      MoneyFixture,
+      MoneyFixture,
+    ];
+    for (const f of [fa, fb, fc]) remember(f);
+    const ta = await fundedTransaction(app, 1_000_000n, fa);
+    const tb1 = await fundedTransaction(app, 1_000_000n, fb);
+    const tb2 = await fundedTransaction(app, 2_000_000n, fb);
+    const tc = await fundedTransaction(app, 1_000_000n, fc);
+    const tcFree = await fundedTransaction(app, 1_000_000n, fc);
+    await inflate(fa, { kind: 'CUSTOMER', ownerId: fa.beneficiaryAccountId }, 0n, 500n);
+    await inflate(fc, { kind: 'PLATFORM_REVENUE' }, 0n, 10n);
+    const policy = await app.rest('POST', '/v1/admin/pricing-policy', {
+      headers: op.headers,
+      body: { scope: 'ORGANIZATION', organizationId: fc.organizationId, assetNetworkId: fc.catalog.assetNetworkId, percentage: '1' },
+    });
+    expect(policy.status, policy.text).toBe(204);
+    const aBefore = await balances(fa);
+    expect(aBefore.posted).toBe(NUMERIC_MAX - 500n);
+    const bBefore = await balances(fb);
+    const cBefore = await balances(fc);
+
+    // Hostile amounts first: 400 on the amount, nothing requested.
+    for (const [label, v] of BAD_AMOUNTS) {
+      if (v === null) continue; // null means "everything left" for this route
+      const r = await app.rest('POST', `/v1/transactions/${tb1.transactionId}/settlements`, { headers: fb.apiKeyHeaders, body: { amount: v } });
+      expect([r.status, label], r.text).toEqual([400, label]);
+    }
+    for (const big of [MAX_LINE, NUMERIC_MAX, TWO_256 * 2n]) {
+      const r = await settle(fb, tb1.transactionId, big.toString());
+      expect(r.status, r.text).toBeGreaterThanOrEqual(400);
+      expect(r.status, r.text).toBeLessThan(500);
+    }
+
+    // All requested, then executed by the job as one group (drainMoneyWork runs the fetched batch together).
+    // (B's partial settlement of tb1 first: its "everything left" one is requested after it.)
+    const first = await settle(fb, tb1.transactionId, '400000');
+    const reqs = [
+      first,
+      ...(await Promise.all([
+        settle(fa, ta.transactionId),
+        settle(fb, tb2.transactionId),
+        settle(fc, tc.transactionId, '999999'),
+        settle(fb, tb1.transactionId),
+      ])),
+    ];
+    for (const r of reqs) expect(r.status, r.text).toBe(201);
+    const [sb1, sa, sb2, sc, sb1rest] = reqs.map(idOf) as [string, string, string, string, string];
+    await drainMoneyWork(app); // throws if a job's group answered an error (a job left to retry)
+
+    // The overflowing ones: FAILED with a reason naming the bound; nothing moved.
+    const a = await settlement(fa, sa);
+    expect(a.status, JSON.stringify(a)).toBe('FAILED');
+    expect(a.failureReason).toMatch(/AMOUNT_OUT_OF_RANGE|overflow|NUMERIC|out of range/i);
+    const c = await settlement(fc, sc);
+    expect(c.status, JSON.stringify(c)).toBe('FAILED');
+    expect(c.failureReason).toMatch(/AMOUNT_OUT_OF_RANGE|overflow|NUMERIC|out of range/i);
+    expect(await balances(fa)).toEqual(aBefore);
+    expect(await balances(fc)).toEqual(cBefore);
+    // The others executed exactly.
+    for (const id of [sb1, sb2, sb1rest]) expect((await settlement(fb, id)).status).toBe('EXECUTED');
+    expect(await balances(fb)).toEqual({ posted: bBefore.posted + 3_000_000n, available: bBefore.available + 3_000_000n });
+    // Events: executed for B's three, failed for A's and C's; nothing executed for A and C.
+    const evA = await eventsOf(app, fa.organizationId);
+    expect(evA.filter((e) => e.body.SettlementId === sa).map((e) => e.type)).toEqual(['settlement.failed']);
+    const evC = await eventsOf(app, fc.organizationId);
+    expect(evC.filter((e) => e.body.SettlementId === sc).map((e) => e.type)).toEqual(['settlement.failed']);
+    const evB = await eventsOf(app, fb.organizationId);
+    for (const id of [sb1, sb2, sb1rest]) expect(evB.filter((e) => e.type === 'settlement.executed' && e.body.SettlementId === id)).toHaveLength(1);
+
+    // A settlement without a fee on C's asset-network still executes (the revenue row is not touched).
+    const free = await settle(fc, tcFree.transactionId, '1');
+    expect(free.status, free.text).toBe(201);
+    await drainMoneyWork(app);
+    // 1% of 1 rounds half up to 0: nothing for the revenue.
+    expect((await settlement(fc, idOf(free))).status).toBe('EXECUTED');
+
+    // An operator's retry of the overflowing settlement fails the same way, once more; still nothing moved.
+    const retry = await app.rest('POST', `/v1/admin/settlements/${sa}/retry`, { headers: op.headers });
+    expect(retry.status, retry.text).toBe(204);
+    await drainMoneyWork(app);
+    expect((await settlement(fa, sa)).status).toBe('FAILED');
+    expect(await balances(fa)).toEqual(aBefore);
+    // What fits still executes: a settlement of the 500 base units of headroom, then 1 more fails.
+    const ta2 = await fundedTransaction(app, 1_000n, fa);
+    const fit = await settle(fa, ta2.transactionId, '500');
+    expect(fit.status, fit.text).toBe(201);
+    await drainMoneyWork(app);
+    expect((await settlement(fa, idOf(fit))).status).toBe('EXECUTED');
+    expect((await balances(fa)).posted).toBe(NUMERIC_MAX);
+    const over = await settle(fa, ta2.transactionId, '1');
+    expect(over.status, over.text).toBe(201);
+    await drainMoneyWork(app);
+    expect((await settlement(fa, idOf(over))).status).toBe('FAILED');
+    expect((await balances(fa)).posted).toBe(NUMERIC_MAX);
+  }, 60_000);
+});
