@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { moneyFixture, eventsOf, type MoneyFixture } from './fixtures/deposits/testing';
-import { drainMoneyWork, fundedTransaction } from './fixtures/settlements/testing';
+import { drainMoneyWork, drainQueue, fundedTransaction } from './fixtures/settlements/testing';
+import { RETAINED_RELEASE_QUEUE } from '../src/kernel/queues';
 import { app, BAD_AMOUNTS, idOf, op, remember, TWO_256, useAttackApp } from './attack-kit';
 
 /**
@@ -152,4 +153,51 @@ describe('overflow inside a settlement group', () => {
     expect((await settlement(fa, idOf(over))).status).toBe('FAILED');
     expect((await balances(fa)).posted).toBe(NUMERIC_MAX);
   }, 60_000);
+
+  test('a retained portion whose release would overflow its account: the release sweep skips it (it stays RETAINED, nothing moves) and still releases the portions after it; no job error', async () => {
+    const [fa, fb] = (await Promise.all([0, 1].map(() => moneyFixture(app, { requiredConfirmations: 1 })))) as [MoneyFixture, MoneyFixture];
+    for (const f of [fa, fb]) remember(f);
+    await inflate(fa, { kind: 'CUSTOMER', ownerId: fa.beneficiaryAccountId }, 0n, 500n);
+    const freeze = (f: MoneyFixture) =>
+      app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/freeze`, { headers: f.member.headers, body: { reason: 'attack' } });
+    const unfreeze = (f: MoneyFixture) => app.rest('POST', `/v1/accounts/${f.beneficiaryAccountId}/unfreeze`, { headers: f.member.headers });
+    // A's transaction first (its id sorts first: the sweep walks transactions in id order), then B's.
+    const ta = await fundedTransaction(app, 1_000_000n, fa);
+    const tb = await fundedTransaction(app, 1_000_000n, fb);
+    for (const f of [fa, fb]) expect((await freeze(f)).status).toBe(204);
+    const sa = idOf(await settle(fa, ta.transactionId));
+    const sb = idOf(await settle(fb, tb.transactionId));
+    await drainMoneyWork(app);
+    for (const [f, id] of [
+      [fa, sa],
+      [fb, sb],
+    ] as const)
+      expect((await settlement(f, id)).status).toBe('EXECUTED');
+    const aBefore = await balances(fa);
+    const bBefore = await balances(fb);
+    for (const f of [fa, fb]) expect((await unfreeze(f)).status).toBe(204);
+    // The unfreezes' own release jobs are lost (taken off the queue unrun): the minute sweep (no scope) must release B's portion.
+    const boss = app.deps.boss!;
+    for (
+      let jobs = await boss.fetch(RETAINED_RELEASE_QUEUE, { batchSize: 100 });
+      jobs.length;
+      jobs = await boss.fetch(RETAINED_RELEASE_QUEUE, { batchSize: 100 })
+    )
+      await boss.complete(
+        RETAINED_RELEASE_QUEUE,
+        jobs.map((j) => j.id),
+      );
+    await boss.send(RETAINED_RELEASE_QUEUE, {});
+    await drainQueue(app, RETAINED_RELEASE_QUEUE); // throws if the sweep's job failed (it would be retried, and fail, every minute)
+    expect(await balances(fb)).toEqual({ posted: bBefore.posted + 1_000_000n, available: bBefore.available + 1_000_000n });
+    expect(await balances(fa)).toEqual(aBefore);
+    const evA = await eventsOf(app, fa.organizationId);
+    expect(evA.filter((e) => e.type === 'settlement.split_portion_released' && e.body.SettlementId === sa)).toEqual([]);
+    const evB = await eventsOf(app, fb.organizationId);
+    expect(evB.filter((e) => e.type === 'settlement.split_portion_released' && e.body.SettlementId === sb)).toHaveLength(1);
+    // A's scoped job (its account unfrozen again later) answers without an error too, and moves nothing.
+    await boss.send(RETAINED_RELEASE_QUEUE, { accountId: fa.beneficiaryAccountId });
+    await drainQueue(app, RETAINED_RELEASE_QUEUE);
+    expect(await balances(fa)).toEqual(aBefore);
+  }, 40_000);
 });
