@@ -200,4 +200,39 @@ describe('overflow inside a settlement group', () => {
     await drainQueue(app, RETAINED_RELEASE_QUEUE);
     expect(await balances(fa)).toEqual(aBefore);
   }, 40_000);
+
+  test('pricing terms at the bound: a fixed fee of 2^256 - 1 fails only its settlement (FEE_EXCEEDS_GROSS) in a group beside a normal one; terms beyond 2^256 - 1 are 400', async () => {
+    const [fd, fe] = (await Promise.all([0, 1].map(() => moneyFixture(app, { requiredConfirmations: 1 })))) as [MoneyFixture, MoneyFixture];
+    for (const f of [fd, fe]) remember(f);
+    const policy = (body: Record<string, unknown>) =>
+      app.rest('POST', '/v1/admin/pricing-policy', {
+        headers: op.headers,
+        body: { scope: 'ORGANIZATION', organizationId: fd.organizationId, assetNetworkId: fd.catalog.assetNetworkId, ...body },
+      });
+    for (const body of [
+      { fixedAmount: TWO_256.toString() },
+      { minimumAmount: NUMERIC_MAX.toString() },
+      { maximumAmount: (TWO_256 * 4n).toString() },
+      { percentage: '100.0000001' },
+      { percentage: '1e2' },
+      { fixedAmount: '-1' },
+    ]) {
+      const r = await policy(body);
+      expect([r.status, JSON.stringify(body)], r.text).toEqual([400, JSON.stringify(body)]);
+    }
+    const ok = await policy({ percentage: '100', fixedAmount: MAX_LINE.toString(), maximumAmount: MAX_LINE.toString() });
+    expect(ok.status, ok.text).toBe(204);
+    const td = await fundedTransaction(app, 1_000_000n, fd);
+    const te = await fundedTransaction(app, 1_000_000n, fe);
+    const dBefore = await balances(fd);
+    const eBefore = await balances(fe);
+    const [rd, re] = await Promise.all([settle(fd, td.transactionId), settle(fe, te.transactionId)]);
+    expect([rd.status, re.status]).toEqual([201, 201]);
+    await drainMoneyWork(app);
+    const d = await settlement(fd, idOf(rd));
+    expect([d.status, d.failureReason?.split(':')[0]]).toEqual(['FAILED', 'FEE_EXCEEDS_GROSS']);
+    expect((await settlement(fe, idOf(re))).status).toBe('EXECUTED');
+    expect(await balances(fd)).toEqual(dBefore);
+    expect((await balances(fe)).posted).toBe(eBefore.posted + 1_000_000n);
+  }, 40_000);
 });
