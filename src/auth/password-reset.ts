@@ -8,6 +8,7 @@ import { hashPassword } from './passwords';
 import { limits, sourceOf } from './rate-limit';
 import { newOpaqueToken, sha256 } from './secrets';
 import { badToken, loginAccountKey, revokeAllSessions, type SessionSubject } from './sessions';
+import { recheckSockets } from './socket-sessions';
 
 /** How long a mailed reset token is valid; also the window of the per-mailbox mail limit. */
 export const RESET_TTL_MS = 30 * 60_000;
@@ -117,5 +118,7 @@ export async function confirmReset(ctx: Context, kind: SessionSubject, input: z.
     await audit(tx, ctx, { organizationId: person.organizationId, entityType: kinds[kind].entityType, entityId: subjectId, action: kinds[kind].reset });
     return person.email;
   });
+  // Every session ended: this process's sockets of the subject close now (others within WS_REAUTH_INTERVAL_MS).
+  recheckSockets(ctx.deps, kind === 'MEMBER' ? 'member' : 'accountHolder', subjectId);
   await ctx.deps.rateLimiter.clear(loginAccountKey(kind, email));
 }

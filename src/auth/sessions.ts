@@ -7,6 +7,7 @@ import { signAccessToken, type Audience } from './tokens';
 import { verifyPassword } from './passwords';
 import { limits, rateLimited, sourceOf } from './rate-limit';
 import { audit } from '../audit/audit';
+import { recheckSockets } from './socket-sessions';
 
 export type SessionSubject = 'MEMBER' | 'ACCOUNT_HOLDER';
 
@@ -185,4 +186,7 @@ export async function logout(ctx: Context): Promise<void> {
       after: { sessionId: p.sessionId },
     });
   });
+  // This process's sockets of the subject check their credential now (the logged-out session's close
+  // with 4401, the subject's other sessions stay); other processes within WS_REAUTH_INTERVAL_MS.
+  recheckSockets(ctx.deps, p.type, subjectId);
 }

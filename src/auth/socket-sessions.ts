@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import type { Deps } from '../context';
-import { authenticate, type Authentication } from './authenticate';
+import { API_KEYS_CHANNEL, authenticate, type Authentication } from './authenticate';
 import type { Principal } from './principal';
 
 /**
@@ -24,18 +24,45 @@ export interface SocketSession {
 }
 
 /**
- * The open sockets of this process by subject ("member:<id>"), so a change made here (a member
- * removed or given another role) has them checked at once instead of at the next interval.
+ * The open sockets of this process by subject ("member:<id>", "accountHolder:<id>", "apiKey:<id>"),
+ * so a revocation is honoured at once instead of at the next interval: a member removed or given
+ * another role, a session logged out, a password reset (recheckSockets, by the process that made the
+ * change), and any change of an API key or its application (every process: the API key cache's
+ * invalidation, API_KEYS_CHANNEL, re-checks every API key socket).
  */
 const bySubject = new WeakMap<Deps, Map<string, Set<() => Promise<void>>>>();
+/** The processes (Deps) whose API key sockets follow API_KEYS_CHANNEL. */
+const watchingKeys = new WeakSet<Deps>();
 
 function subjectOf(p: Principal): string | null {
-  return p.type === 'member' ? `member:${p.memberId}` : null;
+  switch (p.type) {
+    case 'member':
+      return `member:${p.memberId}`;
+    case 'accountHolder':
+      return `accountHolder:${p.accountHolderId}`;
+    case 'apiKey':
+      return `apiKey:${p.apiKeyId}`;
+    case 'operator':
+      return null;
+  }
 }
 
 /** Checks the credential of this process's open sockets of the subject now (after the change committed). */
-export function recheckSockets(deps: Deps, type: 'member', id: string): void {
+export function recheckSockets(deps: Deps, type: 'member' | 'accountHolder', id: string): void {
   for (const check of bySubject.get(deps)?.get(`${type}:${id}`) ?? []) void check();
+}
+
+/**
+ * Every API key socket of the process checks its key again when any key or application changed
+ * (the notification carries no key: each socket's check is one look-up, the cache being empty).
+ */
+function watchApiKeyChanges(deps: Deps): void {
+  if (watchingKeys.has(deps)) return;
+  watchingKeys.add(deps);
+  const all = () => {
+    for (const [subject, checks] of bySubject.get(deps) ?? []) if (subject.startsWith('apiKey:')) for (const check of checks) void check();
+  };
+  deps.deliveryStatus.watch(API_KEYS_CHANNEL, { notified: all, reset: all });
 }
 
 /** connectionParams as request headers: the same names as HTTP (authorization, x-api-key, x-operator-key). */
@@ -136,6 +163,7 @@ export async function openSocketSession(
     let set = registry.get(subject);
     if (!set) registry.set(subject, (set = new Set()));
     set.add(check);
+    if (first.principal.type === 'apiKey') watchApiKeyChanges(deps);
   }
   const every = setInterval(() => void check(), deps.config.WS_REAUTH_INTERVAL_MS);
   every.unref();

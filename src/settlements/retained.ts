@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { fromPrisma } from 'pg-boss';
 import type { Db } from '../db/prisma';
 import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
-import { lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
+import { LedgerError, lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
 import { auditAll } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
@@ -141,6 +141,12 @@ function jobId(text: string): string {
 export interface ReleaseOutcome {
   checked: number;
   released: number;
+  /**
+   * Transactions whose release the ledger refused with AMOUNT_OUT_OF_RANGE (an account's credits
+   * would pass NUMERIC(78,0)): their portions stay RETAINED, nothing of them moved, and the run goes
+   * on with the others (a refusal that every later run meets again must not stop them).
+   */
+  outOfRange: string[];
 }
 
 /**
@@ -157,7 +163,7 @@ export async function releaseRetained(deps: MoneyDeps, scope: RetainedReleaseJob
     ...(scope.transactionId ? { transactionId: scope.transactionId } : {}),
     ...(scope.organizationId ? { organizationId: scope.organizationId } : {}),
   };
-  const out: ReleaseOutcome = { checked: 0, released: 0 };
+  const out: ReleaseOutcome = { checked: 0, released: 0, outOfRange: [] };
   let after: string | undefined;
   for (;;) {
     // Transactions with retained portions, 200 at a time, in id order.
@@ -170,7 +176,14 @@ export async function releaseRetained(deps: MoneyDeps, scope: RetainedReleaseJob
     });
     if (!batch.length) return out;
     for (const { transactionId } of batch) {
-      const r = await deps.db.$transaction((tx) => releaseForTransaction(tx, deps, transactionId, scope), TX_OPTIONS);
+      let r: { checked: number; released: number };
+      try {
+        r = await deps.db.$transaction((tx) => releaseForTransaction(tx, deps, transactionId, scope), TX_OPTIONS);
+      } catch (e) {
+        if (!(e instanceof LedgerError && e.reason === 'AMOUNT_OUT_OF_RANGE')) throw e;
+        out.outOfRange.push(transactionId);
+        continue;
+      }
       out.checked += r.checked;
       out.released += r.released;
     }
@@ -179,7 +192,12 @@ export async function releaseRetained(deps: MoneyDeps, scope: RetainedReleaseJob
   }
 }
 
-async function releaseForTransaction(tx: Db, deps: MoneyDeps, transactionId: string, scope: RetainedReleaseJob): Promise<ReleaseOutcome> {
+async function releaseForTransaction(
+  tx: Db,
+  deps: MoneyDeps,
+  transactionId: string,
+  scope: RetainedReleaseJob,
+): Promise<{ checked: number; released: number }> {
   await lockTransactionRow(tx, transactionId);
   const t = await tx.transaction.findUniqueOrThrow({ where: { id: transactionId } });
   if (t.frozen) return { checked: 0, released: 0 };

@@ -48,6 +48,11 @@ export async function registerSettlementJobs(boss: PgBoss, deps: SettlementJobDe
     async ({ data }) => {
       const r = await settlementHandlers[RETAINED_RELEASE_QUEUE](moneyDeps, data);
       if (r.released) deps.log.info({ ...r, scope: data }, 'retained split portions released');
+      if (r.outOfRange.length)
+        deps.log.warn(
+          { transactionIds: r.outOfRange, scope: data },
+          'retained split portions not released: the account would pass the ledger bound (AMOUNT_OUT_OF_RANGE)',
+        );
     },
   );
 }

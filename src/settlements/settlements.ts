@@ -66,7 +66,14 @@ export async function withAllocations(db: Db, rows: Settlement[]): Promise<Settl
 
 /** Why an attempt failed (the code starting settlement.failed's Reason and failureReason). */
 export type FailureCode =
-  'NOT_RESERVED' | 'TRANSACTION_FROZEN' | 'DEPOSIT_UNDER_REVIEW' | 'NOTHING_TO_SETTLE' | 'INSUFFICIENT_ESCROW' | 'FEE_EXCEEDS_GROSS' | 'SPLIT_RULES_INVALID';
+  | 'NOT_RESERVED'
+  | 'TRANSACTION_FROZEN'
+  | 'DEPOSIT_UNDER_REVIEW'
+  | 'NOTHING_TO_SETTLE'
+  | 'INSUFFICIENT_ESCROW'
+  | 'FEE_EXCEEDS_GROSS'
+  | 'SPLIT_RULES_INVALID'
+  | 'AMOUNT_OUT_OF_RANGE';
 
 // ------------------------------------------------------------------------------------------------
 // Reads
@@ -198,6 +205,7 @@ const FAILURE_MESSAGES: Record<FailureCode, string> = {
   INSUFFICIENT_ESCROW: 'The amount asked exceeds what the escrow holds.',
   FEE_EXCEEDS_GROSS: 'The platform fee of the pricing policy in force exceeds the amount settled.',
   SPLIT_RULES_INVALID: 'The split rules do not allocate exactly the distributable amount.',
+  AMOUNT_OUT_OF_RANGE: 'A ledger total of an account it credits would exceed what the ledger holds (10^78 - 1 base units): nothing was posted.',
 };
 
 /**
@@ -270,7 +278,20 @@ interface ExecutedState {
 }
 
 /** A batch rolled back because one of its postings was refused: its settlements run one by one. */
-class GroupRefused extends Error {}
+class GroupRefused extends Error {
+  constructor(
+    message: string,
+    readonly refusal: { cause: LedgerError; settlementId: string },
+  ) {
+    super(message, { cause: refusal.cause });
+  }
+}
+
+/**
+ * A refusal the ledger answers the same at every attempt (a total beyond NUMERIC(78,0)): alone, it
+ * is the settlement's FAILED outcome (AMOUNT_OUT_OF_RANGE), not an error its job would retry forever.
+ */
+const isFinalRefusal = (e: unknown): e is GroupRefused => e instanceof GroupRefused && e.refusal.cause.reason === 'AMOUNT_OUT_OF_RANGE';
 
 /**
  * Executes a PENDING settlement — the transaction's oldest pending one, so that settlements of a
@@ -303,28 +324,47 @@ export async function executeSettlementGroup(
   settlementIds: readonly string[],
   opts: { isolateOnError?: boolean } = {},
 ): Promise<(ExecutionOutcome | Error)[]> {
-  return runIsolatingErrors(settlementIds, (group) => executeGroupRetrying(deps, group), {
+  const run = async (group: readonly string[]) => {
+    try {
+      return await executeGroupRetrying(deps, group);
+    } catch (e) {
+      // Alone, a posting refused for good: run again, recording that settlement FAILED with the ledger's reason.
+      if (group.length === 1 && isFinalRefusal(e)) return executeGroupRetrying(deps, group, new Map([[e.refusal.settlementId, e.refusal.cause]]));
+      throw e;
+    }
+  };
+  return runIsolatingErrors(settlementIds, run, {
     ...opts,
-    errorOf: (e) => (e instanceof GroupRefused ? e.cause : e),
+    errorOf: (e) => (e instanceof GroupRefused ? e.refusal.cause : e),
   });
 }
 
 /** One group's transaction (executeGroupIn), run again whole after a deadlock or a serialization failure (GROUP_ATTEMPTS). */
-async function executeGroupRetrying(deps: MoneyDeps, settlementIds: readonly string[], attempt = 1): Promise<ExecutionOutcome[]> {
+async function executeGroupRetrying(
+  deps: MoneyDeps,
+  settlementIds: readonly string[],
+  refused?: ReadonlyMap<string, LedgerError>,
+  attempt = 1,
+): Promise<ExecutionOutcome[]> {
   try {
-    return await deps.db.$transaction((tx) => executeGroupIn(tx, deps, settlementIds), TX_OPTIONS);
+    return await deps.db.$transaction((tx) => executeGroupIn(tx, deps, settlementIds, refused), TX_OPTIONS);
   } catch (e) {
     // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
     // posting has no savepoint to retry under: postInStatement).
     if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
       await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
-      return executeGroupRetrying(deps, settlementIds, attempt + 1);
+      return executeGroupRetrying(deps, settlementIds, refused, attempt + 1);
     }
     throw e;
   }
 }
 
-async function executeGroupIn(tx: Db, deps: MoneyDeps, settlementIds: readonly string[]): Promise<ExecutionOutcome[]> {
+async function executeGroupIn(
+  tx: Db,
+  deps: MoneyDeps,
+  settlementIds: readonly string[],
+  refused?: ReadonlyMap<string, LedgerError>,
+): Promise<ExecutionOutcome[]> {
   const ids = settlementIds.map((id) => (isUuid(id) ? id : null));
   const valid = ids.filter((id): id is string => id !== null);
   // The Transaction rows of every settlement, locked at once, in id order.
@@ -351,7 +391,7 @@ async function executeGroupIn(tx: Db, deps: MoneyDeps, settlementIds: readonly s
   const out: ExecutionOutcome[] = [];
   for (const id of ids) {
     const transactionId = id === null ? undefined : headOf.get(id);
-    out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId));
+    out.push(transactionId === undefined ? { status: 'SKIPPED' } : await executeOne(tx, deps, reads, writes, transactionId, refused));
   }
   await writeGroup(tx, deps, reads, writes);
   return out;
@@ -504,10 +544,15 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
            WITH ORDINALITY AS v("id", "attempts", "gross", "fee", "distributable", "policy", "pct", "isTotal", "at", "ord")
       JOIN ledger_results lr ON lr."ord" = v."ord" AND lr."s" <> 'error'
      WHERE s."id" = v."id")`,
-  );
+  ).catch((e: unknown) => {
+    // A total beyond NUMERIC(78,0) fails the whole statement: alone, it is this settlement's refusal.
+    if (x.length === 1 && e instanceof Error && (e as LedgerError).reason === 'AMOUNT_OUT_OF_RANGE')
+      throw new GroupRefused('a settlement posting was refused', { cause: e as LedgerError, settlementId: x[0]!.settlementId });
+    throw e;
+  });
   // A refused posting: the group rolls back whole (the states written beside the others with it).
-  const refused = posted.find((r): r is LedgerError => r instanceof Error);
-  if (refused) throw new GroupRefused('a settlement posting was refused', { cause: refused });
+  const i = posted.findIndex((r) => r instanceof Error);
+  if (i >= 0) throw new GroupRefused('a settlement posting was refused', { cause: posted[i] as LedgerError, settlementId: x[i]!.settlementId });
 }
 
 /**
@@ -517,7 +562,14 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
  * group's reads as the settlements before it left them; its rows go to `w`. No statement, except a
  * hold re-check job when a portion waits for a time hold.
  */
-async function executeOne(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites, transactionId: string): Promise<ExecutionOutcome> {
+async function executeOne(
+  tx: Db,
+  deps: MoneyDeps,
+  r: GroupReads,
+  w: GroupWrites,
+  transactionId: string,
+  refused?: ReadonlyMap<string, LedgerError>,
+): Promise<ExecutionOutcome> {
   const s = r.pending.get(transactionId)?.shift();
   if (!s) return { status: 'SKIPPED' as const };
   const t = r.transactions.get(transactionId)!;
@@ -527,6 +579,8 @@ async function executeOne(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
   const blocker: ReleaseBlocker | null =
     t.status !== 'RESERVED' ? 'NOT_RESERVED' : t.frozen ? 'TRANSACTION_FROZEN' : r.underReview.has(t.id) ? 'DEPOSIT_UNDER_REVIEW' : null;
   if (blocker) return fail(blocker);
+  // Its posting was refused for good when it ran alone a moment ago (executeSettlementGroup): FAILED, nothing moves.
+  if (refused?.has(s.id)) return fail('AMOUNT_OUT_OF_RANGE');
   const escrow = escrowOf(t);
   const gross = s.requestedAmount === null ? escrow : numericToAmount(s.requestedAmount);
   if (gross === 0n) return fail('NOTHING_TO_SETTLE');
