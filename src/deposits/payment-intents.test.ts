@@ -431,6 +431,9 @@ describe('CreatePaymentIntent', () => {
     expect(first.statements).toHaveLength(2);
     expect(first.statements[0]).toMatch(/^\s*WITH "input" AS [\s\S]*"IdempotencyRecord"[\s\S]*UPDATE "Wallet"/);
     expect(first.statements[1]).toMatch(/INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "IdempotencyRecord"/);
+    // The read commits without waiting for its WAL flush (its own statement only); the write, which the 201 answers for, does wait.
+    expect(first.statements[0]).toContain("set_config('synchronous_commit', 'off', true)");
+    expect(first.statements[1]).not.toContain('synchronous_commit');
     const id = first.result.headers.get('location')!.split('/').pop()!;
     const record = await app.deps.db.idempotencyRecord.findFirstOrThrow({ where: { key: key['idempotency-key'] } });
     expect(record.response).toEqual({ id });
