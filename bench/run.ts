@@ -492,7 +492,7 @@ try {
       const r = await paymentIntents.run();
       for (const x of r)
         say(
-          `  ${x.concurrency} in flight: ${x.intentsPerSecond} intents/s (p50 ${x.latencyMs.p50} ms, p99 ${x.latencyMs.p99} ms, cpu µs per intent bench ${x.cpuMicrosPerIntent.bench} postgres ${x.cpuMicrosPerIntent.postgres})`,
+          `  ${x.keyed ? 'keyed' : 'unkeyed'}, ${x.concurrency} in flight: ${x.intentsPerSecond} intents/s (p50 ${x.latencyMs.p50} ms, p99 ${x.latencyMs.p99} ms, cpu µs per intent bench ${x.cpuMicrosPerIntent.bench} postgres ${x.cpuMicrosPerIntent.postgres})`,
         );
       paymentIntentRuns.push(r);
     }

@@ -177,13 +177,14 @@ export async function setupIntentPayee(call: Call, integrator: BenchIntegrator, 
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
   return {
     walletId,
-    createIntent: async (amount: bigint) =>
+    /** With `idempotencyKey`, sent as the Idempotency-Key header (as the API docs tell integrators to). */
+    createIntent: async (amount: bigint, idempotencyKey?: string) =>
       expect(
         await call(
           'POST',
           `/v1/organizations/${org}/payment-intents`,
           { assetNetworkId, amount: amount.toString(), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-          apiKey,
+          idempotencyKey === undefined ? apiKey : { ...apiKey, 'idempotency-key': idempotencyKey },
         ),
         201,
         'payment intent',

@@ -422,6 +422,148 @@ describe('CreatePaymentIntent', () => {
     expect((await eventsOf(app, f.organizationId)).filter((e) => e.type === 'payment_intent.created')).toHaveLength(1);
   });
 
+  test('one creation path (issue 22): a keyed creation is the group read and its autocommitted write with the key record; a replay is the read alone; an expired key creates anew', async () => {
+    const f = await moneyFixture(app);
+    const key = { ...f.apiKeyHeaders, 'idempotency-key': 'pi-path-' + crypto.randomUUID() };
+    const first = await app.sqlStatements(() => create(f, { walletId: f.walletId, reference: 'keyed' }, key));
+    expect(first.result.status, first.result.text).toBe(201);
+    // The read (wallet index, the key's record) and ONE write, the key's record inside: no transaction of its own, no advisory lock.
+    expect(first.statements).toHaveLength(2);
+    expect(first.statements[0]).toMatch(/^\s*WITH "input" AS [\s\S]*"IdempotencyRecord"[\s\S]*UPDATE "Wallet"/);
+    expect(first.statements[1]).toMatch(/INSERT INTO "PaymentIntent"[\s\S]*INSERT INTO "IdempotencyRecord"/);
+    // The read commits without waiting for its WAL flush (its own statement only); the write, which the 201 answers for, does wait.
+    expect(first.statements[0]).toContain("set_config('synchronous_commit', 'off', true)");
+    expect(first.statements[1]).not.toContain('synchronous_commit');
+    const id = first.result.headers.get('location')!.split('/').pop()!;
+    const record = await app.deps.db.idempotencyRecord.findFirstOrThrow({ where: { key: key['idempotency-key'] } });
+    expect(record.response).toEqual({ id });
+    expect(record.expiresAt.getTime() - record.createdAt.getTime()).toBe(24 * 3600_000);
+    // A replay: the read answers it (same Location, byte for byte the same answer), nothing written.
+    const replay = await app.sqlStatements(() => create(f, { walletId: f.walletId, reference: 'keyed' }, key));
+    expect([replay.result.status, replay.result.headers.get('location'), replay.result.text]).toEqual([
+      201,
+      first.result.headers.get('location'),
+      first.result.text,
+    ]);
+    expect(replay.statements).toHaveLength(1);
+    // GraphQL replays it too (the same scope: the API key's application).
+    const gql = await app.gql<{ createPaymentIntent: { id: string } }>(
+      'mutation($o: ID!, $i: CreatePaymentIntentInput!, $k: String) { createPaymentIntent(organizationId: $o, input: $i, idempotencyKey: $k) { id } }',
+      {
+        o: f.organizationId,
+        i: {
+          assetNetworkId: f.catalog.assetNetworkId,
+          amount: '1000000',
+          beneficiaryAccountId: f.beneficiaryAccountId,
+          walletId: f.walletId,
+          reference: 'keyed',
+        },
+        k: key['idempotency-key'],
+      },
+      f.apiKeyHeaders,
+    );
+    expect(gql.data?.createPaymentIntent.id, JSON.stringify(gql.errors)).toBe(id);
+    const other = await create(f, { walletId: f.walletId, reference: 'keyed-2' }, key);
+    expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+    // A refused creation keeps no record: the key may be used again once the request is fixed.
+    const refusedKey = { ...f.apiKeyHeaders, 'idempotency-key': 'pi-refused-' + crypto.randomUUID() };
+    expect((await create(f, { reference: 'keyed' }, refusedKey)).status).toBe(409);
+    expect(await app.deps.db.idempotencyRecord.count({ where: { key: refusedKey['idempotency-key'] } })).toBe(0);
+    expect((await create(f, { reference: 'keyed-3' }, refusedKey)).status).toBe(201);
+    // 24 hours later (a second service on the database, its clock a day ahead: the shared clock stays) the record no longer
+    // answers: the key is free, a request with it creates another intent, and the record is the new one.
+    const dayLater = await createTestApp({ databaseUrl: app.databaseUrl, now: new Date(app.clock.now().getTime() + 24 * 3600_000 + 1000) });
+    try {
+      const createLater = () =>
+        dayLater.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+          body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, reference: 'keyed-later' },
+          headers: key,
+        });
+      const later = await createLater();
+      expect(later.status, later.text).toBe(201);
+      const laterId = later.headers.get('location')!.split('/').pop()!;
+      expect(laterId).not.toBe(id);
+      expect((await app.deps.db.idempotencyRecord.findMany({ where: { key: key['idempotency-key'] } })).map((r) => r.response)).toEqual([{ id: laterId }]);
+      expect((await createLater()).headers.get('location')).toBe(later.headers.get('location'));
+    } finally {
+      await dayLater.close();
+    }
+  });
+
+  test('one key at once (issue 22): 8 requests with one body and 4 with another in one burst, and the same key on a second service on the database: one intent, identical answers, the other body 409', async () => {
+    const f = await moneyFixture(app);
+    const second = await createTestApp({ databaseUrl: app.databaseUrl });
+    try {
+      const k = 'pi-burst-' + crypto.randomUUID();
+      const headers = { ...f.apiKeyHeaders, 'idempotency-key': k };
+      const body = (reference: string) => ({
+        assetNetworkId: f.catalog.assetNetworkId,
+        amount: '1000000',
+        beneficiaryAccountId: f.beneficiaryAccountId,
+        walletId: f.walletId,
+        reference,
+      });
+      const path = `/v1/organizations/${f.organizationId}/payment-intents`;
+      const reqs = [
+        ...Array.from({ length: 6 }, () => ({ g: 'same', on: app, body: body('burst-a') })),
+        ...Array.from({ length: 6 }, () => ({ g: 'same', on: second, body: body('burst-a') })),
+        ...Array.from({ length: 2 }, () => ({ g: 'other', on: app, body: body('burst-b') })),
+        ...Array.from({ length: 2 }, () => ({ g: 'other', on: second, body: body('burst-b') })),
+        ...Array.from({ length: 4 }, (_, i) => ({ g: 'unkeyed', on: app, body: body(`burst-u${i}`) })),
+      ];
+      const answers = await Promise.all(
+        reqs.map(async (x) => ({ ...x, res: await x.on.rest('POST', path, { headers: x.g === 'unkeyed' ? f.apiKeyHeaders : headers, body: x.body }) })),
+      );
+      const of = (g: string) => answers.filter((x) => x.g === g);
+      const winner = of('same')[0]!.res.status === 201 ? 'same' : 'other';
+      const loser = winner === 'same' ? 'other' : 'same';
+      const won = of(winner).map((x) => `${x.res.status} ${x.res.headers.get('location')} ${x.res.text}`);
+      expect(new Set(won).size, JSON.stringify(won)).toBe(1);
+      expect(of(winner)[0]!.res.status).toBe(201);
+      for (const x of of(loser)) expect([x.res.status, x.res.body?.code], x.res.text).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+      for (const x of of('unkeyed')) expect(x.res.status, x.res.text).toBe(201);
+      const id = of(winner)[0]!.res.headers.get('location')!.split('/').pop()!;
+      // One intent for the key (whole: its address, its events), one record answering it.
+      expect(await app.deps.db.paymentIntent.count({ where: { organizationId: f.organizationId, reference: { in: ['burst-a', 'burst-b'] } } })).toBe(1);
+      expect((await app.deps.db.idempotencyRecord.findMany({ where: { key: k } })).map((r) => r.response)).toEqual([{ id }]);
+      expect(await app.deps.db.depositAddress.count({ where: { paymentIntentId: id } })).toBe(1);
+      expect((await eventsOf(app, f.organizationId)).filter((e) => e.type === 'payment_intent.created')).toHaveLength(5);
+      // Another organization's identical key is its own (its scope names its application).
+      const g = await moneyFixture(app);
+      const mine = await create(g, { reference: 'burst-a' }, { ...g.apiKeyHeaders, 'idempotency-key': k });
+      expect(mine.status, mine.text).toBe(201);
+      expect(mine.headers.get('location')).not.toBe(of(winner)[0]!.res.headers.get('location'));
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('release rules go through the same group (issue 22): a burst of rule-bearing, keyed and plain creations, one rule refused, each answered as alone', async () => {
+    const f = await moneyFixture(app);
+    const rule = { milestones: [{ amount: '400000' }, { amount: '600000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] };
+    const bodies = Array.from({ length: 12 }, (_, i) => ({
+      walletId: f.walletId,
+      reference: `rule-${i}`,
+      ...(i % 3 === 0 ? { releaseRule: rule } : {}),
+      ...(i === 4 ? { releaseRuleTemplateId: crypto.randomUUID() } : {}),
+    }));
+    const result = await Promise.all(
+      bodies.map((b, i) => create(f, b, i % 2 ? { ...f.apiKeyHeaders, 'idempotency-key': `rule-${i}-${f.organizationId}` } : f.apiKeyHeaders)),
+    );
+    expect(result.map((r) => r.status)).toEqual(bodies.map((_, i) => (i === 4 ? 400 : 201)));
+    expect(fieldOf(result[4]!)).toEqual(['releaseRuleTemplateId']);
+    for (const [i, r] of result.entries()) {
+      if (i === 4) continue;
+      const id = r.headers.get('location')!.split('/').pop()!;
+      const intent = await app.deps.db.paymentIntent.findUniqueOrThrow({ where: { id }, include: { transaction: { include: { milestones: true } } } });
+      expect(intent.transaction.milestones.map((m) => m.amount.toString()).sort(), `creation ${i}`).toEqual(i % 3 === 0 ? ['400000', '600000'] : []);
+      const audits = await app.deps.db.auditLogEntry.findMany({ where: { entityId: intent.transactionId }, orderBy: { id: 'asc' } });
+      expect(audits.map((a) => a.action)).toEqual(i % 3 === 0 ? ['transaction.created', 'transaction.release_rule_set'] : ['transaction.created']);
+    }
+    expect(await app.deps.db.idempotencyRecord.count({ where: { key: { startsWith: 'rule-' }, scope: { contains: f.organizationId } } })).toBe(6);
+    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(11);
+  });
+
   test('reads: the organization’s members and the key’s environment; another organization reads 404; no credential 401', async () => {
     const f = await moneyFixture(app);
     const pi = await createIntent(app, f);

@@ -6,8 +6,8 @@ import { poolOf, poolQuery, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
 import { adapterFor, networkRef, type DerivedAddress } from '../chains/adapter';
-import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict } from '../errors';
-import { idempotent } from '../idempotency';
+import { DomainError, fieldError, invalidState, notFound, sqlState, uniqueConflict, violatedUniqueConstraint } from '../errors';
+import { checkIdempotencyKey, IDEMPOTENCY_RETENTION_MS, idempotencyKeyReused, idempotencyRequestHash } from '../idempotency';
 import { assertId, isUniqueViolation, isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { assertOrganization } from '../tenancy/access';
 import { addressForNewIntent, deriveIntentAddresses, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
@@ -19,7 +19,7 @@ import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '..
 import { nowFor } from '../chains/sandbox/clock';
 import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
-import { applyReleaseRuleInTx, releaseRuleInput } from '../release/release-rules';
+import { applyReleaseRuleInTx, releaseRuleInput, type ReleaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
 import { columns } from '../kernel/columns';
@@ -120,6 +120,8 @@ interface IntentReads {
   hasEndpoints: boolean;
   wallet: ReservedWallet | null;
   derivationIndex: number | null;
+  /** The live record of the creation's Idempotency-Key (null without a key, or none live). */
+  record: { requestHash: string; response: { id: string } } | null;
 }
 interface AccountRead {
   id: string;
@@ -140,6 +142,8 @@ interface ReadItem {
   payerAccountId: string | null;
   reference: string | null;
   walletId: string | null;
+  /** The Idempotency-Key's scope and key, null without a key. */
+  idempotency: { scope: string; key: string } | null;
 }
 
 /**
@@ -153,12 +157,33 @@ interface ReadItem {
  * until the intents commit. An index is still used at most once (the increment is atomic and
  * (walletId, derivationIndex) unique); one reserved by a creation that then fails stays unused (a
  * gap, never handed out later). No wallet for an item whose walletId is no wallet of its organization.
+ *
+ * Its commit is asynchronous (synchronous_commit off for this statement's own transaction: no wait
+ * for the WAL flush, one fsync fewer per group; docs/decisions.md, "Payment intents: one creation
+ * path"): what it changes (the wallets' counters, the expired key records) only has to be durable
+ * before an intent uses it, and the write that uses it commits synchronously after it, which
+ * flushes the WAL up to and past this commit. A crash before that write loses at most reservations
+ * that nothing used (and expired records that still answer nothing): no index is ever used twice.
+ *
+ * With Idempotency-Keys in the group (`keyed`: the statement's second form, so an unkeyed group pays
+ * nothing for them), each keyed item's live record (its request hash and its answer) is read, and the
+ * expired records of the group's keys are deleted: a key then has either a live record, which
+ * answers it, or none, and the write's plain insert of the new record is the claim (a creation that
+ * claimed the key meanwhile makes it fail on the key's unique constraint: createPaymentIntent).
  */
-const READ_INTENTS_SQL = `
+const readIntentsSql = (keyed: boolean) => `
   WITH "input" AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::uuid[])
-      WITH ORDINALITY AS i("org", "app", "env", "an", "ben", "payer", "ref", "wallet", "ord")
-  ), "wanted" AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::uuid[]${keyed ? ', $9::text[], $10::text[]' : ''})
+      WITH ORDINALITY AS i("org", "app", "env", "an", "ben", "payer", "ref", "wallet", ${keyed ? '"scope", "key", ' : ''}"ord")
+  ), "durability" AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true) AS "asynchronous"
+  ), ${
+    keyed
+      ? `"expired" AS (
+    DELETE FROM "IdempotencyRecord" r USING "input" k WHERE r."scope" = k."scope" AND r."key" = k."key" AND r."expiresAt" <= $11::timestamptz
+  ), `
+      : ''
+  }"wanted" AS (
     SELECT "org", "wallet", count(*) AS "n" FROM "input" WHERE "wallet" IS NOT NULL GROUP BY "org", "wallet"
   ), "locked" AS (
     SELECT w."id", k."n" FROM "Wallet" w JOIN "wanted" k ON k."wallet" = w."id" AND k."org" = w."organizationId" ORDER BY w."id" FOR NO KEY UPDATE OF w
@@ -180,18 +205,27 @@ const READ_INTENTS_SQL = `
     EXISTS (SELECT 1 FROM "WebhookEndpoint" we WHERE we."organizationId" = i."org" AND we."status" = 'ACTIVE') AS "hasEndpoints",
     w."id" AS "walletId", w."organizationId", w."applicationId" AS "walletApplicationId", w."environmentId" AS "walletEnvironmentId",
     w."networkId" AS "walletNetworkId", w."curve", w."publicKey",
-    (w."first" + row_number() OVER (PARTITION BY w."id" ORDER BY i."ord") - 1)::int AS "derivationIndex"
-  FROM "input" i
+    (w."first" + row_number() OVER (PARTITION BY w."id" ORDER BY i."ord") - 1)::int AS "derivationIndex",
+    ${
+      keyed
+        ? `(SELECT json_build_object('requestHash', r."requestHash", 'response', r."response") FROM "IdempotencyRecord" r
+        WHERE r."scope" = i."scope" AND r."key" = i."key" AND r."expiresAt" > $11::timestamptz)`
+        : 'NULL::json'
+    } AS "record"
+  FROM "input" i CROSS JOIN "durability"
   LEFT JOIN ("Environment" e JOIN "Application" app ON app."id" = e."applicationId")
     ON e."id" = i."env" AND e."applicationId" = i."app" AND e."organizationId" = i."org"
   LEFT JOIN ("AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId") ON an."id" = i."an"
   LEFT JOIN "reserved" w ON w."id" = i."wallet" AND w."organizationId" = i."org"
   ORDER BY i."ord"`;
+const READ_INTENTS_SQL = readIntentsSql(false);
+const READ_KEYED_INTENTS_SQL = readIntentsSql(true);
 
 type ReadRow = Omit<IntentReads, 'wallet'> & { walletId: string | null } & Omit<ReservedWallet, 'id'>;
 
-async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
-  const values = columns(
+async function readIntents(db: Db, items: ReadItem[], now: Date): Promise<IntentReads[]> {
+  const keyed = items.some((x) => x.idempotency);
+  const values: unknown[] = columns(
     items,
     (x) => x.organizationId,
     (x) => x.applicationId,
@@ -202,8 +236,15 @@ async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
     (x) => x.reference,
     (x) => x.walletId,
   );
+  if (keyed)
+    values.push(
+      items.map((x) => x.idempotency?.scope ?? null),
+      items.map((x) => x.idempotency?.key ?? null),
+      now,
+    );
+  const sql = keyed ? READ_KEYED_INTENTS_SQL : READ_INTENTS_SQL;
   // Straight on the pool (Prisma's query engine costs more CPU than the statement: issue 22).
-  const rows = await (poolQuery<ReadRow>(db, READ_INTENTS_SQL, values)?.then((x) => x.rows) ?? db.$queryRawUnsafe<ReadRow[]>(READ_INTENTS_SQL, ...values));
+  const rows = await (poolQuery<ReadRow>(db, sql, values)?.then((x) => x.rows) ?? db.$queryRawUnsafe<ReadRow[]>(sql, ...values));
   return rows.map((row) => {
     const r = row as unknown as Record<string, unknown> & IntentReads;
     return {
@@ -224,19 +265,7 @@ async function readIntents(db: Db, items: ReadItem[]): Promise<IntentReads[]> {
   });
 }
 
-/**
- * The reads of the creations with an Idempotency-Key or a release rule go in groups (issue 22): one
- * statement for those that arrive while the previous group's runs (createGroupCommit; the checks stay
- * per item, in planIntent). The other creations are read by their own group (intentGroupOf). Per client.
- */
-const readGroups = new WeakMap<object, GroupCommit<ReadItem, IntentReads>>();
-function readGroupOf(db: Db): GroupCommit<ReadItem, IntentReads> {
-  let g = readGroups.get(db);
-  if (!g) readGroups.set(db, (g = createGroupCommit<ReadItem, IntentReads>({ maxGroup: 64, concurrency: 2, write: (items) => readIntents(db, items) })));
-  return g;
-}
-
-function readItemOf(ctx: Context, organizationId: string, input: CreatePaymentIntentInput): ReadItem {
+function readItemOf(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, idempotency: ReadItem['idempotency']): ReadItem {
   const p = ctx.principal;
   // An API key's own application and environment (a mismatch is refused by checkEnvironment); a member's choice.
   return {
@@ -248,6 +277,7 @@ function readItemOf(ctx: Context, organizationId: string, input: CreatePaymentIn
     payerAccountId: uuidOrNull(input.payerAccountId),
     reference: input.reference ?? null,
     walletId: uuidOrNull(input.walletId),
+    idempotency,
   };
 }
 
@@ -298,10 +328,21 @@ interface IntentPlan {
   audits: AuditInput[];
   /** Read before: the organization had an ACTIVE webhook endpoint (intentGroupOf writes the group in a transaction then). */
   hasEndpoints: boolean;
+  /** The Idempotency-Key's record written with the intent (its answer the intent's id): null without a key. */
+  idempotency: { scope: string; key: string; requestHash: string } | null;
+  /** The release rule set in the same transaction (its input, and the request field its errors name). */
+  releaseRule: { input: ReleaseRuleInput; field: (path: string) => string } | null;
 }
 
 /** The checks of a creation on what readIntents read, in the order they always ran, and its rows (no statement). */
-function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIntentInput, reads: IntentReads, derived?: DerivedAddress): IntentPlan {
+function planIntent(
+  ctx: Context,
+  organizationId: string,
+  input: CreatePaymentIntentInput,
+  reads: IntentReads,
+  derived: DerivedAddress | undefined,
+  extra: Pick<IntentPlan, 'idempotency' | 'releaseRule'>,
+): IntentPlan {
   const deps = ctx.deps;
   const env = checkEnvironment(ctx, input, reads);
   if (!reads.assetNetworkId) throw fieldError('assetNetworkId', 'must be an asset-network of the catalog');
@@ -365,6 +406,7 @@ function planIntent(ctx: Context, organizationId: string, input: CreatePaymentIn
     participants,
     address,
     hasEndpoints: reads.hasEndpoints,
+    ...extra,
     events: [
       webhookEvent('transaction.created', {
         TransactionId: transactionId,
@@ -441,6 +483,7 @@ async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expire
 function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string } | null, tail: Prisma.Sql): Prisma.Sql {
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
+  const keyed = plans.filter((x) => x.idempotency);
   const [transactionIds, organizationIds, applicationIds, environmentIds, environmentTypes, assetNetworkIds, amounts, createdAts] = columns(
     plans,
     (x) => x.transactionId,
@@ -503,6 +546,7 @@ function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { befor
       SELECT * FROM unnest(${a[0]}::uuid[], ${a[1]}::uuid[], ${a[2]}::uuid[], ${a[3]}::uuid[], ${a[4]}::uuid[], ${a[5]}::uuid[],
                            ${a[6]}::text[], ${a[7]}::int[], ${a[8]}::text[], ${a[9]}::uuid[], ${a[10]}::timestamptz[])
     ), ${expireJobs ? Prisma.sql`"expire_jobs" AS (${jobInsertSql(expireJobs, expireJobsOf(plans))}),` : Prisma.empty}
+    ${keyed.length ? Prisma.sql`"idem" AS (${idempotencyRecordsSql(keyed)}),` : Prisma.empty}
     "audit" AS (${auditAllSql(
       deps,
       plans.map((x) => ({ actor: x.actor, entries: x.audits })),
@@ -512,6 +556,29 @@ function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { befor
       plans.flatMap((x) => x.events.map((event) => ({ organizationId: x.organizationId, event }))),
     )}
     ${tail}`;
+}
+
+/**
+ * The records of the keyed creations among `plans` (their answer: the intent's id), kept 24 hours. A
+ * plain insert: the read deleted the keys' expired records, so a conflict on the key's unique
+ * constraint means another creation claimed it meanwhile, and the statement fails whole (nothing of
+ * it commits; createPaymentIntent answers from that creation's record).
+ */
+function idempotencyRecordsSql(keyed: IntentPlan[]): Prisma.Sql {
+  const [scopes, keys, hashes, ids, createdAts, expiresAts] = columns(
+    keyed,
+    (x) => x.idempotency!.scope,
+    (x) => x.idempotency!.key,
+    (x) => x.idempotency!.requestHash,
+    (x) => x.intentId,
+    (x) => x.createdAt,
+    (x) => new Date(x.createdAt.getTime() + IDEMPOTENCY_RETENTION_MS),
+  );
+  return Prisma.sql`
+      INSERT INTO "IdempotencyRecord" ("id", "scope", "key", "requestHash", "response", "createdAt", "expiresAt")
+      SELECT uuidv7(), k."scope", k."key", k."hash", jsonb_build_object('id', k."intent"::text), k."createdAt", k."expiresAt"
+        FROM unnest(${scopes}::text[], ${keys}::text[], ${hashes}::text[], ${ids}::uuid[], ${createdAts}::timestamptz[], ${expiresAts}::timestamptz[])
+          AS k("scope", "key", "hash", "intent", "createdAt", "expiresAt")`;
 }
 
 /** Each intent's expiry job (its id the intent's), due when it expires by the real clock (a sandbox clock advanced later is caught by the sweep). */
@@ -552,52 +619,76 @@ async function sendIntentJobs(
  */
 async function writePlans(deps: MoneyDeps, plans: IntentPlan[]): Promise<void> {
   const expireJobs = await expireJobsParts(deps);
-  if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && (!x.address || x.an.network.kind === 'SANDBOX')))
+  if (expireJobs && poolOf(deps.db) && plans.every((x) => !x.hasEndpoints && !x.releaseRule && (!x.address || x.an.network.kind === 'SANDBOX')))
     if (await writeIntentRowsAlone(deps, plans, expireJobs)) return;
-  await deps.db.$transaction(
-    async (tx) => sendIntentJobs(tx, deps, plans, await writeIntentRows(tx, deps, plans, expireJobs), expireJobs !== null),
-    TX_OPTIONS,
-  );
+  await deps.db.$transaction(async (tx) => {
+    const deliveries = await writeIntentRows(tx, deps, plans, expireJobs);
+    // A rule's audit entry comes after its intent's (audit entries read back in writing order). A rule
+    // refused (its template, a party) throws: the group rolls back and its creations are written alone.
+    for (const x of plans)
+      if (x.releaseRule) await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, x.releaseRule.input, { now: x.now, field: x.releaseRule.field });
+    await sendIntentJobs(tx, deps, plans, deliveries, expireJobs !== null);
+  }, TX_OPTIONS);
 }
 
-/** A creation in a group: what it asks the read, and once read, its plan or its refusal (kept for a retry alone). */
+/** A creation in a group: what it asks the read, and once read, its plan or its answer (kept for a retry alone). */
 interface IntentRequest {
   ctx: Context;
   organizationId: string;
   input: CreatePaymentIntentInput;
   read: ReadItem;
-  planned?: { plan: IntentPlan } | { refused: unknown };
+  /** The hash of the keyed request (null without an Idempotency-Key). */
+  requestHash: string | null;
+  releaseRule: IntentPlan['releaseRule'];
+  planned?: { plan: IntentPlan } | { refused: unknown } | { replayed: string } | { again: true };
 }
-type IntentOutcome = { id: string } | { refused: unknown };
+/** Created or replayed ({ id }), refused, or to submit again (its key was another creation's of the same group). */
+type IntentOutcome = { id: string } | { refused: unknown } | { again: true };
 
 /**
- * Creations without an Idempotency-Key or a release rule go in groups (issue 22), read and written
- * by the same group: one statement reads for all the creations of the group (and reserves their
- * derivation indexes), each is checked and planned in memory (a refusal is that creation's answer
- * alone, the others go on), and one statement writes every row of the plans. One group in flight
- * per client: the creations that arrive meanwhile gather for the next one, so the groups grow with
- * the load (decision: docs/decisions.md, "Payment intents: one group reads and writes"). A write
- * that fails (a constraint one intent breaks) is written again intent by intent (createGroupCommit),
- * each with the plan it had (no second read), so only the intent that fails alone gets the error.
+ * Every creation goes in groups (issue 22), read and written by the same group: one statement reads
+ * for all the creations of the group (and reserves their derivation indexes, and reads their
+ * Idempotency-Keys' records), each is checked and planned in memory (a refusal is that creation's
+ * answer alone, the others go on; a live key record answers its creation: a replay, or 409 for another
+ * request), and one statement writes every row of the plans, the keys' records with them. One group in
+ * flight per client: the creations that arrive meanwhile gather for the next one, so the groups grow
+ * with the load (decision: docs/decisions.md, "Payment intents: one group reads and writes"). A key
+ * twice in one group: the first creation is decided, the others are submitted again after the
+ * group's commit (they find its record, as a request that waited for the key's lock did). A write
+ * that fails (a constraint one intent breaks, a release rule refused) is written again intent by
+ * intent (createGroupCommit), each with the plan it had (no second read), so only the intent that
+ * fails alone gets the error.
  */
 const INTENT_GROUP = { maxGroup: 64, concurrency: 1 };
 const intentGroups = new WeakMap<object, GroupCommit<IntentRequest, IntentOutcome>>();
+const keyOf = (r: IntentRequest) => r.read.idempotency && `${r.read.idempotency.scope} ${r.read.idempotency.key}`;
 function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentRequest, IntentOutcome> {
   let g = intentGroups.get(deps.db);
   if (!g) {
     g = createGroupCommit<IntentRequest, IntentOutcome>({
       ...INTENT_GROUP,
       write: async (requests) => {
-        const unread = requests.filter((r) => !r.planned);
+        const keys = new Set<string>();
+        const unread: IntentRequest[] = [];
+        for (const r of requests) {
+          if (r.planned) continue;
+          const k = keyOf(r);
+          if (k && keys.has(k)) r.planned = { again: true };
+          else {
+            if (k) keys.add(k);
+            unread.push(r);
+          }
+        }
         if (unread.length) {
           const reads = await readIntents(
             deps.db,
             unread.map((r) => r.read),
+            deps.clock.now(),
           );
-          // The group's addresses derived together (one field inversion for all: issue 22, point 1).
+          // The group's addresses derived together (one field inversion for all: issue 22, point 1); none for a replay.
           const derived = deriveIntentAddresses(
             reads.map((x) =>
-              x.wallet && x.networkId && x.networkKind && x.requiredConfirmations != null
+              !x.record && x.wallet && x.networkId && x.networkKind && x.requiredConfirmations != null
                 ? {
                     network: { id: x.networkId, kind: x.networkKind, requiredConfirmations: x.requiredConfirmations },
                     wallet: x.wallet,
@@ -607,16 +698,24 @@ function intentGroupOf(deps: MoneyDeps): GroupCommit<IntentRequest, IntentOutcom
             ),
           );
           unread.forEach((r, i) => {
-            try {
-              r.planned = { plan: planIntent(r.ctx, r.organizationId, r.input, reads[i]!, derived[i]) };
-            } catch (e) {
-              r.planned = { refused: e };
-            }
+            const x = reads[i]!;
+            // Checked first: a replay answers what it answered, whatever changed since.
+            if (x.record) r.planned = x.record.requestHash === r.requestHash ? { replayed: x.record.response.id } : { refused: idempotencyKeyReused() };
+            else
+              try {
+                const idempotency = r.read.idempotency && { ...r.read.idempotency, requestHash: r.requestHash! };
+                r.planned = { plan: planIntent(r.ctx, r.organizationId, r.input, x, derived[i], { idempotency, releaseRule: r.releaseRule }) };
+              } catch (e) {
+                r.planned = { refused: e };
+              }
           });
         }
         const plans = requests.flatMap((r) => (r.planned && 'plan' in r.planned ? [r.planned.plan] : []));
         if (plans.length) await writePlans(deps, plans);
-        return requests.map((r) => (r.planned && 'plan' in r.planned ? { id: r.planned.plan.intentId } : (r.planned as { refused: unknown })));
+        return requests.map((r): IntentOutcome => {
+          const p = r.planned!;
+          return 'plan' in p ? { id: p.plan.intentId } : 'replayed' in p ? { id: p.replayed } : p;
+        });
       },
     });
     intentGroups.set(deps.db, g);
@@ -630,14 +729,15 @@ export const intentGroupStats = (db: object) => intentGroups.get(db)?.stats ?? n
 /**
  * CreatePaymentIntent: the Transaction (AWAITING_FUNDS, with its participants) and the intent, in
  * one database transaction with transaction.created, payment_intent.created, the audit entries, the
- * expiry job, and (with walletId) the deposit address and deposit.address_generated. With an
- * Idempotency-Key the same request answers the same intent.
+ * expiry job, the release rule, the Idempotency-Key's record, and (with walletId) the deposit address
+ * and deposit.address_generated. With an Idempotency-Key the same request answers the same intent
+ * (another request with the key: 409), and only a creation that succeeded keeps its key.
  *
- * Issue 22: one statement reads what the checks need and reserves the wallet's index, committed
- * before the write (readIntents, for a group); the checks and the address's derivation run in memory
- * (planIntent); the rows, events (with their deliveries) and audit entries are one data-modifying
- * statement (writeIntentRows), autocommitted when no job follows it. Without a key or a release rule
- * the creation is read, planned and written with those in flight (one group: intentGroupOf).
+ * Issue 22: every creation goes through one group (intentGroupOf): one statement reads what the
+ * checks need, the key's record, and reserves the wallet's index, committed before the write; the
+ * checks and the address's derivation run in memory (planIntent); the rows, events (with their
+ * deliveries), audit entries and key records are one data-modifying statement (writeIntentRows),
+ * autocommitted when no job follows it and no release rule goes with it.
  */
 export async function createPaymentIntent(
   ctx: Context,
@@ -648,53 +748,50 @@ export async function createPaymentIntent(
 ): Promise<IntentRow | { id: string }> {
   const organizationId = assertId(organizationIdArg, 'Organization');
   assertOrganization(ctx, organizationId, 'Organization');
-  const p = ctx.principal;
   const deps = ctx.deps;
-  const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
-  const request = {
-    organizationId,
-    input: {
-      ...input,
-      expiresAt: input.expiresAt?.toISOString() ?? null,
-      releaseRule: input.releaseRule ? JSON.parse(JSON.stringify(input.releaseRule)) : null,
-    },
-  };
-  let created: { id: string };
-  try {
-    const releaseRule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
-    const read = readItemOf(ctx, organizationId, input);
-    if (idempotencyKey == null && releaseRule == null) {
-      const outcome = await intentGroupOf(deps).submit({ ctx, organizationId, input, read });
-      if ('refused' in outcome) throw outcome.refused;
-      created = outcome;
-    } else {
-      // Read before the transaction, the derivation index reserved with it (the wallet's row is not
-      // held until the intent commits).
-      const reads = await readGroupOf(deps.db).submit(read);
-      const expireJobs = await expireJobsParts(deps);
-      created = await deps.db.$transaction(
-        (tx) =>
-          // Checked after the idempotency key: a replay answers what it answered, whatever changed since.
-          idempotent(tx, ctx, { scope, key: idempotencyKey, request }, async () => {
-            const x = planIntent(ctx, organizationId, input, reads);
-            const deliveries = await writeIntentRows(tx, deps, [x], expireJobs);
-            if (releaseRule != null)
-              // The rule's audit entry comes after the intent's (audit entries read back in writing order).
-              await applyReleaseRuleInTx(tx, deps, x.actor, x.transactionId, releaseRule, {
-                now: x.now,
-                field: (path) => (input.releaseRule != null ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
-              });
-            await sendIntentJobs(tx, deps, [x], deliveries, expireJobs !== null);
-            return { id: x.intentId };
-          }),
-        TX_OPTIONS,
-      );
-    }
-  } catch (e) {
-    // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
-    if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
-    throw e;
+  let idempotency: ReadItem['idempotency'] = null;
+  let requestHash: string | null = null;
+  if (idempotencyKey != null) {
+    checkIdempotencyKey(idempotencyKey);
+    const p = ctx.principal;
+    const scope = `createPaymentIntent:${organizationId}:${p?.type === 'apiKey' ? `app:${p.applicationId}` : p?.type === 'member' ? `member:${p.memberId}` : 'other'}`;
+    idempotency = { scope, key: idempotencyKey };
+    requestHash = idempotencyRequestHash({
+      organizationId,
+      input: {
+        ...input,
+        expiresAt: input.expiresAt?.toISOString() ?? null,
+        releaseRule: input.releaseRule ? JSON.parse(JSON.stringify(input.releaseRule)) : null,
+      },
+    });
   }
+  const rule = input.releaseRule ?? (input.releaseRuleTemplateId != null ? { templateId: input.releaseRuleTemplateId } : null);
+  const inline = input.releaseRule != null;
+  const releaseRule: IntentPlan['releaseRule'] = rule && {
+    input: rule,
+    field: (path) => (inline ? `releaseRule.${path}` : path === 'templateId' ? 'releaseRuleTemplateId' : path),
+  };
+  const read = readItemOf(ctx, organizationId, input, idempotency);
+  let created: { id: string } | null = null;
+  for (let attempt = 1; !created; attempt++)
+    try {
+      const outcome = await intentGroupOf(deps).submit({ ctx, organizationId, input, read, requestHash, releaseRule });
+      if ('refused' in outcome) throw outcome.refused;
+      if ('id' in outcome) created = outcome;
+    } catch (e) {
+      // The key claimed meanwhile by a creation of another group (another process): its record answers, as it would have after the claim.
+      if (idempotency && violatedUniqueConstraint(e) === 'IdempotencyRecord_scope_key_key' && attempt < 5) {
+        const record = await deps.db.idempotencyRecord.findUnique({ where: { scope_key: idempotency } });
+        if (record && record.expiresAt > deps.clock.now()) {
+          if (record.requestHash !== requestHash) throw idempotencyKeyReused();
+          created = record.response as { id: string };
+        }
+        continue;
+      }
+      // By the constraint it names: a reference taken meanwhile, or the deposit address's derivation index or address (issue 22).
+      if (isUniqueViolation(e) || sqlState(e) === '23505') throw uniqueConflict(e, 'The payment intent clashes with one created meanwhile; retry.');
+      throw e;
+    }
   // The caller needing only the id (REST: 201 with a Location) gets it without a re-read.
   return opts.reread === false ? { id: created.id } : loadPaymentIntent(ctx, created.id);
 }
