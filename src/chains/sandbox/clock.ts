@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock';
-import type { Db } from '../../db/prisma';
+import type { Db, RawDb } from '../../db/prisma';
 
 type RawDb = Pick<Db, '$queryRaw'>;
 
@@ -9,7 +9,6 @@ type RawDb = Pick<Db, '$queryRaw'>;
  * expiry of sandbox payment intents); production never does.
  */
 export async function sandboxOffsetMs(db: RawDb, organizationId: string): Promise<number> {
-  // Raw (issue 22): read by sync chunks, also on a connection of poolTransaction.
   const [row] = await db.$queryRaw<{ offsetMs: bigint }[]>`SELECT "offsetMs" FROM "SandboxClock" WHERE "organizationId" = ${organizationId}::uuid`;
   return row ? Number(row.offsetMs) : 0;
 }
