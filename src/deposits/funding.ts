@@ -1,8 +1,6 @@
 import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
 import { DomainError } from '../errors';
-import type { Db } from '../db/prisma';
-
-type RawDb = Pick<Db, '$queryRaw'>;
+import type { Db, RawDb } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { ledgerAccounts, postLedgerTransaction, type PostInput } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';

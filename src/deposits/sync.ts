@@ -1,5 +1,5 @@
 import { numericToAmount, amountToNumeric } from '../money';
-import type { Db } from '../db/prisma';
+import { poolTransaction, type Db } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
@@ -122,7 +122,9 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
         if (last && !networkFailure) await advance(tx);
         return r;
       };
-      apply(await deps.db.$transaction((tx) => work(tx, false), TX_OPTIONS));
+      // A SANDBOX network's chain is read raw (its adapter's transfersTo and tip): its chunks try the pool first.
+      const pooled = network.kind === 'SANDBOX' ? await onPool(deps, (raw) => work(raw, true)) : null;
+      apply(pooled ?? (await deps.db.$transaction((tx) => work(tx, false), TX_OPTIONS)));
       healthy.push(...page);
     } catch {
       cursorWritten = false;
@@ -167,6 +169,24 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
  * anything is kept (its transaction rolls back), and the chunk is redone through Prisma.
  */
 class NeedsPrisma extends Error {}
+
+/**
+ * A sync chunk straight on the pg pool (issue 22: the common chunk, every deposit detected,
+ * progressed or confirmed set-based, is all raw statements; Prisma's interactive transaction and
+ * query engine cost more CPU than they do): `fn` gets a RawDb over the transaction's connection,
+ * typed as Db for the shared helpers, which only send raw statements on this path (a model call
+ * would throw: the tests run it). Null when the client has no pool of ours, or when the chunk needs
+ * the full path (NeedsPrisma): the caller then runs it through Prisma. The same timeout as TX_OPTIONS.
+ * SANDBOX networks only: the EVM adapter reads its index through Prisma's models.
+ */
+async function onPool<T>(deps: MoneyDeps, fn: (tx: Db) => Promise<T>): Promise<T | null> {
+  try {
+    return await (poolTransaction(deps.db, (_query, raw) => fn(raw as unknown as Db), { timeoutMs: TX_OPTIONS.timeout }) ?? null);
+  } catch (e) {
+    if (e instanceof NeedsPrisma) return null;
+    throw e;
+  }
+}
 
 /** Deposits whose state the chain may still move without a new transfer: waiting for confirmations, or under review. */
 const OPEN_DEPOSIT: DepositStatus[] = ['DETECTED', 'CONFIRMING', 'UNDER_REVIEW'];

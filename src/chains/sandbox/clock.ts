@@ -1,8 +1,6 @@
 import type { Clock } from '../../clock';
 import type { Db, RawDb } from '../../db/prisma';
 
-type RawDb = Pick<Db, '$queryRaw'>;
-
 /**
  * The sandbox clock of an organization (Stripe's test clocks): the real clock plus the offset
  * the integrator advanced with `POST /v1/sandbox/clock/advance`. Only SANDBOX rules read it (the
