@@ -739,6 +739,53 @@ describe('statements per confirmation (issue 22)', () => {
     expect((large.progress.length - small.progress.length) / 8).toBeLessThanOrEqual(0.5);
   });
 
+  test('a sandbox sync chunk runs straight on the pool, no Prisma model statement in it; a chunk with a deposit for the full path is redone through Prisma (issue 22)', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const model = (sql: string) => sql.includes('"public".');
+    /** The statements of the sync's transactions: from each BEGIN to its COMMIT or ROLLBACK. */
+    const inTransactions = (statements: string[]) => {
+      const out: string[][] = [];
+      for (const sql of statements)
+        if (sql === 'BEGIN') out.push([sql]);
+        else if (out.length && !['COMMIT', 'ROLLBACK'].includes(out.at(-1)!.at(-1)!)) out.at(-1)!.push(sql);
+      return out;
+    };
+    // Common chunks: three intents paid, detected, then confirmed (each sync one chunk, all on the pool).
+    const intents = [];
+    for (let i = 0; i < 3; i++) intents.push(await createIntent(app, f));
+    await sync();
+    for (const pi of intents) await send(f, pi.address, 1_000_000n);
+    const detected = inTransactions((await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements);
+    await mine(f);
+    const confirmed = inTransactions((await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements);
+    for (const chunk of [...detected, ...confirmed]) {
+      expect(chunk.at(-1)).toBe('COMMIT');
+      expect(chunk.filter(model)).toEqual([]);
+    }
+    for (const pi of intents) expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '1000000' });
+    for (const pi of intents) expect(await balances(f, pi.transactionId)).toMatchObject({ escrow: 1_000_000n });
+    // A late deposit (its intent cancelled) beside two common ones: the pool's attempt rolls back, Prisma redoes the chunk.
+    const more = [];
+    for (let i = 0; i < 3; i++) more.push(await createIntent(app, f));
+    await sync();
+    expect((await app.rest('POST', `/v1/payment-intents/${more[1]!.id}/cancel`, { headers: f.apiKeyHeaders })).status).toBe(204);
+    for (const pi of more) await send(f, pi.address, 2_000_000n);
+    await mine(f);
+    const mixed = inTransactions((await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements);
+    // (poolTransaction's ROLLBACK is not a statement the hook sees: the first attempt just never commits.)
+    expect(mixed).toHaveLength(2);
+    expect(mixed[0]!.at(-1)).not.toBe('COMMIT');
+    expect(mixed[0]!.filter(model)).toEqual([]);
+    expect(mixed[1]!.at(-1)).toBe('COMMIT');
+    expect(mixed[1]!.some(model)).toBe(true);
+    expect(await intentOf(f, more[0]!.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '2000000' });
+    expect(await intentOf(f, more[2]!.id)).toMatchObject({ status: 'SUCCEEDED', confirmedAmount: '2000000' });
+    expect(await intentOf(f, more[1]!.id)).toMatchObject({ status: 'CANCELLED', paidLate: true });
+    expect(await balances(f, more[1]!.transactionId)).toMatchObject({ escrow: 0n, suspense: 2_000_000n });
+    // Nothing of the rolled-back attempt stayed: each deposit once, each credit once.
+    for (const pi of more) expect((await intentOf(f, pi.id)).depositIds).toHaveLength(1);
+  });
+
   test('a credit the ledger refuses fails alone: the chunk is redone address by address, the others confirm, the refused one is isolated', async () => {
     const f = await moneyFixture(app, { requiredConfirmations: 1 });
     const intents = [];

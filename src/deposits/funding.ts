@@ -1,6 +1,6 @@
 import { numericToAmount, amountToNumeric, MAX_STORED_SUM } from '../money';
 import { DomainError } from '../errors';
-import type { Db } from '../db/prisma';
+import type { Db, RawDb } from '../db/prisma';
 import type { Deposit, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { ledgerAccounts, postLedgerTransaction, type PostInput } from '../ledger/ledger';
 import type { AuditInput } from '../audit/audit';
@@ -105,16 +105,14 @@ export function addToSums(sums: DepositSums, status: string, sum: bigint, count:
 export const noSums = (): DepositSums => ({ detected: 0n, credited: 0n, live: 0, undecided: 0 });
 
 /** The sums of several intents' own (not late) deposits, in one statement. */
-export async function depositSumsOf(tx: Db, intentIds: string[]): Promise<Map<string, DepositSums>> {
+export async function depositSumsOf(tx: RawDb, intentIds: string[]): Promise<Map<string, DepositSums>> {
   const out = new Map(intentIds.map((id) => [id, noSums()]));
   if (!intentIds.length) return out;
-  const groups = await tx.deposit.groupBy({
-    by: ['paymentIntentId', 'status'],
-    where: { paymentIntentId: { in: intentIds }, late: false },
-    _sum: { amount: true },
-    _count: { _all: true },
-  });
-  for (const g of groups) addToSums(out.get(g.paymentIntentId!)!, g.status, g._sum.amount ? numericToAmount(g._sum.amount) : 0n, g._count._all);
+  // Raw (issue 22): read by every sync chunk, also on a connection of poolTransaction (no Prisma model there).
+  const groups = await tx.$queryRaw<{ id: string; status: string; sum: string; n: number }[]>`
+    SELECT "paymentIntentId"::text AS "id", "status"::text AS "status", SUM("amount")::text AS "sum", COUNT(*)::int AS "n"
+      FROM "Deposit" WHERE "paymentIntentId" = ANY(${intentIds}::uuid[]) AND NOT "late" GROUP BY 1, 2`;
+  for (const g of groups) addToSums(out.get(g.id)!, g.status, BigInt(g.sum), g.n);
   return out;
 }
 

@@ -1,6 +1,6 @@
 import { numericToAmount, amountToNumeric } from '../money';
-import type { Db } from '../db/prisma';
-import type { AssetNetwork, Deposit, DepositStatus, Network } from '../generated/prisma/client';
+import { poolTransaction, type Db } from '../db/prisma';
+import type { AssetNetwork, Deposit, DepositStatus, Network, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
 import { auditAll, auditAs, deferAudits, type Actor } from '../audit/audit';
@@ -117,13 +117,14 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
     result.addresses += page.length;
     const healthy: AddressRow[] = [];
     try {
-      apply(
-        await deps.db.$transaction(async (tx) => {
-          const r = await syncChunk(tx, deps, network, page);
-          if (last && !networkFailure) await advance(tx);
-          return r;
-        }, TX_OPTIONS),
-      );
+      const work = async (tx: Db, fast: boolean) => {
+        const r = await syncChunk(tx, deps, network, page, fast);
+        if (last && !networkFailure) await advance(tx);
+        return r;
+      };
+      // A SANDBOX network's chain is read raw (its adapter's transfersTo and tip): its chunks try the pool first.
+      const pooled = network.kind === 'SANDBOX' ? await onPool(deps, (raw) => work(raw, true)) : null;
+      apply(pooled ?? (await deps.db.$transaction((tx) => work(tx, false), TX_OPTIONS)));
       healthy.push(...page);
     } catch {
       cursorWritten = false;
@@ -160,6 +161,31 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
   // changedAddresses adds it), so the cursor moves on.
   if (!cursorWritten) await deps.db.$transaction((tx) => advance(tx), TX_OPTIONS);
   return result;
+}
+
+/**
+ * A chunk that needs a path the pool's connection does not run (a deposit reconciled alone:
+ * late, rejected, dropped, reorganized, under review, an intent due or closed...): thrown before
+ * anything is kept (its transaction rolls back), and the chunk is redone through Prisma.
+ */
+class NeedsPrisma extends Error {}
+
+/**
+ * A sync chunk straight on the pg pool (issue 22: the common chunk, every deposit detected,
+ * progressed or confirmed set-based, is all raw statements; Prisma's interactive transaction and
+ * query engine cost more CPU than they do): `fn` gets a RawDb over the transaction's connection,
+ * typed as Db for the shared helpers, which only send raw statements on this path (a model call
+ * would throw: the tests run it). Null when the client has no pool of ours, or when the chunk needs
+ * the full path (NeedsPrisma): the caller then runs it through Prisma. The same timeout as TX_OPTIONS.
+ * SANDBOX networks only: the EVM adapter reads its index through Prisma's models.
+ */
+async function onPool<T>(deps: MoneyDeps, fn: (tx: Db) => Promise<T>): Promise<T | null> {
+  try {
+    return await (poolTransaction(deps.db, (_query, raw) => fn(raw as unknown as Db), { timeoutMs: TX_OPTIONS.timeout }) ?? null);
+  } catch (e) {
+    if (e instanceof NeedsPrisma) return null;
+    throw e;
+  }
 }
 
 /** Deposits whose state the chain may still move without a new transfer: waiting for confirmations, or under review. */
@@ -250,11 +276,15 @@ function clocks(tx: Db, deps: MoneyDeps) {
  * deposits: group commit). The events and audit entries of the whole chunk are queued and written
  * with one statement each at its end (deferEvents, deferAudits; issue 22).
  */
-function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
-  return deferEvents(tx, deps, () => deferAudits(tx, () => reconcileChunk(tx, deps, network, addresses)));
+function syncChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[], fast = false) {
+  return deferEvents(tx, deps, () => deferAudits(tx, () => reconcileChunk(tx, deps, network, addresses, fast)));
 }
 
-async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[]) {
+/**
+ * `fast`: `tx` is a connection of poolTransaction (onPool), which runs raw statements only: the
+ * reads are raw, and a chunk with a deposit for the full path throws NeedsPrisma before it writes.
+ */
+async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addresses: AddressRow[], fast = false) {
   await lockNetwork(tx, network.id);
   const ref = networkRef(network);
   const observed = await adapterFor(network.kind, tx).transfersTo(
@@ -262,14 +292,17 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
     addresses.map((a) => a.address),
   );
   const byAddress = new Map(addresses.map((a) => [a.address, a]));
-  const deposits = await tx.deposit.findMany({ where: { networkId: network.id, depositAddressId: { in: addresses.map((a) => a.id) } } });
+  // Raw reads (issue 22): the model's columns and types, without Prisma's query engine on the pool's connection.
+  const deposits = await tx.$queryRaw<Deposit[]>`
+    SELECT * FROM "Deposit" WHERE "networkId" = ${network.id}::uuid AND "depositAddressId" = ANY(${addresses.map((a) => a.id)}::uuid[])`;
   const byHash = new Map(deposits.map((d) => [d.txHash, d]));
   const env = new Map<string, { environmentType: 'SANDBOX' | 'PRODUCTION'; transactionId: string }>();
   const intentIds = [...new Set(addresses.map((a) => a.paymentIntentId).filter((x): x is string => x !== null))];
   if (intentIds.length)
-    for (const i of await tx.paymentIntent.findMany({ where: { id: { in: intentIds } }, select: { id: true, environmentType: true, transactionId: true } }))
+    for (const i of await tx.$queryRaw<{ id: string; environmentType: 'SANDBOX' | 'PRODUCTION'; transactionId: string }[]>`
+      SELECT "id"::text, "environmentType"::text, "transactionId"::text FROM "PaymentIntent" WHERE "id" = ANY(${intentIds}::uuid[])`)
       env.set(i.id, { environmentType: i.environmentType, transactionId: i.transactionId });
-  const s = scope(tx, deps, network, env);
+  const s = { ...scope(tx, deps, network, env), fast };
   const byId = new Map(addresses.map((a) => [a.id, a]));
   const observedHashes = new Set(observed.filter((o) => byAddress.has(o.toAddress)).map((o) => o.txHash));
   const unseen = deposits.filter((d) => !observedHashes.has(d.txHash));
@@ -296,8 +329,11 @@ async function reconcileChunk(tx: Db, deps: MoneyDeps, network: NetworkRow, addr
     if (confirmation) confirmations.push(confirmation);
     else if (detection) detections.push(detection);
     else if (progression) progressions.push(progression);
-    else if (await reconcile(s, address, d, o)) changes++;
+    else if (fast) {
+      if (needsReconcile(s, d, o)) throw new NeedsPrisma();
+    } else if (await reconcile(s, address, d, o)) changes++;
   }
+  if (fast && unseen.some((d) => needsReconcile(s, d, null))) throw new NeedsPrisma();
   // Deposits the chain no longer reports (a real node forgets dropped transactions).
   for (const d of unseen) if (await reconcile(s, byId.get(d.depositAddressId)!, d, null)) changes++;
   if (progressions.length) changes += await progressMany(s, progressions);
@@ -313,6 +349,8 @@ export function scope(tx: Db, deps: MoneyDeps, network: NetworkRow, env: SyncSco
 
 export interface SyncScope {
   tx: Db;
+  /** On the pool's connection (onPool): a deposit for the full path throws NeedsPrisma. */
+  fast?: boolean;
   deps: MoneyDeps;
   network: NetworkRow;
   assetNetworks: Map<string, AssetNetwork>;
@@ -328,6 +366,32 @@ function chainView(o: ObservedTransfer | null, required: number) {
   const confirmations = o.status === 'MINED' ? o.confirmations : 0;
   const block = o.status === 'MINED' ? { blockHash: o.blockHash, blockHeight: o.blockHeight } : { blockHash: null, blockHeight: null };
   return { gone: null, confirmations, deep: confirmations >= required, ...block } as const;
+}
+
+/**
+ * Whether reconcile() would change anything for this transfer and deposit, decided as it decides,
+ * without writing: on the pool's connection (onPool) a chunk where it would is redone through
+ * Prisma; one where it would not (a deposit confirmed deep and unmoved, a rejected one) stays fast.
+ */
+function needsReconcile(s: SyncScope, d: Deposit | null, o: ObservedTransfer | null): boolean {
+  const view = chainView(o, s.network.requiredConfirmations);
+  if (!d) return view.gone === null && o !== null;
+  switch (d.status) {
+    case 'DETECTED':
+    case 'CONFIRMING': {
+      if (view.gone !== null || view.deep) return true;
+      const status = view.confirmations > 0 ? 'CONFIRMING' : 'DETECTED';
+      return d.status !== status || d.confirmations !== view.confirmations || d.blockHash !== view.blockHash;
+    }
+    case 'UNDER_REVIEW':
+      return view.gone !== null || d.confirmations !== view.confirmations || d.blockHash !== view.blockHash;
+    case 'CONFIRMED':
+      return !(view.gone === null && view.deep) || d.blockHash !== view.blockHash;
+    case 'REJECTED':
+      return (d.reason === reasons.dropped && view.gone === null) || (d.reason === reasons.reverted && o?.status === 'MINED');
+    default:
+      return false;
+  }
 }
 
 /** Reconciles one transfer with its deposit; answers whether anything changed. */
@@ -679,6 +743,7 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
     if (!decision || decision.expire) alone.push({ ...it, intent });
     else together.push({ ...it, now, decision });
   }
+  if (s.fast && alone.length) throw new NeedsPrisma();
   if (together.length) {
     await postCredits(
       s,
@@ -760,9 +825,13 @@ async function postCredits(s: SyncScope, deposits: Deposit[]): Promise<void> {
 async function readIntents(s: SyncScope, intentIds: string[], transactionIds: string[]) {
   const { tx } = s;
   await tx.$queryRaw`SELECT 1 FROM "Transaction" WHERE "id" = ANY(${[...new Set(transactionIds)].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
-  const intents = new Map(
-    (await tx.paymentIntent.findMany({ where: { id: { in: [...new Set(intentIds)] } }, include: { transaction: true } })).map((i) => [i.id, i]),
+  // Raw (issue 22): the models' columns and types, also on the pool's connection.
+  const ids = [...new Set(intentIds)];
+  const rows = await tx.$queryRaw<PaymentIntent[]>`SELECT * FROM "PaymentIntent" WHERE "id" = ANY(${ids}::uuid[])`;
+  const transactions = new Map(
+    (await tx.$queryRaw<Transaction[]>`SELECT * FROM "Transaction" WHERE "id" = ANY(${rows.map((r) => r.transactionId)}::uuid[])`).map((t) => [t.id, t]),
   );
+  const intents = new Map<string, IntentWithTransaction>(rows.map((i) => [i.id, { ...i, transaction: transactions.get(i.transactionId)! }]));
   return { intents, sums: await depositSumsOf(tx, [...intents.keys()]) };
 }
 
@@ -847,6 +916,7 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
     const decision = decideIntent(intent, after, now);
     together.push({ ...it, d, decision });
   }
+  if (s.fast && alone.length) throw new NeedsPrisma();
   if (together.length) {
     await postCredits(
       s,

@@ -4,7 +4,7 @@ import type { Db, PrismaClient } from '../../db/prisma';
 import type { AddressBalance, ChainChanges, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
-import { lockNetwork, observe, sendTransaction, sendTransactions, spendableOf, tip, type ChainDeps } from './chain';
+import { lockNetwork, observe, sendTransaction, sendTransactions, spendableOf, tip, type ChainDeps, type SandboxTransactionRow } from './chain';
 
 /**
  * The NetworkAdapter of SANDBOX networks: keys and addresses as on an EVM chain (secp256k1, keccak
@@ -43,10 +43,10 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       if (!addresses.length) return [];
       const d = database();
       const { height } = await tip(d, network.id);
-      const rows = await d.sandboxTransaction.findMany({
-        where: { networkId: network.id, toAddress: { in: addresses } },
-        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-      });
+      // Raw (issue 22): a sync chunk's read, also on a connection of poolTransaction; the model's columns and types.
+      const rows = await d.$queryRaw<SandboxTransactionRow[]>`
+        SELECT * FROM "SandboxTransaction" WHERE "networkId" = ${network.id}::uuid AND "toAddress" = ANY(${addresses}::text[])
+         ORDER BY "createdAt", "id"`;
       return rows.map((r) => observe(r, height));
     },
     async changedSince(network, cursor): Promise<ChainChanges> {

@@ -1,7 +1,7 @@
 import { MAX_AMOUNT, numericToAmount } from '../../money';
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import type { Db, PoolQuery } from '../../db/prisma';
+import type { Db, PoolQuery, RawDb } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
@@ -123,8 +123,10 @@ export async function lockNetwork(tx: Db, networkId: string): Promise<void> {
 }
 
 /** The canonical tip: height 0 and no hash before the first block. */
-export async function tip(db: Db, networkId: string): Promise<{ height: number; hash: string | null }> {
-  const b = await db.sandboxBlock.findFirst({ where: { networkId, canonical: true }, orderBy: { height: 'desc' }, select: { height: true, hash: true } });
+export async function tip(db: RawDb, networkId: string): Promise<{ height: number; hash: string | null }> {
+  // Raw (issue 22): read in every sync chunk, also on a connection of poolTransaction (no Prisma model there).
+  const [b] = await db.$queryRaw<{ height: number; hash: string }[]>`
+    SELECT "height", "hash" FROM "SandboxBlock" WHERE "networkId" = ${networkId}::uuid AND "canonical" ORDER BY "height" DESC LIMIT 1`;
   return b ? { height: b.height, hash: b.hash } : { height: 0, hash: null };
 }
 
