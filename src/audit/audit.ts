@@ -1,5 +1,5 @@
 import type { Context } from '../context';
-import { Prisma, type Db } from '../db/prisma';
+import { Prisma, type RawDb } from '../db/prisma';
 import type { Principal } from '../auth/principal';
 import type { Clock } from '../clock';
 import { monotonicUuidv7 } from '../ids';
@@ -17,7 +17,7 @@ export interface AuditInput {
  * Writes the audit entry of a state change. Call it with the transaction that makes the change,
  * so both commit or neither does. Summaries never hold secrets or their hashes.
  */
-export async function audit(tx: Db, ctx: Context, entry: AuditInput): Promise<void> {
+export async function audit(tx: RawDb, ctx: Context, entry: AuditInput): Promise<void> {
   await auditAll(tx, ctx.deps, { principal: ctx.principal, requestId: ctx.requestId }, [entry]);
 }
 
@@ -28,7 +28,7 @@ export interface Actor {
 }
 
 /** The audit entries of one change, in one statement, for requests and jobs alike (queued instead in a transaction that defers them: deferAudits). */
-export async function auditAll(tx: Db, deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Promise<void> {
+export async function auditAll(tx: RawDb, deps: { clock: Clock }, actor: Actor, entries: AuditInput[]): Promise<void> {
   if (!entries.length) return;
   const data = auditRows(deps, actor, entries);
   const queued = deferredAudits.get(tx);
@@ -60,7 +60,7 @@ function auditRows(deps: { clock: Clock }, actor: Actor, entries: AuditInput[]) 
  * in list order (Prisma's createMany binds 11 parameters per row and serializes each JSON value
  * itself, which made the 128 entries of a settlement group its costliest write; issue 22).
  */
-async function insertAuditRows(tx: Db, rows: ReturnType<typeof auditRows>): Promise<void> {
+async function insertAuditRows(tx: RawDb, rows: ReturnType<typeof auditRows>): Promise<void> {
   await tx.$executeRaw`${auditRowsInsertSql(rows)}`;
 }
 
@@ -91,7 +91,7 @@ const deferredAudits = new WeakMap<object, ReturnType<typeof auditRows>>();
  * was made), then inserts them all with one statement in the same database transaction: a group
  * commit's entries cost one insert. Nested calls join the outer queue.
  */
-export async function deferAudits<R>(tx: Db, fn: () => Promise<R>): Promise<R> {
+export async function deferAudits<R>(tx: RawDb, fn: () => Promise<R>): Promise<R> {
   if (deferredAudits.has(tx)) return fn();
   const queue: ReturnType<typeof auditRows> = [];
   deferredAudits.set(tx, queue);
@@ -141,7 +141,7 @@ export const AUDIT_INSERT_HEAD =
   'INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")';
 
 /** One audit entry of a change made by `actor`. */
-export const auditAs = (tx: Db, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);
+export const auditAs = (tx: RawDb, deps: { clock: Clock }, actor: Actor, entry: AuditInput) => auditAll(tx, deps, actor, [entry]);
 
 /** The actor recorded in audit entries. */
 export function actorOf(p: Principal | null): { actorType: 'MEMBER' | 'API_KEY' | 'ACCOUNT_HOLDER' | 'OPERATOR' | 'SYSTEM'; actorId: string | null } {

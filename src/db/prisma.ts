@@ -4,10 +4,10 @@ import { trace } from '@opentelemetry/api';
 import pg from 'pg';
 import { inSpan, SpanKind, tracing } from '../kernel/telemetry';
 import { TransactionTimeoutError } from '../errors';
-import { PrismaClient } from '../generated/prisma/client';
+import { Prisma, PrismaClient } from '../generated/prisma/client';
 
 export type { PrismaClient } from '../generated/prisma/client';
-export { Prisma } from '../generated/prisma/client';
+export { Prisma };
 
 /**
  * One client per process; queries go through the pg driver adapter (no native engine).
@@ -93,8 +93,13 @@ export type PoolQuery = <R>(text: string, values: unknown[]) => Promise<R[]>;
  * Prisma's): the work is abandoned, COMMIT never sent, and its connection closed, so PostgreSQL
  * rolls it back. Null when the client has no pool of ours
  * (the caller then goes through Prisma).
+ *
+ * `fn` gets the connection twice: `query` (rows of a text and its parameters, pg's own types) and
+ * `db`, a RawDb over the same connection that answers the four raw methods as Prisma's client does
+ * (rawDb): the shared helpers typed on RawDb (postInStatement, lockAccountsForMove, emitEvents,
+ * auditAll, pg-boss's fromPrisma) run on it unchanged, inside this transaction.
  */
-export function poolTransaction<T>(client: object, fn: (query: PoolQuery) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> | null {
+export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: RawDb) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> | null {
   const pool = pools.get(client);
   if (!pool) return null;
   const hook = statementHooks.get(pool);
@@ -113,7 +118,11 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery) => Pro
     timedOut.catch(() => {}); // seen by the race below; never unhandled
     try {
       await query('BEGIN', []);
-      const work = fn(query);
+      const db = rawDb((text, values) => {
+        hook?.(text);
+        return connection.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES });
+      });
+      const work = fn(query, db);
       work.catch(() => {}); // abandoned when timed out: its error is the connection's closing
       const r = await Promise.race([work, timedOut]);
       // Not raced: once COMMIT is sent its outcome is the answer (a timeout then could hide a commit).
@@ -160,3 +169,94 @@ function tracedConnection(connection: pg.PoolClient): void {
 
 /** The client or an interactive transaction: services take this so they compose in one transaction. */
 export type Db = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
+
+/**
+ * What a raw statement needs of a client (issue 22): Prisma's four raw methods. The client and an
+ * interactive transaction are RawDbs, and so is a connection of poolTransaction (rawDb): a helper
+ * that only sends raw statements takes a RawDb and runs unchanged in a Prisma transaction or in a
+ * transaction straight on the pool.
+ */
+export type RawDb = Pick<Db, '$queryRaw' | '$executeRaw' | '$queryRawUnsafe' | '$executeRawUnsafe'>;
+
+/**
+ * A RawDb over `run` (a statement on one pg connection), answering as Prisma's client with the pg
+ * driver adapter does, so that a helper reads the same values either way (src/db/raw-db.test.ts
+ * compares the two, type by type):
+ * - parameters: a Date as Prisma's adapter formats it (UTC, `YYYY-MM-DD HH:MM:SS[.mmm]`, also inside
+ *   arrays), a bigint or a Decimal as its decimal string, an object as its JSON, the rest as pg sends them;
+ * - results (PRISMA_TYPES): int8 and oid as bigint, numeric as Prisma.Decimal, timestamp and
+ *   timestamptz as Date (a timestamp read as UTC), date as Date at UTC midnight, json/jsonb parsed,
+ *   enums as their text, their arrays likewise; `$executeRaw*` answers the rows affected.
+ * A statement error is pg's own (its SQLSTATE in `code`, the constraint in `constraint`): sqlState,
+ * isRetryable and violatedUniqueConstraint read both forms.
+ */
+export function rawDb(run: (text: string, values: unknown[]) => Promise<pg.QueryResult>): RawDb {
+  const sqlOf = (a: unknown[]): Prisma.Sql =>
+    a[0] instanceof Prisma.Sql ? a[0] : new Prisma.Sql(a[0] as readonly string[], a.slice(1) as Prisma.Sql['values']);
+  const exec = (text: string, values: readonly unknown[]) => run(text, values.map(prismaParam));
+  const db = {
+    $queryRaw: async (...a: unknown[]) => {
+      const q = sqlOf(a);
+      return (await exec(q.text, q.values)).rows;
+    },
+    $executeRaw: async (...a: unknown[]) => {
+      const q = sqlOf(a);
+      return (await exec(q.text, q.values)).rowCount ?? 0;
+    },
+    $queryRawUnsafe: async (text: string, ...values: unknown[]) => (await exec(text, values)).rows,
+    $executeRawUnsafe: async (text: string, ...values: unknown[]) => (await exec(text, values)).rowCount ?? 0,
+  };
+  return db as unknown as RawDb;
+}
+
+/** A parameter as Prisma's client and its pg adapter send it (see rawDb). */
+function prismaParam(v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return formatDateTime(v);
+  if (typeof v === 'bigint') return v.toString();
+  if (Array.isArray(v)) return v.map(prismaParam);
+  if (Prisma.Decimal.isDecimal(v)) return (v as Prisma.Decimal).toString();
+  return v;
+}
+
+/** A Date as @prisma/adapter-pg formats a datetime parameter: UTC, no zone, milliseconds only when there are. */
+function formatDateTime(date: Date): string {
+  const pad = (n: number, z = 2) => String(n).padStart(z, '0');
+  const ms = date.getUTCMilliseconds();
+  return (
+    `${pad(date.getUTCFullYear(), 4)}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())} ` +
+    `${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}${ms ? `.${String(ms).padStart(3, '0')}` : ''}`
+  );
+}
+
+/** The result types of rawDb: those of Prisma's client over its pg adapter (see rawDb). */
+const PRISMA_TYPES = (() => {
+  const { builtins } = pg.types;
+  const arrayOf = (parse: (s: string) => unknown) => (s: string) => parsePgArray(s, parse);
+  const int8 = (s: string) => BigInt(s);
+  const numeric = (s: string) => new Prisma.Decimal(s);
+  const timestamp = (s: string) => new Date(`${s.replace(' ', 'T')}Z`);
+  const timestamptz = (s: string) => new Date(s.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'));
+  const date = (s: string) => new Date(`${s}T00:00:00Z`);
+  const parsers = new Map<number, (s: string) => unknown>([
+    [builtins.INT8, int8],
+    [builtins.OID, int8],
+    [1016, arrayOf(int8)],
+    [builtins.NUMERIC, numeric],
+    [1231, arrayOf(numeric)],
+    [builtins.TIMESTAMP, timestamp],
+    [1115, arrayOf(timestamp)],
+    [builtins.TIMESTAMPTZ, timestamptz],
+    [1185, arrayOf(timestamptz)],
+    [builtins.DATE, date],
+    [1182, arrayOf(date)],
+  ]);
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => parsers.get(oid) ?? pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+})();
+
+/** A PostgreSQL array's text form, each element through `parse` (NULL as null). */
+function parsePgArray(text: string, parse: (s: string) => unknown): unknown[] {
+  return (pg.types.getTypeParser(1009 as never /* text[] */, 'text')(text) as (string | null)[]).map((e) => (e === null ? null : parse(e)));
+}

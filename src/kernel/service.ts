@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Context } from '../context';
 import type { Clock } from '../clock';
-import type { Db, PrismaClient } from '../db/prisma';
+import { poolTransaction, type Db, type PrismaClient, type RawDb } from '../db/prisma';
 import type { Actor } from '../audit/audit';
 import { isRetryable } from '../errors';
 
@@ -38,9 +38,22 @@ export async function retryingTransaction<T>(
   f: (tx: Db) => Promise<T>,
   options: { timeout?: number; maxWait?: number } = TX_OPTIONS,
 ): Promise<T> {
+  return retrying(() => db.$transaction(f, options));
+}
+
+/**
+ * retryingTransaction for work that sends raw statements only (a RawDb): the transaction straight on
+ * the client's pg pool (poolTransaction: no Prisma query engine, issue 22), bounded by the same
+ * timeout; through Prisma when the client has no pool of ours.
+ */
+export async function retryingRawTransaction<T>(db: PrismaClient, f: (tx: RawDb) => Promise<T>, options: { timeout: number } = TX_OPTIONS): Promise<T> {
+  return retrying(() => poolTransaction(db, (_query, raw) => f(raw), { timeoutMs: options.timeout }) ?? db.$transaction(f, options));
+}
+
+async function retrying<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.$transaction(f, options);
+      return await run();
     } catch (e) {
       const retryable = isRetryable(e) || (e as { code?: unknown } | null)?.code === 'P2034'; // Prisma's "write conflict or deadlock"
       if (!retryable || attempt >= RETRY_ATTEMPTS) throw e;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Prisma, type Db, type PrismaClient } from '../db/prisma';
+import { Prisma, type PrismaClient, type RawDb } from '../db/prisma';
 import { DomainError, isRetryable, sqlState, type ErrorCode, type FieldError } from '../errors';
 export { isRetryable };
 
@@ -447,14 +447,14 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 const backoff = (attempt: number) => 5 * 2 ** (attempt - 1) * (0.5 + Math.random());
 
 /** A PrismaClient has $transaction; an interactive transaction's client does not. */
-const isTransaction = (db: Db) => typeof (db as { $transaction?: unknown }).$transaction !== 'function';
+const isTransaction = (db: RawDb) => typeof (db as { $transaction?: unknown }).$transaction !== 'function';
 
 /**
  * Runs ledger_post once for `items`. On the client itself the call is its own (autocommit)
  * transaction; inside a caller's transaction it runs under a savepoint, so a deadlock or a
  * serialization failure rolls back only the posting, which is retried; the caller's work stays.
  */
-async function execute(db: Db, items: Item[]): Promise<Outcome[]> {
+async function execute(db: RawDb, items: Item[]): Promise<Outcome[]> {
   if (!items.length) return [];
   const args = batchArgs(items);
   const inTransaction = isTransaction(db);
@@ -496,7 +496,7 @@ function counted(items: Item[], results: RawResult[]): Outcome[] {
   return outcomes;
 }
 
-async function one(db: Db, item: Item): Promise<{ ledgerTransactionId: string; holdId: string | null; replayed: boolean }> {
+async function one(db: RawDb, item: Item): Promise<{ ledgerTransactionId: string; holdId: string | null; replayed: boolean }> {
   const [o] = await execute(db, [item]);
   if (!o!.ok) throw o!.error;
   return { ledgerTransactionId: o!.ledgerTransactionId, holdId: o!.holdId, replayed: o!.replayed };
@@ -510,7 +510,7 @@ async function one(db: Db, item: Item): Promise<{ ledgerTransactionId: string; h
  * rolls back with the state change it records) or on the client itself. Throws a LedgerError when
  * refused (nothing written).
  */
-export async function postLedgerTransaction(tx: Db, input: PostInput): Promise<LedgerResult> {
+export async function postLedgerTransaction(tx: RawDb, input: PostInput): Promise<LedgerResult> {
   const r = await one(tx, preparePost(input));
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
@@ -521,7 +521,7 @@ export async function postLedgerTransaction(tx: Db, input: PostInput): Promise<L
  * id order. Each item answers its own result or its refusal (a LedgerError, nothing of it written);
  * the others are posted either way, in list order.
  */
-export async function postLedgerTransactions(tx: Db, inputs: readonly PostInput[]): Promise<(LedgerResult | LedgerError)[]> {
+export async function postLedgerTransactions(tx: RawDb, inputs: readonly PostInput[]): Promise<(LedgerResult | LedgerError)[]> {
   const outcomes = await execute(tx, inputs.map(preparePost));
   return outcomes.map((o) => (o.ok ? { ledgerTransactionId: o.ledgerTransactionId, replayed: o.replayed } : (o.error as LedgerError)));
 }
@@ -550,7 +550,7 @@ export type PostedInStatement = { ledgerTransactionId: string; holdId: string | 
  * No savepoint, no retry: a deadlock or any error aborts the caller's transaction, which retries or
  * rolls back whole; a total beyond NUMERIC(78,0) is answered as the LedgerError AMOUNT_OUT_OF_RANGE.
  */
-export async function postInStatement(tx: Db, postings: readonly LedgerPosting[], follow?: Prisma.Sql): Promise<PostedInStatement[]> {
+export async function postInStatement(tx: RawDb, postings: readonly LedgerPosting[], follow?: Prisma.Sql): Promise<PostedInStatement[]> {
   if (!postings.length) return [];
   const items = postings.map((p) => ('post' in p ? preparePost(p.post) : prepareHold(p.hold)));
   const ledgerPost = new Prisma.Sql(LEDGER_POST_SQL.split(/\$\d+/), batchArgs(items) as Prisma.Sql['values']);
@@ -570,7 +570,7 @@ export async function postInStatement(tx: Db, postings: readonly LedgerPosting[]
 }
 
 /** Reserves `amount` from `debit` to `credit`: pending totals move, available drops at once. */
-export async function createHold(tx: Db, input: CreateHoldInput): Promise<{ holdId: string; ledgerTransactionId: string; replayed: boolean }> {
+export async function createHold(tx: RawDb, input: CreateHoldInput): Promise<{ holdId: string; ledgerTransactionId: string; replayed: boolean }> {
   const r = await one(tx, prepareHold(input));
   return { holdId: r.holdId!, ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
@@ -582,7 +582,7 @@ const amountOutOfRange = () =>
   );
 
 /** Posts a pending hold, all of it or `amount` of it (the rest is released). Once. */
-export async function postHold(tx: Db, input: ResolveHoldInput & { amount?: bigint }): Promise<LedgerResult> {
+export async function postHold(tx: RawDb, input: ResolveHoldInput & { amount?: bigint }): Promise<LedgerResult> {
   const r = await one(tx, prepareResolution('post_hold', input));
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
@@ -592,7 +592,7 @@ export async function postHold(tx: Db, input: ResolveHoldInput & { amount?: bigi
  * each answers its result or its refusal (a LedgerError, nothing of it written); the others are
  * posted either way, in list order. Each once (its idempotency key).
  */
-export async function postHolds(tx: Db, inputs: readonly ResolveHoldInput[]): Promise<(LedgerResult | LedgerError)[]> {
+export async function postHolds(tx: RawDb, inputs: readonly ResolveHoldInput[]): Promise<(LedgerResult | LedgerError)[]> {
   const outcomes = await execute(
     tx,
     inputs.map((i) => prepareResolution('post_hold', i)),
@@ -601,7 +601,7 @@ export async function postHolds(tx: Db, inputs: readonly ResolveHoldInput[]): Pr
 }
 
 /** Releases a pending hold without moving anything. Once. */
-export async function voidHold(tx: Db, input: ResolveHoldInput): Promise<LedgerResult> {
+export async function voidHold(tx: RawDb, input: ResolveHoldInput): Promise<LedgerResult> {
   const r = await one(tx, prepareResolution('void_hold', input));
   return { ledgerTransactionId: r.ledgerTransactionId, replayed: r.replayed };
 }
@@ -639,7 +639,7 @@ export async function expireHolds(db: PrismaClient, now: Date): Promise<number> 
  * has committed before, and one that comes later waits for `tx`. For checks made before money moves
  * (docs/decisions.md, "Rules re-checked when a job carries an operation out").
  */
-export async function lockAccountsForMove(tx: Db, accountIds: readonly string[]): Promise<void> {
+export async function lockAccountsForMove(tx: RawDb, accountIds: readonly string[]): Promise<void> {
   const ids = [...new Set(accountIds.map((id) => checkUuid(id, 'accountId')))];
   if (!ids.length) return;
   await tx.$executeRawUnsafe(
@@ -679,7 +679,7 @@ function toBalance(r: BalanceRow): Balance {
 
 /** The balance of one ledger account; zeros when it has no row yet. */
 export async function balanceOf(
-  db: Db,
+  db: RawDb,
   ref: LedgerAccountRef,
 ): Promise<{ posted: bigint; pendingDebits: bigint; pendingCredits: bigint; available: bigint; version: bigint }> {
   const r = checkRef(ref, 'account');
@@ -702,7 +702,7 @@ export async function balanceOf(
 }
 
 /** Every balance of one owner (e.g. an Account's CUSTOMER balances), by asset-network id. */
-export async function balancesOfOwner(db: Db, kind: LedgerAccountKind, ownerId: string): Promise<Balance[]> {
+export async function balancesOfOwner(db: RawDb, kind: LedgerAccountKind, ownerId: string): Promise<Balance[]> {
   const rows = await db.$queryRawUnsafe<BalanceRow[]>(
     `SELECT ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" = $2::uuid ORDER BY "assetNetworkId"`,
     kind,
@@ -712,7 +712,7 @@ export async function balancesOfOwner(db: Db, kind: LedgerAccountKind, ownerId: 
 }
 
 /** The balances of many owners of one kind in one statement, by owner id (the graph's batched Account.balances). */
-export async function balancesOfOwners(db: Db, kind: LedgerAccountKind, ownerIds: string[]): Promise<Map<string, Balance[]>> {
+export async function balancesOfOwners(db: RawDb, kind: LedgerAccountKind, ownerIds: string[]): Promise<Map<string, Balance[]>> {
   const rows = await db.$queryRawUnsafe<(BalanceRow & { ownerId: string })[]>(
     `SELECT "ownerId"::text AS "ownerId", ${BALANCE_COLUMNS} FROM "LedgerAccount" WHERE "kind" = $1::"LedgerAccountKind" AND "ownerId" = ANY($2::uuid[]) ORDER BY "assetNetworkId"`,
     kind,

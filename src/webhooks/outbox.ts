@@ -1,6 +1,6 @@
 import { fromPrisma } from 'pg-boss';
 import type { PgBoss } from 'pg-boss';
-import { Prisma, type Db } from '../db/prisma';
+import { Prisma, type RawDb } from '../db/prisma';
 import type { Clock } from '../clock';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from './events';
 import type { MoneyDeps } from '../kernel/service';
@@ -50,14 +50,14 @@ export function deliverJob(deliveryId: string, endpointId: string, attempt: numb
 }
 
 /** Sends delivery jobs through the caller's transaction. */
-export async function sendDeliverJobs(tx: Db, boss: PgBoss | null, jobs: ReturnType<typeof deliverJob>[]): Promise<void> {
+export async function sendDeliverJobs(tx: RawDb, boss: PgBoss | null, jobs: ReturnType<typeof deliverJob>[]): Promise<void> {
   if (!jobs.length) return;
   if (!boss) throw new Error('webhook delivery needs the job runner (deps.boss)');
   await boss.insert(DELIVER_QUEUE, jobs, { db: fromPrisma(tx as never) });
 }
 
 export async function emitEvent(
-  tx: Db,
+  tx: RawDb,
   deps: OutboxDeps,
   organizationId: string,
   event: WebhookEventData,
@@ -94,7 +94,7 @@ export async function emitEvent(
 }
 
 /** Emits a catalog event in the caller's transaction (the outbox). */
-export async function emit<T extends EventType>(tx: Db, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]): Promise<void> {
+export async function emit<T extends EventType>(tx: RawDb, deps: MoneyDeps, organizationId: string, type: T, fields: EventFields[T]): Promise<void> {
   const queued = deferredEvents.get(tx);
   if (queued) queued.push({ organizationId, event: webhookEvent(type, fields) });
   else await emitEvent(tx, deps, organizationId, webhookEvent(type, fields));
@@ -110,7 +110,7 @@ const deferredEvents = new WeakMap<object, { organizationId: string; event: Webh
  * Nothing reads an event back in the transaction that emits it, so deferring the insert to the end
  * of the same transaction changes nothing but the statement count. Nested calls join the outer queue.
  */
-export async function deferEvents<R>(tx: Db, deps: OutboxDeps, fn: () => Promise<R>): Promise<R> {
+export async function deferEvents<R>(tx: RawDb, deps: OutboxDeps, fn: () => Promise<R>): Promise<R> {
   if (deferredEvents.has(tx)) return fn();
   const queue: { organizationId: string; event: WebhookEventData }[] = [];
   deferredEvents.set(tx, queue);
@@ -164,7 +164,7 @@ export function eventsCte(deps: Pick<OutboxDeps, 'clock'>, events: readonly { or
  * database's clock as emitEvent's, increase in that order; each endpoint's SequenceNumbers are taken in that order), and the delivery jobs in one
  * insert.
  */
-export async function emitEvents(tx: Db, deps: OutboxDeps, events: readonly { organizationId: string; event: WebhookEventData }[]): Promise<void> {
+export async function emitEvents(tx: RawDb, deps: OutboxDeps, events: readonly { organizationId: string; event: WebhookEventData }[]): Promise<void> {
   if (!events.length) return;
   if (events.length === 1) {
     await emitEvent(tx, deps, events[0]!.organizationId, events[0]!.event);
