@@ -585,9 +585,10 @@ async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise
   if (!heads.length) return out;
   const destinationIds = [...new Set(heads.map((h) => h.destinationId))].sort();
   await tx.$queryRaw`SELECT 1 FROM "WithdrawalDestination" WHERE "id" = ANY(${destinationIds}::uuid[]) ORDER BY "id" FOR SHARE`;
-  const locked = await tx.$queryRaw<{ id: string }[]>`
-    SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
-  const rows = await tx.withdrawal.findMany({ where: { id: { in: locked.map((l) => l.id) } }, orderBy: { id: 'asc' } });
+  // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once
+  // locked); every column, read raw: the model's own values (numeric as Decimal, timestamps as Date).
+  const rows = await tx.$queryRaw<Withdrawal[]>`
+    SELECT * FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
   const now = deps.clock.now();
   const due = rows.filter(
     (w) => w.custodyMode === 'CUSTODIAL' && (w.status === 'BROADCAST_FAILED' ? w.nextAttemptAt !== null && w.nextAttemptAt <= now : w.status === 'APPROVED'),
