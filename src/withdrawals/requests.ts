@@ -1,5 +1,5 @@
 import { fromPrisma } from 'pg-boss';
-import { Prisma, type Db } from '../db/prisma';
+import { Prisma, type RawDb } from '../db/prisma';
 import type { WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { isUuid, monotonicUuidv7, uuidv7 } from '../ids';
@@ -10,7 +10,7 @@ import { actorOf, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
-import { retryingTransaction, type MoneyDeps } from '../kernel/service';
+import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 
@@ -34,6 +34,8 @@ import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
  *    and ONE statement for the holds (postInStatement: CHAIN_CLEARING updated once, with the sum),
  *    the rows, the audit entries and the idempotency records.
  * A group that fails as a whole (a deadlock retried out, a bug) is written again request by request.
+ * The group's transaction runs straight on the pg pool (retryingRawTransaction: raw statements only,
+ * the shared helpers on a RawDb), without Prisma's query engine (issue 22, seventh session).
  */
 
 /** A request checked against what needs no lock (input, account, asset-network, wallet): what the group decides on. */
@@ -62,7 +64,8 @@ export async function submitWithdrawalRequest(deps: MoneyDeps, item: WithdrawalR
   if (!g) {
     g = createGroupCommit<WithdrawalRequestItem, Answer>({
       ...REQUEST_GROUP,
-      write: (items) => retryingTransaction(deps.db, (tx) => writeGroup(tx, deps, items)),
+      // Raw statements only, on the pool (no Prisma query engine: issue 22).
+      write: (items) => retryingRawTransaction(deps.db, (tx) => writeGroup(tx, deps, items)),
     });
     groups.set(deps.db, g);
   }
@@ -107,7 +110,7 @@ interface PayoutPolicyRow {
 const amountOf = (v: string | null) => (v === null ? null : BigInt(v));
 const pairKey = (organizationId: string, assetNetworkId: string) => `${organizationId} ${assetNetworkId}`;
 
-async function writeGroup(tx: Db, deps: MoneyDeps, items: readonly WithdrawalRequestItem[]): Promise<Answer[]> {
+async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly WithdrawalRequestItem[]): Promise<Answer[]> {
   const out: (Answer | null)[] = items.map(() => null);
   // A key twice in one group: the first is decided here, the others run again after the commit (and replay it).
   const keys = new Set<string>();
@@ -327,7 +330,7 @@ interface Accepted {
   payoutPolicyId: string | null;
 }
 
-async function writeAccepted(tx: Db, deps: MoneyDeps, accepted: Accepted[], now: Date): Promise<void> {
+async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], now: Date): Promise<void> {
   // Requested and (no approval needed) approved: every event of the group in one statement.
   await emitEvents(
     tx,

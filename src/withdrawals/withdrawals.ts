@@ -14,7 +14,7 @@ import { custodialRootKey } from '../custody/wallets';
 import { auditAll, auditAs, deferAudits, type Actor, type AuditInput } from '../audit/audit';
 import { deferEvents, emit, emitEvents } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
-import { requestActor, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { requestActor, retryingRawTransaction, retryingTransaction, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { loadVisibleAccount } from '../accounts/accounts';
 import { blockDestinationInput } from './destinations';
 import type { AssetNetwork, Network, WithdrawalDestination } from '../generated/prisma/client';
@@ -585,9 +585,10 @@ async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise
   if (!heads.length) return out;
   const destinationIds = [...new Set(heads.map((h) => h.destinationId))].sort();
   await tx.$queryRaw`SELECT 1 FROM "WithdrawalDestination" WHERE "id" = ANY(${destinationIds}::uuid[]) ORDER BY "id" FOR SHARE`;
-  const locked = await tx.$queryRaw<{ id: string }[]>`
-    SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
-  const rows = await tx.withdrawal.findMany({ where: { id: { in: locked.map((l) => l.id) } }, orderBy: { id: 'asc' } });
+  // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once
+  // locked); every column, read raw: the model's own values (numeric as Decimal, timestamps as Date).
+  const rows = await tx.$queryRaw<Withdrawal[]>`
+    SELECT * FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
   const now = deps.clock.now();
   const due = rows.filter(
     (w) => w.custodyMode === 'CUSTODIAL' && (w.status === 'BROADCAST_FAILED' ? w.nextAttemptAt !== null && w.nextAttemptAt <= now : w.status === 'APPROVED'),
@@ -815,7 +816,7 @@ export async function followWithdrawal(deps: MoneyDeps, withdrawalId: string): P
 }
 
 /** The audit entry of a confirmation by the chain: `txHash` mined (the withdrawal's own, or the replacement followed). */
-function confirmedAudit(w: Withdrawal, txHash: string, seen: ObservedTransfer): AuditInput {
+function confirmedAudit(w: Pick<Withdrawal, 'id' | 'organizationId' | 'txHash'>, txHash: string, seen: ObservedTransfer): AuditInput {
   return {
     organizationId: w.organizationId,
     entityType: 'Withdrawal',
@@ -911,21 +912,29 @@ async function observedTransactions(adapter: NetworkAdapter, ref: NetworkRef, tx
  * entries. A throw (a refused posting, a database error) rolls the group back; each withdrawal is
  * then followed alone (followWithdrawal), so one bad one fails alone.
  */
+/** What a confirmation group reads of a withdrawal it locks. */
+type ConfirmingRow = Pick<Withdrawal, 'id' | 'organizationId' | 'accountId' | 'holdId' | 'status' | 'txHash'>;
+
 async function confirmWithdrawalGroup(deps: MoneyDeps, network: Network, ids: string[]): Promise<Map<string, StepOutcome>> {
   const out = new Map<string, StepOutcome>();
   if (!ids.length) return out;
   try {
-    return await retryingTransaction(deps.db, (tx) =>
+    // Raw statements only, straight on the pool (retryingRawTransaction: no Prisma query engine, issue 22).
+    return await retryingRawTransaction(deps.db, (tx) =>
       deferAudits(tx, () =>
         deferEvents(tx, deps, async () => {
-          const locked = await tx.$queryRaw<{ id: string }[]>`
-            SELECT "id"::text AS "id" FROM "Withdrawal" WHERE "id" = ANY(${[...ids].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
-          const rows = await tx.withdrawal.findMany({ where: { id: { in: locked.map((l) => l.id) } }, orderBy: { id: 'asc' } });
+          // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once locked).
+          const rows = await tx.$queryRaw<ConfirmingRow[]>`
+            SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "accountId"::text AS "accountId", "holdId"::text AS "holdId",
+                   "status"::text AS "status", "txHash"
+              FROM "Withdrawal" WHERE "id" = ANY(${[...ids].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
           const still = rows.filter((w) => w.status === 'BROADCAST' && w.txHash);
           for (const id of ids) out.set(id, 'SKIPPED');
           if (!still.length) return out;
+          // The chain read again once the rows are locked: on the client (the chain's rows are not this
+          // transaction's; a statement here or there sees the same committed chain, READ COMMITTED).
           const seen = await observedTransactions(
-            adapterFor(network.kind, tx),
+            adapterFor(network.kind, deps.db),
             networkRef(network),
             still.map((w) => w.txHash!),
           );
@@ -944,10 +953,8 @@ async function confirmWithdrawalGroup(deps: MoneyDeps, network: Network, ids: st
           );
           const frozen = new Set(
             (
-              await tx.account.findMany({
-                where: { id: { in: [...new Set(mined.map((w) => w.accountId))] }, status: 'FROZEN' },
-                select: { id: true },
-              })
+              await tx.$queryRaw<{ id: string }[]>`
+                SELECT "id"::text AS "id" FROM "Account" WHERE "id" = ANY(${[...new Set(mined.map((w) => w.accountId))]}::uuid[]) AND "status" = 'FROZEN'`
             ).map((a) => a.id),
           );
           const now = deps.clock.now();
