@@ -49,11 +49,22 @@ const statementHooks = new WeakMap<pg.Pool, (sql: string) => void>();
 /**
  * The prepared statement's name of a SQL text: a hash of it, computed once per text (the texts are
  * the application's own, a bounded set; the cache is cleared past 10,000 anyway).
+ *
+ * A text with a list of parameters, `IN ($1,$2,...)` (Prisma writes `{ in: ids }` so, one parameter
+ * per element), is a different text for every list length: named, each length would stay prepared on
+ * every connection that ran it, for the connection's 30 minutes — about 30 KiB of PostgreSQL backend
+ * memory and the text in the pg client each, up to (statements with a list) x (group sizes) per
+ * connection (issue 22, point 3: a settlement group of 1-64 reads seven such lists). Such a text is
+ * sent unnamed (parsed at each execution, as PostgreSQL would custom-plan it anyway), never cached
+ * here: '' (pg's unnamed statement). The application's own statements pass lists as one array
+ * parameter (`= ANY($1::uuid[])`), one text for every length, and stay named.
  */
 const names = new Map<string, string>();
+const PARAMETER_LIST = /\bIN\s*\(\s*\$\d+\s*,|\bVALUES\s*\([^()]*\)\s*,\s*\(/i;
 function statementName(sql: string): string {
   let name = names.get(sql);
   if (name === undefined) {
+    if (PARAMETER_LIST.test(sql)) return '';
     if (names.size >= 10_000) names.clear();
     names.set(sql, (name = `p${createHash('sha1').update(sql).digest('base64url')}`));
   }
