@@ -63,6 +63,20 @@ interface Sample {
   rssBytes: number;
   heapUsedBytes: number | null;
   cycles: number;
+  /** The detail of the sample (GET /metrics and /proc/<pid>/status): where resident memory is, to tell the collector's sizing from a leak. */
+  detail?: MemoryDetail;
+}
+interface MemoryDetail {
+  heapTotalBytes: number | null;
+  externalBytes: number | null;
+  arrayBuffersBytes: number | null;
+  oldSpaceUsedBytes: number | null;
+  oldSpaceTotalBytes: number | null;
+  newSpaceTotalBytes: number | null;
+  codeSpaceUsedBytes: number | null;
+  /** RssAnon (heap, allocator arenas, stacks) and RssFile (mapped files: the binary, shared libraries). */
+  rssAnonBytes: number;
+  rssFileBytes: number;
 }
 interface MemoryResult {
   scenario: string;
@@ -138,14 +152,33 @@ async function snapshotsWritten(pid: number, n: number) {
   say(`heap snapshots: fewer than ${n} complete after 3 minutes`);
 }
 
-const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-async function heapUsed(): Promise<number | null> {
+const statusKiB = (status: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+const rssOf = (pid: number) => statusKiB(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS');
+/** The service's memory figures from GET /metrics and /proc/<pid>/status. */
+async function memoryOf(pid: number): Promise<{ heapUsedBytes: number | null; detail: MemoryDetail }> {
   const text = await fetch(`${base}/metrics`).then(
     (r) => (r.ok ? r.text() : ''),
     () => '',
   );
-  const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-  return m ? Number(m[1]) : null;
+  const metric = (name: string) => {
+    const m = new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return {
+    heapUsedBytes: metric('nodejs_heap_size_used_bytes'),
+    detail: {
+      heapTotalBytes: metric('nodejs_heap_size_total_bytes'),
+      externalBytes: metric('nodejs_external_memory_bytes'),
+      arrayBuffersBytes: metric('nodejs_array_buffers_bytes'),
+      oldSpaceUsedBytes: metric('nodejs_heap_space_size_used_bytes{space="old"}'),
+      oldSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="old"}'),
+      newSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="new"}'),
+      codeSpaceUsedBytes: metric('nodejs_heap_space_size_used_bytes{space="code"}'),
+      rssAnonBytes: statusKiB(status, 'RssAnon'),
+      rssFileBytes: statusKiB(status, 'RssFile'),
+    },
+  };
 }
 
 const call = callerOf(base);
@@ -198,13 +231,20 @@ async function runScenario(name: string): Promise<MemoryResult> {
     const elapsed = () => (performance.now() - t0) / 1000;
     let snapshotAt60 = heapSnapshots;
     const sample = async () => {
-      const s: Sample = { t: +elapsed().toFixed(1), rssBytes: rssOf(pid), heapUsedBytes: await heapUsed(), cycles };
+      const t = +elapsed().toFixed(1);
+      const rssBytes = rssOf(pid);
+      const s: Sample = { t, rssBytes, ...(await memoryOf(pid)), cycles };
       samples.push(s);
       if (snapshotAt60 && s.t >= FIRST_MINUTE) {
         snapshotAt60 = false;
         child.kill('SIGUSR2');
       }
-      if (samples.length % 12 === 0) say(`${name}: ${s.t} s, RSS ${mib(s.rssBytes)} MiB, heap used ${mib(s.heapUsedBytes)} MiB, ${cycles} cycles`);
+      if (samples.length % 12 === 0) {
+        const d = s.detail!;
+        say(
+          `${name}: ${s.t} s, RSS ${mib(s.rssBytes)} MiB (anon ${mib(d.rssAnonBytes)}), heap used/total ${mib(s.heapUsedBytes)}/${mib(d.heapTotalBytes)} MiB (old ${mib(d.oldSpaceUsedBytes)}/${mib(d.oldSpaceTotalBytes)}, new total ${mib(d.newSpaceTotalBytes)}), external ${mib(d.externalBytes)} (arrayBuffers ${mib(d.arrayBuffersBytes)}) MiB, ${cycles} cycles`,
+        );
+      }
     };
     let sampling = true;
     const exited = () => new Error(`the service exited during the load (code ${child.exitCode}, signal ${child.signalCode})`);
@@ -281,7 +321,13 @@ const save = () => {
   writeFileSync(
     file,
     JSON.stringify(
-      { date: new Date().toISOString(), settings: { seconds, sampleSeconds, batch, concurrency, depositsConcurrency }, results, failures },
+      {
+        date: new Date().toISOString(),
+        // NODE_OPTIONS reaches the service (a heap budget such as --max-old-space-size: docs/deployment.md "Memory").
+        settings: { seconds, sampleSeconds, batch, concurrency, depositsConcurrency, nodeOptions: process.env.NODE_OPTIONS ?? '' },
+        results,
+        failures,
+      },
       null,
       2,
     ) + '\n',
@@ -327,6 +373,7 @@ const rows = [
   ]),
 ];
 console.log(textTable(rows));
+if (process.env.NODE_OPTIONS) console.log(`(the service ran with NODE_OPTIONS=${process.env.NODE_OPTIONS})`);
 console.log('\nTargets:');
 for (const r of results) {
   console.log(
