@@ -30,6 +30,12 @@ import { awaitSettlementsExecuted, createFundedTransactions, requestSettlements,
  * the first minute"), at the end, their ratio, the median of the second minute's samples and of the
  * last minute's and their ratio (the target, <= 1.2x: one sample lands anywhere on the garbage
  * collector's sawtooth), the maximum, the heap at both points, and the work done; then the checks of the scenario (balances exact, ledger invariants).
+ * Each sample also keeps where the memory is (GET /metrics: heap total, each heap space, external,
+ * arrayBuffers; /proc: RssAnon, RssFile), and the output says, for the two windows, how much of the
+ * RSS is V8's committed heap (young generation, old space and its use after collections) and how
+ * much is outside it: the collector's sizing moves the first, a leak the old space's floor or the
+ * second (compare heap snapshots with bench/memory-heapsnapshot.ts). NODE_OPTIONS reaches the
+ * service (a heap budget, docs/deployment.md "Memory") and is recorded.
  * Results in <DATA_DIR>/memory-results.json.
  *
  * Env: BENCH_SCENARIOS (memory-settlements,memory-deposits), BENCH_MEMORY_SECONDS (600),
@@ -63,6 +69,20 @@ interface Sample {
   rssBytes: number;
   heapUsedBytes: number | null;
   cycles: number;
+  /** The detail of the sample (GET /metrics and /proc/<pid>/status): where resident memory is, to tell the collector's sizing from a leak. */
+  detail?: MemoryDetail;
+}
+interface MemoryDetail {
+  heapTotalBytes: number | null;
+  externalBytes: number | null;
+  arrayBuffersBytes: number | null;
+  oldSpaceUsedBytes: number | null;
+  oldSpaceTotalBytes: number | null;
+  newSpaceTotalBytes: number | null;
+  codeSpaceUsedBytes: number | null;
+  /** RssAnon (heap, allocator arenas, stacks) and RssFile (mapped files: the binary, shared libraries). */
+  rssAnonBytes: number;
+  rssFileBytes: number;
 }
 interface MemoryResult {
   scenario: string;
@@ -75,6 +95,8 @@ interface MemoryResult {
   ratio: number;
   /** Medians of the samples of the second minute [60 s, 120 s) and of the last minute: a garbage collection between two samples moves a single sample by 100 MiB. */
   window: { secondMinuteRssBytes: number; lastMinuteRssBytes: number; ratio: number };
+  /** Where the RSS of each window is (medians; the old space's use by its minimum, the floor after collections): evidence beside the target, not the target. */
+  composition: { secondMinute: Composition; lastMinute: Composition } | null;
   maxRssBytes: number;
   heapRatio: number | null;
   loadAverage: { start: number[]; end: number[] };
@@ -138,14 +160,33 @@ async function snapshotsWritten(pid: number, n: number) {
   say(`heap snapshots: fewer than ${n} complete after 3 minutes`);
 }
 
-const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-async function heapUsed(): Promise<number | null> {
+const statusKiB = (status: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+const rssOf = (pid: number) => statusKiB(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS');
+/** The service's memory figures from GET /metrics and /proc/<pid>/status. */
+async function memoryOf(pid: number): Promise<{ heapUsedBytes: number | null; detail: MemoryDetail }> {
   const text = await fetch(`${base}/metrics`).then(
     (r) => (r.ok ? r.text() : ''),
     () => '',
   );
-  const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-  return m ? Number(m[1]) : null;
+  const metric = (name: string) => {
+    const m = new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return {
+    heapUsedBytes: metric('nodejs_heap_size_used_bytes'),
+    detail: {
+      heapTotalBytes: metric('nodejs_heap_size_total_bytes'),
+      externalBytes: metric('nodejs_external_memory_bytes'),
+      arrayBuffersBytes: metric('nodejs_array_buffers_bytes'),
+      oldSpaceUsedBytes: metric('nodejs_heap_space_size_used_bytes{space="old"}'),
+      oldSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="old"}'),
+      newSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="new"}'),
+      codeSpaceUsedBytes: metric('nodejs_heap_space_size_used_bytes{space="code"}'),
+      rssAnonBytes: statusKiB(status, 'RssAnon'),
+      rssFileBytes: statusKiB(status, 'RssFile'),
+    },
+  };
 }
 
 const call = callerOf(base);
@@ -198,13 +239,20 @@ async function runScenario(name: string): Promise<MemoryResult> {
     const elapsed = () => (performance.now() - t0) / 1000;
     let snapshotAt60 = heapSnapshots;
     const sample = async () => {
-      const s: Sample = { t: +elapsed().toFixed(1), rssBytes: rssOf(pid), heapUsedBytes: await heapUsed(), cycles };
+      const t = +elapsed().toFixed(1);
+      const rssBytes = rssOf(pid);
+      const s: Sample = { t, rssBytes, ...(await memoryOf(pid)), cycles };
       samples.push(s);
       if (snapshotAt60 && s.t >= FIRST_MINUTE) {
         snapshotAt60 = false;
         child.kill('SIGUSR2');
       }
-      if (samples.length % 12 === 0) say(`${name}: ${s.t} s, RSS ${mib(s.rssBytes)} MiB, heap used ${mib(s.heapUsedBytes)} MiB, ${cycles} cycles`);
+      if (samples.length % 12 === 0) {
+        const d = s.detail!;
+        say(
+          `${name}: ${s.t} s, RSS ${mib(s.rssBytes)} MiB (anon ${mib(d.rssAnonBytes)}), heap used/total ${mib(s.heapUsedBytes)}/${mib(d.heapTotalBytes)} MiB (old ${mib(d.oldSpaceUsedBytes)}/${mib(d.oldSpaceTotalBytes)}, new total ${mib(d.newSpaceTotalBytes)}), external ${mib(d.externalBytes)} (arrayBuffers ${mib(d.arrayBuffersBytes)}) MiB, ${cycles} cycles`,
+        );
+      }
     };
     let sampling = true;
     const exited = () => new Error(`the service exited during the load (code ${child.exitCode}, signal ${child.signalCode})`);
@@ -248,6 +296,7 @@ async function runScenario(name: string): Promise<MemoryResult> {
       end,
       ratio: +(end.rssBytes / at60.rssBytes).toFixed(3),
       window: windowOf(samples, end.t),
+      composition: compositionOf(samples, end.t),
       maxRssBytes: Math.max(...samples.map((s) => s.rssBytes)),
       heapRatio: at60.heapUsedBytes && end.heapUsedBytes ? +(end.heapUsedBytes / at60.heapUsedBytes).toFixed(3) : null,
       loadAverage: { start: startLoad, end: endLoad },
@@ -260,6 +309,32 @@ async function runScenario(name: string): Promise<MemoryResult> {
     await stopService(child);
     await database.stop();
   }
+}
+
+interface Composition {
+  heapTotalBytes: number;
+  newSpaceTotalBytes: number;
+  oldSpaceTotalBytes: number;
+  oldSpaceUsedFloorBytes: number;
+  /** RssAnon minus the V8 heap and external memory: code, allocator, thread stacks, WASM. */
+  outsideHeapBytes: number;
+}
+function compositionOf(samples: Sample[], endT: number): MemoryResult['composition'] {
+  const of = (from: number, to: number): Composition | null => {
+    const xs = samples.filter((s) => s.t >= from && s.t < to && s.detail?.heapTotalBytes != null).map((s) => s.detail!);
+    if (!xs.length) return null;
+    const med = (f: (d: MemoryDetail) => number | null) => median(xs.map((d) => f(d) ?? 0));
+    return {
+      heapTotalBytes: med((d) => d.heapTotalBytes),
+      newSpaceTotalBytes: med((d) => d.newSpaceTotalBytes),
+      oldSpaceTotalBytes: med((d) => d.oldSpaceTotalBytes),
+      oldSpaceUsedFloorBytes: Math.min(...xs.map((d) => d.oldSpaceUsedBytes ?? 0)),
+      outsideHeapBytes: med((d) => d.rssAnonBytes - (d.heapTotalBytes ?? 0) - (d.externalBytes ?? 0)),
+    };
+  };
+  const secondMinute = of(FIRST_MINUTE, 2 * FIRST_MINUTE);
+  const lastMinute = of(endT - FIRST_MINUTE, endT + 1);
+  return secondMinute && lastMinute ? { secondMinute, lastMinute } : null;
 }
 
 function windowOf(samples: Sample[], endT: number): MemoryResult['window'] {
@@ -281,7 +356,13 @@ const save = () => {
   writeFileSync(
     file,
     JSON.stringify(
-      { date: new Date().toISOString(), settings: { seconds, sampleSeconds, batch, concurrency, depositsConcurrency }, results, failures },
+      {
+        date: new Date().toISOString(),
+        // NODE_OPTIONS reaches the service (a heap budget such as --max-old-space-size: docs/deployment.md "Memory").
+        settings: { seconds, sampleSeconds, batch, concurrency, depositsConcurrency, nodeOptions: process.env.NODE_OPTIONS ?? '' },
+        results,
+        failures,
+      },
       null,
       2,
     ) + '\n',
@@ -327,6 +408,7 @@ const rows = [
   ]),
 ];
 console.log(textTable(rows));
+if (process.env.NODE_OPTIONS) console.log(`(the service ran with NODE_OPTIONS=${process.env.NODE_OPTIONS})`);
 console.log('\nTargets:');
 for (const r of results) {
   console.log(
@@ -336,6 +418,13 @@ for (const r of results) {
     `  ${r.ratio <= TARGET_RATIO ? 'MET ' : 'MISS'}  ${r.scenario}: the same by single samples, at 60 s and at the end — measured ${r.ratio}x (${mib(r.at60.rssBytes)} → ${mib(r.end.rssBytes)} MiB, max ${mib(r.maxRssBytes)} MiB)`,
   );
   console.log(`  ${r.check.ok ? 'MET ' : 'MISS'}  ${r.scenario}: checks after the load — ${r.check.detail}`);
+  const c = r.composition;
+  if (c) {
+    const pair = (f: (x: Composition) => number) => `${mib(f(c.secondMinute))} → ${mib(f(c.lastMinute))}`;
+    console.log(
+      `        ${r.scenario}, where the RSS is (2nd minute → last minute, MiB; evidence, not a target): V8 heap committed ${pair((x) => x.heapTotalBytes)} (young generation ${pair((x) => x.newSpaceTotalBytes)}, old space ${pair((x) => x.oldSpaceTotalBytes)}, old space used after collections ${pair((x) => x.oldSpaceUsedFloorBytes)}), outside the heap ${pair((x) => x.outsideHeapBytes)}`,
+    );
+  }
 }
 for (const f of failures) console.log(`  MISS  ${f.scenario}: did not complete — ${f.error}`);
 console.log(`\nresults: ${file}`);

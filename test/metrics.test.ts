@@ -140,6 +140,13 @@ describe('/metrics', () => {
     expect(value(after, 'nodejs_heap_size_used_bytes', {})).toBeGreaterThan(0);
     expect(value(after, 'nodejs_heap_size_used_bytes', {})).toBeLessThanOrEqual(value(after, 'nodejs_heap_size_total_bytes', {}));
     expect(after.get('nodejs_external_memory_bytes')?.type).toBe('gauge');
+    expect(value(after, 'nodejs_array_buffers_bytes', {})).toBeGreaterThan(0);
+    // Each V8 heap space (issue 22, point 3: old space size against its use tells the collector's sizing from a leak).
+    expect(value(after, 'nodejs_heap_space_size_used_bytes', { space: 'old' })).toBeGreaterThan(0);
+    expect(value(after, 'nodejs_heap_space_size_used_bytes', { space: 'old' })).toBeLessThanOrEqual(
+      value(after, 'nodejs_heap_space_size_total_bytes', { space: 'old' }),
+    );
+    expect(value(after, 'nodejs_heap_space_size_total_bytes', { space: 'new' })).toBeGreaterThan(0);
     // The ledger: the account's creation posted nothing yet, but the families are declared.
     for (const n of ['ledger_postings_total', 'webhook_delivery_attempts_total', 'job_runs_total', 'chain_watcher_lag_blocks']) expect(after.has(n)).toBe(true);
 

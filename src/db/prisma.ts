@@ -49,11 +49,25 @@ const statementHooks = new WeakMap<pg.Pool, (sql: string) => void>();
 /**
  * The prepared statement's name of a SQL text: a hash of it, computed once per text (the texts are
  * the application's own, a bounded set; the cache is cleared past 10,000 anyway).
+ *
+ * A text with a list of parameters, `IN ($1,$2,...)` (Prisma writes `{ in: ids }` so, one parameter
+ * per element), is a different text for every list length: named, each length would stay prepared on
+ * every connection that ran it, for the connection's 30 minutes — about 30 KiB of PostgreSQL backend
+ * memory and the text in the pg client each, up to (statements with a list) x (group sizes) per
+ * connection (issue 22, point 3: a settlement group of 1-64 reads seven such lists). A list of more
+ * than 8 parameters (LONG_LIST) is sent unnamed (parsed at each execution; PostgreSQL custom-plans such
+ * a statement anyway), never cached here: '' (pg's unnamed statement). Short lists stay prepared: the
+ * fixed lists (`status: { in: ['PENDING', 'FAILED'] }`, one text always) and the first lengths of a
+ * group's, at most 8 statements per list. The application's own SQL passes lists as one array
+ * parameter (`= ANY($1::uuid[])`), one text for every length, always prepared.
  */
 const names = new Map<string, string>();
+/** An IN list of more than 8 parameters (the first and 8 more). */
+const LONG_LIST = /\bIN\s*\(\s*\$\d+(?:\s*,\s*\$\d+){8}/i;
 function statementName(sql: string): string {
   let name = names.get(sql);
   if (name === undefined) {
+    if (LONG_LIST.test(sql)) return '';
     if (names.size >= 10_000) names.clear();
     names.set(sql, (name = `p${createHash('sha1').update(sql).digest('base64url')}`));
   }

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getHeapSpaceStatistics, type HeapSpaceInfo } from 'node:v8';
 import { Gauge } from 'prom-client';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
@@ -79,6 +80,20 @@ memoryGauge('process_resident_memory_bytes', 'Resident memory size in bytes.', (
 memoryGauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', (m) => m.heapUsed);
 memoryGauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (m) => m.heapTotal);
 memoryGauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (m) => m.external);
+memoryGauge('nodejs_array_buffers_bytes', 'Memory held by ArrayBuffers and Buffers (part of the external memory) in bytes.', (m) => m.arrayBuffers);
+/** Each V8 heap space's size and use (prom-client's names): old space size far above its use is the collector's sizing, a rising use a leak. */
+const heapSpaceGauge = (name: string, help: string, read: (s: HeapSpaceInfo) => number) =>
+  new Gauge({
+    name,
+    help,
+    labelNames: ['space'] as const,
+    registers: [registry],
+    collect() {
+      for (const s of getHeapSpaceStatistics()) this.set({ space: s.space_name.replace(/_space$/, '') }, read(s));
+    },
+  });
+heapSpaceGauge('nodejs_heap_space_size_total_bytes', 'Process heap space size total from Node.js in bytes.', (s) => s.space_size);
+heapSpaceGauge('nodejs_heap_space_size_used_bytes', 'Process heap space size used from Node.js in bytes.', (s) => s.space_used_size);
 
 async function readGauges(deps: MetricsDeps): Promise<void> {
   const pool = poolUse(deps.db);
