@@ -20,6 +20,8 @@ import {
   type PostingLine,
 } from './ledger';
 import { EXPIRE_HOLDS_QUEUE } from '../kernel/queues';
+import { retryingTransaction } from '../kernel/service';
+import { poolOf } from '../db/prisma';
 import { accountBalancesPolicy } from './ledger.graphql';
 
 let app: TestApp;
@@ -565,18 +567,23 @@ describe('concurrency', () => {
     await fund(b, 1000n);
     const retriesBefore = ledgerMetrics.retries;
     let second: Promise<unknown> | undefined;
-    await db().$transaction(
+    let attempts = 0;
+    await retryingTransaction(
+      db(),
       async (tx) => {
+        attempts++;
         // The caller's transaction holds a's and b's rows...
         await postLedgerTransaction(tx, posting([debit(a, 10n), credit(b, 10n)]));
-        // ...while another posting locks c's, then waits for a's.
-        second = postLedgerTransaction(db(), posting([debit(c, 20n), credit(a, 20n)]));
-        for (let i = 0; i < 200; i++) {
-          const waiting = await tx.$queryRawUnsafe<{ n: bigint }[]>(
-            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-          );
-          if (Number(waiting[0]!.n) > 0) break;
-          await new Promise((r) => setTimeout(r, 10));
+        if (!second) {
+          // ...while another posting locks c's, then waits for a's.
+          second = postLedgerTransaction(db(), posting([debit(c, 20n), credit(a, 20n)]));
+          for (let i = 0; i < 200; i++) {
+            const waiting = await tx.$queryRawUnsafe<{ n: bigint }[]>(
+              `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            );
+            if (Number(waiting[0]!.n) > 0) break;
+            await new Promise((r) => setTimeout(r, 10));
+          }
         }
         // Now the caller needs c's row: a cycle. One side is aborted and retried.
         await postLedgerTransaction(tx, posting([debit(c, 30n), credit(a, 30n)]));
@@ -584,11 +591,64 @@ describe('concurrency', () => {
       { timeout: 20_000 },
     );
     await second;
-    // PostgreSQL detected the cycle (after deadlock_timeout) and aborted one side, which was retried.
-    expect(ledgerMetrics.retries).toBeGreaterThan(retriesBefore);
+    // PostgreSQL detected the cycle (after deadlock_timeout) and aborted one side: the autocommitted
+    // posting is retried in place, the caller's transaction is run again whole by its retry.
+    expect(ledgerMetrics.retries > retriesBefore || attempts === 2).toBe(true);
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 1040n, version: 4n });
     expect(await balanceOf(db(), b)).toMatchObject({ posted: 1010n, version: 2n });
     expect(await balanceOf(db(), c)).toMatchObject({ posted: 950n, version: 3n });
+  }, 30_000);
+  test("a deadlock whose victim is a caller's transaction aborts it whole, and the caller's retry runs it again (never a retry in place in an aborted transaction: 25P02)", async () => {
+    const m = await signUpMember(app);
+    const an = await assetNetwork();
+    const [a, b, c] = [customer(m, await account(m), an), customer(m, await account(m), an), customer(m, await account(m), an)];
+    await fund(a, 1000n);
+    await fund(b, 1000n);
+    await fund(c, 1000n);
+    const rowOf = async (x: LedgerAccountRef) =>
+      (
+        await db().$queryRawUnsafe<{ id: string }[]>(
+          `SELECT "id"::text AS id FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "ownerId" = $1::uuid`,
+          x.ownerId,
+        )
+      )[0]!.id;
+    const [aRow, cRow] = [await rowOf(a), await rowOf(c)];
+    const other = await poolOf(db())!.connect();
+    let attempts = 0;
+    try {
+      // Another session holds c's row; the caller's transaction holds a's (and b's), then waits for
+      // c's first; the other session then asks for a's: the caller waited first, so it is the victim.
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM "LedgerAccount" WHERE "id" = $1::uuid FOR UPDATE', [cRow]);
+      let otherDone: Promise<unknown> | undefined;
+      await retryingTransaction(db(), async (tx) => {
+        attempts++;
+        await postLedgerTransaction(tx, posting([debit(a, 10n), credit(b, 10n)]));
+        if (attempts === 1) {
+          otherDone = (async () => {
+            for (let i = 0; i < 500; i++) {
+              const w = await db().$queryRawUnsafe<{ n: bigint }[]>(
+                `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+              );
+              if (Number(w[0]!.n) > 0) break;
+              await new Promise((r) => setTimeout(r, 10));
+            }
+            await new Promise((r) => setTimeout(r, 200)); // the caller has waited longer: its deadlock check runs first
+            await other.query('SELECT 1 FROM "LedgerAccount" WHERE "id" = $1::uuid FOR UPDATE', [aRow]);
+            await other.query('COMMIT');
+          })();
+        }
+        await postLedgerTransaction(tx, posting([debit(c, 30n), credit(a, 30n)]));
+      });
+      await otherDone;
+    } finally {
+      other.release();
+    }
+    // The first attempt was aborted whole by the deadlock; the second committed both postings once.
+    expect(attempts).toBe(2);
+    expect(await balanceOf(db(), a)).toMatchObject({ posted: 1020n, version: 3n });
+    expect(await balanceOf(db(), b)).toMatchObject({ posted: 1010n, version: 2n });
+    expect(await balanceOf(db(), c)).toMatchObject({ posted: 970n, version: 2n });
   }, 30_000);
 });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Prisma, type PrismaClient, type RawDb } from '../db/prisma';
+import { Prisma, poolOf, type PrismaClient, type RawDb } from '../db/prisma';
 import { DomainError, isRetryable, sqlState, type ErrorCode, type FieldError } from '../errors';
 export { isRetryable };
 
@@ -446,42 +446,33 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 /** 5, 10, 20, 40, 80 ms, each with ±50% jitter. */
 const backoff = (attempt: number) => 5 * 2 ** (attempt - 1) * (0.5 + Math.random());
 
-/** A PrismaClient has $transaction; an interactive transaction's client does not. */
-const isTransaction = (db: RawDb) => typeof (db as { $transaction?: unknown }).$transaction !== 'function';
-
 /**
- * Runs ledger_post once for `items`. On the client itself the call is its own (autocommit)
- * transaction; inside a caller's transaction it runs under a savepoint, so a deadlock or a
- * serialization failure rolls back only the posting, which is retried; the caller's work stays.
+ * Runs ledger_post once for `items`. On the client itself (createPrisma's, the one with a pool) the
+ * call is its own autocommitted transaction, retried here on a deadlock or a serialization failure.
+ * Inside a caller's transaction (Prisma's interactive one or a RawDb on the pool) a failed statement
+ * aborts that transaction: the error goes up as is (an overflow as AMOUNT_OUT_OF_RANGE), and the
+ * caller's own retry (retryingTransaction, retryingRawTransaction, a group's rerun) runs it whole
+ * again. No savepoint: Prisma 7's interactive client has `$transaction` too, so the old test for "am
+ * I in a transaction" took it for the client and retried in place, in an aborted transaction (25P02).
  */
 async function execute(db: RawDb, items: Item[]): Promise<Outcome[]> {
   if (!items.length) return [];
   const args = batchArgs(items);
-  const inTransaction = isTransaction(db);
+  const autocommit = poolOf(db) !== undefined;
   for (let attempt = 1; ; attempt++) {
-    if (inTransaction) await db.$executeRawUnsafe('SAVEPOINT ledger_post');
     let rows: { r: RawResult[] }[];
     try {
       ledgerMetrics.calls++;
       rows = await db.$queryRawUnsafe<{ r: RawResult[] }[]>(LEDGER_POST_SQL, ...args);
     } catch (e) {
-      if (inTransaction) {
-        try {
-          await db.$executeRawUnsafe('ROLLBACK TO SAVEPOINT ledger_post');
-          await db.$executeRawUnsafe('RELEASE SAVEPOINT ledger_post');
-        } catch {
-          throw e; // the caller's transaction is beyond saving: report what broke it
-        }
-      }
       // A total (posted or pending debits or credits of an account) beyond NUMERIC(78,0): refused,
       // nothing written (the statement failed whole), never a 500 (docs/decisions.md, issue 26).
       if (sqlState(e) === '22003') throw amountOutOfRange();
-      if (!isRetryable(e) || attempt >= MAX_ATTEMPTS) throw e;
+      if (!autocommit || !isRetryable(e) || attempt >= MAX_ATTEMPTS) throw e;
       ledgerMetrics.retries++;
       await sleep(backoff(attempt));
       continue;
     }
-    if (inTransaction) await db.$executeRawUnsafe('RELEASE SAVEPOINT ledger_post');
     return counted(items, rows[0]!.r);
   }
 }
