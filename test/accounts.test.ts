@@ -336,6 +336,46 @@ describe('ListAccountsByOrganization', () => {
     expect(g.data!.organization.accounts.pageInfo).toEqual({ hasNextPage: true, endCursor: ids[3] });
     expect((await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts`)).status).toBe(401);
   });
+
+  test("a list route reads no organization row (the caller's own organization is known from its credential); a selection of the row's columns still reads it", async () => {
+    const m = await signUpMember(app);
+    const k = await createApiKey(app, m);
+    const other = await signUpMember(app);
+    const id = await createId(m, { name: 'Listed' });
+    const readsOrganization = (statements: string[]) => statements.some((s) => /FROM "public"\."Organization"/.test(s));
+    for (const [who, path] of [
+      [m.headers, `/v1/organizations/${m.organizationId}/accounts`],
+      [k.headers, `/v1/organizations/${m.organizationId}/accounts`],
+      [m.headers, `/v1/organizations/${m.organizationId}/account-holder-invitations`],
+      [k.headers, `/v1/organizations/${m.organizationId}/withdrawal-destinations`],
+    ] as const) {
+      const { result, statements } = await app.sqlStatements(() => app.rest('GET', path, { headers: who }));
+      expect(result.status, result.text).toBe(200);
+      expect(readsOrganization(statements), path).toBe(false);
+    }
+    const listed = await app.rest('GET', `/v1/organizations/${m.organizationId}/accounts`, { headers: m.headers });
+    expect(listed.body.map((a: { id: string; name: string }) => [a.id, a.name])).toEqual([[id, 'Listed']]);
+    // Another organization's list: 404 as before.
+    expect((await app.rest('GET', `/v1/organizations/${other.organizationId}/accounts`, { headers: m.headers })).status).toBe(404);
+    // Its columns selected (directly or through a fragment): the row is read and answered.
+    const name = `Org ${m.email}`;
+    for (const query of [
+      'query($o: ID!) { organization(id: $o) { name accounts { nodes { id } } } }',
+      'query($o: ID!) { organization(id: $o) { ...F accounts { nodes { id } } } } fragment F on Organization { name }',
+      'query($o: ID!) { organization(id: $o) { ... on Organization { name } } }',
+    ]) {
+      const { result, statements } = await app.sqlStatements(() => app.gql<{ organization: { name: string } }>(query, { o: m.organizationId }, m.headers));
+      expect(result.errors).toBeUndefined();
+      expect(result.data!.organization.name).toBe(name);
+      expect(readsOrganization(statements)).toBe(true);
+    }
+    const ids = await app.gql<{ organization: { id: string; accounts: { nodes: { id: string }[] } } }>(
+      'query($o: ID!) { organization(id: $o) { id __typename accounts { nodes { id } } } }',
+      { o: m.organizationId },
+      m.headers,
+    );
+    expect(ids.data!.organization).toEqual({ id: m.organizationId, __typename: 'Organization', accounts: { nodes: [{ id }] } });
+  });
 });
 
 describe('lifecycle', () => {

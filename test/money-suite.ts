@@ -8,14 +8,15 @@ export interface MoneySuite {
 }
 
 /**
- * The set-up the money test files share (refunds, withdrawals...): one test app for the file, an
- * operator, and the ledger invariants checked after each test. `suite.app` and `suite.op` are set
- * once the file's beforeAll ran (call it at the top of the file, before its own hooks).
+ * The set-up the money test files share (refunds, withdrawals, settlements, the ledger...): one test
+ * app for the file (`opts`: createTestApp's, e.g. a webhook environment), an operator, and the
+ * ledger invariants checked after each test. `suite.app` and `suite.op` are set once the file's
+ * beforeAll ran (call it at the top of the file, before its own hooks).
  */
-export function moneySuite(): MoneySuite {
+export function moneySuite(opts: Parameters<typeof createTestApp>[0] = {}): MoneySuite {
   const suite: MoneySuite = { app: undefined as never, op: undefined as never };
   beforeAll(async () => {
-    suite.app = await createTestApp();
+    suite.app = await createTestApp(opts);
     suite.op = await createOperator(suite.app);
   });
   afterAll(() => suite.app.close());

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, onTestFinished, test } from 'vitest';
 import pg from 'pg';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -25,10 +25,14 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const basePort = Number(process.env.TEST_PG_PORT ?? 54339) + 100;
 const portOf = (major: number) => basePort + major - 13;
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
+/**
+ * Stops what a case started when the case ends (last started, first stopped), not when the file
+ * ends: a service left running makes blocks and sweeps on the CPU the next major's case runs on.
+ */
+const atCaseEnd = (fn: () => Promise<unknown>) =>
+  onTestFinished(async () => {
+    await fn().catch(() => {});
+  });
 
 async function freshDatabase(server: MajorServer): Promise<void> {
   const admin = new pg.Client({ connectionString: server.ownerUrl() });
@@ -46,21 +50,21 @@ const DEADLINE = 30_000;
 describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
   test('npm start migrates a fresh database; sign-up, intent paid, settlement executed, webhooks delivered and verified; no error logged', async () => {
     const server = await startMajor(major, portOf(major));
-    cleanups.push(server.stop);
+    atCaseEnd(server.stop);
     await freshDatabase(server);
     const receiver = await startReceiver();
-    cleanups.push(receiver.close);
+    atCaseEnd(receiver.close);
     const svc: ServiceProcess = await startService({
       databaseUrl: server.serviceUrl('ftis'),
       env: await serviceEnv({ MIGRATION_DATABASE_URL: server.ownerUrl('ftis') }),
     });
-    cleanups.push(() => svc.stop());
+    atCaseEnd(() => svc.stop());
     const ready = await svc.waitForLog((l) => l.msg === 'database ready');
     expect((ready.applied as string[]).length).toBeGreaterThan(10);
 
     // The server really is that major.
     const db = createPrisma(server.serviceUrl('ftis'), 2);
-    cleanups.push(() => db.$disconnect());
+    atCaseEnd(() => db.$disconnect());
     const v = (await db.$queryRaw<{ v: string }[]>`SELECT current_setting('server_version_num') AS v`)[0]!.v;
     expect(Math.floor(Number(v) / 10000)).toBe(major);
 
@@ -111,10 +115,10 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
 describe('an older server', () => {
   test(`PostgreSQL 14: npm start refuses with one line naming the minimum (${MINIMUM_POSTGRES_MAJOR}), before migrating anything; npm run migrate too`, async () => {
     const server = await startMajor(14, portOf(14));
-    cleanups.push(server.stop);
+    atCaseEnd(server.stop);
     await freshDatabase(server);
     const err = await startService({ databaseUrl: server.ownerUrl('ftis'), env: await serviceEnv() }).then(
-      (s) => (cleanups.push(() => s.stop()), null),
+      (s) => (atCaseEnd(() => s.stop()), null),
       (e: Error) => e,
     );
     expect(err?.message).toMatch(/exited \(1\)/);

@@ -23,10 +23,14 @@ describe('keys: with DATABASE_URL, no process generates its own', () => {
   test('a process without JWT_PRIVATE_JWK and WEBHOOK_SECRET_KEY refuses to start, naming each; with one of them, names the other', async () => {
     const { url } = await database('keys');
     const { JWT_PRIVATE_JWK: _j, WEBHOOK_SECRET_KEY: _w, ...noKeys } = await serviceEnv();
-    const first = await startService({ databaseUrl: url, env: noKeys }).then(
-      (s) => (cleanups.push(() => s.stop()), null),
-      (e: Error) => e,
-    );
+    const { WEBHOOK_SECRET_KEY: _w2, ...jwtOnly } = await serviceEnv();
+    // Both refused starts at once: neither touches the database.
+    const refused = (env: Record<string, string>) =>
+      startService({ databaseUrl: url, env }).then(
+        (s) => (cleanups.push(() => s.stop()), null),
+        (e: Error) => e,
+      );
+    const [first, second] = await Promise.all([refused(noKeys), refused(jwtOnly)]);
     expect(first?.message).toMatch(/exited \(1\)/);
     const fatal = JSON.parse(first!.message.split('\n').find((l) => l.includes('"level":60'))!) as { msg: string; missing: string[] };
     expect(fatal.missing).toEqual(['JWT_PRIVATE_JWK', 'WEBHOOK_SECRET_KEY']);
@@ -35,11 +39,6 @@ describe('keys: with DATABASE_URL, no process generates its own', () => {
     );
     expect(first!.message).not.toMatch(/database ready/);
 
-    const { WEBHOOK_SECRET_KEY: _w2, ...jwtOnly } = await serviceEnv();
-    const second = await startService({ databaseUrl: url, env: jwtOnly }).then(
-      (s) => (cleanups.push(() => s.stop()), null),
-      (e: Error) => e,
-    );
     const fatal2 = JSON.parse(second!.message.split('\n').find((l) => l.includes('"level":60'))!) as { missing: string[] };
     expect(fatal2.missing).toEqual(['WEBHOOK_SECRET_KEY']);
   }, 60_000);

@@ -1,6 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createOperator, createTestApp, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
+import { moneySuite } from '../../test/money-suite';
 import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { moneyFixture } from '../../test/fixtures/deposits/testing';
 import { postLedgerTransaction } from '../ledger/ledger';
@@ -12,20 +11,13 @@ import { withdrawalTesting } from '../../test/fixtures/withdrawals/testing';
  * withdrawal, settlement or refund naming it, a retained portion. The check is made after the status
  * change in the close's transaction, so a posting in flight is either seen or refused.
  */
-let app: TestApp;
-let op: { operatorId: string; headers: Record<string, string> };
-beforeAll(async () => {
-  app = await createTestApp();
-  op = await createOperator(app);
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite();
 
 const DEST = '0x00000000000000000000000000000000000000c7';
-const { idOf, setup, sweep, balance, get, mine } = withdrawalTesting(() => app, DEST);
+const { idOf, setup, sweep, balance, get, mine } = withdrawalTesting(() => suite.app, DEST);
 
-const closeAccount = (accountId: string, headers: Record<string, string>) => app.rest('DELETE', `/v1/accounts/${accountId}`, { headers });
-const statusOf = async (accountId: string) => (await app.deps.db.account.findUniqueOrThrow({ where: { id: accountId } })).status;
+const closeAccount = (accountId: string, headers: Record<string, string>) => suite.app.rest('DELETE', `/v1/accounts/${accountId}`, { headers });
+const statusOf = async (accountId: string) => (await suite.app.deps.db.account.findUniqueOrThrow({ where: { id: accountId } })).status;
 
 describe('closing an account that holds or awaits money', () => {
   test('a posted balance, then an open withdrawal awaiting approval: 409 saying which; closed (204) once empty and finished', async () => {
@@ -35,12 +27,12 @@ describe('closing an account that holds or awaits money', () => {
     expect(c1.body.detail).toMatch(new RegExp(`balance: asset-network ${s.f.catalog.assetNetworkId} posted 1000000`));
     expect(await statusOf(s.accountId)).toBe('ACTIVE');
 
-    const policy = await app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, {
-      headers: op.headers,
+    const policy = await suite.app.rest('POST', `/v1/admin/organizations/${s.f.organizationId}/withdrawal-policy`, {
+      headers: suite.op.headers,
       body: { approvalThreshold: '500000' },
     });
     expect(policy.status).toBe(204);
-    const big = await app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
+    const big = await suite.app.rest('POST', `/v1/accounts/${s.accountId}/withdrawals`, {
       headers: s.f.apiKeyHeaders,
       body: { amount: '1000000', assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
     });
@@ -54,8 +46,8 @@ describe('closing an account that holds or awaits money', () => {
     expect(await statusOf(s.accountId)).toBe('ACTIVE');
 
     // The operator approves it; it is sent from the ACTIVE account and confirmed; nothing is left: 204.
-    expect((await app.rest('POST', `/v1/admin/withdrawals/${id}/approve`, { headers: op.headers })).status).toBe(204);
-    await drainMoneyWork(app);
+    expect((await suite.app.rest('POST', `/v1/admin/withdrawals/${id}/approve`, { headers: suite.op.headers })).status).toBe(204);
+    await drainMoneyWork(suite.app);
     await mine(s);
     await sweep(s);
     expect((await get(s, id)).status).toBe('CONFIRMED');
@@ -67,50 +59,50 @@ describe('closing an account that holds or awaits money', () => {
 
   test('a pending settlement, a pending refund or a retained portion naming it: 409 saying which', async () => {
     // A settlement requested, not executed yet.
-    const a = await fundedTransaction(app, 500_000n);
-    const s = await app.rest('POST', `/v1/transactions/${a.transactionId}/settlements`, { headers: a.f.apiKeyHeaders });
+    const a = await fundedTransaction(suite.app, 500_000n);
+    const s = await suite.app.rest('POST', `/v1/transactions/${a.transactionId}/settlements`, { headers: a.f.apiKeyHeaders });
     expect(s.status, s.text).toBe(201);
     const c1 = await closeAccount(a.f.beneficiaryAccountId, a.f.member.headers);
     expect([c1.status, c1.body.detail]).toEqual([409, expect.stringContaining(`open settlement: ${idOf(s)} (PENDING)`)]);
     expect(c1.body.detail).not.toMatch(/balance/);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
 
     // A refund requested, not executed yet.
-    const b = await fundedTransaction(app, 500_000n);
-    const r = await app.rest('POST', `/v1/transactions/${b.transactionId}/refunds`, { headers: b.f.apiKeyHeaders, body: { amount: '100000' } });
+    const b = await fundedTransaction(suite.app, 500_000n);
+    const r = await suite.app.rest('POST', `/v1/transactions/${b.transactionId}/refunds`, { headers: b.f.apiKeyHeaders, body: { amount: '100000' } });
     expect(r.status, r.text).toBe(201);
     const c2 = await closeAccount(b.f.beneficiaryAccountId, b.f.member.headers);
     expect([c2.status, c2.body.detail]).toEqual([409, expect.stringContaining(`pending refund: ${idOf(r)}`)]);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
 
     // A portion retained while the account was frozen; unfrozen, but the release job has not run yet.
-    const c = await fundedTransaction(app, 500_000n);
+    const c = await fundedTransaction(suite.app, 500_000n);
     const acc = c.f.beneficiaryAccountId;
-    expect((await app.rest('POST', `/v1/accounts/${acc}/freeze`, { headers: c.f.member.headers, body: { reason: 'review' } })).status).toBe(204);
-    expect((await app.rest('POST', `/v1/transactions/${c.transactionId}/settlements`, { headers: c.f.apiKeyHeaders })).status).toBe(201);
-    await drainMoneyWork(app);
-    expect((await app.rest('POST', `/v1/accounts/${acc}/unfreeze`, { headers: c.f.member.headers })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/accounts/${acc}/freeze`, { headers: c.f.member.headers, body: { reason: 'review' } })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/transactions/${c.transactionId}/settlements`, { headers: c.f.apiKeyHeaders })).status).toBe(201);
+    await drainMoneyWork(suite.app);
+    expect((await suite.app.rest('POST', `/v1/accounts/${acc}/unfreeze`, { headers: c.f.member.headers })).status).toBe(204);
     const c3 = await closeAccount(acc, c.f.member.headers);
     expect([c3.status, c3.body.detail]).toEqual([409, expect.stringMatching(/retained portion: allocation [0-9a-f-]{36} of 500000 \(ACCOUNT_FROZEN\)/)]);
-    await drainMoneyWork(app); // released to the account: now its balance keeps it open
+    await drainMoneyWork(suite.app); // released to the account: now its balance keeps it open
     const c4 = await closeAccount(acc, c.f.member.headers);
     expect([c4.status, c4.body.detail]).toEqual([409, expect.stringMatching(/balance: .* posted 500000/)]);
     expect(c4.body.detail).not.toMatch(/retained/);
   });
 
   test('a credit in flight when the close comes: the close waits for it and refuses (never a CLOSED account holding money)', async () => {
-    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const f = await moneyFixture(suite.app, { requiredConfirmations: 1 });
     const acc = f.beneficiaryAccountId;
     const an = f.catalog.assetNetworkId;
     let close: ReturnType<typeof closeAccount> | undefined;
     // A posting that credits the account (as a settlement or a retained release does), held open
     // while the close request arrives.
-    await app.deps.db.$transaction(async (tx) => {
+    await suite.app.deps.db.$transaction(async (tx) => {
       await postLedgerTransaction(tx, {
         idempotencyKey: `test:close-race:${acc}`,
         nature: 'test.credit',
         organizationId: f.organizationId,
-        postedAt: app.clock.now(),
+        postedAt: suite.app.clock.now(),
         lines: [
           { account: { kind: 'CHAIN_CLEARING', ownerId: null, organizationId: null, assetNetworkId: an }, direction: 'DEBIT', amount: 5n },
           { account: { kind: 'CUSTOMER', ownerId: acc, organizationId: f.organizationId, assetNetworkId: an }, direction: 'CREDIT', amount: 5n },
@@ -125,7 +117,7 @@ describe('closing an account that holds or awaits money', () => {
   });
 
   test('an empty account closes (204)', async () => {
-    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const f = await moneyFixture(suite.app, { requiredConfirmations: 1 });
     const c = await closeAccount(f.beneficiaryAccountId, f.member.headers);
     expect(c.status, c.text).toBe(204);
     expect(await statusOf(f.beneficiaryAccountId)).toBe('CLOSED');

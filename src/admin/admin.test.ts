@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, bearer, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { createApiKey, bearer, PASSWORD, signUpMember, uniqueEmail } from '../../test/harness';
+import { moneySuite } from '../../test/money-suite';
 import { emitTransactionCreated, registerEndpoint, webhookEnv } from '../../test/webhook-helpers';
 import { fundedTransaction } from '../../test/fixtures/settlements/testing';
 
@@ -25,24 +25,17 @@ const asSearchBody = (c: SearchConnection) => ({
 
 /** Operator search and dashboard (docs/admin.md), through REST and GraphQL against PostgreSQL. */
 
-let app: TestApp;
-let op: Record<string, string>;
-beforeAll(async () => {
-  app = await createTestApp({ env: webhookEnv });
-  op = (await createOperator(app)).headers;
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite({ env: webhookEnv });
 
 type Member = Awaited<ReturnType<typeof signUpMember>>;
 type Entry = { id: string; occurredAt: string; organizationId: string | null; entityType: string; entityId: string; action: string; actorType: string };
 
 async function newAccount(m: Member, name: string): Promise<string> {
-  const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name, mode: 'SANDBOX' }, headers: m.headers });
+  const r = await suite.app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name, mode: 'SANDBOX' }, headers: m.headers });
   expect(r.status, r.text).toBe(201);
   return r.headers.get('location')!.split('/').pop()!;
 }
-const get = (path: string, headers = op) => app.rest('GET', path, { headers });
+const get = (path: string, headers = suite.op.headers) => suite.app.rest('GET', path, { headers });
 const auditSearch = async (query: string) => {
   const r = await get(`/v1/admin/audit-log?${query}`);
   expect(r.status, r.text).toBe(200);
@@ -55,15 +48,15 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
   let other: Member;
   let accounts: string[];
   beforeAll(async () => {
-    m = await signUpMember(app);
-    other = await signUpMember(app);
+    m = await signUpMember(suite.app);
+    other = await signUpMember(suite.app);
     accounts = [];
     for (const name of ['A', 'B', 'C']) {
-      app.clock.advance(1_000);
+      suite.app.clock.advance(1_000);
       accounts.push(await newAccount(m, name));
     }
-    app.clock.advance(1_000);
-    const f = await app.rest('POST', `/v1/accounts/${accounts[0]}/freeze`, { body: { reason: 'audit test' }, headers: m.headers });
+    suite.app.clock.advance(1_000);
+    const f = await suite.app.rest('POST', `/v1/accounts/${accounts[0]}/freeze`, { body: { reason: 'audit test' }, headers: m.headers });
     expect(f.status, f.text).toBe(204);
     await newAccount(other, 'Other');
   });
@@ -111,7 +104,7 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     }
     expect(windows.map((e) => e.id)).toEqual(all.items.map((e) => e.id));
     // Entries of one instant (the clock does not move): id descending breaks the tie, page after page.
-    const same = await signUpMember(app);
+    const same = await signUpMember(suite.app);
     for (const name of ['T1', 'T2', 'T3', 'T4']) await newAccount(same, name);
     const tied = await auditSearch(`organizationId=${same.organizationId}&entityType=Account`);
     expect(tied.total).toBe(4);
@@ -200,7 +193,7 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
       expect(r.body.errors).toEqual([{ field: name, message: 'Expected a 32-bit integer.', code: 'invalid_type' }]);
       expect(r.body.items).toBeUndefined();
     }
-    const g = await app.gql('{ auditLogEntries(skip: 100001, first: 0) { totalCount } }', {}, op);
+    const g = await suite.app.gql('{ auditLogEntries(skip: 100001, first: 0) { totalCount } }', {}, suite.op.headers);
     expect(g.data).toBeNull();
     expect(g.errors?.[0]?.extensions).toMatchObject({
       code: 'VALIDATION_FAILED',
@@ -226,24 +219,28 @@ describe('SearchAuditLog and GetAuditLogEntry', () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual(frozen);
     expect(r.body.after).toMatchObject({ status: 'FROZEN' });
-    const g = await app.gql<{ auditLogEntry: Entry }>(`query($id: ID!) { auditLogEntry(id: $id) { id action entityId } }`, { id: frozen!.id }, op);
+    const g = await suite.app.gql<{ auditLogEntry: Entry }>(
+      `query($id: ID!) { auditLogEntry(id: $id) { id action entityId } }`,
+      { id: frozen!.id },
+      suite.op.headers,
+    );
     expect(g.data!.auditLogEntry).toEqual({ id: frozen!.id, action: 'account.frozen', entityId: accounts[0] });
 
     for (const id of [crypto.randomUUID(), 'nope']) {
       const n = await get(`/v1/admin/audit-log/${id}`);
       expect(n.status, id).toBe(404);
       expect(n.body.code).toBe('NOT_FOUND');
-      const gn = await app.gql(`query($id: ID!) { auditLogEntry(id: $id) { id } }`, { id }, op);
+      const gn = await suite.app.gql(`query($id: ID!) { auditLogEntry(id: $id) { id } }`, { id }, suite.op.headers);
       expect(gn.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }
   });
 
   test('REST equals GraphQL for a search', async () => {
     const rest = await auditSearch(`organizationId=${m.organizationId}&skip=1&take=2`);
-    const g = await app.gql<{ auditLogEntries: SearchConnection }>(
+    const g = await suite.app.gql<{ auditLogEntries: SearchConnection }>(
       `query($o: ID) { auditLogEntries(organizationId: $o, skip: 1, first: 2) { nodes { id occurredAt organizationId actorType actorId entityType entityId action requestId before after } ${searchPaging} } }`,
       { o: m.organizationId },
-      op,
+      suite.op.headers,
     );
     expect(asSearchBody(g.data!.auditLogEntries)).toEqual(rest);
   });
@@ -271,9 +268,9 @@ type LedgerRow = {
 
 describe('SearchLedgerEntriesAdmin', () => {
   test('filters by asset-network, nature and a postedAt window; newest first; pages', async () => {
-    const a = await fundedTransaction(app, 1_234_567_890_123_456_789n);
-    app.clock.advance(60_000);
-    const b = await fundedTransaction(app, 2_000_000n);
+    const a = await fundedTransaction(suite.app, 1_234_567_890_123_456_789n);
+    suite.app.clock.advance(60_000);
+    const b = await fundedTransaction(suite.app, 2_000_000n);
     const page = async (q: string) => {
       const r = await get(`/v1/admin/ledger-entries?${q}`);
       expect(r.status, r.text).toBe(200);
@@ -325,10 +322,10 @@ describe('SearchLedgerEntriesAdmin', () => {
       totalExact: true,
       nextCursor: all.items.length > 2 ? expect.any(String) : null,
     });
-    const g = await app.gql<{ ledgerEntries: SearchConnection }>(
+    const g = await suite.app.gql<{ ledgerEntries: SearchConnection }>(
       `query($n: ID) { ledgerEntries(assetNetworkId: $n, first: 500) { nodes { id ledgerTransactionId nature organizationId referenceType referenceId ledgerAccountId accountKind ownerId assetNetworkId direction amount pending holdId accountVersion postedAt createdAt } ${searchPaging} } }`,
       { n: a.f.catalog.assetNetworkId },
-      op,
+      suite.op.headers,
     );
     expect(asSearchBody(g.data!.ledgerEntries)).toEqual({ ...ofA, take: 500 });
   });
@@ -386,8 +383,8 @@ describe('GetPlatformDashboard', () => {
     expect(before.openDivergences).toEqual([]);
     expect(before.transactions.map((s) => s.status)).toEqual(['AWAITING_FUNDS', 'FUNDED', 'RESERVED', 'SETTLED', 'REFUNDED', 'CANCELLED', 'EXPIRED']);
 
-    const { f } = await fundedTransaction(app, 5_000_000n);
-    await registerEndpoint(app, f.member, 'http://127.0.0.1:9/hooks');
+    const { f } = await fundedTransaction(suite.app, 5_000_000n);
+    await registerEndpoint(suite.app, f.member, 'http://127.0.0.1:9/hooks');
     const after = await dashboard();
 
     expect(after.organizations).toBe(before.organizations + 1);
@@ -406,30 +403,30 @@ describe('GetPlatformDashboard', () => {
     });
 
     // A new event waits for its delivery: the oldest pending delivery ages with the clock.
-    const m = await signUpMember(app);
-    await registerEndpoint(app, m, 'http://127.0.0.1:9/hooks');
-    const { deliveries } = await emitTransactionCreated(app, m.organizationId);
+    const m = await signUpMember(suite.app);
+    await registerEndpoint(suite.app, m, 'http://127.0.0.1:9/hooks');
+    const { deliveries } = await emitTransactionCreated(suite.app, m.organizationId);
     expect(deliveries.length).toBe(1);
     const fresh = await dashboard();
     expect(count(fresh.webhooks.deliveries, 'ATTEMPT_PENDING')).toBeGreaterThanOrEqual(count(after.webhooks.deliveries, 'ATTEMPT_PENDING') + 1);
     expect(fresh.webhooks.oldestPendingDeliveryAgeSeconds).not.toBeNull();
-    app.clock.advance(120_000);
+    suite.app.clock.advance(120_000);
     const aged = await dashboard();
     expect(aged.webhooks.oldestPendingDeliveryAgeSeconds).toBeGreaterThanOrEqual(fresh.webhooks.oldestPendingDeliveryAgeSeconds! + 120);
     expect(Date.parse(aged.generatedAt) - Date.parse(fresh.generatedAt)).toBe(120_000);
 
     const rest = await dashboard();
-    const g = await app.gql<{ platformDashboard: unknown }>(DASHBOARD_QUERY, {}, op);
+    const g = await suite.app.gql<{ platformDashboard: unknown }>(DASHBOARD_QUERY, {}, suite.op.headers);
     expect(g.data!.platformDashboard).toEqual(rest);
   });
 
   test(
     'typed reserve levels and open divergences: a seeded reserve with its thresholds; a planted divergence until ' + 'resolved; REST equals GraphQL',
     async () => {
-      const { f } = await fundedTransaction(app, 1_000_000n);
+      const { f } = await fundedTransaction(suite.app, 1_000_000n);
       const an = f.catalog.assetNetworkId;
       const post = async (path: string, body: unknown, status: number) => {
-        const r = await app.rest('POST', path, { headers: op, body });
+        const r = await suite.app.rest('POST', path, { headers: suite.op.headers, body });
         expect(r.status, `${path} ${r.text}`).toBe(status);
         return r;
       };
@@ -457,8 +454,8 @@ describe('GetPlatformDashboard', () => {
       expect(planted).toHaveLength(1);
 
       const d = await dashboard();
-      const network = await app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
-      const reserve = await app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
+      const network = await suite.app.deps.db.network.findUniqueOrThrow({ where: { id: f.catalog.networkId } });
+      const reserve = await suite.app.deps.db.networkResourceReserve.findUniqueOrThrow({ where: { networkId: network.id } });
       expect(d.reserveLevels).toEqual([
         {
           networkId: network.id,
@@ -476,7 +473,7 @@ describe('GetPlatformDashboard', () => {
         },
       ]);
       expect(d.openDivergences).toEqual([{ reconciliationId: run.id, id: planted[0]!.id, assetNetworkId: an, kind: 'BALANCE_MISMATCH', difference: '-250' }]);
-      const g = await app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, op);
+      const g = await suite.app.gql<{ platformDashboard: Dashboard }>(DASHBOARD_QUERY, {}, suite.op.headers);
       expect(g.errors).toBeUndefined();
       expect(g.data!.platformDashboard).toEqual(d);
 
@@ -493,9 +490,9 @@ describe('GetPlatformDashboard', () => {
 
 describe('operator routes refuse every other principal', () => {
   test('member, API key, account holder: 403; no credential or a bad operator key: 401 (REST and GraphQL)', async () => {
-    const m = await signUpMember(app);
-    const key = await createApiKey(app, m);
-    const h = await app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail('holder'), password: PASSWORD, name: 'H' } });
+    const m = await signUpMember(suite.app);
+    const key = await createApiKey(suite.app, m);
+    const h = await suite.app.rest('POST', '/v1/account-holders/signup', { body: { email: uniqueEmail('holder'), password: PASSWORD, name: 'H' } });
     expect(h.status, h.text).toBe(200);
     const principals: [string, Record<string, string>, number, string][] = [
       ['member', m.headers, 403, 'PRINCIPAL_NOT_ALLOWED'],
@@ -525,7 +522,7 @@ describe('operator routes refuse every other principal', () => {
         expect(r.body.items ?? r.body.organizations).toBeUndefined();
       }
       for (const q of queries) {
-        const g = await app.gql(q, {}, headers);
+        const g = await suite.app.gql(q, {}, headers);
         expect(g.data, `${who} ${q}`).toBeNull();
         if (who !== 'bad operator key') expect(g.errors?.[0]?.extensions?.code, `${who} ${q}`).toBe(code);
       }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
-import { createApiKey, createOperator, createTestApp, signUpMember, type TestApp } from '../../test/harness';
+import { createApiKey, createOperator, signUpMember } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { moneySuite } from '../../test/money-suite';
 import { routes } from '../../rest/routes';
 import { startJobs, stopJobs } from '../../jobs/index';
 import {
@@ -24,17 +25,12 @@ import { retryingTransaction } from '../kernel/service';
 import { poolOf } from '../db/prisma';
 import { accountBalancesPolicy } from './ledger.graphql';
 
-let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-// Every test leaves a ledger that satisfies every invariant.
-afterEach(() => checkLedgerInvariants(app.deps.db));
+// One test app for the file, an operator; every test leaves a ledger that satisfies every invariant.
+const suite = moneySuite();
 
 type Member = Awaited<ReturnType<typeof signUpMember>>;
-const db = () => app.deps.db;
-const now = () => app.clock.now();
+const db = () => suite.app.deps.db;
+const now = () => suite.app.clock.now();
 
 let catalogSeq = 0;
 /** An asset-network (with its asset and network), straight in the database. */
@@ -50,7 +46,7 @@ async function assetNetwork(): Promise<string> {
 
 /** A customer Account, created through REST. */
 async function account(m: Member, name = 'Ledger'): Promise<string> {
-  const r = await app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name, mode: 'SANDBOX' }, headers: m.headers });
+  const r = await suite.app.rest('POST', `/v1/organizations/${m.organizationId}/accounts`, { body: { name, mode: 'SANDBOX' }, headers: m.headers });
   expect(r.status).toBe(201);
   return r.headers.get('location')!.split('/').pop()!;
 }
@@ -100,7 +96,7 @@ async function ledgerCounts() {
 
 describe('postings', () => {
   test('a balanced posting: entries with versions, running totals, the transaction record', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const referenceId = randomUUID();
@@ -144,7 +140,7 @@ describe('postings', () => {
   });
 
   test('free text (keys, nature, reference type, metadata) is stored exactly, quotes, braces and backslashes included', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const k = `odd key "with" {braces}, commas \\ and NULL ${randomUUID()}`;
@@ -164,7 +160,7 @@ describe('postings', () => {
   });
 
   test('amounts beyond 2^64 stay exact (NUMERIC(78,0) and bigint, never floats)', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const big = 2n ** 200n + 12345n;
@@ -174,7 +170,7 @@ describe('postings', () => {
   });
 
   test('unbalanced or malformed postings are refused (400 VALIDATION_FAILED) and write nothing', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const an2 = await assetNetwork();
     const a = customer(m, await account(m), an);
@@ -209,7 +205,7 @@ describe('postings', () => {
     expect([unknownAn.code, unknownAn.reason]).toEqual(['VALIDATION_FAILED', 'UNKNOWN_ASSET_NETWORK']);
     const unknownAccount = await refused(postLedgerTransaction(db(), posting([debit(clearing(an), 10n), credit(customer(m, randomUUID(), an), 10n)])));
     expect(unknownAccount.reason).toBe('UNKNOWN_ACCOUNT');
-    const other = await signUpMember(app);
+    const other = await signUpMember(suite.app);
     const wrongOrg = await refused(
       postLedgerTransaction(db(), posting([debit(clearing(an), 10n), credit({ ...a, organizationId: other.organizationId }, 10n)])),
     );
@@ -218,7 +214,7 @@ describe('postings', () => {
   });
 
   test('insufficient funds: refused (409 INVALID_STATE), nothing written, the balance unchanged', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const b = customer(m, await account(m), an);
@@ -246,13 +242,13 @@ describe('postings', () => {
 
 describe('idempotency', () => {
   test('the same key and payload replays the same transaction; another payload is refused (409 CONFLICT)', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const k = key('idem');
     const lines = [debit(clearing(an), 500n), credit(a, 500n)];
     const first = await postLedgerTransaction(db(), posting(lines, { idempotencyKey: k, metadata: { n: 1 } }));
-    app.clock.advance(60_000);
+    suite.app.clock.advance(60_000);
     // Later (another postedAt), lines in another order: the same posting.
     const again = await postLedgerTransaction(db(), posting([...lines].reverse(), { idempotencyKey: k, metadata: { n: 1 } }));
     expect(again).toEqual({ ledgerTransactionId: first.ledgerTransactionId, replayed: true });
@@ -270,7 +266,7 @@ describe('idempotency', () => {
   });
 
   test('concurrent calls with one key: one posting, every caller gets its id', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const k = key('race');
@@ -285,7 +281,7 @@ describe('idempotency', () => {
 
 describe('holds', () => {
   async function setup(funds = 1000n) {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const payer = customer(m, await account(m, 'payer'), an);
     const payee = customer(m, await account(m, 'payee'), an);
@@ -357,7 +353,7 @@ describe('holds', () => {
     const h = await hold(payer, payee, 400n, new Date(now().getTime() + 60_000));
     const never = await hold(payer, payee, 100n);
     expect(await expireHolds(db(), now())).toBe(0);
-    app.clock.advance(60_000);
+    suite.app.clock.advance(60_000);
     expect((await refused(postHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() }))).reason).toBe('HOLD_EXPIRED');
     expect((await refused(voidHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.voided', postedAt: now() }))).reason).toBe('HOLD_EXPIRED');
     expect((await balanceOf(db(), payer)).pendingDebits).toBe(500n);
@@ -371,10 +367,10 @@ describe('holds', () => {
   test('the expiry job (pg-boss) expires due holds with the service clock', async () => {
     const { payer, payee } = await setup();
     const h = await hold(payer, payee, 250n, new Date(now().getTime() + 1000));
-    app.clock.advance(5000);
+    suite.app.clock.advance(5000);
     const worker = await startJobs(
-      app.databaseUrl,
-      { db: db(), clock: app.clock, log: app.deps.log, config: app.deps.config, sealingKey: app.deps.sealingKey },
+      suite.app.databaseUrl,
+      { db: db(), clock: suite.app.clock, log: suite.app.deps.log, config: suite.app.deps.config, sealingKey: suite.app.deps.sealingKey },
       { work: true },
     );
     try {
@@ -413,7 +409,7 @@ describe('holds', () => {
 
 describe('frozen and closed accounts', () => {
   test('FROZEN refuses debits (and posting its holds) but accepts credits; CLOSED refuses both', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const id = await account(m);
     const a = customer(m, id, an);
@@ -422,7 +418,7 @@ describe('frozen and closed accounts', () => {
     await fund(b, 1000n);
     const h = await createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: a, credit: b, amount: 100n, postedAt: now() });
     const h2 = await createHold(db(), { idempotencyKey: key(), nature: 'test.hold', debit: a, credit: b, amount: 100n, postedAt: now() });
-    expect((await app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'investigation' }, headers: m.headers })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'investigation' }, headers: m.headers })).status).toBe(204);
 
     const before = await ledgerCounts();
     const out = await refused(postLedgerTransaction(db(), posting([debit(a, 10n), credit(b, 10n)])));
@@ -437,11 +433,11 @@ describe('frozen and closed accounts', () => {
     await voidHold(db(), { holdId: h.holdId, idempotencyKey: key(), nature: 'hold.voided', postedAt: now() });
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 1010n, pendingDebits: 100n, available: 910n });
 
-    expect((await app.rest('POST', `/v1/accounts/${id}/unfreeze`, { headers: m.headers })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/accounts/${id}/unfreeze`, { headers: m.headers })).status).toBe(204);
     await postHold(db(), { holdId: h2.holdId, idempotencyKey: key(), nature: 'hold.posted', postedAt: now() });
     await postLedgerTransaction(db(), posting([debit(a, 910n), credit(b, 910n)]));
 
-    expect((await app.rest('DELETE', `/v1/accounts/${id}`, { headers: m.headers })).status).toBe(204);
+    expect((await suite.app.rest('DELETE', `/v1/accounts/${id}`, { headers: m.headers })).status).toBe(204);
     const closedBefore = await ledgerCounts();
     expect((await refused(postLedgerTransaction(db(), posting([debit(b, 10n), credit(a, 10n)])))).reason).toBe('ACCOUNT_CLOSED');
     expect((await refused(postLedgerTransaction(db(), posting([debit(a, 1n), credit(b, 1n)])))).reason).toBe('ACCOUNT_CLOSED');
@@ -457,7 +453,7 @@ describe('frozen and closed accounts', () => {
 
 describe('postings and status changes', () => {
   test('a freeze waits for the postings in flight; the postings after it see it', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const id = await account(m);
     const a = customer(m, id, an);
@@ -468,7 +464,7 @@ describe('postings and status changes', () => {
     await db().$transaction(
       async (tx) => {
         await postLedgerTransaction(tx, posting([debit(a, 30n), credit(b, 30n)]));
-        freeze = app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'race' }, headers: m.headers }).then((r) => {
+        freeze = suite.app.rest('POST', `/v1/accounts/${id}/freeze`, { body: { reason: 'race' }, headers: m.headers }).then((r) => {
           answered = true;
           return r;
         });
@@ -494,7 +490,7 @@ describe('postings and status changes', () => {
 
 describe('append-only', () => {
   test('entries and transactions refuse UPDATE, DELETE and TRUNCATE; balance rows only grow; holds resolve once', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const r = await fund(a, 100n);
@@ -513,14 +509,14 @@ describe('append-only', () => {
     ] as const;
     // As the owner: the service's role may not even try most of these (test/db-roles.test.ts); the triggers refuse them to the owner too.
     for (const [sql, ...params] of statements)
-      await expect(app.ownerDb.$executeRawUnsafe(sql, ...params), sql).rejects.toThrow(/append-only|never removed|immutable|only grow/);
+      await expect(suite.app.ownerDb.$executeRawUnsafe(sql, ...params), sql).rejects.toThrow(/append-only|never removed|immutable|only grow/);
     expect(await balanceOf(db(), a)).toMatchObject({ posted: 100n, version: 1n });
   });
 });
 
 describe('concurrency', () => {
   test('64 concurrent postings between the same accounts lose and duplicate nothing', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const [a, b, c] = [customer(m, await account(m), an), customer(m, await account(m), an), customer(m, await account(m), an)];
     await fund(a, 10_000n);
@@ -556,7 +552,7 @@ describe('concurrency', () => {
   });
 
   test('a deadlock is retried: both postings complete, nothing lost', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     // Balance rows are locked in id order (UUIDv7: creation order): c's row before a's.
     const c = customer(m, await account(m), an);
@@ -654,7 +650,7 @@ describe('concurrency', () => {
 
 describe('the batcher', () => {
   test('one transaction for the batch; a refused posting fails alone; each caller gets its own answer', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const [a, b] = [customer(m, await account(m), an), customer(m, await account(m), an)];
     await fund(a, 100n);
@@ -703,7 +699,7 @@ describe('the batcher', () => {
   });
 
   test('same key twice in one batch: one posting, the second caller replays it', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const batcher = createLedgerBatcher(db(), { maxWaitMs: 50 });
@@ -717,7 +713,7 @@ describe('the batcher', () => {
   });
 
   test('a posting that breaks the whole batch (numeric overflow) is isolated: the others commit', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const other = await assetNetwork();
     const a = customer(m, await account(m), other);
@@ -744,7 +740,7 @@ describe('the batcher', () => {
   });
 
   test('64 concurrent callers through the batcher: exact sums and versions', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const a = customer(m, await account(m), an);
     const b = customer(m, await account(m), an);
@@ -766,7 +762,7 @@ describe('the batcher', () => {
   });
 
   test('batches in flight side by side (disjoint accounts, a shared fee account): exact sums and versions', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const accounts = await Promise.all(Array.from({ length: 12 }, async () => customer(m, await account(m), an)));
     for (const x of accounts) await fund(x, 10_000n);
@@ -798,7 +794,7 @@ describe('the batcher', () => {
 
 describe('balances over GraphQL and REST', () => {
   test('members with account-read and operators read them; other organizations get 404; API keys 403', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const an2 = await assetNetwork();
     const id = await account(m);
@@ -810,24 +806,24 @@ describe('balances over GraphQL and REST', () => {
       { assetNetworkId: an2, posted: (2n ** 70n).toString(), pendingDebits: '0', pendingCredits: '0', available: (2n ** 70n).toString(), version: '1' },
     ].sort((x, y) => x.assetNetworkId.localeCompare(y.assetNetworkId));
     const query = `query($id: ID!) { accountBalances(accountId: $id) { assetNetworkId posted pendingDebits pendingCredits available version updatedAt } }`;
-    const g = await app.gql<{ accountBalances: Record<string, unknown>[] }>(query, { id }, m.headers);
+    const g = await suite.app.gql<{ accountBalances: Record<string, unknown>[] }>(query, { id }, m.headers);
     expect(g.errors).toBeUndefined();
     expect(g.data!.accountBalances.map(({ updatedAt: _u, ...rest }) => rest)).toEqual(expected);
-    const r = await app.rest('GET', `/v1/accounts/${id}/balances`, { headers: m.headers });
+    const r = await suite.app.rest('GET', `/v1/accounts/${id}/balances`, { headers: m.headers });
     expect(r.status).toBe(200);
     expect(r.body).toEqual(g.data!.accountBalances);
-    const op = await createOperator(app);
-    expect((await app.rest('GET', `/v1/accounts/${id}/balances`, { headers: op.headers })).body).toEqual(r.body);
+    const op = await createOperator(suite.app);
+    expect((await suite.app.rest('GET', `/v1/accounts/${id}/balances`, { headers: op.headers })).body).toEqual(r.body);
     // A new account has none.
-    expect((await app.rest('GET', `/v1/accounts/${await account(m)}/balances`, { headers: m.headers })).body).toEqual([]);
-    const other = await signUpMember(app);
+    expect((await suite.app.rest('GET', `/v1/accounts/${await account(m)}/balances`, { headers: m.headers })).body).toEqual([]);
+    const other = await signUpMember(suite.app);
     for (const path of [`/v1/accounts/${id}/balances`, `/v1/accounts/${randomUUID()}/balances`, '/v1/accounts/nope/balances']) {
-      const x = await app.rest('GET', path, { headers: other.headers });
+      const x = await suite.app.rest('GET', path, { headers: other.headers });
       expect([x.status, x.body.code]).toEqual([404, 'NOT_FOUND']);
     }
-    const k = await createApiKey(app, m);
-    expect((await app.rest('GET', `/v1/accounts/${id}/balances`, { headers: k.headers })).status).toBe(403);
-    expect((await app.rest('GET', `/v1/accounts/${id}/balances`)).status).toBe(401);
+    const k = await createApiKey(suite.app, m);
+    expect((await suite.app.rest('GET', `/v1/accounts/${id}/balances`, { headers: k.headers })).status).toBe(403);
+    expect((await suite.app.rest('GET', `/v1/accounts/${id}/balances`)).status).toBe(401);
     // The route and the field share one policy.
     expect(routes.find((x) => x.operationId === 'GetAccountBalances')?.policy).toEqual(accountBalancesPolicy);
   });
@@ -857,7 +853,7 @@ describe('property: random postings and holds agree with a model', () => {
   );
 
   test('balances, pending totals, outcomes and invariants', async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const ids = [await account(m, 'p0'), await account(m, 'p1'), await account(m, 'p2')];
     await fc.assert(
       fc.asyncProperty(fc.array(cmd, { minLength: 1, maxLength: 40 }), async (cmds) => {
@@ -1000,7 +996,7 @@ describe('property: random postings and holds agree with a model', () => {
               break;
             }
             case 'advance': {
-              app.clock.advance(c.seconds * 1000);
+              suite.app.clock.advance(c.seconds * 1000);
               const t = now().getTime();
               const due = holds.filter((h) => h.status === 'PENDING' && h.expiresAt !== null && h.expiresAt <= t);
               // Holds of earlier runs may expire here too: count only this run's.

@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createOperator, createTestApp, PASSWORD, signUpMember, uniqueEmail, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
+import { createApiKey, createOperator, PASSWORD, signUpMember, uniqueEmail } from '../../test/harness';
+import { moneySuite } from '../../test/money-suite';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { hashPassword } from '../auth/passwords';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
@@ -13,23 +13,18 @@ import { runReleaseSweep } from './release-rules';
  * amounts, frozen or reviewed transactions wait, templates apply, validation and tenancy hold, and
  * the settlements the milestones request execute (drainMoneyWork runs the real job handlers).
  */
-let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite();
 
 type H = Record<string, string>;
 const AMOUNT = 1_000_000n;
-const fixture = () => moneyFixture(app, { requiredConfirmations: 1 });
+const fixture = () => moneyFixture(suite.app, { requiredConfirmations: 1 });
 const rulePath = (id: string) => `/v1/transactions/${id}/release-rule`;
-const getRule = async (id: string, headers: H) => app.rest('GET', rulePath(id), { headers });
-const putRule = (id: string, body: unknown, headers: H) => app.rest('PUT', rulePath(id), { headers, body });
+const getRule = async (id: string, headers: H) => suite.app.rest('GET', rulePath(id), { headers });
+const putRule = (id: string, body: unknown, headers: H) => suite.app.rest('PUT', rulePath(id), { headers, body });
 const approve = (id: string, headers: H, body?: unknown) =>
-  app.rest('POST', `/v1/transactions/${id}/release-approvals`, { headers, ...(body !== undefined ? { body } : {}) });
-const txOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
-const inHours = (h: number) => new Date(app.clock.now().getTime() + h * 3600_000).toISOString();
+  suite.app.rest('POST', `/v1/transactions/${id}/release-approvals`, { headers, ...(body !== undefined ? { body } : {}) });
+const txOf = async (f: MoneyFixture, id: string) => (await suite.app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
+const inHours = (h: number) => new Date(suite.app.clock.now().getTime() + h * 3600_000).toISOString();
 const statuses = (rule: { milestones: { status: string }[] }) => rule.milestones.map((m) => m.status);
 
 async function ok<T = any>(r: Promise<{ status: number; text: string; body: T }>, status: number): Promise<T> {
@@ -41,14 +36,14 @@ async function ok<T = any>(r: Promise<{ status: number; text: string; body: T }>
 /** An account holder with an active relationship with the organization, holding a new account (created by the API key: authorized for its application). */
 async function holderWithAccount(f: MoneyFixture) {
   const email = uniqueEmail('holder');
-  const s = await ok(app.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'Holder' } }), 200);
+  const s = await ok(suite.app.rest('POST', '/v1/account-holders/signup', { body: { email, password: PASSWORD, name: 'Holder' } }), 200);
   const headers = { authorization: `Bearer ${s.accessToken}` };
   const inv = await ok(
-    app.rest('POST', `/v1/organizations/${f.organizationId}/account-holder-invitations`, { body: { email }, headers: f.member.headers }),
+    suite.app.rest('POST', `/v1/organizations/${f.organizationId}/account-holder-invitations`, { body: { email }, headers: f.member.headers }),
     201,
   );
-  await ok(app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token: inv.token }, headers }), 200);
-  const acc = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+  await ok(suite.app.rest('POST', '/v1/account-holders/invitations/claim', { body: { token: inv.token }, headers }), 200);
+  const acc = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
     body: { name: 'Buyer', accountHolderId: s.accountHolderId },
     headers: f.apiKeyHeaders,
   });
@@ -57,7 +52,7 @@ async function holderWithAccount(f: MoneyFixture) {
 }
 
 async function account(f: MoneyFixture, name = 'Partner') {
-  const r = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name }, headers: f.apiKeyHeaders });
+  const r = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name }, headers: f.apiKeyHeaders });
   expect(r.status, r.text).toBe(201);
   return r.headers.get('location')!.split('/').pop()!;
 }
@@ -65,30 +60,30 @@ async function account(f: MoneyFixture, name = 'Partner') {
 /** Another member of the organization (role OPERATIONS unless told), logged in. */
 async function memberOf(f: MoneyFixture, role: 'OPERATIONS' | 'VIEWER' = 'OPERATIONS') {
   const email = uniqueEmail('member');
-  const m = await app.deps.db.member.create({
+  const m = await suite.app.deps.db.member.create({
     data: {
       organizationId: f.organizationId,
       email,
       name: 'Colleague',
       role,
       passwordHash: await hashPassword(PASSWORD),
-      credentialsChangedAt: new Date(app.clock.now().getTime() - 5000),
+      credentialsChangedAt: new Date(suite.app.clock.now().getTime() - 5000),
     },
   });
-  const login = await ok(app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } }), 200);
+  const login = await ok(suite.app.rest('POST', '/v1/auth/login', { body: { email, password: PASSWORD } }), 200);
   return { memberId: m.id, headers: { authorization: `Bearer ${login.accessToken}` } };
 }
 
 /** Pays the intent in full (or `amount`) and confirms it: the transaction is RESERVED; then every job runs. */
 async function fund(f: MoneyFixture, pi: { address: string; transactionId: string }, amount = AMOUNT) {
-  await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
-  await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-  await drainChainSync(app);
-  await drainMoneyWork(app);
+  await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
+  await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+  await drainChainSync(suite.app);
+  await drainMoneyWork(suite.app);
 }
 
 async function settlementsOf(f: MoneyFixture, transactionId: string) {
-  const r = await app.gql<{
+  const r = await suite.app.gql<{
     transaction: {
       settlements: {
         id: string;
@@ -112,7 +107,7 @@ async function settlementsOf(f: MoneyFixture, transactionId: string) {
 
 /** A transaction's status and money totals (GraphQL: GetTransaction's REST body does not carry the totals). */
 async function money(f: MoneyFixture, id: string) {
-  const r = await app.gql<{ transaction: { status: string; settledAmount: string; escrowAmount: string } }>(
+  const r = await suite.app.gql<{ transaction: { status: string; settledAmount: string; escrowAmount: string } }>(
     `query($id: ID!) { transaction(id: $id) { status settledAmount escrowAmount } }`,
     { id },
     f.apiKeyHeaders,
@@ -122,14 +117,14 @@ async function money(f: MoneyFixture, id: string) {
 }
 
 const settledEvents = async (f: MoneyFixture, transactionId: string) =>
-  (await eventsOf(app, f.organizationId)).filter((e) => e.type === 'transaction.settled' && e.body.TransactionId === transactionId).map((e) => e.body);
+  (await eventsOf(suite.app, f.organizationId)).filter((e) => e.type === 'transaction.settled' && e.body.TransactionId === transactionId).map((e) => e.body);
 
 describe('setting and reading a rule', () => {
   test('PUT (API key) sets milestones by percentage and split rules; GET and GraphQL read it; replacing it; audit entry, no event', async () => {
     const f = await fixture();
     const partner = await account(f);
-    const pi = await createIntent(app, f, { amount: AMOUNT.toString() });
-    const eventsBefore = (await eventsOf(app, f.organizationId)).length;
+    const pi = await createIntent(suite.app, f, { amount: AMOUNT.toString() });
+    const eventsBefore = (await eventsOf(suite.app, f.organizationId)).length;
     const body = {
       milestones: [
         { name: 'Deposit', percentage: '33.333333', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
@@ -166,7 +161,7 @@ describe('setting and reading a rule', () => {
     const t = await txOf(f, pi.transactionId);
     const partnerRow = t.participants.find((p: any) => p.accountId === partner);
     expect(partnerRow).toMatchObject({ role: 'SPLIT_RECIPIENT' });
-    const gql = await app.gql<any>(
+    const gql = await suite.app.gql<any>(
       `query($id: ID!) { transaction(id: $id) { participants { id accountId } releaseRule { setAt milestones { amount } splits { accountId participantId } } } }`,
       { id: pi.transactionId },
       f.member.headers,
@@ -181,22 +176,22 @@ describe('setting and reading a rule', () => {
     expect(again.milestones.map((m: any) => [m.position, m.amount, m.conditions])).toEqual([[1, AMOUNT.toString(), []]]);
     expect(again.splits).toEqual([]);
     expect((await txOf(f, pi.transactionId)).participants.map((p: any) => p.role)).toEqual(['BENEFICIARY']);
-    const audits = await app.deps.db.auditLogEntry.findMany({
+    const audits = await suite.app.deps.db.auditLogEntry.findMany({
       where: { entityId: pi.transactionId, action: 'transaction.release_rule_set' },
       orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
     });
     expect(audits.map((a) => a.actorType)).toEqual(['API_KEY', 'MEMBER']);
-    expect((await eventsOf(app, f.organizationId)).length).toBe(eventsBefore);
+    expect((await eventsOf(suite.app, f.organizationId)).length).toBe(eventsBefore);
   });
 
   test('validation: 400 with field errors, nothing changed', async () => {
     const f = await fixture();
     const partner = await account(f);
-    const other = await signUpMember(app);
-    const pi = await createIntent(app, f, { amount: AMOUNT.toString() });
+    const other = await signUpMember(suite.app);
+    const pi = await createIntent(suite.app, f, { amount: AMOUNT.toString() });
     const stranger = await holderWithAccount(f); // holds an account, but not one of the transaction's
     const removed = await memberOf(f); // removed from the organization (issue 27): no longer a party
-    const gone = await app.rest('DELETE', `/v1/organizations/${f.organizationId}/members/${removed.memberId}`, { headers: f.member.headers });
+    const gone = await suite.app.rest('DELETE', `/v1/organizations/${f.organizationId}/members/${removed.memberId}`, { headers: f.member.headers });
     expect(gone.status, gone.text).toBe(204);
     const cases: [unknown, string, RegExp][] = [
       [
@@ -281,7 +276,7 @@ describe('setting and reading a rule', () => {
     const rule = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
     expect(rule).toMatchObject({ setAt: null, milestones: [], splits: [] });
     // GraphQL answers the same code and fields.
-    const g = await app.gql(
+    const g = await suite.app.gql(
       `mutation($id: ID!, $input: ReleaseRuleInput!) { setTransactionReleaseRule(transactionId: $id, input: $input) { transactionId } }`,
       { id: pi.transactionId, input: { milestones: [{ amount: '1' }] } },
       f.apiKeyHeaders,
@@ -291,7 +286,7 @@ describe('setting and reading a rule', () => {
 
   test('CreatePaymentIntent sets an inline rule in the same database transaction; an invalid one creates nothing', async () => {
     const f = await fixture();
-    const bad = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+    const bad = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
       body: {
         assetNetworkId: f.catalog.assetNetworkId,
@@ -304,8 +299,8 @@ describe('setting and reading a rule', () => {
     expect(bad.body.errors).toEqual([
       { field: 'releaseRule.milestones', message: expect.stringMatching(/add up to the transaction amount/), code: expect.any(String) },
     ]);
-    expect(await app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
-    const shape = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+    expect(await suite.app.deps.db.transaction.count({ where: { organizationId: f.organizationId } })).toBe(0);
+    const shape = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
       body: {
         assetNetworkId: f.catalog.assetNetworkId,
@@ -319,7 +314,7 @@ describe('setting and reading a rule', () => {
       { field: 'releaseRule.milestones.0.conditions.0.party', message: 'is required for an APPROVAL condition', code: expect.any(String) },
     ]);
 
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: { milestones: [{ amount: '400000' }, { amount: '600000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
     });
     const rule = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
@@ -331,14 +326,14 @@ describe('setting and reading a rule', () => {
     '409: not AWAITING_FUNDS or RESERVED, or a settlement exists; 404 across organizations and for account holders ' + 'not named; 403 for a viewer',
     async () => {
       const f = await fixture();
-      const cancelled = await createIntent(app, f);
-      await ok(app.rest('POST', `/v1/transactions/${cancelled.transactionId}/cancel`, { headers: f.apiKeyHeaders }), 204);
+      const cancelled = await createIntent(suite.app, f);
+      await ok(suite.app.rest('POST', `/v1/transactions/${cancelled.transactionId}/cancel`, { headers: f.apiKeyHeaders }), 204);
       const r1 = await putRule(cancelled.transactionId, { milestones: [] }, f.apiKeyHeaders);
       expect([r1.status, r1.body.code]).toEqual([409, 'INVALID_STATE']);
       const r1a = await approve(cancelled.transactionId, f.apiKeyHeaders);
       expect([r1a.status, r1a.body.detail]).toEqual([409, 'The transaction is CANCELLED: there is nothing to release.']);
 
-      const pi = await createIntent(app, f, {
+      const pi = await createIntent(suite.app, f, {
         amount: AMOUNT.toString(),
         releaseRule: { milestones: [{ percentage: '50' }, { percentage: '50', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
       });
@@ -349,8 +344,8 @@ describe('setting and reading a rule', () => {
       expect([r2.status, r2.body.code]).toEqual([409, 'INVALID_STATE']);
       expect(r2.body.detail).toMatch(/settlement/);
 
-      const other = await signUpMember(app);
-      const otherKey = await createApiKey(app, other);
+      const other = await signUpMember(suite.app);
+      const otherKey = await createApiKey(suite.app, other);
       for (const headers of [other.headers, otherKey.headers]) {
         expect((await getRule(pi.transactionId, headers)).status).toBe(404);
         expect((await putRule(pi.transactionId, { milestones: [] }, headers)).status).toBe(404);
@@ -363,7 +358,7 @@ describe('setting and reading a rule', () => {
       expect((await putRule(pi.transactionId, { milestones: [] }, viewer.headers)).status).toBe(403);
       expect((await getRule(pi.transactionId, viewer.headers)).status).toBe(200);
       // Another environment of the same organization's application: 404 as well.
-      const prodKey = await createApiKey(app, f.member, 'PRODUCTION');
+      const prodKey = await createApiKey(suite.app, f.member, 'PRODUCTION');
       expect((await getRule(pi.transactionId, prodKey.headers)).status).toBe(404);
       expect((await getRule(crypto.randomUUID(), f.apiKeyHeaders)).status).toBe(404);
     },
@@ -374,7 +369,7 @@ describe('approvals', () => {
   test('MEMBER: only the named member approves; the milestone releases and its settlement executes (transaction.settled)', async () => {
     const f = await fixture();
     const colleague = await memberOf(f);
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: colleague.memberId }] }] },
     });
     await fund(f, pi);
@@ -397,7 +392,7 @@ describe('approvals', () => {
     expect((await approve(pi.transactionId, colleague.headers)).status).toBe(409); // nothing left to approve
     const [s] = await settlementsOf(f, pi.transactionId);
     expect(s).toMatchObject({ id: after.milestones[0].settlementId, status: 'PENDING', milestoneId: after.milestones[0].id, requestedAmount: null });
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await settlementsOf(f, pi.transactionId)).toMatchObject([
       {
         status: 'EXECUTED',
@@ -407,14 +402,14 @@ describe('approvals', () => {
     ]);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'SETTLED', settledAmount: AMOUNT.toString(), escrowAmount: '0' });
     expect(await settledEvents(f, pi.transactionId)).toEqual([{ TransactionId: pi.transactionId, SettlementId: s!.id, IsTotal: true }]);
-    const audit = await app.deps.db.auditLogEntry.findFirst({ where: { entityId: pi.transactionId, action: 'transaction.release_approved' } });
+    const audit = await suite.app.deps.db.auditLogEntry.findFirst({ where: { entityId: pi.transactionId, action: 'transaction.release_approved' } });
     expect(audit).toMatchObject({ actorType: 'MEMBER', actorId: colleague.memberId });
   });
 
   test('ACCOUNT_HOLDER (the PAYER shorthand) approves over REST; other holders and principals cannot', async () => {
     const f = await fixture();
     const buyer = await holderWithAccount(f);
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       payerAccountId: buyer.accountId,
       releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'PAYER' }] }] },
     });
@@ -432,7 +427,7 @@ describe('approvals', () => {
 
   test('INTEGRATOR: an API key of the transaction’s environment approves one condition by id (GraphQL); a member cannot', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: {
         milestones: [
           { percentage: '30', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] },
@@ -446,7 +441,7 @@ describe('approvals', () => {
     const unknown = await approve(pi.transactionId, f.apiKeyHeaders, { conditionId: crypto.randomUUID() });
     expect(unknown.status).toBe(404);
     const second = rule.milestones[1].conditions[0].id;
-    const g = await app.gql<any>(
+    const g = await suite.app.gql<any>(
       `mutation($id: ID!, $c: ID) { approveRelease(transactionId: $id, input: { conditionId: $c }) { milestones { status conditions { approvedByType met } } } }`,
       { id: pi.transactionId, c: second },
       f.apiKeyHeaders,
@@ -463,7 +458,7 @@ describe('approvals', () => {
     // Milestone 1 is the last pending one, but the 700000 is still open: it asks for exactly what is left beside it.
     await ok(approve(pi.transactionId, f.apiKeyHeaders), 200);
     expect((await settlementsOf(f, pi.transactionId)).map((s) => s.requestedAmount)).toEqual(['700000', '300000']);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const settlements = await settlementsOf(f, pi.transactionId);
     expect(settlements.map((s) => [s.status, s.grossAmount])).toEqual([
       ['EXECUTED', '700000'],
@@ -478,17 +473,17 @@ describe('approvals', () => {
 describe('time conditions and combinations', () => {
   test('TIME_LOCK: never before releaseAfter (a job that runs early does nothing); released by the sweep a sandbox clock advance triggers', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'TIME_LOCK', releaseAfter: inHours(2) }] }] },
     });
     await fund(f, pi); // runs the scheduled evaluation early: nothing
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 3600);
+    await drainMoneyWork(suite.app);
     const mid = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
     expect(mid.milestones[0]).toMatchObject({ status: 'PENDING', conditions: [{ met: false }] });
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 3600);
+    await drainMoneyWork(suite.app);
     const done = await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200);
     expect(done.milestones[0]).toMatchObject({ status: 'RELEASED', conditions: [{ met: true }] });
     expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'SETTLED' });
@@ -510,31 +505,31 @@ describe('time conditions and combinations', () => {
       ],
     };
     // a) nobody approves: released when the period ends, not before.
-    const a = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRule: rule });
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 600); // the period counts from the reservation, not from the rule
+    const a = await createIntent(suite.app, f, { payerAccountId: buyer.accountId, releaseRule: rule });
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 600); // the period counts from the reservation, not from the rule
     await fund(f, a);
     const t = await txOf(f, a.transactionId);
     const read = await ok(getRule(a.transactionId, f.apiKeyHeaders), 200);
     expect(read.milestones[0].conditions[1].dueAt).toBe(new Date(new Date(t.reservedAt).getTime() + 86400_000).toISOString());
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 86400 - 60);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 86400 - 60);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(a.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 60);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 60);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(a.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED']);
     // b) the buyer approves during the period: released at once.
-    const b = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRule: rule });
+    const b = await createIntent(suite.app, f, { payerAccountId: buyer.accountId, releaseRule: rule });
     await fund(f, b);
     expect(statuses(await ok(getRule(b.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
     expect(statuses(await ok(approve(b.transactionId, buyer.headers), 200))).toEqual(['RELEASED']);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await txOf(f, b.transactionId)).toMatchObject({ status: 'SETTLED' });
   });
 
   test('ALL: a time lock and two approvals, in any order; milestones release partial amounts, the last one what is left', async () => {
     const f = await fixture();
     const colleague = await memberOf(f);
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: {
         milestones: [
           {
@@ -560,10 +555,10 @@ describe('time conditions and combinations', () => {
     expect(statuses(await ok(approve(pi.transactionId, colleague.headers), 200))).toEqual(['PENDING', 'PENDING']);
     // The API key approves both INTEGRATOR conditions: milestone 1 is complete, milestone 2 waits for its time lock.
     expect(statuses(await ok(approve(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'PENDING']);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'RESERVED', settledAmount: '250000', escrowAmount: '750005' });
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 3600);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED', 'RELEASED']);
     expect((await settlementsOf(f, pi.transactionId)).map((s) => [s.requestedAmount, s.grossAmount])).toEqual([
       ['250000', '250000'],
@@ -576,42 +571,45 @@ describe('time conditions and combinations', () => {
 describe('blockers', () => {
   test('frozen: the approval is recorded, nothing releases until the member unfreezes', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
     });
     await fund(f, pi);
-    await ok(app.rest('POST', `/v1/transactions/${pi.transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }), 204);
+    await ok(suite.app.rest('POST', `/v1/transactions/${pi.transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }), 204);
     const r = await ok(approve(pi.transactionId, f.apiKeyHeaders), 200);
     expect(r.milestones[0]).toMatchObject({ status: 'PENDING', conditions: [{ met: true }] });
-    await drainMoneyWork(app);
-    expect(await runReleaseSweep(moneyDeps(app), { organizationId: f.organizationId })).toBe(0);
+    await drainMoneyWork(suite.app);
+    expect(await runReleaseSweep(moneyDeps(suite.app), { organizationId: f.organizationId })).toBe(0);
     expect(await settlementsOf(f, pi.transactionId)).toEqual([]);
-    await ok(app.rest('POST', `/v1/transactions/${pi.transactionId}/unfreeze`, { headers: f.member.headers }), 204);
-    await drainMoneyWork(app);
+    await ok(suite.app.rest('POST', `/v1/transactions/${pi.transactionId}/unfreeze`, { headers: f.member.headers }), 204);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED']);
     expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'SETTLED' });
   });
 
   test('a deposit under review blocks the release; the operator’s resolution releases it', async () => {
     const f = await fixture();
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: { milestones: [{ amount: AMOUNT.toString(), conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] },
     });
     await fund(f, pi);
     // A second payment to the address, flagged by sandbox screening (amount ending in 666).
-    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 1666n, assetNetworkId: f.catalog.assetNetworkId });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    await drainChainSync(app);
-    const review = await app.deps.db.deposit.findFirstOrThrow({ where: { transactionId: pi.transactionId, status: 'UNDER_REVIEW' } });
+    await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount: 1666n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainChainSync(suite.app);
+    const review = await suite.app.deps.db.deposit.findFirstOrThrow({ where: { transactionId: pi.transactionId, status: 'UNDER_REVIEW' } });
     expect(statuses(await ok(approve(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['PENDING']);
-    const operator = await createOperator(app);
+    const operator = await createOperator(suite.app);
     await ok(
-      app.rest('POST', `/v1/admin/deposits/${review.id}/resolve-under-review`, { headers: operator.headers, body: { decision: 'REJECT', reason: 'not ours' } }),
+      suite.app.rest('POST', `/v1/admin/deposits/${review.id}/resolve-under-review`, {
+        headers: operator.headers,
+        body: { decision: 'REJECT', reason: 'not ours' },
+      }),
       204,
     );
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(statuses(await ok(getRule(pi.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED']);
     expect(await money(f, pi.transactionId)).toEqual({ status: 'SETTLED', settledAmount: AMOUNT.toString(), escrowAmount: '0' });
   });
@@ -623,7 +621,7 @@ describe('splits', () => {
     const partner = await account(f, 'Partner');
     const agent = await account(f, 'Agent');
     const colleague = await memberOf(f);
-    const pi = await createIntent(app, f, {
+    const pi = await createIntent(suite.app, f, {
       releaseRule: {
         splits: [
           { accountId: partner, fixedAmount: '100000' },
@@ -646,7 +644,7 @@ describe('splits', () => {
     expect(rule.splits[0].allocatedAmount).toBe('100000');
     // The split hold is approved after the transaction settled: the retained portion is released.
     await ok(approve(pi.transactionId, colleague.headers), 200);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const [after] = await settlementsOf(f, pi.transactionId);
     expect(after!.allocations.find((a) => a.accountId === agent)).toMatchObject({ status: 'RELEASED' });
   });
@@ -675,12 +673,12 @@ describe('templates', () => {
         { accountId: await account(f, 'Platform'), percentage: '10' },
       ],
     };
-    const created = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: definition });
+    const created = await suite.app.rest('POST', base, { headers: f.apiKeyHeaders, body: definition });
     expect(created.status, created.text).toBe(201);
     const location = created.headers.get('location')!;
     expect(created.body).toEqual({ id: location.split('/').pop() }); // { id } beside Location
     expect(location).toMatch(/^\/v1\/release-rule-templates\/[0-9a-f-]{36}$/);
-    const got = await ok(app.rest('GET', location, { headers: f.member.headers }), 200);
+    const got = await ok(suite.app.rest('GET', location, { headers: f.member.headers }), 200);
     expect(got).toMatchObject({
       name: 'Marketplace',
       applicationId: f.applicationId,
@@ -692,31 +690,34 @@ describe('templates', () => {
       { kind: 'APPROVAL', party: 'PAYER', memberId: null, delaySeconds: null, durationSeconds: null },
       { kind: 'INSPECTION_PERIOD', party: null, memberId: null, delaySeconds: null, durationSeconds: 259200 },
     ]);
-    const dup = await app.rest('POST', base, { headers: f.member.headers, body: definition });
+    const dup = await suite.app.rest('POST', base, { headers: f.member.headers, body: definition });
     expect([dup.status, dup.body.code]).toEqual([409, 'CONFLICT']);
-    const bad = await app.rest('POST', base, { headers: f.apiKeyHeaders, body: { name: 'Bad', milestones: [{ percentage: '60' }, { percentage: '30' }] } });
+    const bad = await suite.app.rest('POST', base, {
+      headers: f.apiKeyHeaders,
+      body: { name: 'Bad', milestones: [{ percentage: '60' }, { percentage: '30' }] },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([{ field: 'milestones', message: 'milestone percentages must add up to exactly 100', code: expect.any(String) }]);
-    const badMember = await app.rest('POST', base, {
+    const badMember = await suite.app.rest('POST', base, {
       headers: f.apiKeyHeaders,
       body: { name: 'Bad', milestones: [{ percentage: '100', conditions: [{ kind: 'APPROVAL', party: 'MEMBER', memberId: crypto.randomUUID() }] }] },
     });
     expect(badMember.body.errors).toEqual([
       { field: 'milestones.0.conditions.0.memberId', message: 'must be a member of the organization', code: expect.any(String) },
     ]);
-    expect((await ok(app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).map((t: any) => t.name)).toEqual(['Marketplace']);
+    expect((await ok(suite.app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).map((t: any) => t.name)).toEqual(['Marketplace']);
     // Another organization, or another application's API key: 404.
-    const other = await signUpMember(app);
-    expect((await app.rest('GET', location, { headers: other.headers })).status).toBe(404);
-    expect((await app.rest('GET', base, { headers: other.headers })).status).toBe(404);
-    const otherApp = await createApiKey(app, f.member);
-    expect((await app.rest('GET', location, { headers: otherApp.headers })).status).toBe(404);
-    expect((await app.rest('POST', `${location}/archive`, { headers: otherApp.headers })).status).toBe(404);
+    const other = await signUpMember(suite.app);
+    expect((await suite.app.rest('GET', location, { headers: other.headers })).status).toBe(404);
+    expect((await suite.app.rest('GET', base, { headers: other.headers })).status).toBe(404);
+    const otherApp = await createApiKey(suite.app, f.member);
+    expect((await suite.app.rest('GET', location, { headers: otherApp.headers })).status).toBe(404);
+    expect((await suite.app.rest('POST', `${location}/archive`, { headers: otherApp.headers })).status).toBe(404);
     // Archive: 204, twice; listed only with includeArchived.
-    expect((await app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
-    expect((await app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
-    expect(await ok(app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).toEqual([]);
-    expect((await ok(app.rest('GET', `${base}?includeArchived=true`, { headers: f.apiKeyHeaders }), 200))[0]).toMatchObject({
+    expect((await suite.app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
+    expect((await suite.app.rest('POST', `${location}/archive`, { headers: f.member.headers })).status).toBe(204);
+    expect(await ok(suite.app.rest('GET', base, { headers: f.apiKeyHeaders }), 200)).toEqual([]);
+    expect((await ok(suite.app.rest('GET', `${base}?includeArchived=true`, { headers: f.apiKeyHeaders }), 200))[0]).toMatchObject({
       archived: true,
       archivedAt: expect.any(String),
     });
@@ -727,7 +728,7 @@ describe('templates', () => {
     const buyer = await holderWithAccount(f);
     const platform = await account(f, 'Platform');
     const base = `/v1/applications/${f.applicationId}/release-rule-templates`;
-    const created = await app.rest('POST', base, {
+    const created = await suite.app.rest('POST', base, {
       headers: f.apiKeyHeaders,
       body: {
         name: 'Two steps',
@@ -751,7 +752,7 @@ describe('templates', () => {
     expect(created.status, created.text).toBe(201);
     const templateId = created.headers.get('location')!.split('/').pop()!;
     // Applying it needs a payer with an account holder (the PAYER party): 400 without one.
-    const noPayer = await app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+    const noPayer = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
       headers: f.apiKeyHeaders,
       body: { assetNetworkId: f.catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: f.beneficiaryAccountId, releaseRuleTemplateId: templateId },
     });
@@ -764,7 +765,7 @@ describe('templates', () => {
       },
     ]);
 
-    const pi = await createIntent(app, f, { payerAccountId: buyer.accountId, releaseRuleTemplateId: templateId });
+    const pi = await createIntent(suite.app, f, { payerAccountId: buyer.accountId, releaseRuleTemplateId: templateId });
     const rule = await ok(getRule(pi.transactionId, buyer.headers), 200);
     expect(rule.templateId).toBe(templateId);
     expect(rule.milestones.map((m: any) => m.amount)).toEqual(['250000', '750000']);
@@ -774,8 +775,8 @@ describe('templates', () => {
 
     await fund(f, pi);
     await ok(approve(pi.transactionId, buyer.headers), 200); // milestone 2 released before milestone 1 (not the last pending: its own amount)
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 3600);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 3600);
+    await drainMoneyWork(suite.app);
     const settlements = await settlementsOf(f, pi.transactionId);
     expect(settlements.map((s) => [s.status, s.requestedAmount, s.grossAmount])).toEqual([
       ['EXECUTED', '750000', '750000'],
@@ -787,21 +788,21 @@ describe('templates', () => {
     expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'SETTLED' });
 
     // By setTransactionReleaseRule (GraphQL), then archived: 409.
-    const other = await createIntent(app, f, { payerAccountId: buyer.accountId });
-    const g = await app.gql<any>(
+    const other = await createIntent(suite.app, f, { payerAccountId: buyer.accountId });
+    const g = await suite.app.gql<any>(
       `mutation($id: ID!, $input: ReleaseRuleInput!) { setTransactionReleaseRule(transactionId: $id, input: $input) { templateId milestones { amount } } }`,
       { id: other.transactionId, input: { templateId } },
       f.member.headers,
     );
     expect(g.errors).toBeUndefined();
     expect(g.data.setTransactionReleaseRule).toEqual({ templateId, milestones: [{ amount: '250000' }, { amount: '750000' }] });
-    await ok(app.rest('POST', `/v1/release-rule-templates/${templateId}/archive`, { headers: f.apiKeyHeaders }), 204);
+    await ok(suite.app.rest('POST', `/v1/release-rule-templates/${templateId}/archive`, { headers: f.apiKeyHeaders }), 204);
     const archived = await putRule(other.transactionId, { templateId }, f.apiKeyHeaders);
     expect([archived.status, archived.body.code]).toEqual([409, 'INVALID_STATE']);
     expect((await ok(getRule(other.transactionId, f.apiKeyHeaders), 200)).templateId).toBe(templateId); // unchanged
     // Another application's template: 400.
-    const otherApp = await createApiKey(app, f.member);
-    const foreign = await app.rest('POST', `/v1/applications/${otherApp.applicationId}/release-rule-templates`, {
+    const otherApp = await createApiKey(suite.app, f.member);
+    const foreign = await suite.app.rest('POST', `/v1/applications/${otherApp.applicationId}/release-rule-templates`, {
       headers: f.member.headers,
       body: { name: 'Other', milestones: [{ percentage: '100' }] },
     });

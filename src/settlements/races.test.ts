@@ -1,6 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createTestApp, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { moneySuite } from '../../test/money-suite';
 import { moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { drainMoneyWork, fundedTransaction } from '../../test/fixtures/settlements/testing';
 import { executeSettlement, executeSettlementGroup } from './settlements';
@@ -12,40 +11,35 @@ import { LedgerError, ledgerAccounts, ledgerMetrics, postLedgerTransaction } fro
  * settlement and a refund, a freeze in the middle, the same job delivered twice. The job handlers
  * run concurrently on separate connections, as two workers would.
  */
-let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite();
 
 const AMOUNT = 1_000_000n;
 
 async function funded(f: MoneyFixture, amount = AMOUNT) {
-  const { transactionId } = await fundedTransaction(app, amount, f);
+  const { transactionId } = await fundedTransaction(suite.app, amount, f);
   expect((await txOf(f, transactionId)).status).toBe('RESERVED');
   return transactionId;
 }
 
-const txOf = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
+const txOf = async (f: MoneyFixture, id: string) => (await suite.app.rest('GET', `/v1/transactions/${id}`, { headers: f.apiKeyHeaders })).body;
 const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 
 async function pendingSettlement(f: MoneyFixture, transactionId: string, amount: bigint) {
-  const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
+  const r = await suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
   expect(r.status, r.text).toBe(201);
   return idOf(r);
 }
 async function pendingRefund(f: MoneyFixture, transactionId: string, amount: bigint) {
-  const r = await app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
+  const r = await suite.app.rest('POST', `/v1/transactions/${transactionId}/refunds`, { headers: f.apiKeyHeaders, body: { amount: amount.toString() } });
   expect(r.status, r.text).toBe(201);
   return idOf(r);
 }
-const settlement = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders })).body;
-const refund = async (f: MoneyFixture, id: string) => (await app.rest('GET', `/v1/refunds/${id}`, { headers: f.apiKeyHeaders })).body;
+const settlement = async (f: MoneyFixture, id: string) => (await suite.app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders })).body;
+const refund = async (f: MoneyFixture, id: string) => (await suite.app.rest('GET', `/v1/refunds/${id}`, { headers: f.apiKeyHeaders })).body;
 
 /** An account's posted balance in the fixture's asset-network (members read balances). */
 async function posted(f: MoneyFixture, accountId: string): Promise<bigint> {
-  const r = await app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
+  const r = await suite.app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
   expect(r.status).toBe(200);
   const b = (r.body as { assetNetworkId: string; posted: string }[]).find((x) => x.assetNetworkId === f.catalog.assetNetworkId);
   return b ? BigInt(b.posted) : 0n;
@@ -60,15 +54,15 @@ async function moved(f: MoneyFixture, transactionId: string) {
 describe('races on one transaction', () => {
   let f: MoneyFixture;
   beforeAll(async () => {
-    f = await moneyFixture(app, { requiredConfirmations: 1 });
+    f = await moneyFixture(suite.app, { requiredConfirmations: 1 });
   });
 
   test('two settlement requests of 60% at once: one is accepted, the other answers 409', async () => {
     const id = await funded(f);
-    const ask = () => app.rest('POST', `/v1/transactions/${id}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '600000' } });
+    const ask = () => suite.app.rest('POST', `/v1/transactions/${id}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '600000' } });
     const [a, b] = await Promise.all([ask(), ask()]);
     expect([a.status, b.status].sort()).toEqual([201, 409]);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const { t, out, escrow } = await moved(f, id);
     expect(out).toBe(600_000n);
     expect(escrow).toBe(400_000n);
@@ -80,11 +74,11 @@ describe('races on one transaction', () => {
     const s = await pendingSettlement(f, id, 600_000n);
     const r = await pendingRefund(f, id, 600_000n);
     const results = await Promise.allSettled([
-      executeSettlement(moneyDeps(app), s),
-      executeRefund({ ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never, r),
+      executeSettlement(moneyDeps(suite.app), s),
+      executeRefund({ ...moneyDeps(suite.app), sealingKey: suite.app.deps.sealingKey } as never, r),
     ]);
     expect(results.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled']);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const [sv, rv] = [await settlement(f, s), await refund(f, r)];
     const outcomes = [sv.status, rv.status].sort();
     expect(outcomes.filter((x) => x === 'EXECUTED')).toHaveLength(1);
@@ -98,8 +92,8 @@ describe('races on one transaction', () => {
     const id = await funded(f);
     const before = await posted(f, f.beneficiaryAccountId);
     const s = await pendingSettlement(f, id, 250_000n);
-    await Promise.all([executeSettlement(moneyDeps(app), s), executeSettlement(moneyDeps(app), s), executeSettlement(moneyDeps(app), s)]);
-    await drainMoneyWork(app);
+    await Promise.all([executeSettlement(moneyDeps(suite.app), s), executeSettlement(moneyDeps(suite.app), s), executeSettlement(moneyDeps(suite.app), s)]);
+    await drainMoneyWork(suite.app);
     const sv = await settlement(f, s);
     expect(sv).toMatchObject({ status: 'EXECUTED', attempts: 1, grossAmount: '250000' });
     const { out } = await moved(f, id);
@@ -110,13 +104,13 @@ describe('races on one transaction', () => {
   test("a transaction's settlements execute in request order, whichever job runs first", async () => {
     const id = await funded(f);
     const first = await pendingSettlement(f, id, 300_000n);
-    app.clock.advance(1000);
+    suite.app.clock.advance(1000);
     const second = await pendingSettlement(f, id, 200_000n);
     // The second one's job runs first: it executes the first settlement.
-    await executeSettlement(moneyDeps(app), second);
+    await executeSettlement(moneyDeps(suite.app), second);
     expect((await settlement(f, first)).status).toBe('EXECUTED');
     expect((await settlement(f, second)).status).toBe('PENDING');
-    await executeSettlement(moneyDeps(app), first);
+    await executeSettlement(moneyDeps(suite.app), first);
     const [a, b] = [await settlement(f, first), await settlement(f, second)];
     expect([a.status, b.status]).toEqual(['EXECUTED', 'EXECUTED']);
     expect(new Date(a.executedAt).getTime()).toBeLessThanOrEqual(new Date(b.executedAt).getTime());
@@ -128,8 +122,8 @@ describe('races on one transaction', () => {
       const id = await funded(f);
       const s = await pendingSettlement(f, id, AMOUNT);
       const [, freeze] = await Promise.all([
-        executeSettlement(moneyDeps(app), s),
-        app.rest('POST', `/v1/transactions/${id}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }),
+        executeSettlement(moneyDeps(suite.app), s),
+        suite.app.rest('POST', `/v1/transactions/${id}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } }),
       ]);
       const sv = await settlement(f, s);
       const { t, out } = await moved(f, id);
@@ -151,7 +145,7 @@ describe('races on one transaction', () => {
     const id = await funded(f);
     const a = await pendingRefund(f, id, 600_000n);
     const b = await pendingRefund(f, id, 600_000n);
-    const deps = { ...moneyDeps(app), sealingKey: app.deps.sealingKey } as never;
+    const deps = { ...moneyDeps(suite.app), sealingKey: suite.app.deps.sealingKey } as never;
     await Promise.all([executeRefund(deps, a), executeRefund(deps, b)]);
     const statuses = [(await refund(f, a)).status, (await refund(f, b)).status].sort();
     expect(statuses).toEqual(['EXECUTED', 'REJECTED']);
@@ -167,12 +161,12 @@ describe('races on one transaction', () => {
     const s2 = await pendingSettlement(f, t2, AMOUNT);
     const s3 = await pendingSettlement(f, t3, 250_000n);
     const s4 = await pendingSettlement(f, t4, AMOUNT);
-    expect((await app.rest('POST', `/v1/transactions/${t4}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/transactions/${t4}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } })).status).toBe(204);
     const before = await posted(f, f.beneficiaryAccountId);
     // s2 is in both groups; t1's two settlements are split between them (the later one listed first).
     const [a, b] = await Promise.all([
-      executeSettlementGroup(moneyDeps(app), [s1b, s2, s4, 'not-a-uuid']),
-      executeSettlementGroup(moneyDeps(app), [s3, s1a, s2]),
+      executeSettlementGroup(moneyDeps(suite.app), [s1b, s2, s4, 'not-a-uuid']),
+      executeSettlementGroup(moneyDeps(suite.app), [s3, s1a, s2]),
     ]);
     for (const r of [...a, ...b]) expect(r).not.toBeInstanceOf(Error);
     expect(a[3]).toEqual({ status: 'SKIPPED' });
@@ -180,7 +174,7 @@ describe('races on one transaction', () => {
     expect(a[2]).toEqual({ status: 'FAILED', reason: 'TRANSACTION_FROZEN' });
     for (const id of [s1a, s1b, s2, s3]) {
       expect(await settlement(f, id)).toMatchObject({ status: 'EXECUTED', attempts: 1 });
-      expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+      expect(await suite.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
     }
     expect(await settlement(f, s4)).toMatchObject({ status: 'FAILED', attempts: 1 });
     // Request order within t1: the 400,000 first (it did not empty the escrow), then the 600,000.
@@ -193,9 +187,9 @@ describe('races on one transaction', () => {
     expect((await posted(f, f.beneficiaryAccountId)) - before).toBe(2n * AMOUNT + 250_000n);
     // Each executed settlement has its own events and audit entries, exactly once.
     for (const id of [s1a, s1b, s2, s3]) {
-      const events = await app.deps.db.webhookEvent.findMany({ where: { aggregateId: id }, select: { eventType: true } });
+      const events = await suite.app.deps.db.webhookEvent.findMany({ where: { aggregateId: id }, select: { eventType: true } });
       expect(events.map((e) => e.eventType).sort()).toEqual(['settlement.executed', 'settlement.split_portion_released']);
-      expect(await app.deps.db.auditLogEntry.count({ where: { entityId: id, action: 'settlement.executed' } })).toBe(1);
+      expect(await suite.app.deps.db.auditLogEntry.count({ where: { entityId: id, action: 'settlement.executed' } })).toBe(1);
     }
   });
 
@@ -206,7 +200,7 @@ describe('races on one transaction', () => {
       for (let i = 0; i < n; i++) transactions.push(await funded(f));
       const ids: string[] = [];
       for (const t of transactions) ids.push(await pendingSettlement(f, t, AMOUNT));
-      const { result, statements } = await app.sqlStatements(() => executeSettlementGroup(moneyDeps(app), ids));
+      const { result, statements } = await suite.app.sqlStatements(() => executeSettlementGroup(moneyDeps(suite.app), ids));
       for (const r of result) expect(r).toEqual({ status: 'EXECUTED', isTotal: true });
       return statements;
     };
@@ -228,7 +222,7 @@ describe('races on one transaction', () => {
     const ts = [await funded(f), await funded(f), await funded(f)];
     const ids: string[] = [];
     for (const t of ts) ids.push(await pendingSettlement(f, t, AMOUNT));
-    const db = app.deps.db;
+    const db = suite.app.deps.db;
     const [escrow] = await db.$queryRaw<{ id: string }[]>`
       SELECT "id"::text AS "id" FROM "LedgerAccount" WHERE "kind" = 'ESCROW' AND "ownerId" = ${ts[0]}::uuid`;
     const callsBefore = ledgerMetrics.calls;
@@ -240,7 +234,7 @@ describe('races on one transaction', () => {
           // Another transaction holds the first escrow's balance row; the group locks its Transaction
           // rows, reads, writes, then waits for that row in its posting...
           await tx.$queryRaw`SELECT 1 FROM "LedgerAccount" WHERE "id" = ${escrow!.id}::uuid FOR UPDATE`;
-          group = executeSettlementGroup(moneyDeps(app), ids);
+          group = executeSettlementGroup(moneyDeps(suite.app), ids);
           for (let i = 0; i < 1000; i++) {
             const [w] = await tx.$queryRaw<{ n: number }[]>`
               SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`;
@@ -269,7 +263,7 @@ describe('races on one transaction', () => {
     const [s1, s2, s3] = [await pendingSettlement(f, t1, AMOUNT), await pendingSettlement(f, t2, AMOUNT), await pendingSettlement(f, t3, AMOUNT)];
     // s2's ledger key already taken by another posting: the ledger refuses s2's (IDEMPOTENCY_CONFLICT).
     const an = f.catalog.assetNetworkId;
-    await postLedgerTransaction(app.deps.db, {
+    await postLedgerTransaction(suite.app.deps.db, {
       idempotencyKey: `settlement:${s2}`,
       nature: 'test.key-taken',
       organizationId: f.organizationId,
@@ -279,18 +273,18 @@ describe('races on one transaction', () => {
       ],
       postedAt: new Date(),
     });
-    const [r1, r2, r3] = await executeSettlementGroup(moneyDeps(app), [s1, s2, s3]);
+    const [r1, r2, r3] = await executeSettlementGroup(moneyDeps(suite.app), [s1, s2, s3]);
     expect(r1).toEqual({ status: 'EXECUTED', isTotal: true });
     expect(r3).toEqual({ status: 'EXECUTED', isTotal: true });
     expect(r2).toBeInstanceOf(LedgerError);
     expect((r2 as LedgerError).reason).toBe('IDEMPOTENCY_CONFLICT');
     expect(await settlement(f, s2)).toMatchObject({ status: 'PENDING', attempts: 0 });
     expect(await moved(f, t2)).toMatchObject({ out: 0n, escrow: AMOUNT });
-    expect(await app.deps.db.settlementAllocation.count({ where: { settlementId: s2 } })).toBe(0);
-    expect(await app.deps.db.webhookEvent.count({ where: { aggregateId: s2 } })).toBe(0);
-    for (const id of [s1, s3]) expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+    expect(await suite.app.deps.db.settlementAllocation.count({ where: { settlementId: s2 } })).toBe(0);
+    expect(await suite.app.deps.db.webhookEvent.count({ where: { aggregateId: s2 } })).toBe(0);
+    for (const id of [s1, s3]) expect(await suite.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
     // Left PENDING (its job is retried and fails the same way until an operator looks): not part of the invariants below.
-    await app.deps.db
+    await suite.app.deps.db
       .$executeRaw`UPDATE "Settlement" SET "status" = 'FAILED', "attempts" = 1, "failureReason" = 'test', "failedAt" = now() WHERE "id" = ${s2}::uuid`;
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
-import { checkLedgerInvariants } from '../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
+import { createApiKey, signUpMember } from '../../test/harness';
+import { moneySuite } from '../../test/money-suite';
 import { sandboxAdvanceClock, sandboxMine, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../test/money-helpers';
 import { createIntent, drainChainSync, eventsOf, moneyDeps, moneyFixture, type MoneyFixture } from '../../test/fixtures/deposits/testing';
 import { balanceOf, type LedgerAccountRef } from '../ledger/ledger';
@@ -17,12 +17,7 @@ import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
  * Balances are read from the ledger; events from the organization's outbox, in emission order.
  */
 
-let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-afterEach(() => checkLedgerInvariants(app.deps.db));
+const suite = moneySuite();
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (all through the public surface, but the ledger reads)
@@ -32,10 +27,10 @@ const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').
 
 /** A sandbox catalog (1 confirmation), an integrator and a beneficiary account; `decimals` for another asset. */
 async function fixture(opts: { decimals?: number } = {}): Promise<Fixture> {
-  if (opts.decimals === undefined) return moneyFixture(app, { requiredConfirmations: 1 });
-  const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1, decimals: opts.decimals });
-  const integrator = await setupIntegrator(app, catalog);
-  const acc = await app.rest('POST', `/v1/organizations/${integrator.organizationId}/accounts`, {
+  if (opts.decimals === undefined) return moneyFixture(suite.app, { requiredConfirmations: 1 });
+  const catalog = await setupSandboxCatalog(suite.app, { requiredConfirmations: 1, decimals: opts.decimals });
+  const integrator = await setupIntegrator(suite.app, catalog);
+  const acc = await suite.app.rest('POST', `/v1/organizations/${integrator.organizationId}/accounts`, {
     body: { name: 'Seller' },
     headers: integrator.apiKeyHeaders,
   });
@@ -44,7 +39,7 @@ async function fixture(opts: { decimals?: number } = {}): Promise<Fixture> {
 
 /** An account of the fixture's organization: made by the API key (authorized for its application) or by the member (not authorized). */
 async function account(f: Fixture, name: string, by: 'apiKey' | 'member' = 'apiKey'): Promise<string> {
-  const r = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
+  const r = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, {
     body: by === 'member' ? { name, mode: 'SANDBOX' } : { name },
     headers: by === 'member' ? f.member.headers : f.apiKeyHeaders,
   });
@@ -53,7 +48,7 @@ async function account(f: Fixture, name: string, by: 'apiKey' | 'member' = 'apiK
 }
 
 async function gql<T = any>(query: string, variables: Record<string, unknown>, headers: Record<string, string>): Promise<T> {
-  const r = await app.gql<T>(query, variables, headers);
+  const r = await suite.app.gql<T>(query, variables, headers);
   if (r.errors?.length) throw new Error(`GraphQL: ${JSON.stringify(r.errors)}`);
   return r.data!;
 }
@@ -65,12 +60,12 @@ type Split = { accountId: string; percentage?: string; fixedAmount?: string; hol
 
 /** A transaction of `amount` paid on the sandbox chain and RESERVED, with the split rules set before funding. */
 async function fundedTransaction(f: Fixture, amount: bigint, splits?: Split[]): Promise<string> {
-  const pi = await createIntent(app, f, { amount: amount.toString() });
+  const pi = await createIntent(suite.app, f, { amount: amount.toString() });
   if (splits) await gql(SET_RULE, { transactionId: pi.transactionId, input: { splits } }, f.apiKeyHeaders);
-  await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
-  await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-  await drainChainSync(app);
-  await drainMoneyWork(app);
+  await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount, assetNetworkId: f.catalog.assetNetworkId });
+  await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+  await drainChainSync(suite.app);
+  await drainMoneyWork(suite.app);
   expect((await getTransaction(f, pi.transactionId)).status).toBe('RESERVED');
   return pi.transactionId;
 }
@@ -85,14 +80,14 @@ const getTransaction = async (f: Fixture, id: string) =>
     )
   ).transaction;
 const getSettlement = async (f: Fixture, id: string) => {
-  const r = await app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders });
+  const r = await suite.app.rest('GET', `/v1/settlements/${id}`, { headers: f.apiKeyHeaders });
   expect(r.status, r.text).toBe(200);
   return r.body;
 };
 
 /** POST /v1/transactions/{id}/settlements (201, Location); answers the settlement id. */
 async function requestSettlement(f: Fixture, transactionId: string, amount?: bigint, headers: Record<string, string> = f.apiKeyHeaders): Promise<string> {
-  const r = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
+  const r = await suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
     headers,
     ...(amount === undefined ? {} : { body: { amount: amount.toString() } }),
   });
@@ -105,12 +100,12 @@ async function requestSettlement(f: Fixture, transactionId: string, amount?: big
 /** Requests and executes (the settlement job); answers the settlement as GET shows it. */
 async function settle(f: Fixture, transactionId: string, amount?: bigint) {
   const id = await requestSettlement(f, transactionId, amount);
-  await drainMoneyWork(app);
+  await drainMoneyWork(suite.app);
   return getSettlement(f, id);
 }
 
 async function configurePricing(f: Fixture, body: Record<string, unknown>): Promise<string> {
-  const r = await app.rest('POST', '/v1/admin/pricing-policy', { headers: f.catalog.operator.headers, body });
+  const r = await suite.app.rest('POST', '/v1/admin/pricing-policy', { headers: f.catalog.operator.headers, body });
   expect(r.status, r.text).toBe(204);
   const list = await gql<{ pricingPolicies: { id: string }[] }>(
     'query($an: ID) { pricingPolicies(assetNetworkId: $an) { id } }',
@@ -126,21 +121,22 @@ const ref = (f: Fixture, kind: LedgerAccountRef['kind'], ownerId: string | null)
   organizationId: ownerId === null ? null : f.organizationId,
   assetNetworkId: f.catalog.assetNetworkId,
 });
-const balance = async (f: Fixture, kind: LedgerAccountRef['kind'], ownerId: string | null) => (await balanceOf(app.deps.db, ref(f, kind, ownerId))).posted;
+const balance = async (f: Fixture, kind: LedgerAccountRef['kind'], ownerId: string | null) =>
+  (await balanceOf(suite.app.deps.db, ref(f, kind, ownerId))).posted;
 const escrow = (f: Fixture, transactionId: string) => balance(f, 'ESCROW', transactionId);
 const customer = (f: Fixture, accountId: string) => balance(f, 'CUSTOMER', accountId);
 const retained = (f: Fixture, allocationId: string) => balance(f, 'RETAINED', allocationId);
 const revenue = (f: Fixture) => balance(f, 'PLATFORM_REVENUE', null);
 /** An account's CUSTOMER balance through REST (members), "0" before its first posting. */
 async function restBalance(f: Fixture, accountId: string): Promise<string> {
-  const r = await app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
+  const r = await suite.app.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
   expect(r.status, r.text).toBe(200);
   return (r.body as { assetNetworkId: string; posted: string }[]).find((b) => b.assetNetworkId === f.catalog.assetNetworkId)?.posted ?? '0';
 }
 
 /** The settlement events of the organization (and transaction.settled), in emission order. */
 async function settlementEvents(f: Fixture) {
-  return (await eventsOf(app, f.organizationId)).filter((e) => e.type.startsWith('settlement.') || e.type === 'transaction.settled');
+  return (await eventsOf(suite.app, f.organizationId)).filter((e) => e.type.startsWith('settlement.') || e.type === 'transaction.settled');
 }
 const types = (events: { type: string }[]) => events.map((e) => e.type);
 
@@ -199,7 +195,7 @@ describe('settlements', () => {
     const pending = await getSettlement(f, id);
     expect(pending).toMatchObject({ id, status: 'PENDING', transactionId, requestedAmount: null, grossAmount: null, attempts: 0, allocations: [] });
 
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const s = await getSettlement(f, id);
     const beneficiary = (await getTransaction(f, transactionId)).participants.find((p: { role: string }) => p.role === 'BENEFICIARY');
     expect(s).toMatchObject({
@@ -227,7 +223,7 @@ describe('settlements', () => {
     expect(await getTransaction(f, transactionId)).toMatchObject({ status: 'SETTLED', settledAmount: '1000000', escrowAmount: '0' });
     expect(await escrow(f, transactionId)).toBe(0n);
     expect(await restBalance(f, f.beneficiaryAccountId)).toBe('1000000');
-    const ledger = await app.deps.db.ledgerTransaction.findMany({ where: { idempotencyKey: `settlement:${id}` } });
+    const ledger = await suite.app.deps.db.ledgerTransaction.findMany({ where: { idempotencyKey: `settlement:${id}` } });
     expect(ledger.map((l) => l.id)).toEqual([s.ledgerTransactionId]);
 
     const events = await settlementEvents(f);
@@ -250,7 +246,7 @@ describe('settlements', () => {
       },
       { type: 'transaction.settled', body: { TransactionId: transactionId, SettlementId: id, IsTotal: true } },
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({
+    const audit = await suite.app.deps.db.auditLogEntry.findMany({
       where: { entityType: 'Settlement', entityId: id },
       orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
     });
@@ -271,7 +267,7 @@ describe('settlements', () => {
         { id, status: 'EXECUTED', grossAmount: '1000000', allocations: [{ accountId: f.beneficiaryAccountId, amount: '1000000', status: 'RELEASED' }] },
       ],
     });
-    const again = await app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders });
+    const again = await suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders });
     expect(again.status).toBe(409);
   });
 
@@ -280,7 +276,10 @@ describe('settlements', () => {
     const policyId = await configurePricing(f, { scope: 'PLATFORM', assetNetworkId: f.catalog.assetNetworkId, percentage: '1.5' });
     const transactionId = await fundedTransaction(f, 1_000_000n);
     const post = (body: unknown, key?: string) =>
-      app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers: { ...f.apiKeyHeaders, ...(key ? { 'idempotency-key': key } : {}) }, body });
+      suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, {
+        headers: { ...f.apiKeyHeaders, ...(key ? { 'idempotency-key': key } : {}) },
+        body,
+      });
 
     const first = await post({ amount: '400000' }, 'settle-1');
     expect(first.status, first.text).toBe(201);
@@ -293,7 +292,7 @@ describe('settlements', () => {
     expect(tooMuch.status).toBe(409);
     expect(tooMuch.body.code).toBe('INVALID_STATE');
 
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const s1 = await getSettlement(f, idOf(first));
     expect(s1).toMatchObject({
       status: 'EXECUTED',
@@ -449,7 +448,7 @@ describe('settlements', () => {
       maximumAmount: '8000',
     });
     // Its next version is due tomorrow: not in force yet.
-    const tomorrow = new Date(app.clock.now().getTime() + 24 * 3600_000).toISOString();
+    const tomorrow = new Date(suite.app.clock.now().getTime() + 24 * 3600_000).toISOString();
     const next = await configurePricing(f, {
       scope: 'APPLICATION',
       applicationId: f.applicationId,
@@ -460,7 +459,7 @@ describe('settlements', () => {
     expect(await fee(100_000n)).toEqual([application, '2', '3000']); // 2,000 raised to the minimum
     expect(await fee(900_000n)).toEqual([application, '2', '8000']); // 18,000 capped at the maximum
     // Two days later on the organization's sandbox clock, the new version applies.
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 2 * 24 * 3600);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 2 * 24 * 3600);
     expect(await fee(100_000n)).toEqual([next, '50', '50000']);
     expect(await revenue(f)).toBe(10_000n + 5_000n + 3_000n + 8_000n + 50_000n);
     expect(await customer(f, f.beneficiaryAccountId)).toBe(1_300_000n - 76_000n);
@@ -488,7 +487,7 @@ describe('settlements', () => {
     expect(await settlementEvents(f)).toEqual([
       { type: 'settlement.failed', body: { SettlementId: failed.id, TransactionId: transactionId, Reason: failed.failureReason, FailedAt: failed.failedAt } },
     ]);
-    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${failed.id}` } })).toBe(0);
+    expect(await suite.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${failed.id}` } })).toBe(0);
 
     const exact = await settle(f, transactionId, 2_000n);
     expect(exact).toMatchObject({
@@ -511,8 +510,8 @@ describe('settlements', () => {
     const timed = await account(f, 'Time hold');
     const approval = await account(f, 'Approval hold');
     // A new organization's sandbox clock is the service's clock.
-    const inAnHour = new Date(app.clock.now().getTime() + 3600_000);
-    const pi = await createIntent(app, f, { amount: '1000000' });
+    const inAnHour = new Date(suite.app.clock.now().getTime() + 3600_000);
+    const pi = await createIntent(suite.app, f, { amount: '1000000' });
     const rule = await gql(
       SET_RULE,
       {
@@ -532,11 +531,11 @@ describe('settlements', () => {
     const participantOf = new Map<string, string>(
       rule.setTransactionReleaseRule.splits.map((s: { accountId: string; participantId: string }) => [s.accountId, s.participantId]),
     );
-    expect((await app.rest('POST', `/v1/accounts/${frozen}/freeze`, { headers: f.member.headers, body: { reason: 'KYC review' } })).status).toBe(204);
-    expect((await app.rest('DELETE', `/v1/accounts/${closed}`, { headers: f.member.headers })).status).toBe(204);
-    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: f.catalog.assetNetworkId });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    await drainChainSync(app);
+    expect((await suite.app.rest('POST', `/v1/accounts/${frozen}/freeze`, { headers: f.member.headers, body: { reason: 'KYC review' } })).status).toBe(204);
+    expect((await suite.app.rest('DELETE', `/v1/accounts/${closed}`, { headers: f.member.headers })).status).toBe(204);
+    await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount: 1_000_000n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainChainSync(suite.app);
     const transactionId = pi.transactionId;
 
     // Half now: every portion is retained, each for its reason.
@@ -572,41 +571,43 @@ describe('settlements', () => {
     const releasedEvents = async () => (await settlementEvents(f)).filter((e) => e.type === 'settlement.split_portion_released').map((e) => e.body);
 
     // A frozen transaction releases nothing, even when the account's cause clears.
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } })).status).toBe(204);
-    expect((await app.rest('POST', `/v1/accounts/${frozen}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
-    await drainMoneyWork(app);
+    expect((await suite.app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'dispute' } })).status).toBe(
+      204,
+    );
+    expect((await suite.app.rest('POST', `/v1/accounts/${frozen}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
+    await drainMoneyWork(suite.app);
     expect((await getSettlement(f, s.id)).allocations.find((a: { accountId: string }) => a.accountId === frozen).status).toBe('RETAINED');
     expect(await releasedEvents()).toEqual([]);
     // Unfrozen: the job the unfreeze queues releases it (and a sweep after finds nothing left to do).
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
-    await drainMoneyWork(app);
-    expect(await releaseRetained(moneyDeps(app))).toMatchObject({ released: 0 });
+    expect((await suite.app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
+    await drainMoneyWork(suite.app);
+    expect(await releaseRetained(moneyDeps(suite.app))).toMatchObject({ released: 0 });
     expect(await customer(f, frozen)).toBe(100_000n);
     expect(await retained(f, byAccount.get(frozen)!.id)).toBe(0n);
     expect(await releasedEvents()).toEqual([{ SettlementId: s.id, AllocationId: byAccount.get(frozen)!.id, AccountId: frozen, Amount: '100000' }]);
 
     // Authorizing the account for the application releases its portion (the job the authorization queues).
-    const auth = await app.rest('POST', `/v1/organizations/${f.organizationId}/accounts/${unauthorized}/authorize-application`, {
+    const auth = await suite.app.rest('POST', `/v1/organizations/${f.organizationId}/accounts/${unauthorized}/authorize-application`, {
       headers: f.member.headers,
       body: { applicationId: f.applicationId },
     });
     expect(auth.status, auth.text).toBe(204);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await customer(f, unauthorized)).toBe(100_000n);
 
     // The integrator's approval of the hold condition.
-    const approve = await app.rest('POST', `/v1/transactions/${transactionId}/release-approvals`, { headers: f.apiKeyHeaders, body: {} });
+    const approve = await suite.app.rest('POST', `/v1/transactions/${transactionId}/release-approvals`, { headers: f.apiKeyHeaders, body: {} });
     expect(approve.status, approve.text).toBe(200);
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await customer(f, approval)).toBe(100_000n);
 
     // The time hold: not before its time, released once the sandbox clock passes it.
     expect(await customer(f, timed)).toBe(0n);
-    await releaseRetained(moneyDeps(app), { organizationId: f.organizationId });
+    await releaseRetained(moneyDeps(suite.app), { organizationId: f.organizationId });
     expect(await customer(f, timed)).toBe(0n);
     // The advance queues a re-check of the organization's retained portions in its transaction.
-    await sandboxAdvanceClock(app, f.apiKeyHeaders, 2 * 3600);
-    await drainMoneyWork(app);
+    await sandboxAdvanceClock(suite.app, f.apiKeyHeaders, 2 * 3600);
+    await drainMoneyWork(suite.app);
     expect(await customer(f, timed)).toBe(100_000n);
 
     // The rest of the escrow: released at once to the accounts whose causes cleared; the closed account's portion stays retained.
@@ -618,7 +619,7 @@ describe('settlements', () => {
       [timed, 'RELEASED', null],
       [approval, 'RELEASED', null],
     ]);
-    await releaseRetained(moneyDeps(app));
+    await releaseRetained(moneyDeps(suite.app));
     const after = await getSettlement(f, s.id);
     expect(after.allocations.map((a: { accountId: string; status: string; retainReason: string | null }) => [a.accountId, a.status, a.retainReason])).toEqual([
       [frozen, 'RELEASED', null],
@@ -630,7 +631,7 @@ describe('settlements', () => {
     for (const acc of [frozen, unauthorized, timed, approval]) expect(await customer(f, acc)).toBe(200_000n);
     expect(await retained(f, byAccount.get(closed)!.id)).toBe(100_000n);
     expect(await escrow(f, transactionId)).toBe(0n);
-    const ledger = await app.deps.db.ledgerTransaction.count({
+    const ledger = await suite.app.deps.db.ledgerTransaction.count({
       where: { idempotencyKey: { startsWith: 'settlement-allocation:' }, organizationId: f.organizationId },
     });
     expect(ledger).toBe(4);
@@ -641,10 +642,10 @@ describe('settlements', () => {
     const op = f.catalog.operator.headers;
     const transactionId = await fundedTransaction(f, 1_000_000n);
     const id = await requestSettlement(f, transactionId, undefined, f.member.headers);
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'chargeback' } })).status).toBe(
-      204,
-    );
-    await drainMoneyWork(app);
+    expect(
+      (await suite.app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'chargeback' } })).status,
+    ).toBe(204);
+    await drainMoneyWork(suite.app);
     const failed = await getSettlement(f, id);
     expect(failed).toMatchObject({ status: 'FAILED', attempts: 1 });
     expect(failed.failureReason).toMatch(/^TRANSACTION_FROZEN: /);
@@ -652,28 +653,28 @@ describe('settlements', () => {
     expect(await customer(f, f.beneficiaryAccountId)).toBe(0n);
 
     // Still frozen: the retry fails again.
-    expect((await app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op })).status).toBe(204);
+    expect((await suite.app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op })).status).toBe(204);
     expect((await getSettlement(f, id)).status).toBe('PENDING');
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     expect(await getSettlement(f, id)).toMatchObject({ status: 'FAILED', attempts: 2 });
 
-    expect((await app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
-    const retry = await app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op });
+    expect((await suite.app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers })).status).toBe(204);
+    const retry = await suite.app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op });
     expect(retry.status, retry.text).toBe(204);
     expect(retry.text).toBe('');
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
     const done = await getSettlement(f, id);
     expect(done).toMatchObject({ status: 'EXECUTED', attempts: 3, grossAmount: '1000000', isTotal: true, failureReason: null, failedAt: null });
     // The same job again, a retry of an executed settlement: nothing more moves.
-    expect(await executeSettlement(moneyDeps(app), id)).toEqual({ status: 'SKIPPED' });
-    const again = await app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op });
+    expect(await executeSettlement(moneyDeps(suite.app), id)).toEqual({ status: 'SKIPPED' });
+    const again = await suite.app.rest('POST', `/v1/admin/settlements/${id}/retry`, { headers: op });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('INVALID_STATE');
-    const viaGql = await app.gql('mutation($id: ID!) { adminRetrySettlement(id: $id) { id } }', { id }, op);
+    const viaGql = await suite.app.gql('mutation($id: ID!) { adminRetrySettlement(id: $id) { id } }', { id }, op);
     expect(viaGql.errors?.[0]?.extensions?.code).toBe('INVALID_STATE');
     expect(await customer(f, f.beneficiaryAccountId)).toBe(1_000_000n);
     expect(await escrow(f, transactionId)).toBe(0n);
-    expect(await app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
+    expect(await suite.app.deps.db.ledgerTransaction.count({ where: { idempotencyKey: `settlement:${id}` } })).toBe(1);
     expect(types(await settlementEvents(f))).toEqual([
       'settlement.failed',
       'settlement.failed',
@@ -681,7 +682,7 @@ describe('settlements', () => {
       'settlement.executed',
       'transaction.settled',
     ]);
-    const audit = await app.deps.db.auditLogEntry.findMany({
+    const audit = await suite.app.deps.db.auditLogEntry.findMany({
       where: { entityType: 'Settlement', entityId: id },
       orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
     });
@@ -693,14 +694,14 @@ describe('settlements', () => {
       'settlement.retry_requested',
       'settlement.executed',
     ]);
-    expect((await app.rest('POST', `/v1/admin/settlements/${crypto.randomUUID()}/retry`, { headers: op })).status).toBe(404);
+    expect((await suite.app.rest('POST', `/v1/admin/settlements/${crypto.randomUUID()}/retry`, { headers: op })).status).toBe(404);
   });
 
   test('requests are refused: not reserved, frozen, governed by milestones, bad amounts; other tenants get 404', async () => {
     const f = await fixture();
     const post = (transactionId: string, body?: unknown, headers = f.apiKeyHeaders) =>
-      app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers, ...(body === undefined ? {} : { body }) });
-    const unpaid = await createIntent(app, f, { amount: '5000' });
+      suite.app.rest('POST', `/v1/transactions/${transactionId}/settlements`, { headers, ...(body === undefined ? {} : { body }) });
+    const unpaid = await createIntent(suite.app, f, { amount: '5000' });
     expect((await post(unpaid.transactionId)).status).toBe(409);
 
     const transactionId = await fundedTransaction(f, 100_000n);
@@ -711,29 +712,29 @@ describe('settlements', () => {
     }
     expect((await post(transactionId, { amount: '100001' })).status).toBe(409);
     expect((await post(transactionId, { other: 1 })).status).toBe(400);
-    await app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'hold' } });
+    await suite.app.rest('POST', `/v1/transactions/${transactionId}/freeze`, { headers: f.member.headers, body: { reason: 'hold' } });
     const frozen = await post(transactionId);
     expect(frozen.status).toBe(409);
     expect(frozen.body.detail).toMatch(/frozen/);
-    await app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers });
+    await suite.app.rest('POST', `/v1/transactions/${transactionId}/unfreeze`, { headers: f.member.headers });
 
     // A rule with milestones governs the release: no direct request.
-    const pi = await createIntent(app, f, { amount: '5000' });
+    const pi = await createIntent(suite.app, f, { amount: '5000' });
     await gql(
       SET_RULE,
       { transactionId: pi.transactionId, input: { milestones: [{ amount: '5000', conditions: [{ kind: 'APPROVAL', party: 'INTEGRATOR' }] }] } },
       f.apiKeyHeaders,
     );
-    await sandboxSend(app, f.apiKeyHeaders, { address: pi.address, amount: 5000n, assetNetworkId: f.catalog.assetNetworkId });
-    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
-    await drainChainSync(app);
-    await drainMoneyWork(app);
+    await sandboxSend(suite.app, f.apiKeyHeaders, { address: pi.address, amount: 5000n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(suite.app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainChainSync(suite.app);
+    await drainMoneyWork(suite.app);
     const governed = await post(pi.transactionId);
     expect(governed.status).toBe(409);
     expect(governed.body.detail).toMatch(/milestones/);
 
     // GraphQL, with the member: the same rules.
-    const viaGql = await app.gql(
+    const viaGql = await suite.app.gql(
       'mutation($t: ID!, $a: String) { requestSettlement(transactionId: $t, input: { amount: $a }) { id status requestedAmount } }',
       { t: transactionId, a: '40000' },
       f.member.headers,
@@ -741,24 +742,24 @@ describe('settlements', () => {
     expect(viaGql.errors).toBeUndefined();
     expect(viaGql.data).toMatchObject({ requestSettlement: { status: 'PENDING', requestedAmount: '40000' } });
     const settlementId = (viaGql.data as { requestSettlement: { id: string } }).requestSettlement.id;
-    await drainMoneyWork(app);
+    await drainMoneyWork(suite.app);
 
     // Tenant isolation: another organization, another environment of the same organization.
-    const other = await signUpMember(app);
-    expect((await app.rest('GET', `/v1/settlements/${settlementId}`, { headers: other.headers })).status).toBe(404);
+    const other = await signUpMember(suite.app);
+    expect((await suite.app.rest('GET', `/v1/settlements/${settlementId}`, { headers: other.headers })).status).toBe(404);
     expect((await post(transactionId, undefined, other.headers)).status).toBe(404);
-    expect((await app.rest('GET', `/v1/transactions/${transactionId}/settlements`, { headers: other.headers })).status).toBe(404);
-    expect((await app.gql('query($id: ID!) { settlement(id: $id) { id } }', { id: settlementId }, other.headers)).errors?.[0]?.extensions?.code).toBe(
+    expect((await suite.app.rest('GET', `/v1/transactions/${transactionId}/settlements`, { headers: other.headers })).status).toBe(404);
+    expect((await suite.app.gql('query($id: ID!) { settlement(id: $id) { id } }', { id: settlementId }, other.headers)).errors?.[0]?.extensions?.code).toBe(
       'NOT_FOUND',
     );
-    const otherEnvironment = await createApiKey(app, f.member);
-    expect((await app.rest('GET', `/v1/settlements/${settlementId}`, { headers: otherEnvironment.headers })).status).toBe(404);
-    expect((await app.rest('GET', `/v1/settlements/not-a-uuid`, { headers: f.apiKeyHeaders })).status).toBe(404);
+    const otherEnvironment = await createApiKey(suite.app, f.member);
+    expect((await suite.app.rest('GET', `/v1/settlements/${settlementId}`, { headers: otherEnvironment.headers })).status).toBe(404);
+    expect((await suite.app.rest('GET', `/v1/settlements/not-a-uuid`, { headers: f.apiKeyHeaders })).status).toBe(404);
     // The owner's views.
-    const list = await app.rest('GET', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders });
+    const list = await suite.app.rest('GET', `/v1/transactions/${transactionId}/settlements`, { headers: f.apiKeyHeaders });
     expect(list.status).toBe(200);
     expect(list.body.map((s: { id: string; status: string }) => [s.id, s.status])).toEqual([[settlementId, 'EXECUTED']]);
-    expect((await app.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.catalog.operator.headers })).status).toBe(200);
+    expect((await suite.app.rest('GET', `/v1/settlements/${settlementId}`, { headers: f.catalog.operator.headers })).status).toBe(200);
   });
 
   test('operator-only routes refuse other principals; revenue destinations are versioned and validated', async () => {
@@ -773,34 +774,34 @@ describe('settlements', () => {
     ];
     for (const [path, body] of adminCalls) {
       const opts = body === undefined ? {} : { body };
-      expect((await app.rest('POST', path, { headers: f.member.headers, ...opts })).body.code, path).toBe('PRINCIPAL_NOT_ALLOWED');
-      expect((await app.rest('POST', path, { headers: f.apiKeyHeaders, ...opts })).body.code, path).toBe('PRINCIPAL_NOT_ALLOWED');
-      expect((await app.rest('POST', path, opts)).status, path).toBe(401);
+      expect((await suite.app.rest('POST', path, { headers: f.member.headers, ...opts })).body.code, path).toBe('PRINCIPAL_NOT_ALLOWED');
+      expect((await suite.app.rest('POST', path, { headers: f.apiKeyHeaders, ...opts })).body.code, path).toBe('PRINCIPAL_NOT_ALLOWED');
+      expect((await suite.app.rest('POST', path, opts)).status, path).toBe(401);
     }
-    const denied = await app.gql('{ globalRevenueAccount { assetNetworkId } }', {}, f.member.headers);
+    const denied = await suite.app.gql('{ globalRevenueAccount { assetNetworkId } }', {}, f.member.headers);
     expect(denied.errors?.[0]?.extensions?.code).toBe('PRINCIPAL_NOT_ALLOWED');
-    expect(await app.deps.db.pricingPolicy.count({ where: { assetNetworkId: an } })).toBe(0);
+    expect(await suite.app.deps.db.pricingPolicy.count({ where: { assetNetworkId: an } })).toBe(0);
 
-    const bad = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
+    const bad = await suite.app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
       headers: op,
       body: { ...destination, address: '0xnothex' },
     });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([expect.objectContaining({ field: 'address' })]);
-    const unknown = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
+    const unknown = await suite.app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', {
       headers: op,
       body: { ...destination, assetNetworkId: crypto.randomUUID() },
     });
     expect(unknown.body.errors).toEqual([expect.objectContaining({ field: 'assetNetworkId' })]);
-    const badPolicy = await app.rest('POST', '/v1/admin/pricing-policy', {
+    const badPolicy = await suite.app.rest('POST', '/v1/admin/pricing-policy', {
       headers: op,
       body: { scope: 'PLATFORM', assetNetworkId: an, minimumAmount: '10', maximumAmount: '5' },
     });
     expect(badPolicy.status).toBe(400);
 
-    expect((await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: destination })).status).toBe(204);
+    expect((await suite.app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: destination })).status).toBe(204);
     const second = { assetNetworkId: an, address: '0x' + '34'.repeat(20) };
-    const r2 = await app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: second });
+    const r2 = await suite.app.rest('POST', '/v1/admin/global-revenue-account/execution-destination', { headers: op, body: second });
     expect(r2.status).toBe(204);
     expect(r2.text).toBe('');
 
@@ -813,7 +814,7 @@ describe('settlements', () => {
       balance: '5000',
       destination: { version: 2, address: second.address, label: null },
     });
-    const audit = await app.deps.db.auditLogEntry.findMany({
+    const audit = await suite.app.deps.db.auditLogEntry.findMany({
       where: { entityType: 'RevenueExecutionDestination' },
       orderBy: [{ occurredAt: 'asc' }, { id: 'asc' }],
     });

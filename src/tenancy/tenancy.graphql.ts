@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { Organization } from '../generated/prisma/client';
 import { builder, creationArgs, createdWhere, keysetConnection, NodeRef, registerNode, countedConnection, restListSize, REST_LIST_MAX } from '../builder';
 import { logout, refreshTokenInput } from '../auth/sessions';
 import { policies } from '../auth/policy';
@@ -295,6 +297,41 @@ const RotateApiKeyInput = builder.inputType('RotateApiKeyInput', {
   validate: apps.rotateInput,
 });
 
+/**
+ * The fields of Organization that need nothing of its row but its id: its own id and the
+ * connections whose resolvers read `org.id` alone (each organization's connection: accounts,
+ * withdrawalDestinations...). Add a field here only if its resolver reads no other column.
+ */
+const ORGANIZATION_ID_FIELDS = new Set([
+  '__typename',
+  'id',
+  'accounts',
+  'accountHolders',
+  'accountHolderInvitations',
+  'paymentIntents',
+  'refunds',
+  'settlements',
+  'transactions',
+  'wallets',
+  'webhookEndpoints',
+  'withdrawalDestinations',
+  'withdrawals',
+]);
+
+/** Whether the field being resolved selects only fields of `allowed` (fragments followed). */
+function selectsOnly(info: GraphQLResolveInfo, allowed: ReadonlySet<string>): boolean {
+  const only = (set: SelectionSetNode | undefined): boolean =>
+    !!set &&
+    set.selections.every((s) =>
+      s.kind === Kind.FIELD
+        ? allowed.has(s.name.value)
+        : s.kind === Kind.INLINE_FRAGMENT
+          ? only(s.selectionSet)
+          : only(info.fragments[s.name.value]?.selectionSet),
+    );
+  return info.fieldNodes.every((node) => only(node.selectionSet));
+}
+
 builder.queryFields((t) => ({
   viewer: t.prismaField({
     type: 'Member',
@@ -312,8 +349,12 @@ builder.queryFields((t) => ({
       "An organization: a member's or an API key's own, any for operators. Its connections carry their own policies (the REST list routes read them).",
     authScopes: { policy: organizationRead },
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (query, _p, args, ctx) => {
+    resolve: async (query, _p, args, ctx, info) => {
       assertOrganization(ctx, String(args.id), 'Organization');
+      // A member's or API key's own organization exists (read with the credential; organizations are
+      // never deleted): when nothing of its row but the id is selected (a REST list route: one
+      // connection under organization(id)), its row is not read again.
+      if (ctx.principal?.type !== 'operator' && selectsOnly(info, ORGANIZATION_ID_FIELDS)) return { id: String(args.id) } as Organization;
       const org = await ctx.deps.db.organization.findUnique({ ...query, where: { id: String(args.id) } });
       if (!org) throw notFound('Organization');
       return org;
