@@ -595,7 +595,7 @@ describe('concurrency', () => {
     expect(await balanceOf(db(), c)).toMatchObject({ posted: 950n, version: 3n });
   }, 30_000);
   test("a deadlock whose victim is a caller's transaction aborts it whole, and the caller's retry runs it again (never a retry in place in an aborted transaction: 25P02)", async () => {
-    const m = await signUpMember(app);
+    const m = await signUpMember(suite.app);
     const an = await assetNetwork();
     const [a, b, c] = [customer(m, await account(m), an), customer(m, await account(m), an), customer(m, await account(m), an)];
     await fund(a, 1000n);
