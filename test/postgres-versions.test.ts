@@ -8,7 +8,7 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { MINIMUM_POSTGRES_MAJOR } from '../src/db/database';
 import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
-import { ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import { deliveredEvents, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import { startMajor, type MajorServer } from './postgres-majors';
 
 /**
@@ -91,17 +91,7 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
     expect((balances.body as { assetNetworkId: string; posted: string }[]).find((b) => b.assetNetworkId === an)?.posted).toBe('1000000');
 
     const wanted = ['deposit.confirmed', 'transaction.reserved', 'settlement.executed'];
-    const deliveries = await pollUntil(
-      'webhooks delivered',
-      async () =>
-        (await svc.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers: f.member.headers })).body as {
-          id: string;
-          EventType: string;
-          status: string;
-        }[],
-      (items) => wanted.every((t) => items.some((d) => d.EventType === t && d.status === 'DELIVERED')),
-      DEADLINE,
-    );
+    const deliveries = await deliveredEvents(svc, endpoint.id, f.member.headers, wanted, DEADLINE);
     const ids = new Set(deliveries.map((d) => d.id));
     expect(receiver.received.length).toBeGreaterThanOrEqual(wanted.length);
     for (const r of receiver.received) expect(ids).toContain(verifyWebhook(r.body, r.headers, endpoint.secret).deliveryId);

@@ -273,6 +273,21 @@ export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (
   }
 }
 
+/** A webhook endpoint's deliveries (GET …/deliveries?limit=100), polled until each event type of `wanted` has one DELIVERED. */
+export function deliveredEvents(svc: ServiceProcess, endpointId: string, headers: Record<string, string>, wanted: readonly string[], timeoutMs: number) {
+  return pollUntil(
+    'webhooks delivered',
+    async () =>
+      (await svc.rest('GET', `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, { headers })).body as {
+        id: string;
+        EventType: string;
+        status: string;
+      }[],
+    (items) => wanted.every((t) => items.some((d) => d.EventType === t && d.status === 'DELIVERED')),
+    timeoutMs,
+  );
+}
+
 /** A TCP port free on 127.0.0.1 at the time of the call. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

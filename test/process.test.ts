@@ -5,7 +5,7 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { createOperator } from './harness';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
-import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import { cloneTemplateDatabase, deliveredEvents, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 
 /**
  * The real process wiring: the service runs as `npm start` runs it (node --import tsx src/main.ts in a child
@@ -137,17 +137,7 @@ describe.concurrent('npm start: the job runner and the schedules, side by side',
 
         // Webhooks: every terminal event delivered to the receiver, each request signed with the endpoint's secret.
         const wanted = ['deposit.confirmed', 'transaction.reserved', 'refund.executed', 'settlement.executed', 'withdrawal.broadcast', 'withdrawal.confirmed'];
-        const deliveries = await pollUntil(
-          'webhooks delivered',
-          async () =>
-            (await svc.rest('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers: f.member.headers })).body as {
-              id: string;
-              EventType: string;
-              status: string;
-            }[],
-          (items) => wanted.every((t) => items.some((d) => d.EventType === t && d.status === 'DELIVERED')),
-          DEADLINE,
-        );
+        const deliveries = await deliveredEvents(svc, endpoint.id, f.member.headers, wanted, DEADLINE);
         const delivered = new Set(deliveries.filter((d) => d.status === 'DELIVERED').map((d) => d.id));
         expect(receiver.received.length).toBeGreaterThanOrEqual(wanted.length);
         for (const r of receiver.received) {
