@@ -8,7 +8,7 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { MINIMUM_POSTGRES_MAJOR } from '../src/db/database';
 import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
-import { deliveredEvents, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import { deliveredEvents, ERROR_LEVEL, settledOutcome, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import { startMajor, type MajorServer } from './postgres-majors';
 
 /**
@@ -80,12 +80,7 @@ describe.each([15, 16, 17, 18])('PostgreSQL %i', (major) => {
 
     const st = await svc.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '1000000' } });
     expect(st.status, st.text).toBe(201);
-    const settlement = await pollUntil(
-      'settlement EXECUTED',
-      async () => (await svc.rest('GET', `/v1/settlements/${idOf(st)}`, { headers: f.apiKeyHeaders })).body,
-      (b) => b.status !== 'PENDING',
-      DEADLINE,
-    );
+    const settlement = await settledOutcome(svc, idOf(st), f.apiKeyHeaders, DEADLINE);
     expect(settlement).toMatchObject({ status: 'EXECUTED' });
     const balances = await svc.rest('GET', `/v1/accounts/${idOf(acc)}/balances`, { headers: f.member.headers });
     expect((balances.body as { assetNetworkId: string; posted: string }[]).find((b) => b.assetNetworkId === an)?.posted).toBe('1000000');

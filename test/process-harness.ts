@@ -273,6 +273,16 @@ export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (
   }
 }
 
+/** A settlement's body (GET /v1/settlements/{id}), polled until it is no longer PENDING. */
+export function settledOutcome(svc: ServiceProcess, settlementId: string, headers: Record<string, string>, timeoutMs: number) {
+  return pollUntil(
+    'settlement EXECUTED',
+    async () => (await svc.rest('GET', `/v1/settlements/${settlementId}`, { headers })).body,
+    (b) => b.status !== 'PENDING',
+    timeoutMs,
+  );
+}
+
 /** A webhook endpoint's deliveries (GET …/deliveries?limit=100), polled until each event type of `wanted` has one DELIVERED. */
 export function deliveredEvents(svc: ServiceProcess, endpointId: string, headers: Record<string, string>, wanted: readonly string[], timeoutMs: number) {
   return pollUntil(

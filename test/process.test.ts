@@ -5,7 +5,16 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { paidIntentByJobs, setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { createOperator } from './harness';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
-import { cloneTemplateDatabase, deliveredEvents, ERROR_LEVEL, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+import {
+  cloneTemplateDatabase,
+  deliveredEvents,
+  ERROR_LEVEL,
+  settledOutcome,
+  pollUntil,
+  serviceEnv,
+  startService,
+  type ServiceProcess,
+} from './process-harness';
 
 /**
  * The real process wiring: the service runs as `npm start` runs it (node --import tsx src/main.ts in a child
@@ -74,12 +83,7 @@ describe.concurrent('npm start: the job runner and the schedules, side by side',
         // Settle the rest to the beneficiary: executed by settlement.execute.
         const st = await svc.rest('POST', `/v1/transactions/${intent.transactionId}/settlements`, { headers: f.apiKeyHeaders, body: { amount: '800000' } });
         expect(st.status, st.text).toBe(201);
-        const settlement = await pollUntil(
-          'settlement EXECUTED',
-          async () => (await svc.rest('GET', `/v1/settlements/${idOf(st)}`, { headers: f.apiKeyHeaders })).body,
-          (b) => b.status !== 'PENDING',
-          DEADLINE,
-        );
+        const settlement = await settledOutcome(svc, idOf(st), f.apiKeyHeaders, DEADLINE);
         expect(settlement).toMatchObject({ status: 'EXECUTED' });
         const balance = async () => {
           const r = await svc.rest('GET', `/v1/accounts/${accountId}/balances`, { headers: f.member.headers });
