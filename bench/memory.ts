@@ -35,7 +35,9 @@ import { awaitSettlementsExecuted, createFundedTransactions, requestSettlements,
  * RSS is V8's committed heap (young generation, old space and its use after collections) and how
  * much is outside it: the collector's sizing moves the first, a leak the old space's floor or the
  * second (compare heap snapshots with bench/memory-heapsnapshot.ts). NODE_OPTIONS reaches the
- * service (a heap budget, docs/deployment.md "Memory") and is recorded.
+ * service (a heap budget, docs/deployment.md "Memory") and is recorded; without one the service
+ * gives itself its default budget (src/heap-budget.ts), and the heap limit it runs with
+ * (nodejs_heap_size_limit_bytes) is in every sample and printed.
  * Results in <DATA_DIR>/memory-results.json.
  *
  * Env: BENCH_SCENARIOS (memory-settlements,memory-deposits), BENCH_MEMORY_SECONDS (600),
