@@ -11,8 +11,8 @@ import { getHeapStatistics } from 'node:v8';
 export const DEFAULT_HEAP_BUDGET_MIB = 1024;
 
 const MIB = 2 ** 20;
-/** The options that choose V8's old-space size, on the command line or in NODE_OPTIONS. */
-const BUDGET_OPTION = /(^|\s)--max[-_]old[-_]space[-_]size(?:[-_]percentage)?(=|\s|$)/;
+/** The options that choose V8's heap size, on the command line or in NODE_OPTIONS (V8 accepts `_` for `-`). */
+const BUDGET_OPTION = /(^|\s)--max[-_](?:old[-_]space[-_]size(?:[-_]percentage)?|heap[-_]size)(=|\s|$)/;
 
 export interface HeapBudgetInput {
   /** Node's options on the command line (process.execArgv). */

@@ -71,6 +71,7 @@ describe('the heap budget decision', () => {
     for (const nodeOptions of ['--max-old-space-size=2048', '--enable-source-maps --max_old_space_size=300', '--max-old-space-size-percentage=25'])
       expect(heapBudgetDecision({ ...machine, nodeOptions })).toEqual({ restart: false, reason: 'chosen' });
     expect(heapBudgetDecision({ ...machine, execArgv: ['--max-old-space-size=4096', '--import', 'tsx'] })).toEqual({ restart: false, reason: 'chosen' });
+    expect(heapBudgetDecision({ ...machine, execArgv: ['--max-heap-size=2048'] })).toEqual({ restart: false, reason: 'chosen' });
     // Other options that merely look alike choose nothing.
     expect(heapBudgetDecision({ ...machine, nodeOptions: '--max-semi-space-size=64' }).restart).toBe(true);
   });
