@@ -34,7 +34,7 @@ const LAYERS = [
 /** The composition root: the one `src/` module that imports `rest/` and `jobs/`. */
 const COMPOSITION_ROOT = '^src/compose\\.ts$';
 /** The process around it: what no domain may import. */
-const PROCESS = '^src/(main|app|server|shutdown|schema|compose)\\.ts$';
+const PROCESS = '^src/(main|start|heap-budget|app|server|shutdown|schema|compose)\\.ts$';
 
 /** Layers whose type-only imports of later layers are allowed (they erase at compile time). */
 const TYPE_EXEMPT = ['kernel', 'audit'];

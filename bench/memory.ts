@@ -35,7 +35,9 @@ import { awaitSettlementsExecuted, createFundedTransactions, requestSettlements,
  * RSS is V8's committed heap (young generation, old space and its use after collections) and how
  * much is outside it: the collector's sizing moves the first, a leak the old space's floor or the
  * second (compare heap snapshots with bench/memory-heapsnapshot.ts). NODE_OPTIONS reaches the
- * service (a heap budget, docs/deployment.md "Memory") and is recorded.
+ * service (a heap budget, docs/deployment.md "Memory") and is recorded; without one the service
+ * gives itself its default budget (src/heap-budget.ts), and the heap limit it runs with
+ * (nodejs_heap_size_limit_bytes) is in every sample and printed.
  * Results in <DATA_DIR>/memory-results.json.
  *
  * Env: BENCH_SCENARIOS (memory-settlements,memory-deposits), BENCH_MEMORY_SECONDS (600),
@@ -80,6 +82,8 @@ interface MemoryDetail {
   oldSpaceTotalBytes: number | null;
   newSpaceTotalBytes: number | null;
   codeSpaceUsedBytes: number | null;
+  /** V8's heap limit: the heap budget the service runs with (src/heap-budget.ts: 1 GiB by default, or the operator's). */
+  heapLimitBytes: number | null;
   /** RssAnon (heap, allocator arenas, stacks) and RssFile (mapped files: the binary, shared libraries). */
   rssAnonBytes: number;
   rssFileBytes: number;
@@ -183,6 +187,7 @@ async function memoryOf(pid: number): Promise<{ heapUsedBytes: number | null; de
       oldSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="old"}'),
       newSpaceTotalBytes: metric('nodejs_heap_space_size_total_bytes{space="new"}'),
       codeSpaceUsedBytes: metric('nodejs_heap_space_size_used_bytes{space="code"}'),
+      heapLimitBytes: metric('nodejs_heap_size_limit_bytes'),
       rssAnonBytes: statusKiB(status, 'RssAnon'),
       rssFileBytes: statusKiB(status, 'RssFile'),
     },
@@ -409,6 +414,7 @@ const rows = [
 ];
 console.log(textTable(rows));
 if (process.env.NODE_OPTIONS) console.log(`(the service ran with NODE_OPTIONS=${process.env.NODE_OPTIONS})`);
+for (const r of results) console.log(`(${r.scenario}: the service's heap limit ${mib(r.end.detail?.heapLimitBytes ?? null)} MiB)`);
 console.log('\nTargets:');
 for (const r of results) {
   console.log(

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { getHeapSpaceStatistics, type HeapSpaceInfo } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics, type HeapSpaceInfo } from 'node:v8';
 import { Gauge } from 'prom-client';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
@@ -81,6 +81,15 @@ memoryGauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js 
 memoryGauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (m) => m.heapTotal);
 memoryGauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (m) => m.external);
 memoryGauge('nodejs_array_buffers_bytes', 'Memory held by ArrayBuffers and Buffers (part of the external memory) in bytes.', (m) => m.arrayBuffers);
+/** V8's heap limit (old space plus young generation): the heap budget the process runs with (src/heap-budget.ts, docs/deployment.md "Memory"). */
+new Gauge({
+  name: 'nodejs_heap_size_limit_bytes',
+  help: "V8's heap size limit in bytes (the process's heap budget).",
+  registers: [registry],
+  collect() {
+    this.set(getHeapStatistics().heap_size_limit);
+  },
+});
 /** Each V8 heap space's size and use (prom-client's names): old space size far above its use is the collector's sizing, a rising use a leak. */
 const heapSpaceGauge = (name: string, help: string, read: (s: HeapSpaceInfo) => number) =>
   new Gauge({
