@@ -48,6 +48,8 @@ import { cpuDelta, cpuSnapshot } from './ledger';
 export interface DepositChain {
   integrator: BenchIntegrator;
   send(address: string, amount: bigint): Promise<void>;
+  /** Several deposits in one request (the sandbox's batch send, BENCH_DEPOSITS_SEND_BATCH); absent: the chain has none. */
+  sendMany?(deposits: { address: string; amount: bigint }[]): Promise<void>;
   /** Mines the round's `sends` to the required depth. */
   settle(sends: number): Promise<void>;
   /** Mines one block (the blocks produced while the sends go on, BENCH_DEPOSITS_BLOCK_MS); absent: the chain produces its own. */
@@ -64,6 +66,10 @@ export async function sandboxDepositChain(deps: Pick<Deps, 'db'>, call: Call, re
     integrator,
     async send(address, amount) {
       expect(await call('POST', '/v1/sandbox/deposits', { address, amount: amount.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+    },
+    async sendMany(deposits) {
+      const body = { deposits: deposits.map((d) => ({ address: d.address, amount: d.amount.toString(), assetNetworkId })) };
+      expect(await call('POST', '/v1/sandbox/deposits/batch', body, apiKey), 201, 'sandbox batch send');
     },
     async mineOne() {
       expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
@@ -91,6 +97,10 @@ export interface DepositsRound {
   blocksDuringSends: number;
   /** The same round in the other block mode, run right after it (BENCH_DEPOSITS_BLOCK_MS lists two). */
   alongside?: DepositsRound;
+  /** Deposits per send request: 0, one POST /v1/sandbox/deposits each (the judged round); n, POST …/deposits/batch of n. */
+  sendBatch: number;
+  /** The same round with the sends in batches (BENCH_DEPOSITS_SEND_BATCH), run right after it, beside (not judged). */
+  batched?: DepositsRound;
   /**
    * CPU per deposit of the service's own thread (the service, its job runner and the bench's REST
    * client: one event loop), end to end, µs; the rest of the bench process's CPU is V8's and libuv's
@@ -141,6 +151,12 @@ export const depositsSettings = () => ({
     .slice(0, 2)
     .map(Number),
   concurrency: env('BENCH_DEPOSITS_CONCURRENCY', 16),
+  /**
+   * BENCH_DEPOSITS_SEND_BATCH: 0 (the default) sends one request per deposit; n > 0 also runs each
+   * round again right after with the sends in batches of n (POST /v1/sandbox/deposits/batch, the same
+   * requests in flight), printed beside the judged per-deposit round.
+   */
+  sendBatch: env('BENCH_DEPOSITS_SEND_BATCH', 0),
   requiredConfirmations: env('BENCH_DEPOSITS_CONFIRMATIONS', 2),
   timeoutSeconds: env('BENCH_DEPOSITS_TIMEOUT', 600),
 });
@@ -180,7 +196,7 @@ export async function startDepositsBench(opts: {
     );
 
   /** One round, with blocks mined every `blockMs` while the sends go on (0: none). */
-  async function round(blockMs: number): Promise<DepositsRound> {
+  async function round(blockMs: number, sendBatch = 0): Promise<DepositsRound> {
     roundNo++;
     const n = s.intents;
     const intents: { id: string; transactionId: string; address: string; amount: bigint; sentAt: number }[] = new Array(n);
@@ -211,11 +227,20 @@ export async function startDepositsBench(opts: {
         blocksDuringSends++;
       }
     })();
-    await pool(n, s.concurrency, async (i) => {
-      const x = intents[i]!;
-      await chain.send(x.address, x.amount);
-      x.sentAt = Date.now();
-    });
+    if (sendBatch > 0 && chain.sendMany) {
+      const batches = Math.ceil(n / sendBatch);
+      await pool(batches, s.concurrency, async (b) => {
+        const of = intents.slice(b * sendBatch, (b + 1) * sendBatch);
+        await chain.sendMany!(of);
+        const at = Date.now();
+        for (const x of of) x.sentAt = at;
+      });
+    } else
+      await pool(n, s.concurrency, async (i) => {
+        const x = intents[i]!;
+        await chain.send(x.address, x.amount);
+        x.sentAt = Date.now();
+      });
     sending = false;
     const t2 = performance.now();
     const cpu2 = cpuSnapshot(opts.pgPort ?? -1);
@@ -251,6 +276,7 @@ export async function startDepositsBench(opts: {
       intents: n,
       blockMs: chain.mineOne ? blockMs : 0,
       blocksDuringSends,
+      sendBatch: sendBatch > 0 && chain.sendMany ? sendBatch : 0,
       serviceThreadMicrosPerDeposit: Math.round((thread4 - thread1) / n),
       concurrency: s.concurrency,
       requiredConfirmations: s.requiredConfirmations,
@@ -283,6 +309,7 @@ export async function startDepositsBench(opts: {
       const r = await round(first);
       // A chain that produces its own blocks (evm-deposits) has one mode.
       if (second !== undefined && chain.mineOne) r.alongside = await round(second);
+      if (s.sendBatch > 0 && chain.sendMany) r.batched = await round(first, s.sendBatch);
       return r;
     },
     async verify() {

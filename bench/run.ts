@@ -472,9 +472,10 @@ try {
         `round ${round}/${rounds} deposits: ${d.intents} payment intents paid on the sandbox chain, ${d.concurrency} requests in flight, ${d.requiredConfirmations} confirmations`,
       );
       const r = await deposits.run();
-      for (const x of [r, ...(r.alongside ? [r.alongside] : [])]) {
+      for (const x of [r, ...(r.alongside ? [r.alongside] : []), ...(r.batched ? [r.batched] : [])]) {
         say(
-          `  ${x.blockMs ? `blocks every ${x.blockMs} ms during the sends (${x.blocksDuringSends})` : 'no block during the sends'}${x === r ? '' : ' (beside, not judged)'}: ` +
+          `  ${x.blockMs ? `blocks every ${x.blockMs} ms during the sends (${x.blocksDuringSends})` : 'no block during the sends'}` +
+            `${x.sendBatch ? `, ${x.sendBatch} deposits per send request (POST /v1/sandbox/deposits/batch)` : ', one send request per deposit'}${x === r ? '' : ' (beside, not judged)'}: ` +
             `${x.confirmedPerSecond} deposits confirmed/s end to end (${x.intentsPerSecond} intents/s, ${x.sendsPerSecond} sends/s, confirming syncs ${x.confirmSyncPerSecond}/s), send to confirmed p50 ${x.latencyMs.p50} ms p99 ${x.latencyMs.p99} ms`,
         );
         const c = x.cpuMicrosPerDeposit;

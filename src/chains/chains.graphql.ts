@@ -31,6 +31,11 @@ const SandboxTransaction = builder.objectRef<sandbox.SandboxTransactionView>('Sa
   }),
 });
 
+const SandboxDepositBatch = builder.objectRef<{ transactions: sandbox.SandboxTransactionView[] }>('SandboxDepositBatch').implement({
+  description: 'The transactions of a batch send, in the order of its items.',
+  fields: (t) => ({ transactions: t.field({ type: [SandboxTransaction], resolve: (b) => b.transactions }) }),
+});
+
 const SandboxChainTip = builder.objectRef<sandbox.ChainTipView>('SandboxChainTip').implement({
   fields: (t) => ({
     networkId: t.exposeID('networkId'),
@@ -59,16 +64,33 @@ const SandboxBalance = builder.objectRef<Awaited<ReturnType<typeof sandbox.balan
 
 const environmentIdField = { description: 'A member may name the (SANDBOX) environment it acts for; a production one answers 404. API keys omit it.' };
 
+/** The fields of one sandbox transfer: a send alone, or an item of a batch send. */
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+const depositFields = (t: PothosSchemaTypes.InputFieldBuilder<Types, 'InputObject'>) => ({
+  address: t.string({ required: true, description: 'Any address of the sandbox network (0x and 40 hex digits).' }),
+  amount: t.string({ required: true, description: 'Base units, a positive decimal string.' }),
+  assetNetworkId: t.id({ required: true, description: 'An asset-network of a SANDBOX network (any status: the chain does not care).' }),
+  replaceable: t.boolean({ description: 'May be replaced while PENDING (default false).' }),
+  revert: t.boolean({ description: 'Mined as REVERTED: no value moves (default false).' }),
+});
 const SandboxDepositInput = builder.inputType('SandboxDepositInput', {
+  fields: (t) => ({ ...depositFields(t), environmentId: t.id(environmentIdField) }),
+  validate: sandbox.sendInput,
+});
+const SandboxDepositsItemInput = builder.inputType('SandboxDepositsItemInput', {
+  description: "One transfer of a batch send: its own PENDING transaction (and deposit), from the caller's sandbox payer.",
+  fields: depositFields,
+});
+const SandboxDepositsInput = builder.inputType('SandboxDepositsInput', {
   fields: (t) => ({
-    address: t.string({ required: true, description: 'Any address of the sandbox network (0x and 40 hex digits).' }),
-    amount: t.string({ required: true, description: 'Base units, a positive decimal string.' }),
-    assetNetworkId: t.id({ required: true, description: 'An asset-network of a SANDBOX network (any status: the chain does not care).' }),
-    replaceable: t.boolean({ description: 'May be replaced while PENDING (default false).' }),
-    revert: t.boolean({ description: 'Mined as REVERTED: no value moves (default false).' }),
+    deposits: t.field({
+      type: [SandboxDepositsItemInput],
+      required: true,
+      description: `1 to ${sandbox.MAX_DEPOSIT_BATCH} transfers, sent in this order, all or none.`,
+    }),
     environmentId: t.id(environmentIdField),
   }),
-  validate: sandbox.sendInput,
+  validate: sandbox.sendBatchInput,
 });
 const SandboxMineInput = builder.inputType('SandboxMineInput', {
   fields: (t) => ({ blocks: t.int({ description: '1 to 100; default 1.' }), environmentId: t.id(environmentIdField) }),
@@ -135,6 +157,25 @@ builder.mutationFields((t) => ({
       sandbox.sendDeposit(
         ctx,
         { ...args.input, assetNetworkId: String(args.input.assetNetworkId), environmentId: idOrNull(args.input.environmentId) },
+        args.idempotencyKey,
+      ),
+  }),
+  sandboxSendDeposits: t.field({
+    type: SandboxDepositBatch,
+    description:
+      'Several payers send value to addresses of sandbox networks in one request, as a block carries many transfers: ' +
+      'each item its own PENDING transaction, in list order. Every invalid item field is answered at once ' +
+      '(VALIDATION_FAILED, `deposits.<i>.<field>`); an item the chain refuses (its recipient would hold more than ' +
+      '2^256 - 1) answers INVALID_STATE naming it, and nothing of the batch is sent.',
+    authScopes: { policy: manage },
+    args: { input: t.arg({ type: SandboxDepositsInput, required: true }), idempotencyKey: t.arg.string(idempotencyKeyArg) },
+    resolve: (_p, args, ctx) =>
+      sandbox.sendDeposits(
+        ctx,
+        {
+          deposits: args.input.deposits.map((d) => ({ ...d, assetNetworkId: String(d.assetNetworkId) })),
+          environmentId: idOrNull(args.input.environmentId),
+        },
         args.idempotencyKey,
       ),
   }),

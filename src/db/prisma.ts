@@ -159,6 +159,29 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
   })();
 }
 
+/**
+ * A RawDb straight on the pg pool under a client of createPrisma (issue 22): each statement
+ * autocommitted on a connection of the pool, named, typed and seen by `onStatement` as on a
+ * connection of poolTransaction (rawDb): for reads outside a transaction on a hot path, where
+ * Prisma's query engine costs more CPU than the statement (a sync's reads before its chunks). Null
+ * when the client has no pool of ours (the caller then goes through Prisma).
+ */
+export function poolRawDb(client: object): RawDb | null {
+  const pool = pools.get(client);
+  if (!pool) return null;
+  let db = pooledRawDbs.get(pool);
+  if (!db) {
+    const hook = statementHooks.get(pool);
+    db = rawDb((text, values) => {
+      hook?.(text);
+      return pool.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES });
+    });
+    pooledRawDbs.set(pool, db);
+  }
+  return db;
+}
+const pooledRawDbs = new WeakMap<pg.Pool, RawDb>();
+
 /** The connection pool of a client of createPrisma: its use for /metrics. */
 export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
   const pool = pools.get(client);

@@ -751,13 +751,25 @@ describe('statements per confirmation (issue 22)', () => {
       return out;
     };
     // Common chunks: three intents paid, detected, then confirmed (each sync one chunk, all on the pool).
-    const intents = [];
+    const intents: Awaited<ReturnType<typeof createIntent>>[] = [];
     for (let i = 0; i < 3; i++) intents.push(await createIntent(app, f));
     await sync();
-    for (const pi of intents) await send(f, pi.address, 1_000_000n);
-    const detected = inTransactions((await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements);
+    // The first send, synced as sends alone (its recipient named) while no block came: the reads before
+    // the chunk are raw on the pool too, and the mempool's addresses are not read (only the tip).
+    await syncNetwork(moneyDeps(app), f.catalog.networkId); // the cursor at the tip
+    await send(f, intents[0]!.address, 1_000_000n);
+    const alone = (await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId, { only: [intents[0]!.address] }))).statements;
+    expect(alone.filter(model)).toEqual([]);
+    expect(alone.filter((sql) => sql.includes('DISTINCT "toAddress"'))).toEqual([]);
+    expect(await intentOf(f, intents[0]!.id)).toMatchObject({ status: 'PROCESSING' });
+    for (const pi of intents.slice(1)) await send(f, pi.address, 1_000_000n);
+    const detectedAll = (await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements;
+    const detected = inTransactions(detectedAll);
     await mine(f);
-    const confirmed = inTransactions((await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements);
+    const confirmedAll = (await app.sqlStatements(() => syncNetwork(moneyDeps(app), f.catalog.networkId))).statements;
+    const confirmed = inTransactions(confirmedAll);
+    // Not one Prisma model statement in the whole sync: its reads before the chunks are raw on the pool as well.
+    expect([...detectedAll, ...confirmedAll].filter(model)).toEqual([]);
     for (const chunk of [...detected, ...confirmed]) {
       expect(chunk.at(-1)).toBe('COMMIT');
       expect(chunk.filter(model)).toEqual([]);

@@ -1,5 +1,5 @@
 import { numericToAmount, amountToNumeric } from '../money';
-import { poolTransaction, type Db } from '../db/prisma';
+import { Prisma, poolRawDb, poolTransaction, type Db, type RawDb } from '../db/prisma';
 import type { AssetNetwork, Deposit, DepositStatus, Network, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
 import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
@@ -7,6 +7,7 @@ import { auditAll, auditAs, deferAudits, type Actor } from '../audit/audit';
 import { deferEvents, emit } from '../webhooks/outbox';
 import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
+import { tip as sandboxChainTip } from '../chains/sandbox/chain';
 import {
   decideIntent,
   depositCreditPosting,
@@ -56,6 +57,8 @@ export interface SyncResult {
 type AddressRow = { id: string; address: string; assetNetworkId: string; paymentIntentId: string | null; organizationId: string };
 export type NetworkRow = Network & { assetNetworks: AssetNetwork[] };
 const ADDRESS_SELECT = { id: true, address: true, assetNetworkId: true, paymentIntentId: true, organizationId: true } as const;
+/** ADDRESS_SELECT as raw columns (uuids as text, as Prisma answers them). */
+const ADDRESS_COLUMNS = Prisma.raw(`"id"::text, "address", "assetNetworkId"::text, "paymentIntentId"::text, "organizationId"::text`);
 
 /**
  * A chunk none of whose addresses could be reconciled, even alone: the network (its adapter, the
@@ -84,7 +87,10 @@ const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * sync re-read every deposit still waiting for its block). Otherwise, and without `only`, as always.
  */
 export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { chunk?: number; only?: string[] } = {}): Promise<SyncResult> {
-  const network = await deps.db.network.findUnique({ where: { id: networkId }, include: { assetNetworks: true } });
+  // The reads before the chunks straight on the pool (issue 22: through Prisma's query engine they
+  // were most of a sync's CPU outside its chunks), raw statements with the models' columns and types.
+  const reads: RawDb = poolRawDb(deps.db) ?? deps.db;
+  const network = await readNetwork(reads, networkId);
   const result: SyncResult = { addresses: 0, observed: 0, changes: 0, isolated: [] };
   if (!network) return result;
   // A process without this EVM network's settings cannot read its chain: the job fails (retried with
@@ -95,8 +101,10 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
   const chunk = opts.chunk ?? SYNC_CHUNK;
   // Addresses that failed before (issue 26): a live job of theirs retries them alone; one whose last
   // job failed (retries spent) or was cancelled is tried here again with the others.
-  const jobStates = await addressJobStates(deps.db, networkId);
-  const { tip, addresses: work } = await changedAddresses(deps.db, network, jobStates, opts.only);
+  const jobStates = await addressJobStates(reads, networkId);
+  // The SANDBOX adapter reads its chain raw (the same pool); the EVM adapter reads its index through Prisma's models.
+  const chainReads = network.kind === 'SANDBOX' ? (reads as Db) : deps.db;
+  const { tip, addresses: work } = await changedAddresses(reads, chainReads, network, jobStates, opts.only);
   const apply = (r: { observed: number; changes: number }) => {
     result.observed += r.observed;
     result.changes += r.changes;
@@ -205,38 +213,53 @@ const JOIN_BATCH = 5_000;
  * own retry job failed for good (tried again by every sync, as before). In id order.
  */
 async function changedAddresses(
-  db: Db,
+  db: RawDb,
+  chainDb: Db,
   network: NetworkRow,
   jobStates: Map<string, string>,
   only?: string[],
 ): Promise<{ tip: ChainCursor; addresses: AddressRow[] }> {
-  const cursor = await db.chainSyncCursor.findUnique({ where: { networkId: network.id } });
-  const changes = await adapterFor(network.kind, db).changedSince(networkRef(network), cursor ? { height: cursor.height, hash: cursor.blockHash } : null);
+  const [cursor] = await db.$queryRaw<{ height: number; blockHash: string | null }[]>`
+    SELECT "height", "blockHash" FROM "ChainSyncCursor" WHERE "networkId" = ${network.id}::uuid`;
+  const seen = cursor ? { height: cursor.height, hash: cursor.blockHash } : null;
+  // Sends alone (syncNetwork's `only`) on a sandbox chain whose tip is still the block the cursor
+  // followed: their recipients are what changed, and the tip is all this sync needs of the chain
+  // (issue 22: not the addresses of every transfer still in the mempool, read again by each sync of a burst).
+  const sandboxTip = only !== undefined && seen !== null && network.kind === 'SANDBOX' ? await sandboxChainTip(db as Db, network.id) : null;
+  const changes =
+    sandboxTip && sandboxTip.height === seen!.height && sandboxTip.hash === seen!.hash
+      ? { tip: sandboxTip, from: seen!.height, addresses: [] as string[] }
+      : await adapterFor(network.kind, chainDb).changedSince(networkRef(network), seen);
   // Sends alone and no block since the cursor (syncNetwork's `only`): their recipients are what changed.
-  const sendsOnly = only !== undefined && cursor !== null && changes.tip.height === cursor.height && changes.tip.hash === cursor.blockHash;
+  const sendsOnly = only !== undefined && seen !== null && changes.tip.height === seen.height && changes.tip.hash === seen.hash;
   const changed = sendsOnly ? only : changes.addresses;
   const byId = new Map<string, AddressRow>();
   for (let i = 0; i < changed.length; i += JOIN_BATCH)
-    for (const a of await db.depositAddress.findMany({
-      where: { networkId: network.id, address: { in: changed.slice(i, i + JOIN_BATCH) } },
-      select: ADDRESS_SELECT,
-    }))
+    for (const a of await db.$queryRaw<AddressRow[]>`
+      SELECT ${ADDRESS_COLUMNS} FROM "DepositAddress" WHERE "networkId" = ${network.id}::uuid AND "address" = ANY(${changed.slice(i, i + JOIN_BATCH)}::text[])`)
       byId.set(a.id, a);
   const deposits = sendsOnly
     ? []
-    : await db.deposit.findMany({
-        where: {
-          networkId: network.id,
-          OR: [{ status: { in: OPEN_DEPOSIT } }, { status: 'CONFIRMED', blockHeight: { gte: changes.from } }],
-        },
-        select: { depositAddressId: true },
-      });
+    : await db.$queryRaw<{ depositAddressId: string }[]>`
+        SELECT "depositAddressId"::text FROM "Deposit"
+         WHERE "networkId" = ${network.id}::uuid
+           AND ("status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR ("status" = 'CONFIRMED' AND "blockHeight" >= ${changes.from}))`;
   const failed = [...jobStates].filter(([, state]) => state === 'failed').map(([id]) => id);
   const more = [...new Set([...deposits.map((d) => d.depositAddressId), ...failed.filter(isUuid)])].filter((id) => !byId.has(id));
   for (let i = 0; i < more.length; i += JOIN_BATCH)
-    for (const a of await db.depositAddress.findMany({ where: { networkId: network.id, id: { in: more.slice(i, i + JOIN_BATCH) } }, select: ADDRESS_SELECT }))
+    for (const a of await db.$queryRaw<AddressRow[]>`
+      SELECT ${ADDRESS_COLUMNS} FROM "DepositAddress" WHERE "networkId" = ${network.id}::uuid AND "id" = ANY(${more.slice(i, i + JOIN_BATCH)}::uuid[])`)
       byId.set(a.id, a);
   return { tip: changes.tip, addresses: [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) };
+}
+
+/** A network with its asset-networks, the models' columns and types, in raw statements (a RawDb on the pool or Prisma's client). */
+async function readNetwork(db: RawDb, networkId: string): Promise<NetworkRow | null> {
+  if (!isUuid(networkId)) return null;
+  const [network] = await db.$queryRaw<Network[]>`SELECT * FROM "Network" WHERE "id" = ${networkId}::uuid`;
+  if (!network) return null;
+  const assetNetworks = await db.$queryRaw<AssetNetwork[]>`SELECT * FROM "AssetNetwork" WHERE "networkId" = ${networkId}::uuid ORDER BY "id"`;
+  return { ...network, assetNetworks };
 }
 
 /** Moves the network's cursor to `tip`, never back below a later sync's (concurrent syncs). */

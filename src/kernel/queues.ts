@@ -1,5 +1,5 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
-import { Prisma, type Db, type PoolQuery, type PrismaClient } from '../db/prisma';
+import { Prisma, type Db, type PoolQuery, type RawDb } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
 import { ensureQueue } from './work';
 
@@ -182,7 +182,7 @@ const jobTable = Prisma.raw(`"${JOB_SCHEMA}".job`);
  * (created, retry, active, completed, failed, cancelled). Reads pg-boss's job table by queue name
  * (its primary key), bounded by the queue's retention: only addresses that failed have jobs.
  */
-export async function addressJobStates(db: PrismaClient, networkId: string): Promise<Map<string, string>> {
+export async function addressJobStates(db: RawDb, networkId: string): Promise<Map<string, string>> {
   const rows = await db.$queryRaw<{ k: string; state: string }[]>`
     SELECT DISTINCT ON (j.data->>'depositAddressId') j.data->>'depositAddressId' AS k, j.state::text AS state
       FROM ${jobTable} j WHERE j.name = ${CHAIN_SYNC_ADDRESS_QUEUE} AND j.data->>'networkId' = ${networkId}

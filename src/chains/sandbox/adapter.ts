@@ -55,7 +55,9 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       let from = cursor?.height ?? 0;
       // The block the cursor saw was orphaned by a reorganization: from its first canonical ancestor.
       for (let hash = cursor?.hash ?? null; hash;) {
-        const b = await d.sandboxBlock.findUnique({ where: { hash }, select: { height: true, parentHash: true, canonical: true } });
+        // Raw (issue 22): a sync's read, also on the pool's RawDb (no Prisma model there).
+        const [b] = await d.$queryRaw<{ height: number; parentHash: string | null; canonical: boolean }[]>`
+          SELECT "height", "parentHash", "canonical" FROM "SandboxBlock" WHERE "hash" = ${hash}`;
         if (!b || b.canonical) break;
         from = Math.min(from, b.height - 1);
         hash = b.parentHash;

@@ -808,3 +808,120 @@ describe('block production', () => {
     if (evm) expect(await app.deps.db.sandboxBlock.count({ where: { networkId: evm.id } })).toBe(0);
   });
 });
+
+describe('batch sends (POST /v1/sandbox/deposits/batch, issue 22)', () => {
+  const batch = (body: Record<string, unknown>, headers = h) => app.rest('POST', '/v1/sandbox/deposits/batch', { headers, body });
+
+  test('each item its own PENDING transaction, nonces consecutive in list order, audited each; mined like sends alone', async () => {
+    const c = await freshChain();
+    const targets = [address(), address(), address()];
+    const items = Array.from({ length: 5 }, (_x, i) => ({ address: targets[i % 3]!, amount: String(1_000 + i), assetNetworkId: c.assetNetworkId }));
+    const r = await batch({ deposits: items });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.transactions).toHaveLength(5);
+    const from = payerAddress(integ.organizationId);
+    const hashOf = (i: number, nonce: number) =>
+      transactionHash(c.networkId, nonce, {
+        fromAddress: from,
+        toAddress: items[i]!.address,
+        assetNetworkId: c.assetNetworkId,
+        amount: BigInt(items[i]!.amount),
+        replaceable: false,
+        revert: false,
+      });
+    // A fresh network: nonces 0..4 in the order of the items.
+    expect(r.body.transactions).toEqual(items.map((_x, i) => ({ txHash: hashOf(i, i), status: 'PENDING' })));
+    const audits = await app.deps.db.auditLogEntry.count({
+      where: {
+        action: 'sandbox.transaction_sent',
+        entityId: { in: (await app.deps.db.sandboxTransaction.findMany({ where: { networkId: c.networkId } })).map((t) => t.id) },
+      },
+    });
+    expect(audits).toBe(5);
+    // One chain.sync job naming the recipients.
+    const jobs = await app.deps.db.$queryRaw<{ data: { networkId: string; addresses?: string[] } }[]>`
+      SELECT data FROM pgboss.job WHERE name = ${CHAIN_SYNC_QUEUE} AND data->>'networkId' = ${c.networkId}`;
+    expect(jobs.map((j) => [...(j.data.addresses ?? [])].sort())).toEqual([[...targets].sort()]);
+    await sandboxMine(app, h, c.networkId, 1);
+    for (const [k, to] of targets.entries())
+      expect(await balance(c.assetNetworkId, to)).toBe(items.filter((_x, i) => i % 3 === k).reduce((a, x) => a + BigInt(x.amount), 0n));
+  });
+
+  test('validation per item: every invalid field answered at once (400, deposits.<i>.<field>), nothing sent; 1 to 100 items', async () => {
+    const c = await freshChain();
+    const before = await app.deps.db.sandboxTransaction.count();
+    const ok = () => ({ address: address(), amount: '1', assetNetworkId: c.assetNetworkId });
+    const fields = (r: { body: { errors?: { field: string }[] } }) => (r.body.errors ?? []).map((e) => e.field).sort();
+    // The input's own rules (amounts), each item's field named.
+    const r1 = await batch({ deposits: [ok(), { ...ok(), amount: '0' }, ok(), { ...ok(), amount: '1.5' }] });
+    expect([r1.status, fields(r1)]).toEqual([400, ['deposits.1.amount', 'deposits.3.amount']]);
+    // The catalog and the address format, each item's field named.
+    const r2 = await batch({ deposits: [{ ...ok(), address: '0x123' }, ok(), { ...ok(), assetNetworkId: crypto.randomUUID() }] });
+    expect([r2.status, fields(r2)]).toEqual([400, ['deposits.0.address', 'deposits.2.assetNetworkId']]);
+    const r3 = await batch({ deposits: [] });
+    expect([r3.status, fields(r3)]).toEqual([400, ['deposits']]);
+    const r4 = await batch({ deposits: Array.from({ length: 101 }, ok) });
+    expect([r4.status, fields(r4)]).toEqual([400, ['deposits']]);
+    const r5 = await batch({ deposits: 'nope' });
+    expect(r5.status).toBe(400);
+    expect(await app.deps.db.sandboxTransaction.count()).toBe(before);
+  });
+
+  test('an item the chain refuses (its recipient beyond 2^256 - 1) answers 409 naming it, and nothing of the batch is sent', async () => {
+    const c = await freshChain();
+    const full = address();
+    await sandboxSend(app, h, { address: full, amount: MAX_AMOUNT, assetNetworkId: c.assetNetworkId });
+    const before = await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } });
+    const other = address();
+    const r = await batch({
+      deposits: [
+        { address: other, amount: '5', assetNetworkId: c.assetNetworkId },
+        { address: full, amount: '1', assetNetworkId: c.assetNetworkId },
+      ],
+    });
+    expect([r.status, r.body.code]).toEqual([409, 'INVALID_STATE']);
+    expect(r.body.detail).toMatch(/^deposits\.1: /);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(before);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { toAddress: other } })).toBe(0);
+  });
+
+  test('GraphQL matches REST; Idempotency-Key: the same batch answers the first answer and sends nothing more; another batch 409', async () => {
+    const c = await freshChain();
+    const to = address();
+    const g = await app.gql<{ sandboxSendDeposits: { transactions: { txHash: string; status: string; amount: string; toAddress: string }[] } }>(
+      'mutation($i: SandboxDepositsInput!) { sandboxSendDeposits(input: $i) { transactions { txHash status amount toAddress } } }',
+      {
+        i: {
+          deposits: [
+            { address: to, amount: '7', assetNetworkId: c.assetNetworkId },
+            { address: to, amount: '8', assetNetworkId: c.assetNetworkId },
+          ],
+        },
+      },
+      h,
+    );
+    expect(g.errors, JSON.stringify(g.errors)).toBeUndefined();
+    expect(g.data!.sandboxSendDeposits.transactions.map((t) => [t.status, t.amount, t.toAddress])).toEqual([
+      ['PENDING', '7', to],
+      ['PENDING', '8', to],
+    ]);
+    const bad = await app.gql(
+      'mutation($i: SandboxDepositsInput!) { sandboxSendDeposits(input: $i) { transactions { txHash } } }',
+      {
+        i: { deposits: [{ address: to, amount: '-1', assetNetworkId: c.assetNetworkId }] },
+      },
+      h,
+    );
+    expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION_FAILED', fieldErrors: [{ field: 'deposits.0.amount' }] });
+
+    const key = { ...h, 'idempotency-key': `batch-${crypto.randomUUID()}` };
+    const body = { deposits: [{ address: to, amount: '9', assetNetworkId: c.assetNetworkId }] };
+    const first = await batch(body, key);
+    const second = await batch(body, key);
+    expect(first.status).toBe(201);
+    expect([second.status, second.body]).toEqual([201, first.body]);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { toAddress: to } })).toBe(3);
+    const other = await batch({ deposits: [{ address: to, amount: '10', assetNetworkId: c.assetNetworkId }] }, key);
+    expect([other.status, other.body.code]).toEqual([409, 'IDEMPOTENCY_KEY_REUSED']);
+  });
+});
