@@ -1,8 +1,16 @@
 import { numericToAmount, amountToNumeric } from '../money';
-import { Prisma, poolRawDb, poolTransaction, type Db, type RawDb } from '../db/prisma';
+import { Prisma, poolQuery, poolRawDb, poolTransaction, type Db, type RawDb } from '../db/prisma';
+import { JOB_SCHEMA } from '../db/roles';
 import type { AssetNetwork, Deposit, DepositStatus, Network, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
-import { addressJobStates, isLiveJobState, sendAddressSync, sendReleaseEvaluations, type ChainSyncAddressJob } from '../kernel/queues';
+import {
+  addressJobStates,
+  CHAIN_SYNC_ADDRESS_QUEUE,
+  isLiveJobState,
+  sendAddressSync,
+  sendReleaseEvaluations,
+  type ChainSyncAddressJob,
+} from '../kernel/queues';
 import { auditAll, auditAs, deferAudits, type Actor } from '../audit/audit';
 import { deferEvents, emit } from '../webhooks/outbox';
 import { lockNetwork, lockTransactionRow, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
@@ -170,6 +178,51 @@ export async function syncNetwork(deps: MoneyDeps, networkId: string, opts: { ch
   if (!cursorWritten) await deps.db.$transaction((tx) => advance(tx), TX_OPTIONS);
   return result;
 }
+
+/**
+ * A SANDBOX network's chain.sync when nothing waits on it (issue 22: the bench mines a block every
+ * 100 ms, most of which touch no deposit), in one autocommitted statement on the pool: when the
+ * network has a cursor on a canonical block (or none yet), no transfer since the cursor (in a block
+ * from its height, or in the mempool) reaches a deposit address of the network, no deposit is open
+ * (DETECTED, CONFIRMING, UNDER_REVIEW) or CONFIRMED from the cursor's height, and no address's own
+ * retry job failed for good, syncNetwork would reconcile nothing and only move the cursor to the tip:
+ * the statement moves it (never back: writeCursor's rule) and answers `quiet`. These are
+ * changedAddresses' rules, checked as a whole in one snapshot; anything else (`quiet` false, no
+ * cursor yet, an EVM network, a client without our pool): syncNetwork as always. `broadcasting`: the
+ * network has BROADCAST withdrawals to follow (null when not asked).
+ */
+export async function quietSandboxSync(deps: Pick<MoneyDeps, 'db'>, networkId: string): Promise<{ quiet: boolean; broadcasting: boolean } | null> {
+  if (!isUuid(networkId)) return null;
+  const r = await poolQuery<{ quiet: boolean; broadcasting: boolean }>(deps.db, QUIET_SYNC_SQL, [
+    networkId.toLowerCase(),
+    CHAIN_SYNC_ADDRESS_QUEUE,
+    networkId.toLowerCase(),
+  ]);
+  return r ? r.rows[0]! : null;
+}
+const QUIET_SYNC_SQL = `
+  WITH c AS (SELECT "height", "blockHash" FROM "ChainSyncCursor" WHERE "networkId" = $1::uuid),
+  q AS (
+    SELECT 1 FROM "Network" n, c
+     WHERE n."id" = $1::uuid AND n."kind" = 'SANDBOX'
+       AND (c."blockHash" IS NULL OR EXISTS (SELECT 1 FROM "SandboxBlock" b WHERE b."hash" = c."blockHash" AND b."canonical"))
+       AND NOT EXISTS (
+         SELECT 1 FROM "SandboxTransaction" t JOIN "DepositAddress" a ON a."networkId" = t."networkId" AND a."address" = t."toAddress"
+          WHERE t."networkId" = $1::uuid AND (t."blockHeight" >= c."height" OR t."status" IN ('PENDING', 'ORPHANED')))
+       AND NOT EXISTS (
+         SELECT 1 FROM "Deposit" d
+          WHERE d."networkId" = $1::uuid AND (d."status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR (d."status" = 'CONFIRMED' AND d."blockHeight" >= c."height")))
+       AND NOT EXISTS (SELECT 1 FROM "${JOB_SCHEMA}".job j WHERE j."name" = $2 AND j."state" = 'failed' AND j."data"->>'networkId' = $3::text)
+  ),
+  tip AS (SELECT "height", "hash" FROM "SandboxBlock" WHERE "networkId" = $1::uuid AND "canonical" ORDER BY "height" DESC LIMIT 1),
+  w AS (
+    INSERT INTO "ChainSyncCursor" ("networkId", "height", "blockHash", "updatedAt")
+    SELECT $1::uuid, COALESCE(tip."height", 0), tip."hash", now() FROM q LEFT JOIN tip ON true
+    ON CONFLICT ("networkId") DO UPDATE SET "height" = EXCLUDED."height", "blockHash" = EXCLUDED."blockHash", "updatedAt" = now()
+     WHERE "ChainSyncCursor"."height" <= EXCLUDED."height"
+  )
+  SELECT EXISTS (SELECT 1 FROM q) AS "quiet",
+         EXISTS (SELECT 1 FROM "Withdrawal" x WHERE x."status" = 'BROADCAST' AND x."networkId" = $1::uuid) AS "broadcasting"`;
 
 /**
  * A chunk that needs a path the pool's connection does not run (a deposit reconciled alone:

@@ -1,5 +1,5 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
-import { Prisma, type Db, type PoolQuery, type RawDb } from '../db/prisma';
+import { Prisma, type Db, type PoolQuery, type PrismaClient, type RawDb } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
 import { ensureQueue } from './work';
 
@@ -119,7 +119,7 @@ export interface ChainSyncJob {
 }
 
 /** Sends a `chain.sync` job for the network through the caller's transaction (Prisma's, or a pg connection's: poolTransaction). */
-export async function sendChainSync(tx: Db | PoolQuery, boss: PgBoss | null, networkId: string, addresses?: string[]): Promise<void> {
+export async function sendChainSync(tx: RawDb | PoolQuery, boss: PgBoss | null, networkId: string, addresses?: string[]): Promise<void> {
   if (!boss) throw new Error('chain changes need the job runner (deps.boss) to notify deposit detection');
   // A pg connection's transaction (poolTransaction) or a Prisma one.
   const db =

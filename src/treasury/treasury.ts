@@ -307,16 +307,22 @@ export async function hotAddressFor(tx: Db, assetNetworkId: string, amount: Amou
  * pickHotAddress for each send, lowering the chosen address's `spendable` by what it sends.
  * `network`: the asset-network's network when the caller has it (a broadcast group: two statements fewer).
  */
-export async function hotAddressesFor(tx: Db, assetNetworkId: string, network?: Network): Promise<(HotAddress & { row: ControlledAddress })[] | null> {
+export async function hotAddressesFor(
+  tx: Db,
+  assetNetworkId: string,
+  network?: Network,
+): Promise<(HotAddress & { row: Pick<ControlledAddress, 'id' | 'sealedPrivateKey' | 'derivationIndex'> })[] | null> {
   if (!isUuid(assetNetworkId)) return null;
   const an = network
     ? { id: assetNetworkId.toLowerCase(), networkId: network.id, network }
     : await tx.assetNetwork.findUnique({ where: { id: assetNetworkId.toLowerCase() }, include: { network: true } });
   if (!an) return null;
-  const rows = await tx.controlledAddress.findMany({
-    where: { networkId: an.networkId, assetNetworkIds: { has: an.id }, tier: 'HOT', control: 'GENERATED', active: true },
-    orderBy: { id: 'asc' },
-  });
+  // Raw (issue 22: read by every broadcast group, in its transaction): what sending needs of each.
+  const rows = await tx.$queryRaw<Pick<ControlledAddress, 'id' | 'networkId' | 'address' | 'publicKey' | 'sealedPrivateKey' | 'derivationIndex'>[]>`
+    SELECT "id"::text AS "id", "networkId"::text AS "networkId", "address", "publicKey", "sealedPrivateKey", "derivationIndex"
+      FROM "ControlledAddress"
+     WHERE "networkId" = ${an.networkId}::uuid AND ${an.id}::uuid = ANY("assetNetworkIds") AND "tier" = 'HOT' AND "control" = 'GENERATED' AND "active"
+     ORDER BY "id"`;
   const balances = await chainBalances(
     tx,
     an.network,

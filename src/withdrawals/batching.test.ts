@@ -110,6 +110,8 @@ describe('statements per withdrawal', () => {
         ),
       );
       for (const id of ids) expect((await get(s, id)).status).toBe('BROADCAST');
+      // One transaction, straight on the pool (issue 22): never begun again through Prisma.
+      expect(broadcast.statements.filter((q) => q === 'BEGIN')).toHaveLength(1);
       await mine(s);
       const confirmation = await t.app.sqlStatements(() => followNetworkWithdrawals(deps(), s.f.catalog.networkId));
       for (const id of ids) expect((await get(s, id)).status).toBe('CONFIRMED');

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import { poolQuery, type Db } from '../db/prisma';
-import type { Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
+import { poolQuery, type Db, type RawDb } from '../db/prisma';
+import type { AccountStatus, AssetNetworkStatus, Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
 import { checkIdempotencyKey, idempotencyRequestHash } from '../idempotency';
@@ -305,17 +305,18 @@ export async function checksBeforeMoving(
     tx,
     ws.map((w) => w.accountId),
   );
-  const [accounts, assetNetworks, destinations] = await Promise.all([
-    tx.account.findMany({ where: { id: { in: [...new Set(ws.map((w) => w.accountId))] } }, select: { id: true, status: true } }),
-    tx.assetNetwork.findMany({ where: { id: { in: [...new Set(ws.map((w) => w.assetNetworkId))] } }, select: { id: true, status: true } }),
-    tx.withdrawalDestination.findMany({
-      where: { id: { in: [...new Set(ws.map((w) => w.withdrawalDestinationId))] } },
-      select: { id: true, organizationId: true, status: true, blockedReason: true },
-    }),
-  ]);
-  const accountOf = new Map(accounts.map((a) => [a.id, a.status]));
-  const assetNetworkOf = new Map(assetNetworks.map((a) => [a.id, a.status]));
-  const destinationOf = new Map(destinations.map((d) => [d.id, d]));
+  // The accounts, asset-networks and destinations in one raw statement (issue 22: no query engine on the broadcast group's path).
+  const read = await tx.$queryRaw<{ k: 'A' | 'N' | 'D'; id: string; status: string; organizationId: string | null; blockedReason: string | null }[]>`
+    SELECT 'A' AS "k", "id"::text AS "id", "status"::text AS "status", NULL::text AS "organizationId", NULL::text AS "blockedReason"
+      FROM "Account" WHERE "id" = ANY(${[...new Set(ws.map((w) => w.accountId))]}::uuid[])
+    UNION ALL
+    SELECT 'N', "id"::text, "status"::text, NULL, NULL FROM "AssetNetwork" WHERE "id" = ANY(${[...new Set(ws.map((w) => w.assetNetworkId))]}::uuid[])
+    UNION ALL
+    SELECT 'D', "id"::text, "status"::text, "organizationId"::text, "blockedReason"
+      FROM "WithdrawalDestination" WHERE "id" = ANY(${[...new Set(ws.map((w) => w.withdrawalDestinationId))]}::uuid[])`;
+  const accountOf = new Map(read.filter((r) => r.k === 'A').map((a) => [a.id, a.status as AccountStatus]));
+  const assetNetworkOf = new Map(read.filter((r) => r.k === 'N').map((a) => [a.id, a.status as AssetNetworkStatus]));
+  const destinationOf = new Map(read.filter((r) => r.k === 'D').map((d) => [d.id, d]));
   const out: ({ outcome: 'REJECTED' | 'WAITS'; reason: string } | null)[] = [];
   for (const w of ws) {
     const account = accountOf.get(w.accountId);
@@ -571,11 +572,47 @@ export async function broadcastWithdrawalGroup(
       const ids = group.map((id) => (isUuid(id) ? id.toLowerCase() : null));
       const valid = [...new Set(ids.filter((id): id is string => id !== null))].sort();
       if (!valid.length) return ids.map((): StepOutcome => 'SKIPPED');
-      const outcomes = await retryingTransaction(deps.db, (tx) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid))));
+      const work = (tx: Db) => deferAudits(tx, () => deferEvents(tx, deps, () => broadcastGroupIn(tx, deps, valid)));
+      // Straight on the pool first (issue 22: every statement of the common path is raw); a group that
+      // reaches a step still on Prisma's model API (a rejection, a deferral, a refused broadcast, a
+      // deposit address as the source) is rolled back and run again through Prisma, whole.
+      const outcomes = (await onPoolUnlessModelNeeded(deps, work)) ?? (await retryingTransaction(deps.db, work));
       return ids.map((id): StepOutcome => (id === null ? 'SKIPPED' : (outcomes.get(id) ?? 'SKIPPED')));
     },
     opts,
   );
+}
+
+/** Thrown by a modelless handle when a step asks for Prisma's model API (see onPoolUnlessModelNeeded). */
+class NeedsModels extends Error {}
+
+/**
+ * Runs `fn` in a transaction straight on the pool (retryingRawTransaction) with a handle that has
+ * Prisma's four raw methods and nothing else: the first use of anything else (a model call such as
+ * `tx.withdrawal.update`) throws, the transaction rolls back, and null is answered, so the caller runs
+ * the same work through Prisma (issue 22: the broadcast group's common path is raw statements only;
+ * its rare branches still use models). Nothing is kept of the abandoned attempt: the database rolls
+ * it back, and signing writes nothing outside it.
+ */
+async function onPoolUnlessModelNeeded<T>(deps: MoneyDeps, fn: (tx: Db) => Promise<T>): Promise<T | null> {
+  try {
+    return await retryingRawTransaction(deps.db, (raw) => fn(modelless(raw)));
+  } catch (e) {
+    if (e instanceof NeedsModels) return null;
+    throw e;
+  }
+}
+
+const RAW_METHODS = new Set<string | symbol>(['$queryRaw', '$executeRaw', '$queryRawUnsafe', '$executeRawUnsafe']);
+function modelless(raw: RawDb): Db {
+  return new Proxy(raw, {
+    get(target, property, receiver) {
+      if (RAW_METHODS.has(property)) return Reflect.get(target, property, receiver);
+      // Not a thenable, and no symbol-keyed protocol: only a named member is a model call.
+      if (property === 'then' || typeof property === 'symbol') return undefined;
+      throw new NeedsModels(`the pool's transaction has no ${String(property)}`);
+    },
+  }) as unknown as Db;
 }
 
 async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {
@@ -605,7 +642,13 @@ async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise
   }
   if (!movable.length) return out;
   if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
-  const networks = new Map((await tx.network.findMany({ where: { id: { in: [...new Set(movable.map((w) => w.networkId))] } } })).map((n) => [n.id, n]));
+  const networks = new Map(
+    (
+      await tx.$queryRaw<Network[]>`
+        SELECT "id"::text AS "id", "name", "kind"::text AS "kind", "environmentType"::text AS "environmentType", "blockTimeSeconds", "requiredConfirmations", "createdAt"
+          FROM "Network" WHERE "id" = ANY(${[...new Set(movable.map((w) => w.networkId))]}::uuid[])`
+    ).map((n) => [n.id, n]),
+  );
   const sent: { w: Withdrawal; txHash: string; fromAddress: string; networkCost: Amount | null }[] = [];
   for (const assetNetworkId of new Set(movable.map((w) => w.assetNetworkId))) {
     const ws = movable.filter((w) => w.assetNetworkId === assetNetworkId);
@@ -864,14 +907,20 @@ export async function followNetworkWithdrawals(
 ): Promise<Partial<Record<StepOutcome, number>>> {
   const counts: Partial<Record<StepOutcome, number>> = {};
   const count = (outcome: StepOutcome, n = 1) => (counts[outcome] = (counts[outcome] ?? 0) + n);
-  const broadcast = await deps.db.withdrawal.findMany({
-    where: { status: 'BROADCAST', networkId },
-    select: { id: true, txHash: true, broadcastAt: true },
-    orderBy: { broadcastAt: 'asc' },
-    take: opts.limit ?? 500,
-  });
+  // Raw, straight on the pool (issue 22: every chain.sync of the network reads them).
+  const query = <R extends object>(text: string, values: unknown[]): Promise<R[]> =>
+    poolQuery<R>(deps.db, text, values)?.then((r) => r.rows) ?? deps.db.$queryRawUnsafe<R[]>(text, ...values);
+  const broadcast = await query<{ id: string; txHash: string | null; broadcastAt: Date | null }>(
+    `SELECT "id"::text AS "id", "txHash", "broadcastAt" FROM "Withdrawal" WHERE "status" = 'BROADCAST' AND "networkId" = $1::uuid ORDER BY "broadcastAt" LIMIT $2`,
+    [networkId, opts.limit ?? 500],
+  );
   if (!broadcast.length) return counts;
-  const network = await deps.db.network.findUniqueOrThrow({ where: { id: networkId } });
+  const [network] = await query<Network>(
+    `SELECT "id"::text AS "id", "name", "kind"::text AS "kind", "environmentType"::text AS "environmentType", "blockTimeSeconds", "requiredConfirmations", "createdAt"
+       FROM "Network" WHERE "id" = $1::uuid`,
+    [networkId],
+  );
+  if (!network) throw new Error(`network ${networkId} not found`);
   const seen = await observedTransactions(
     adapterFor(network.kind, deps.db),
     networkRef(network),

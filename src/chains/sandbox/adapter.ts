@@ -1,10 +1,20 @@
 import { numericToAmount } from '../../money';
 import { DomainError } from '../../errors';
-import type { Db, PrismaClient } from '../../db/prisma';
+import { poolQuery, type Db, type PrismaClient } from '../../db/prisma';
 import type { AddressBalance, ChainChanges, DerivedAddress, FeeEstimate, NetworkAdapter, NetworkRef, ObservedTransfer } from '../adapter';
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as keys from '../secp256k1';
 import { lockNetwork, observe, sendTransaction, sendTransactions, spendableOf, tip, type ChainDeps, type SandboxTransactionRow } from './chain';
+
+const TRANSACTIONS_SQL = `
+  SELECT t.*, COALESCE((SELECT b."height" FROM "SandboxBlock" b WHERE b."networkId" = $1::uuid AND b."canonical" ORDER BY b."height" DESC LIMIT 1), 0) AS "tipHeight"
+    FROM "SandboxTransaction" t WHERE t."networkId" = $1::uuid AND t."txHash" = ANY($2::text[])`;
+
+/** A raw read: straight on the pool when `d` is a client of createPrisma (no query engine), else through `d` (a transaction's). */
+async function rowsOf<R extends object>(d: Db, text: string, values: unknown[]): Promise<R[]> {
+  const pooled = poolQuery<R>(d, text, values);
+  return pooled ? (await pooled).rows : d.$queryRawUnsafe<R[]>(text, ...values);
+}
 
 /**
  * The NetworkAdapter of SANDBOX networks: keys and addresses as on an EVM chain (secp256k1, keccak
@@ -71,9 +81,10 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       const d = database();
       const out = new Map<string, ObservedTransfer>();
       if (!txHashes.length) return out;
-      const rows = await d.sandboxTransaction.findMany({ where: { networkId: network.id, txHash: { in: [...new Set(txHashes)] } } });
-      const height = (await tip(d, network.id)).height;
-      for (const row of rows) out.set(row.txHash, observe(row, height));
+      // Raw, with the tip, in one statement (issue 22: every chain.sync follows the network's BROADCAST
+      // withdrawals with it); straight on the pool when the handle is the client.
+      const rows = await rowsOf<SandboxTransactionRow & { tipHeight: number }>(d, TRANSACTIONS_SQL, [network.id, [...new Set(txHashes)]]);
+      for (const row of rows) out.set(row.txHash, observe(row, row.tipHeight));
       return out;
     },
     async transaction(network, txHash) {
@@ -185,17 +196,17 @@ export function sandboxAdapter(db?: Db, deps?: ChainDeps): NetworkAdapter {
       const wanted = [...new Set(addresses)];
       for (const a of wanted) out.set(a, { mined: 0n, spendable: 0n });
       if (!wanted.length) return out;
-      const d = database();
-      const rows = await d.sandboxAddressBalance.findMany({ where: { networkId: network.id, assetNetworkId, address: { in: wanted } } });
-      for (const r of rows) out.set(r.address, { mined: numericToAmount(r.balance), spendable: numericToAmount(r.balance) });
-      const pending = await d.sandboxTransaction.groupBy({
-        by: ['fromAddress'],
-        where: { networkId: network.id, assetNetworkId, fromAddress: { in: wanted }, status: { in: ['PENDING', 'ORPHANED'] } },
-        _sum: { amount: true },
-      });
-      for (const p of pending) {
-        const b = out.get(p.fromAddress)!;
-        b.spendable = b.mined - numericToAmount(p._sum.amount ?? 0);
+      // One raw statement (issue 22: read by every broadcast group, in its transaction).
+      const rows = await database().$queryRaw<{ address: string; mined: string; pending: string }[]>`
+        SELECT w."address", COALESCE(b."balance", 0)::text AS "mined",
+               COALESCE((SELECT sum(t."amount") FROM "SandboxTransaction" t
+                          WHERE t."networkId" = ${network.id}::uuid AND t."assetNetworkId" = ${assetNetworkId}::uuid AND t."fromAddress" = w."address"
+                            AND t."status" IN ('PENDING', 'ORPHANED')), 0)::text AS "pending"
+          FROM unnest(${wanted}::text[]) AS w("address")
+          LEFT JOIN "SandboxAddressBalance" b ON b."networkId" = ${network.id}::uuid AND b."assetNetworkId" = ${assetNetworkId}::uuid AND b."address" = w."address"`;
+      for (const r of rows) {
+        const mined = BigInt(r.mined);
+        out.set(r.address, { mined, spendable: mined - BigInt(r.pending) });
       }
       return out;
     },

@@ -118,7 +118,7 @@ export function payerAddress(organizationId: string): string {
 }
 
 /** Serializes the changes of one sandbox network (transaction-scoped). */
-export async function lockNetwork(tx: Db, networkId: string): Promise<void> {
+export async function lockNetwork(tx: RawDb, networkId: string): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId}, 0))`;
 }
 
@@ -154,7 +154,7 @@ export function observe(t: SandboxTransactionRow, tipHeight: number): ObservedTr
  * (faucet) addresses only ever send: unbounded sources, their net negative, their balance 0.
  */
 async function moveBalances(
-  tx: Db,
+  tx: RawDb,
   networkId: string,
   rows: { assetNetworkId: string; toAddress: string; fromAddress: string; amount: { toFixed(): string } }[],
   sign: 1n | -1n,
@@ -374,7 +374,7 @@ const fromFaucet = (t: { fromAddress: string; senderOrganizationId: string | nul
  * moves), as a token transfer without the balance reverts on a real chain.
  */
 async function fundedInOrder(
-  tx: Db,
+  tx: RawDb,
   networkId: string,
   block: {
     assetNetworkId: string;
@@ -388,14 +388,13 @@ async function fundedInOrder(
   const senders = block.filter((t) => !t.willRevert && !fromFaucet(t));
   const held = new Map<string, bigint>();
   if (senders.length) {
-    const rows = await tx.sandboxAddressBalance.findMany({
-      where: {
-        networkId,
-        OR: [...new Map(senders.map((t) => [`${t.assetNetworkId} ${t.fromAddress}`, { assetNetworkId: t.assetNetworkId, address: t.fromAddress }])).values()],
-      },
-    });
+    const pairs = [...new Map(senders.map((t) => [`${t.assetNetworkId} ${t.fromAddress}`, { a: t.assetNetworkId, addr: t.fromAddress }])).values()];
+    const rows = await tx.$queryRaw<{ a: string; addr: string; balance: { toFixed(): string } }[]>`
+      SELECT b."assetNetworkId"::text AS a, b."address" AS addr, b."balance"
+        FROM unnest(${pairs.map((p) => p.a)}::uuid[], ${pairs.map((p) => p.addr)}::text[]) AS p(a, addr)
+        JOIN "SandboxAddressBalance" b ON b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr`;
     for (const t of senders) held.set(`${t.assetNetworkId} ${t.fromAddress}`, 0n);
-    for (const r of rows) held.set(`${r.assetNetworkId} ${r.address}`, numericToAmount(r.balance));
+    for (const r of rows) held.set(`${r.a} ${r.addr}`, numericToAmount(r.balance));
   }
   return block.map((t) => {
     if (t.willRevert) return false;
@@ -412,27 +411,50 @@ async function fundedInOrder(
   });
 }
 
+/** A mempool transaction as mining reads it (with the number of blocks already seen at the height: the fork number). */
+type MempoolRow = {
+  fork: number;
+  id: string | null;
+  txHash: string;
+  willRevert: boolean;
+  assetNetworkId: string;
+  toAddress: string;
+  fromAddress: string;
+  amount: { toFixed(): string };
+  senderOrganizationId: string | null;
+};
+
 /**
- * Mines one block on top of the canonical tip (the caller holds the network lock): the mempool, after
- * `carried` (transactions of an orphaned block at this height that keep their status: a reorganization
- * by another organization; they only change block).
+ * Mines one block on top of `parent`, the canonical tip (the caller holds the network lock): the
+ * mempool, after `carried` (transactions of an orphaned block at this height that keep their status:
+ * a reorganization by another organization; they only change block). Raw statements only (issue 22:
+ * the bench mines a block every 100 ms through REST, most of them empty; it also runs on a connection
+ * of poolTransaction): one read of the mempool and the fork number, one insert of the block, one update
+ * of the mined transactions, and the balances' upsert when value moved.
  */
 async function mineOne(
-  tx: Db,
+  tx: RawDb,
   deps: ChainDeps,
   networkId: string,
+  parent: { height: number; hash: string | null },
   exclude: string[],
   carried: { id: string; txHash: string }[] = [],
 ): Promise<{ height: number; hash: string }> {
-  const parent = await tip(tx, networkId);
   const height = parent.height + 1;
-  const mempool = await tx.sandboxTransaction.findMany({
-    where: { networkId, status: { in: ['PENDING', 'ORPHANED'] }, ...(exclude.length ? { id: { notIn: exclude } } : {}) },
-    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    take: Math.max(0, MAX_BLOCK_TRANSACTIONS - carried.length),
-    select: { id: true, txHash: true, willRevert: true, assetNetworkId: true, toAddress: true, fromAddress: true, amount: true, senderOrganizationId: true },
-  });
-  const fork = await tx.sandboxBlock.count({ where: { networkId, height } });
+  // The fork number (blocks already at this height) and the mempool, oldest first, in one statement:
+  // one row with a null id when the mempool is empty.
+  const read = await tx.$queryRaw<MempoolRow[]>`
+    SELECT f."fork", t."id"::text AS "id", t."txHash", t."willRevert", t."assetNetworkId"::text AS "assetNetworkId", t."toAddress", t."fromAddress", t."amount",
+           t."senderOrganizationId"::text AS "senderOrganizationId"
+      FROM (SELECT count(*)::int AS "fork" FROM "SandboxBlock" WHERE "networkId" = ${networkId}::uuid AND "height" = ${height}) f
+      LEFT JOIN LATERAL (
+        SELECT * FROM "SandboxTransaction"
+         WHERE "networkId" = ${networkId}::uuid AND "status" IN ('PENDING', 'ORPHANED') AND NOT ("id" = ANY(${exclude}::uuid[]))
+         ORDER BY "createdAt", "id" LIMIT ${Math.max(0, MAX_BLOCK_TRANSACTIONS - carried.length)}
+      ) t ON true
+     ORDER BY t."createdAt", t."id"`;
+  const fork = read[0]!.fork;
+  const mempool = read.filter((t): t is MempoolRow & { id: string } => t.id !== null);
   const hash = blockHash(
     networkId,
     height,
@@ -441,27 +463,34 @@ async function mineOne(
     [...carried, ...mempool].map((t) => t.txHash),
   );
   const now = deps.clock.now();
-  await tx.sandboxBlock.create({ data: { networkId, height, hash, parentHash: parent.hash, canonical: true, minedAt: now } });
-  if (carried.length) await tx.sandboxTransaction.updateMany({ where: { id: { in: carried.map((t) => t.id) } }, data: { blockHash: hash, updatedAt: now } });
   const funded = await fundedInOrder(tx, networkId, mempool);
   const succeeded = mempool.filter((t, i) => !t.willRevert && funded[i]);
-  const reverted = mempool.filter((t, i) => t.willRevert || !funded[i]);
-  if (succeeded.length)
-    await tx.sandboxTransaction.updateMany({
-      where: { id: { in: succeeded.map((t) => t.id) } },
-      data: { status: 'MINED', blockHash: hash, blockHeight: height, updatedAt: now },
-    });
-  if (reverted.length)
-    await tx.sandboxTransaction.updateMany({
-      where: { id: { in: reverted.map((t) => t.id) } },
-      data: { status: 'REVERTED', blockHash: hash, blockHeight: height, updatedAt: now },
-    });
+  // The block, and its transactions (carried: a new block hash; the mempool's: MINED or REVERTED), in one statement.
+  const moved = [
+    ...carried.map((t) => ({ id: t.id, status: null })),
+    ...mempool.map((t, i) => ({ id: t.id, status: !t.willRevert && funded[i] ? 'MINED' : 'REVERTED' })),
+  ];
+  if (moved.length)
+    await tx.$executeRaw`
+      WITH b AS (
+        INSERT INTO "SandboxBlock" ("id", "networkId", "height", "hash", "parentHash", "canonical", "minedAt")
+        VALUES (${monotonicUuidv7()}::uuid, ${networkId}::uuid, ${height}, ${hash}, ${parent.hash}, true, ${now})
+      )
+      UPDATE "SandboxTransaction" t
+         SET "status" = COALESCE(v.s::"SandboxTransactionStatus", t."status"), "blockHash" = ${hash},
+             "blockHeight" = CASE WHEN v.s IS NULL THEN t."blockHeight" ELSE ${height} END, "updatedAt" = ${now}
+        FROM unnest(${moved.map((m) => m.id)}::uuid[], ${moved.map((m) => m.status)}::text[]) AS v(id, s)
+       WHERE t."id" = v.id`;
+  else
+    await tx.$executeRaw`
+      INSERT INTO "SandboxBlock" ("id", "networkId", "height", "hash", "parentHash", "canonical", "minedAt")
+      VALUES (${monotonicUuidv7()}::uuid, ${networkId}::uuid, ${height}, ${hash}, ${parent.hash}, true, ${now})`;
   await moveBalances(tx, networkId, succeeded, 1n);
   return { height, hash };
 }
 
 async function mineMany(
-  tx: Db,
+  tx: RawDb,
   deps: ChainDeps,
   networkId: string,
   blocks: number,
@@ -469,12 +498,12 @@ async function mineMany(
   carried = new Map<number, { id: string; txHash: string }[]>(),
 ) {
   let last = await tip(tx, networkId);
-  for (let i = 0; i < blocks; i++) last = await mineOne(tx, deps, networkId, exclude, carried.get(last.height + 1));
+  for (let i = 0; i < blocks; i++) last = await mineOne(tx, deps, networkId, last, exclude, carried.get(last.height + 1));
   return last;
 }
 
-/** Mines `blocks` blocks; answers the new tip. */
-export async function mineBlocks(tx: Db, deps: ChainDeps, networkId: string, blocks: number): Promise<{ height: number; hash: string | null }> {
+/** Mines `blocks` blocks; answers the new tip. Raw statements only: in a Prisma transaction or one of poolTransaction. */
+export async function mineBlocks(tx: RawDb, deps: ChainDeps, networkId: string, blocks: number): Promise<{ height: number; hash: string | null }> {
   if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError('mine at least one block');
   await lockNetwork(tx, networkId);
   const r = await mineMany(tx, deps, networkId, blocks);

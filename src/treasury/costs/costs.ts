@@ -2,7 +2,13 @@ import { z } from 'zod';
 import type { Context } from '../../context';
 import type { Db } from '../../db/prisma';
 import type { NetworkKind } from '../../generated/prisma/enums';
-import type { NetworkExecutionMarginPolicy, NetworkExecutionQuote, NetworkResourceCostTable, NetworkResourcePrice } from '../../generated/prisma/client';
+import type {
+  Network,
+  NetworkExecutionMarginPolicy,
+  NetworkExecutionQuote,
+  NetworkResourceCostTable,
+  NetworkResourcePrice,
+} from '../../generated/prisma/client';
 import { fieldError, invalidState, notFound, parseInput } from '../../errors';
 import { isUuid } from '../../ids';
 import { audit } from '../../audit/audit';
@@ -137,10 +143,31 @@ export async function networkCostsOf(
   tx: Db,
   q: { assetNetworkId: string; operation: NetworkOperation; amounts: readonly bigint[]; at: Date },
 ): Promise<NetworkCost[]> {
-  const an = isUuid(q.assetNetworkId) ? await tx.assetNetwork.findUnique({ where: { id: q.assetNetworkId.toLowerCase() }, include: { network: true } }) : null;
+  // The asset-network, its network and the cost table in force with its prices, in one raw statement
+  // (issue 22: read by every broadcast group, in its transaction).
+  const [an] = isUuid(q.assetNetworkId)
+    ? await tx.$queryRaw<
+        {
+          id: string;
+          contractReference: string | null;
+          network: Pick<Network, 'id' | 'name' | 'kind' | 'requiredConfirmations'>;
+          tableVersion: number | null;
+          prices: { resource: string; unitPrice: string }[] | null;
+        }[]
+      >`
+        SELECT an."id"::text AS "id", an."contractReference",
+               json_build_object('id', n."id", 'name', n."name", 'kind', n."kind", 'requiredConfirmations', n."requiredConfirmations") AS "network",
+               t."version" AS "tableVersion",
+               (SELECT json_agg(json_build_object('resource', p."resource", 'unitPrice', p."unitPrice"::text)) FROM "NetworkResourcePrice" p WHERE p."costTableId" = t."id") AS "prices"
+          FROM "AssetNetwork" an JOIN "Network" n ON n."id" = an."networkId"
+          LEFT JOIN LATERAL (
+            SELECT c."id", c."version" FROM "NetworkResourceCostTable" c WHERE c."networkId" = n."id" AND c."createdAt" <= ${q.at} ORDER BY c."version" DESC LIMIT 1
+          ) t ON true
+         WHERE an."id" = ${q.assetNetworkId.toLowerCase()}::uuid`
+    : [];
   if (!an) throw notFound('Asset-network');
   const network = an.network;
-  const table = await costTableInForce(tx, network.id, q.at);
+  const table = an.tableVersion === null ? null : { version: an.tableVersion, prices: an.prices ?? [] };
   const out: NetworkCost[] = [];
   for (const amount of q.amounts) {
     let resources: Record<string, bigint>;

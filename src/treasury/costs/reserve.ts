@@ -64,9 +64,12 @@ async function networkIdOf(tx: Db, ref: ReserveRef): Promise<string> {
 
 /** The reserve row of a network, locked (FOR UPDATE), or null. */
 async function lockReserve(tx: Db, networkId: string): Promise<NetworkResourceReserve | null> {
-  const rows = await tx.$queryRaw<{ id: string }[]>`SELECT "id" FROM "NetworkResourceReserve" WHERE "networkId" = ${networkId}::uuid FOR UPDATE`;
-  if (!rows.length) return null;
-  return tx.networkResourceReserve.findUnique({ where: { id: rows[0]!.id } });
+  // Locked and read in one raw statement (FOR UPDATE answers the row as it is once locked; issue 22).
+  const rows = await tx.$queryRaw<NetworkResourceReserve[]>`
+    SELECT "id"::text AS "id", "networkId"::text AS "networkId", "balance", "lowThreshold", "targetBalance", "replenishmentSource"::text AS "replenishmentSource",
+           "replenishmentAddress", "maxTopUpAmount", "createdAt", "updatedAt"
+      FROM "NetworkResourceReserve" WHERE "networkId" = ${networkId}::uuid FOR UPDATE`;
+  return rows[0] ?? null;
 }
 
 /** The reserve of a network, created empty when missing, locked. */
@@ -134,10 +137,10 @@ export async function consumeReserveGroupInTx(
   if (!reserve) return items.map(() => ({ ok: true, managed: false, replayed: false, balance: null }));
   const done = new Set(
     (
-      await tx.networkResourceReserveMovement.findMany({
-        where: { reserveId: reserve.id, kind: 'CONSUME', OR: items.map((a) => ({ referenceType: a.referenceType, referenceId: a.referenceId })) },
-        select: { referenceType: true, referenceId: true },
-      })
+      await tx.$queryRaw<{ referenceType: string; referenceId: string }[]>`
+        SELECT m."referenceType", m."referenceId"
+          FROM unnest(${items.map((a) => a.referenceType)}::text[], ${items.map((a) => a.referenceId)}::text[]) AS r(t, i)
+          JOIN "NetworkResourceReserveMovement" m ON m."reserveId" = ${reserve.id}::uuid AND m."kind" = 'CONSUME' AND m."referenceType" = r.t AND m."referenceId" = r.i`
     ).map((m) => `${m.referenceType} ${m.referenceId}`),
   );
   let balance = numericToAmount(reserve.balance);
@@ -158,10 +161,15 @@ export async function consumeReserveGroupInTx(
     return { ok: true, managed: true, replayed: false, balance };
   });
   if (movements.length) {
-    await tx.networkResourceReserveMovement.createMany({
-      data: movements.map((m) => ({ reserveId: reserve.id, kind: 'CONSUME' as const, ...m, createdAt: now })),
-    });
-    await tx.networkResourceReserve.update({ where: { id: reserve.id }, data: { balance: amountToNumeric(balance), updatedAt: now } });
+    // The movements and the new balance in one raw statement (issue 22).
+    await tx.$executeRaw`
+      WITH m AS (
+        INSERT INTO "NetworkResourceReserveMovement" ("id", "reserveId", "kind", "amount", "balanceAfter", "referenceType", "referenceId", "createdAt")
+        SELECT v.id, ${reserve.id}::uuid, 'CONSUME'::"ReserveMovementKind", v.amount, v.after, v.t, v.i, ${now}
+          FROM unnest(${movements.map(() => uuidv7(now.getTime()))}::uuid[], ${movements.map((m) => m.amount)}::numeric[], ${movements.map((m) => m.balanceAfter)}::numeric[],
+                      ${movements.map((m) => m.referenceType)}::text[], ${movements.map((m) => m.referenceId)}::text[]) AS v(id, amount, after, t, i)
+      )
+      UPDATE "NetworkResourceReserve" SET "balance" = ${amountToNumeric(balance)}::numeric, "updatedAt" = ${now} WHERE "id" = ${reserve.id}::uuid`;
   }
   if (exhausted || (movements.length && below(reserve, balance))) await sendReserveReplenish(tx, deps.boss, networkId);
   return out;
