@@ -247,6 +247,32 @@ export function chainContractFixtures(getApp: () => TestApp): Record<string, Con
         return { variables: { input: { address: address(), amount: '1', assetNetworkId: c.assetNetworkId } }, headers: live.headers };
       }),
     ],
+    SandboxSendDeposits: [
+      success('two transfers in one request', async () => {
+        const { c, i } = await integrator();
+        const item = () => ({ address: address(), amount: '1000', assetNetworkId: c.assetNetworkId });
+        return { variables: { input: { deposits: [item(), item()] } }, headers: i.apiKeyHeaders };
+      }),
+      failure('a zero amount in one item', 'VALIDATION_FAILED', async () => {
+        const { c, i } = await integrator();
+        return {
+          variables: {
+            input: {
+              deposits: [
+                { address: address(), amount: '1', assetNetworkId: c.assetNetworkId },
+                { address: address(), amount: '0', assetNetworkId: c.assetNetworkId },
+              ],
+            },
+          },
+          headers: i.apiKeyHeaders,
+        };
+      }),
+      failure('production key', 'NOT_FOUND', async () => {
+        const c = await catalog();
+        const live = await createApiKey(getApp(), await signUpMember(getApp()), 'PRODUCTION');
+        return { variables: { input: { deposits: [{ address: address(), amount: '1', assetNetworkId: c.assetNetworkId }] } }, headers: live.headers };
+      }),
+    ],
     SandboxMineBlocks: [
       success('two blocks', async () => {
         const { c, i } = await integrator();
