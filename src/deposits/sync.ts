@@ -197,6 +197,7 @@ export async function quietSandboxSync(deps: Pick<MoneyDeps, 'db'>, networkId: s
     networkId.toLowerCase(),
     CHAIN_SYNC_ADDRESS_QUEUE,
     networkId.toLowerCase(),
+    OPEN_DEPOSIT,
   ]);
   return r ? r.rows[0]! : null;
 }
@@ -211,7 +212,7 @@ const QUIET_SYNC_SQL = `
           WHERE t."networkId" = $1::uuid AND (t."blockHeight" >= c."height" OR t."status" IN ('PENDING', 'ORPHANED')))
        AND NOT EXISTS (
          SELECT 1 FROM "Deposit" d
-          WHERE d."networkId" = $1::uuid AND (d."status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR (d."status" = 'CONFIRMED' AND d."blockHeight" >= c."height")))
+          WHERE d."networkId" = $1::uuid AND (d."status" = ANY($4::"DepositStatus"[]) OR (d."status" = 'CONFIRMED' AND d."blockHeight" >= c."height")))
        AND NOT EXISTS (SELECT 1 FROM "${JOB_SCHEMA}".job j WHERE j."name" = $2 AND j."state" = 'failed' AND j."data"->>'networkId' = $3::text)
   ),
   tip AS (SELECT "height", "hash" FROM "SandboxBlock" WHERE "networkId" = $1::uuid AND "canonical" ORDER BY "height" DESC LIMIT 1),
@@ -296,7 +297,7 @@ async function changedAddresses(
     : await db.$queryRaw<{ depositAddressId: string }[]>`
         SELECT "depositAddressId"::text FROM "Deposit"
          WHERE "networkId" = ${network.id}::uuid
-           AND ("status" IN ('DETECTED', 'CONFIRMING', 'UNDER_REVIEW') OR ("status" = 'CONFIRMED' AND "blockHeight" >= ${changes.from}))`;
+           AND ("status" = ANY(${OPEN_DEPOSIT}::"DepositStatus"[]) OR ("status" = 'CONFIRMED' AND "blockHeight" >= ${changes.from}))`;
   const failed = [...jobStates].filter(([, state]) => state === 'failed').map(([id]) => id);
   const more = [...new Set([...deposits.map((d) => d.depositAddressId), ...failed.filter(isUuid)])].filter((id) => !byId.has(id));
   for (let i = 0; i < more.length; i += JOIN_BATCH)

@@ -81,11 +81,6 @@ export interface NetworkExecutionQuoteResult {
 
 type CostTable = NetworkResourceCostTable & { prices: NetworkResourcePrice[] };
 
-/** The cost table of a network in force at `at` (the highest version configured by then), or null. */
-export async function costTableInForce(tx: Db, networkId: string, at: Date): Promise<CostTable | null> {
-  return tx.networkResourceCostTable.findFirst({ where: { networkId, createdAt: { lte: at } }, orderBy: { version: 'desc' }, include: { prices: true } });
-}
-
 /** The margin policy in force at `at`: the asset-network's own latest version, else the global one, or null. */
 export async function marginPolicyInForce(tx: Db, assetNetworkId: string, at: Date): Promise<NetworkExecutionMarginPolicy | null> {
   const own = await tx.networkExecutionMarginPolicy.findFirst({ where: { assetNetworkId, createdAt: { lte: at } }, orderBy: { version: 'desc' } });
@@ -143,8 +138,9 @@ export async function networkCostsOf(
   tx: Db,
   q: { assetNetworkId: string; operation: NetworkOperation; amounts: readonly bigint[]; at: Date },
 ): Promise<NetworkCost[]> {
-  // The asset-network, its network and the cost table in force with its prices, in one raw statement
-  // (issue 22: read by every broadcast group, in its transaction).
+  // The asset-network, its network and the cost table in force at `at` (the highest version configured
+  // by then; none: null) with its prices, in one raw statement (issue 22: read by every broadcast group,
+  // in its transaction).
   const [an] = isUuid(q.assetNetworkId)
     ? await tx.$queryRaw<
         {
