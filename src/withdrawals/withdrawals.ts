@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import type { Context } from '../context';
-import { poolQuery, type Db, type RawDb } from '../db/prisma';
+import { poolQuery, poolRawDb, type Db, type RawDb } from '../db/prisma';
 import type { AccountStatus, AssetNetworkStatus, Withdrawal, WithdrawalStatus } from '../generated/prisma/client';
 import { fieldError, invalidState, notFound, parseInput } from '../errors';
 import { assertId, isUuid } from '../ids';
@@ -615,6 +615,13 @@ function modelless(raw: RawDb): Db {
   }) as unknown as Db;
 }
 
+/** Networks by id, raw (issue 22: read on the broadcast group's and the chain.sync's paths), the model's columns and types. */
+function networksOf(db: RawDb, ids: string[]): Promise<Network[]> {
+  return db.$queryRaw<Network[]>`
+    SELECT "id"::text AS "id", "name", "kind"::text AS "kind", "environmentType"::text AS "environmentType", "blockTimeSeconds", "requiredConfirmations", "createdAt"
+      FROM "Network" WHERE "id" = ANY(${ids}::uuid[])`;
+}
+
 async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {
   const out = new Map<string, StepOutcome>();
   const heads = await tx.$queryRaw<{ id: string; destinationId: string }[]>`
@@ -642,13 +649,7 @@ async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise
   }
   if (!movable.length) return out;
   if (!deps.sealingKey) throw new Error('broadcasting a custodial withdrawal signs on the chain: the job needs the sealing key (deps.sealingKey)');
-  const networks = new Map(
-    (
-      await tx.$queryRaw<Network[]>`
-        SELECT "id"::text AS "id", "name", "kind"::text AS "kind", "environmentType"::text AS "environmentType", "blockTimeSeconds", "requiredConfirmations", "createdAt"
-          FROM "Network" WHERE "id" = ANY(${[...new Set(movable.map((w) => w.networkId))]}::uuid[])`
-    ).map((n) => [n.id, n]),
-  );
+  const networks = new Map((await networksOf(tx, [...new Set(movable.map((w) => w.networkId))])).map((n) => [n.id, n]));
   const sent: { w: Withdrawal; txHash: string; fromAddress: string; networkCost: Amount | null }[] = [];
   for (const assetNetworkId of new Set(movable.map((w) => w.assetNetworkId))) {
     const ws = movable.filter((w) => w.assetNetworkId === assetNetworkId);
@@ -908,18 +909,12 @@ export async function followNetworkWithdrawals(
   const counts: Partial<Record<StepOutcome, number>> = {};
   const count = (outcome: StepOutcome, n = 1) => (counts[outcome] = (counts[outcome] ?? 0) + n);
   // Raw, straight on the pool (issue 22: every chain.sync of the network reads them).
-  const query = <R extends object>(text: string, values: unknown[]): Promise<R[]> =>
-    poolQuery<R>(deps.db, text, values)?.then((r) => r.rows) ?? deps.db.$queryRawUnsafe<R[]>(text, ...values);
-  const broadcast = await query<{ id: string; txHash: string | null; broadcastAt: Date | null }>(
-    `SELECT "id"::text AS "id", "txHash", "broadcastAt" FROM "Withdrawal" WHERE "status" = 'BROADCAST' AND "networkId" = $1::uuid ORDER BY "broadcastAt" LIMIT $2`,
-    [networkId, opts.limit ?? 500],
-  );
+  const reads: RawDb = poolRawDb(deps.db) ?? deps.db;
+  const broadcast = await reads.$queryRaw<{ id: string; txHash: string | null; broadcastAt: Date | null }[]>`
+    SELECT "id"::text AS "id", "txHash", "broadcastAt" FROM "Withdrawal"
+     WHERE "status" = 'BROADCAST' AND "networkId" = ${networkId}::uuid ORDER BY "broadcastAt" LIMIT ${opts.limit ?? 500}`;
   if (!broadcast.length) return counts;
-  const [network] = await query<Network>(
-    `SELECT "id"::text AS "id", "name", "kind"::text AS "kind", "environmentType"::text AS "environmentType", "blockTimeSeconds", "requiredConfirmations", "createdAt"
-       FROM "Network" WHERE "id" = $1::uuid`,
-    [networkId],
-  );
+  const [network] = await networksOf(reads, [networkId]);
   if (!network) throw new Error(`network ${networkId} not found`);
   const seen = await observedTransactions(
     adapterFor(network.kind, deps.db),
