@@ -13,6 +13,7 @@ import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import type { WithdrawalBroadcastJob } from './withdrawals';
 
 /**
  * Withdrawal requests in groups (issue 22): the requests that arrive while a group is being written
@@ -30,7 +31,7 @@ import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
  *    key, an unknown or blocked destination, a policy limit, a closed or frozen account, a balance
  *    that does not cover the amount (after the holds of the group's requests before it) refuses that
  *    request alone, with the error it answers alone;
- * 5. the accepted ones written set-based: their events (one statement), their broadcast jobs (one),
+ * 5. the accepted ones written set-based: their events (one statement), ONE broadcast job naming them all,
  *    and ONE statement for the holds (postInStatement: CHAIN_CLEARING updated once, with the sum),
  *    the rows, the audit entries and the idempotency records.
  * A group that fails as a whole (a deadlock retried out, a bug) is written again request by request.
@@ -350,14 +351,13 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
         : [{ organizationId: a.x.account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: a.id, ActorMemberId: null }) }]),
     ]),
   );
-  // The rest of an automatic approval: the broadcast job of a custodial withdrawal (the group's in one insert).
+  // The rest of an automatic approval: the broadcast of the custodial withdrawals, ONE job for the
+  // group's (issue 22, session 9: one job row, not one per withdrawal; each outcome stays on its row).
   const broadcast = accepted.filter((a) => a.status === 'APPROVED');
   if (broadcast.length && deps.boss)
-    await deps.boss.insert(
-      WITHDRAWAL_BROADCAST_QUEUE,
-      broadcast.map((a) => ({ data: { withdrawalId: a.id } })),
-      { db: fromPrisma(tx as never) },
-    );
+    await deps.boss.insert(WITHDRAWAL_BROADCAST_QUEUE, [{ data: { withdrawalIds: broadcast.map((a) => a.id) } satisfies WithdrawalBroadcastJob }], {
+      db: fromPrisma(tx as never),
+    });
   // The holds (key withdrawal:<id>:hold), the rows naming them, their audit entries and the keys'
   // records: one statement, the last before the commit (the CHAIN_CLEARING row is written once, with the sum).
   const col = <T>(f: (a: Accepted) => T) => accepted.map(f);

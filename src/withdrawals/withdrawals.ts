@@ -40,9 +40,14 @@ import { runIsolatingErrors } from '../kernel/work';
  * ledger move, events, audit entry and jobs in one database transaction.
  */
 
-export interface WithdrawalBroadcastJob {
-  withdrawalId: string;
-}
+/**
+ * A `withdrawal.broadcast` job: one withdrawal (`withdrawalId`: an approval by an operator, the
+ * recovery sweep's re-sent job, a job queued before issue 22's session 9), or the custodial
+ * withdrawals one request group approved (`withdrawalIds`: one job per group, written in the group's
+ * transaction). Each withdrawal's outcome is kept on its own row; a job fails only when one of its
+ * withdrawals threw, and its retry skips those already moved.
+ */
+export type WithdrawalBroadcastJob = { withdrawalId: string; withdrawalIds?: undefined } | { withdrawalIds: string[]; withdrawalId?: undefined };
 export interface WithdrawalSweepJob {
   organizationId?: string;
 }
