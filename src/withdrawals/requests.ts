@@ -56,7 +56,15 @@ export interface WithdrawalRequestItem {
 /** Written ({ id }), refused (the error it answers), or to run again after this group's commit (its key is in the group already). */
 type Answer = { id: string } | { error: unknown } | { again: true };
 
-const REQUEST_GROUP = { maxGroup: 64, concurrency: 2 };
+/**
+ * One group in flight per client (issue 22, session 9; two before): the requests that arrive while a
+ * group is written form the next, larger one. Two groups of one asset-network passed its CHAIN_CLEARING
+ * row one after the other anyway (the second waited for the first's commit); with one, the groups grew
+ * from 4.8 to 7.8 requests at 16 in flight, PostgreSQL's statements per withdrawal fell and its lock
+ * waits with them (docs/benchmarks.md, "Withdrawals", session 9). As the sandbox sends and the payment
+ * intents do.
+ */
+const REQUEST_GROUP = { maxGroup: 64, concurrency: 1 };
 const groups = new WeakMap<object, GroupCommit<WithdrawalRequestItem, Answer>>();
 
 /** Requests a withdrawal in the next group of `deps.db`: its id, or the error it answers. */

@@ -86,12 +86,14 @@ export async function registerWithdrawalJobs(boss: PgBoss, deps: WithdrawalJobDe
   if (!work) return;
   const moneyDeps: MoneyDeps = { db: deps.db, clock: deps.clock, boss, sealingKey: deps.sealingKey };
   await boss.schedule(WITHDRAWAL_SWEEP_QUEUE, '* * * * *');
-  // Two groups at a time: one is fetched and read while the other holds the network lock.
+  // One group at a time per process (issue 22, session 9; two before): two groups of one network passed
+  // its sandbox lock and its reserve row one after the other anyway; with one, the jobs that arrive
+  // while a group runs go together in the next, larger group (fewer statements per withdrawal).
   await workGroup<WithdrawalBroadcastJob>(
     boss,
     deps.log,
     WITHDRAWAL_BROADCAST_QUEUE,
-    { batchSize: BROADCAST_JOBS_FETCHED, burstWhenBatchFull: true, localConcurrency: 2 },
+    { batchSize: BROADCAST_JOBS_FETCHED, burstWhenBatchFull: true, localConcurrency: 1 },
     async (jobs: JobOf<WithdrawalBroadcastJob>[]) => {
       const results = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](moneyDeps, jobs);
       for (const [i, r] of results.entries()) {
