@@ -43,7 +43,11 @@ export const RECOVERY_INTERVAL_MS = 20_000;
 /** A stuck operation is logged at error at most once per this interval per process. */
 export const STUCK_LOG_EVERY_MS = 15 * 60_000;
 
-/** The job that moves each kind, and the key of its data naming the operation (a deposit: its network's sync). */
+/**
+ * The job that moves each kind, and the key of its data naming the operation (a deposit: its network's
+ * sync). A job may also name several in an array under `key` + 's' (a withdrawal request group's one
+ * broadcast job: `withdrawalIds`); the sweep sends one job per operation, under `key`.
+ */
 const JOB_OF: Record<OperationKind, { queue: string; key: string }> = {
   SETTLEMENT: { queue: SETTLEMENT_EXECUTE_QUEUE, key: 'settlementId' },
   REFUND: { queue: REFUND_EXECUTE_QUEUE, key: 'refundId' },
@@ -140,20 +144,26 @@ async function countIdle(db: PrismaClient, before: Date): Promise<number> {
 export async function liveJobKeys(db: PrismaClient, queue: string, key: string, keys: string[]): Promise<Set<string>> {
   if (!keys.length) return new Set();
   const rows = await db.$queryRaw<{ k: string }[]>`
-    SELECT DISTINCT j.data->>${key} AS k FROM ${job} j
-     WHERE j.name = ${queue} AND j.state IN ('created', 'retry', 'active') AND j.data->>${key} = ANY(${keys}::text[])
+    SELECT DISTINCT n.k FROM ${job} j CROSS JOIN LATERAL ${namedBy(key)} n
+     WHERE j.name = ${queue} AND j.state IN ('created', 'retry', 'active') AND n.k = ANY(${keys}::text[])
        AND NOT (j.state = 'active'
                 AND COALESCE(j.heartbeat_on, j.started_on) + COALESCE(j.heartbeat_seconds, LEAST(j.expire_seconds, ${JOB_EXPIRE_SECONDS})) * interval '1 second' < now())`;
   return new Set(rows.map((r) => r.k));
 }
+
+/** The keys a job `j` names (k): its data's `key`, and each element of its array `key` + 's' when it has one. */
+const namedBy = (key: string) => Prisma.sql`(
+  SELECT j.data->>${key} AS k WHERE j.data ? ${key}
+  UNION ALL
+  SELECT e.k FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(j.data->${`${key}s`}) = 'array' THEN j.data->${`${key}s`} END) AS e(k))`;
 
 /** The newest job of each key: its state and, when it failed, the error pg-boss recorded. */
 async function lastJobs(db: PrismaClient, queue: string, key: string, keys: string[]): Promise<Map<string, { state: string; error: string | null }>> {
   if (!keys.length) return new Map();
   const rows = await db.$queryRaw<{ k: string; state: string; output: unknown }[]>`
     SELECT DISTINCT ON (x.k) x.k, x.state, x.output FROM (
-      SELECT j.data->>${key} AS k, j.state::text AS state, j.output, j.created_on
-        FROM ${job} j WHERE j.name = ${queue} AND j.data->>${key} = ANY(${keys}::text[])) x
+      SELECT n.k, j.state::text AS state, j.output, j.created_on
+        FROM ${job} j CROSS JOIN LATERAL ${namedBy(key)} n WHERE j.name = ${queue} AND n.k = ANY(${keys}::text[])) x
      ORDER BY x.k, x.created_on DESC`;
   return new Map(rows.map((r) => [r.k, { state: r.state, error: r.state === 'completed' ? null : errorOf(r.output) }]));
 }

@@ -3,9 +3,10 @@ import { drainMoneyWork } from '../../test/fixtures/settlements/testing';
 import { moneyDeps } from '../../test/fixtures/deposits/testing';
 import { withdrawalSuite, type WithdrawalSetup } from '../../test/fixtures/withdrawals/testing';
 import { withdrawalHandlers } from './withdrawals.jobs';
-import { followNetworkWithdrawals, RESERVE_RETRY_MS } from './withdrawals';
+import { followNetworkWithdrawals, RESERVE_RETRY_MS, type WithdrawalBroadcastJob } from './withdrawals';
 import { withdrawalRequestGroupStats } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { liveJobKeys } from '../operations/recovery';
 
 /**
  * Withdrawals at database speed (issue 22): the statements one withdrawal costs at request, at
@@ -79,11 +80,14 @@ async function hotTreasury(s: WithdrawalSetup, reserve = 10n ** 9n): Promise<{ i
   return hot;
 }
 
-/** The queued broadcast jobs, taken off the queue (their withdrawal ids), to run them as the worker does. */
+/** The queued broadcast jobs, taken off the queue (the withdrawal ids they name), to run them as the worker does. */
 async function takeBroadcastJobs(): Promise<string[]> {
-  const jobs = await t.app.deps.boss!.fetch<{ withdrawalId: string }>(WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 1000, ignoreStartAfter: true });
+  return (await takeBroadcastJobData()).flatMap((d) => d.withdrawalIds ?? [d.withdrawalId!]);
+}
+async function takeBroadcastJobData(): Promise<WithdrawalBroadcastJob[]> {
+  const jobs = await t.app.deps.boss!.fetch<WithdrawalBroadcastJob>(WITHDRAWAL_BROADCAST_QUEUE, { batchSize: 1000, ignoreStartAfter: true });
   for (const j of jobs) await t.app.deps.boss!.complete(WITHDRAWAL_BROADCAST_QUEUE, j.id);
-  return jobs.map((j) => j.data.withdrawalId);
+  return jobs.map((j) => j.data);
 }
 
 describe('statements per withdrawal', () => {
@@ -189,6 +193,63 @@ describe('request groups', () => {
     await mine(s);
     expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 7 });
     expect(await balance(s)).toEqual({ posted: 100_000n - 28_000n, available: 100_000n - 28_000n });
+  });
+
+  test("one broadcast job per request group, naming the group's withdrawals: the recovery sweep sees each as queued; a job whose one withdrawal throws fails alone and its retry skips the others", async () => {
+    const s = await setup(100_000n);
+    await hotTreasury(s);
+    const answers = await gathered(s, () => [1, 2, 3, 4, 5, 6].map((i) => ask(s, 1_000n * BigInt(i))));
+    const ids = answers.map((r) => {
+      expect(r.status, r.text).toBe(201);
+      return idOf(r);
+    });
+    // The jobs in pg-boss's table: fewer than the withdrawals (one per group), together naming each once.
+    const rows = await t.app.deps.db.$queryRaw<{ data: WithdrawalBroadcastJob }[]>`
+      SELECT data FROM pgboss.job WHERE name = ${WITHDRAWAL_BROADCAST_QUEUE} AND state = 'created' AND data->'withdrawalIds' ?| ${ids}::text[]`;
+    expect(rows.length).toBeLessThan(ids.length);
+    expect(rows.flatMap((r) => r.data.withdrawalIds!).sort()).toEqual([...ids].sort());
+    expect([...(await liveJobKeys(t.app.deps.db, WITHDRAWAL_BROADCAST_QUEUE, 'withdrawalId', ids))].sort()).toEqual([...ids].sort());
+    const data = await takeBroadcastJobData();
+    expect(await liveJobKeys(t.app.deps.db, WITHDRAWAL_BROADCAST_QUEUE, 'withdrawalId', ids)).toEqual(new Set());
+    // One job naming every withdrawal, one of which the database refuses to mark BROADCAST (a trigger
+    // of this test's): that one throws in the group, runs again alone and throws; the job answers its
+    // error (pg-boss retries the job), the others are BROADCAST once.
+    const broken = ids[2]!;
+    const job = { data: { withdrawalIds: data.flatMap((d) => d.withdrawalIds!) } };
+    await t.app.ownerDb.$executeRawUnsafe(`
+      CREATE FUNCTION test_refuse_broadcast() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW."id" = '${broken}'::uuid AND NEW."status" = 'BROADCAST' THEN RAISE EXCEPTION 'test: this withdrawal cannot be marked'; END IF;
+        RETURN NEW;
+      END $$`);
+    await t.app.ownerDb.$executeRawUnsafe(
+      `CREATE TRIGGER test_refuse_broadcast BEFORE UPDATE ON "Withdrawal" FOR EACH ROW EXECUTE FUNCTION test_refuse_broadcast()`,
+    );
+    try {
+      const [answer] = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](deps(), [job]);
+      expect(answer).toBeInstanceOf(Error);
+      for (const id of ids) expect((await get(s, id)).status).toBe(id === broken ? 'APPROVED' : 'BROADCAST');
+      // The retry (the same job): the broken one throws again, the others are skipped, never sent twice.
+      const [again] = await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](deps(), [job]);
+      expect(again).toBeInstanceOf(Error);
+    } finally {
+      await t.app.ownerDb.$executeRawUnsafe(`DROP TRIGGER test_refuse_broadcast ON "Withdrawal"`);
+      await t.app.ownerDb.$executeRawUnsafe(`DROP FUNCTION test_refuse_broadcast()`);
+    }
+    const attempts = await t.app.deps.db.withdrawal.findMany({ where: { id: { in: ids } }, select: { id: true, broadcastAttempts: true } });
+    expect(attempts.map((w) => [w.id, w.broadcastAttempts]).sort()).toEqual(ids.map((id) => [id, id === broken ? 0 : 1]).sort());
+    // The cause gone, the job's next retry broadcasts it and skips the others; each outcome in the job's answer.
+    expect(await withdrawalHandlers[WITHDRAWAL_BROADCAST_QUEUE](deps(), [job])).toEqual([
+      job.data.withdrawalIds.map((id) => (id === broken ? 'BROADCAST' : 'SKIPPED')),
+    ]);
+    expect(
+      await t.app.deps.db.sandboxTransaction.count({
+        where: { toAddress: DEST, txHash: { in: (await Promise.all(ids.map((id) => get(s, id)))).map((w) => w.txHash as string) } },
+      }),
+    ).toBe(6);
+    await mine(s);
+    expect(await followNetworkWithdrawals(deps(), s.f.catalog.networkId)).toEqual({ CONFIRMED: 6 });
+    expect(await balance(s)).toEqual({ posted: 100_000n - 21_000n, available: 100_000n - 21_000n });
   });
 
   test('groups at once on one account: each reads the balance the group before it left (never spendable twice, never refused while it covers)', async () => {

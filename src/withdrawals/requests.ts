@@ -13,6 +13,7 @@ import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import type { WithdrawalBroadcastJob } from './withdrawals';
 import { statusAllows } from '../catalog/catalog';
 
 /**
@@ -31,7 +32,7 @@ import { statusAllows } from '../catalog/catalog';
  *    key, an unknown or blocked destination, a policy limit, a closed or frozen account, a balance
  *    that does not cover the amount (after the holds of the group's requests before it) refuses that
  *    request alone, with the error it answers alone;
- * 5. the accepted ones written set-based: their events (one statement), their broadcast jobs (one),
+ * 5. the accepted ones written set-based: their events (one statement), ONE broadcast job naming them all,
  *    and ONE statement for the holds (postInStatement: CHAIN_CLEARING updated once, with the sum),
  *    the rows, the audit entries and the idempotency records.
  * A group that fails as a whole (a deadlock retried out, a bug) is written again request by request.
@@ -56,7 +57,15 @@ export interface WithdrawalRequestItem {
 /** Written ({ id }), refused (the error it answers), or to run again after this group's commit (its key is in the group already). */
 type Answer = { id: string } | { error: unknown } | { again: true };
 
-const REQUEST_GROUP = { maxGroup: 64, concurrency: 2 };
+/**
+ * One group in flight per client (issue 22, session 9; two before): the requests that arrive while a
+ * group is written form the next, larger one. Two groups of one asset-network passed its CHAIN_CLEARING
+ * row one after the other anyway (the second waited for the first's commit); with one, the groups grew
+ * from 4.8 to 7.8 requests at 16 in flight, PostgreSQL's statements per withdrawal fell and its lock
+ * waits with them (docs/benchmarks.md, "Withdrawals", session 9). As the sandbox sends and the payment
+ * intents do.
+ */
+const REQUEST_GROUP = { maxGroup: 64, concurrency: 1 };
 const groups = new WeakMap<object, GroupCommit<WithdrawalRequestItem, Answer>>();
 
 /** Requests a withdrawal in the next group of `deps.db`: its id, or the error it answers. */
@@ -361,14 +370,13 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
         : [{ organizationId: a.x.account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: a.id, ActorMemberId: null }) }]),
     ]),
   );
-  // The rest of an automatic approval: the broadcast job of a custodial withdrawal (the group's in one insert).
+  // The rest of an automatic approval: the broadcast of the custodial withdrawals, ONE job for the
+  // group's (issue 22, session 9: one job row, not one per withdrawal; each outcome stays on its row).
   const broadcast = accepted.filter((a) => a.status === 'APPROVED');
   if (broadcast.length && deps.boss)
-    await deps.boss.insert(
-      WITHDRAWAL_BROADCAST_QUEUE,
-      broadcast.map((a) => ({ data: { withdrawalId: a.id } })),
-      { db: fromPrisma(tx as never) },
-    );
+    await deps.boss.insert(WITHDRAWAL_BROADCAST_QUEUE, [{ data: { withdrawalIds: broadcast.map((a) => a.id) } satisfies WithdrawalBroadcastJob }], {
+      db: fromPrisma(tx as never),
+    });
   // The holds (key withdrawal:<id>:hold), the rows naming them, their audit entries and the keys'
   // records: one statement, the last before the commit (the CHAIN_CLEARING row is written once, with the sum).
   const col = <T>(f: (a: Accepted) => T) => accepted.map(f);

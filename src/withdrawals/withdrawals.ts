@@ -40,9 +40,14 @@ import { runIsolatingErrors } from '../kernel/work';
  * ledger move, events, audit entry and jobs in one database transaction.
  */
 
-export interface WithdrawalBroadcastJob {
-  withdrawalId: string;
-}
+/**
+ * A `withdrawal.broadcast` job: one withdrawal (`withdrawalId`: an approval by an operator, the
+ * recovery sweep's re-sent job, a job queued before issue 22's session 9), or the custodial
+ * withdrawals one request group approved (`withdrawalIds`: one job per group, written in the group's
+ * transaction). Each withdrawal's outcome is kept on its own row; a job fails only when one of its
+ * withdrawals threw, and its retry skips those already moved.
+ */
+export type WithdrawalBroadcastJob = { withdrawalId: string; withdrawalIds?: undefined } | { withdrawalIds: string[]; withdrawalId?: undefined };
 export interface WithdrawalSweepJob {
   organizationId?: string;
 }
@@ -643,15 +648,19 @@ function networksOf(db: RawDb, ids: string[]): Promise<Network[]> {
 
 async function broadcastGroupIn(tx: Db, deps: MoneyDeps, ids: string[]): Promise<Map<string, StepOutcome>> {
   const out = new Map<string, StepOutcome>();
-  const heads = await tx.$queryRaw<{ id: string; destinationId: string }[]>`
-    SELECT "id"::text AS "id", "withdrawalDestinationId"::text AS "destinationId" FROM "Withdrawal" WHERE "id" = ANY(${ids}::uuid[])`;
-  if (!heads.length) return out;
-  const destinationIds = [...new Set(heads.map((h) => h.destinationId))].sort();
-  await tx.$queryRaw`SELECT 1 FROM "WithdrawalDestination" WHERE "id" = ANY(${destinationIds}::uuid[]) ORDER BY "id" FOR SHARE`;
-  // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once
-  // locked); every column, read raw: the model's own values (numeric as Decimal, timestamps as Date).
+  // One statement (issue 22, session 9; was three: the rows' destinations read, share-locked, then the
+  // rows locked): the destinations share-locked in id order first (the materialized CTE, run whole by
+  // the one-time filter before the scan returns a row), then the withdrawals locked in id order and
+  // read. A withdrawal's destination never changes; FOR UPDATE answers each row as it is once locked
+  // (a change committed while this waited included). Every column, read raw: the model's own values
+  // (numeric as Decimal, timestamps as Date).
   const rows = await tx.$queryRaw<Withdrawal[]>`
-    SELECT * FROM "Withdrawal" WHERE "id" = ANY(${heads.map((h) => h.id)}::uuid[]) ORDER BY "id" FOR UPDATE`;
+    WITH "d" AS MATERIALIZED (
+      SELECT 1 FROM "WithdrawalDestination"
+       WHERE "id" IN (SELECT "withdrawalDestinationId" FROM "Withdrawal" WHERE "id" = ANY(${ids}::uuid[]))
+       ORDER BY "id" FOR SHARE)
+    SELECT w.* FROM "Withdrawal" w WHERE w."id" = ANY(${ids}::uuid[]) AND (SELECT count(*) FROM "d") >= 0 ORDER BY w."id" FOR UPDATE OF w`;
+  if (!rows.length) return out;
   const now = deps.clock.now();
   const due = rows.filter(
     (w) => w.custodyMode === 'CUSTODIAL' && (w.status === 'BROADCAST_FAILED' ? w.nextAttemptAt !== null && w.nextAttemptAt <= now : w.status === 'APPROVED'),

@@ -1,7 +1,7 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import type { Context } from '../../context';
-import type { Db, PrismaClient } from '../../db/prisma';
+import { Prisma, type Db, type PrismaClient } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { NetworkResourceReserve } from '../../generated/prisma/client';
 import { fieldError, notFound, parseInput } from '../../errors';
@@ -65,12 +65,13 @@ async function networkIdOf(tx: Db, ref: ReserveRef): Promise<string> {
 /** The reserve row of a network, locked (FOR UPDATE), or null. */
 async function lockReserve(tx: Db, networkId: string): Promise<NetworkResourceReserve | null> {
   // Locked and read in one raw statement (FOR UPDATE answers the row as it is once locked; issue 22).
-  const rows = await tx.$queryRaw<NetworkResourceReserve[]>`
+  const rows = await tx.$queryRaw<NetworkResourceReserve[]>(lockReserveSql(networkId));
+  return rows[0] ?? null;
+}
+const lockReserveSql = (networkId: string) => Prisma.sql`
     SELECT "id"::text AS "id", "networkId"::text AS "networkId", "balance", "lowThreshold", "targetBalance", "replenishmentSource"::text AS "replenishmentSource",
            "replenishmentAddress", "maxTopUpAmount", "createdAt", "updatedAt"
       FROM "NetworkResourceReserve" WHERE "networkId" = ${networkId}::uuid FOR UPDATE`;
-  return rows[0] ?? null;
-}
 
 /** The reserve of a network, created empty when missing, locked. */
 async function ensureReserve(tx: Db, networkId: string, now: Date): Promise<NetworkResourceReserve> {
@@ -133,16 +134,21 @@ export async function consumeReserveGroupInTx(
   items: readonly { amount: bigint; referenceType: string; referenceId: string }[],
 ): Promise<ConsumeResult[]> {
   if (items.some((a) => a.amount < 0n)) throw new RangeError('a reserve consumption is not negative');
-  const reserve = await lockReserve(tx, networkId);
-  if (!reserve) return items.map(() => ({ ok: true, managed: false, replayed: false, balance: null }));
-  const done = new Set(
-    (
-      await tx.$queryRaw<{ referenceType: string; referenceId: string }[]>`
-        SELECT m."referenceType", m."referenceId"
-          FROM unnest(${items.map((a) => a.referenceType)}::text[], ${items.map((a) => a.referenceId)}::text[]) AS r(t, i)
-          JOIN "NetworkResourceReserveMovement" m ON m."reserveId" = ${reserve.id}::uuid AND m."kind" = 'CONSUME' AND m."referenceType" = r.t AND m."referenceId" = r.i`
-    ).map((m) => `${m.referenceType} ${m.referenceId}`),
-  );
+  // The reserve locked and read, with the references already consumed, in one statement (issue 22,
+  // session 9; was two). The consumed references are read in the statement's snapshot, taken before
+  // the wait for the reserve's lock: the caller holds what serializes a reference's consumptions (a
+  // withdrawal's row, locked earlier in this transaction, for its attempts `<id>:<attempt>`), so no
+  // consumption of these references can commit during that wait.
+  const [locked] = await tx.$queryRaw<(NetworkResourceReserve & { done: [string, string][] })[]>`
+    WITH "r" AS MATERIALIZED (${lockReserveSql(networkId)})
+    SELECT "r".*, (
+      SELECT coalesce(jsonb_agg(jsonb_build_array(m."referenceType", m."referenceId")), '[]')
+        FROM unnest(${items.map((a) => a.referenceType)}::text[], ${items.map((a) => a.referenceId)}::text[]) AS x(t, i)
+        JOIN "NetworkResourceReserveMovement" m ON m."reserveId" = "r"."id"::uuid AND m."kind" = 'CONSUME' AND m."referenceType" = x.t AND m."referenceId" = x.i
+    ) AS "done" FROM "r"`;
+  if (!locked) return items.map(() => ({ ok: true, managed: false, replayed: false, balance: null }));
+  const { done: consumed, ...reserve } = locked;
+  const done = new Set(consumed.map(([t, i]) => `${t} ${i}`));
   let balance = numericToAmount(reserve.balance);
   let exhausted = false;
   const now = deps.clock.now();
