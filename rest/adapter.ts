@@ -216,16 +216,43 @@ function decodeParam(name: string, raw: string): string {
 /** The number of segments of a path, a trailing slash ignored (as the route patterns do). */
 const segmentsOf = (path: string) => path.replace(/\/$/, '').split('/').length;
 
-/** The compiled routes, and the same grouped by their number of segments (the routes a path can match). */
-type RouteIndex = CompiledRoute[] & { bySegments: Map<number, CompiledRoute[]> };
+/** A route a path matched, with the match (its parameters' raw values). */
+type Candidate = { r: CompiledRoute; m: RegExpExecArray };
+
+/**
+ * The compiled routes, the same grouped by their number of segments (the routes a path can match),
+ * and for each path without a parameter (`/v1/sandbox/deposits`) the routes that match it, found
+ * once at start-up in table order as the scan finds them: such a request matches no pattern.
+ */
+type RouteIndex = CompiledRoute[] & { bySegments: Map<number, CompiledRoute[]>; byStaticPath: Map<string, Candidate[]> };
 function indexRoutes(compiled: CompiledRoute[]): RouteIndex {
   const bySegments = new Map<number, CompiledRoute[]>();
   for (const r of compiled) {
     const n = segmentsOf(r.path);
     bySegments.set(n, [...(bySegments.get(n) ?? []), r]);
   }
-  return Object.assign(compiled, { bySegments });
+  const index = Object.assign(compiled, { bySegments, byStaticPath: new Map<string, Candidate[]>() });
+  for (const r of compiled) {
+    const path = r.path.replace(/\/$/, '');
+    if (r.params.length || index.byStaticPath.has(path)) continue;
+    index.byStaticPath.set(path, scanRoutes(index, path));
+  }
+  return index;
 }
+
+/** The routes whose pattern matches the path, in table order. */
+function scanRoutes(index: RouteIndex, path: string): Candidate[] {
+  const out: Candidate[] = [];
+  for (const r of index.bySegments.get(segmentsOf(path)) ?? []) {
+    const m = r.pattern.exec(path);
+    if (m) out.push({ r, m });
+  }
+  return out;
+}
+
+/** The routes a path matches: looked up when it names no parameter, else scanned. */
+const candidatesOf = (index: RouteIndex, path: string): Candidate[] =>
+  index.byStaticPath.get(path.endsWith('/') ? path.slice(0, -1) : path) ?? scanRoutes(index, path);
 
 export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plugin<Record<string, unknown>, Context> {
   const compiled = indexRoutes(compileRoutes());
@@ -320,7 +347,7 @@ async function handle(
   getEnveloped: GetEnveloped,
 ): Promise<Response> {
   // Only the routes with as many segments as the path can match it (a parameter is one segment).
-  const candidates = (compiled.bySegments.get(segmentsOf(path)) ?? []).map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
+  const candidates = candidatesOf(compiled, path);
   if (!candidates.length) return problem('ROUTE_NOT_FOUND', `No route ${request.method} ${path}.`, requestId);
   const hit = candidates.find((c) => c.r.method === request.method);
   if (!hit) {
@@ -330,7 +357,7 @@ async function handle(
   }
   const { r: route, m } = hit;
   httpRoutes.set(request, route.path);
-  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m![i + 1]!)]));
+  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m[i + 1]!)]));
 
   const enveloped = getEnveloped({ request, ...serverContext, params: {} });
   const context = (await enveloped.contextFactory()) as unknown as Context;
