@@ -235,7 +235,7 @@ try {
   const paymentIntentRuns: PaymentIntentsRound[][] = [];
   const settlements: SettlementsBench | undefined = settlementsSelected ? await startSettlementsBench({ deps, call, say }) : undefined;
   const settlementRuns: SettlementsRound[] = [];
-  const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, pgPort, say }) : undefined;
+  const withdrawals: WithdrawalsBench | undefined = withdrawalsSelected ? await startWithdrawalsBench({ deps, call, base, pgPort, say }) : undefined;
   const withdrawalRuns: WithdrawalsRound[] = [];
   say(
     `seeded: organization ${org}, application ${app.body!.id}, ${accountsBuilt ? `account ${accountPath}` : `accounts not built yet (CreateAccount answered ${created.status})`}`,
@@ -522,7 +522,7 @@ try {
     if (withdrawals) {
       const d = withdrawalsSettings();
       say(
-        `round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight, a block mined every ${d.blockMs[(round - 1) % d.blockMs.length]} ms`,
+        `round ${round}/${rounds} withdrawals: ${d.count} custodial withdrawals, ${d.concurrency} requests in flight, a block mined every ${d.blockMs[(round - 1) % d.blockMs.length]} ms, the load generator's HTTP client ${d.clients[(round - 1) % d.clients.length]}`,
       );
       const r = await withdrawals.run();
       say(

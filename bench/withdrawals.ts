@@ -1,5 +1,6 @@
+import http from 'node:http';
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
+import { env, expectStatus, idOf, overload, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
@@ -55,6 +56,8 @@ export interface WithdrawalsRound {
   cpuMicrosPerWithdrawal: { request: number; total: number; postgres: number };
   /** The block cadence of the round (BENCH_WITHDRAWALS_BLOCK_MS), and the blocks it mined. */
   blockMs: number;
+  /** The load generator's HTTP client for the round's requests and mines (BENCH_WITHDRAWALS_CLIENT). */
+  client: WithdrawalsClient;
   blocks: number;
   lockWaits: { samples: number; meanWaiting: number; top: { statement: string; share: number }[] };
 }
@@ -71,14 +74,76 @@ export const withdrawalsSettings = () => ({
     if (!Number.isInteger(ms) || ms < 1) throw new Error(`BENCH_WITHDRAWALS_BLOCK_MS: ${v} is not a whole number of milliseconds`);
     return ms;
   }),
+  clients: (process.env.BENCH_WITHDRAWALS_CLIENT ?? 'http').split(',').map((v) => {
+    const client = v.trim();
+    if (client !== 'http' && client !== 'fetch') throw new Error(`BENCH_WITHDRAWALS_CLIENT: ${v} is neither http nor fetch`);
+    return client as WithdrawalsClient;
+  }),
 });
+
+/**
+ * The load generator's HTTP client for a round's requests and mines (BENCH_WITHDRAWALS_CLIENT):
+ * `http`, node:http on a keep-alive agent (the default since issue 22's session 9), or `fetch`, the
+ * bench's shared caller (undici's fetch: WHATWG Request/Response objects and streams per call,
+ * ~12% of the process's busy samples in this scenario, a cost of the load generator and not of the
+ * service, which shares its process). The set-up always uses the shared caller.
+ */
+export type WithdrawalsClient = 'http' | 'fetch';
+
+/** A Call on node:http with a keep-alive agent (JSON bodies); a 503 is retried after its Retry-After, up to 10 times, as callerOf does. */
+export function httpCallerOf(base: string): Call {
+  const { hostname, port } = new URL(base);
+  const agent = new http.Agent({ keepAlive: true });
+  const once = (method: string, path: string, payload: string | undefined, headers: Record<string, string>) =>
+    new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          hostname,
+          port,
+          method,
+          path,
+          agent,
+          headers: payload === undefined ? headers : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), ...headers },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const answered = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) answered.set(k, Array.isArray(v) ? v.join(', ') : v);
+            resolve({ status: res.statusCode!, headers: answered, text: Buffer.concat(chunks).toString('utf8') });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  return async (method, path, body, headers = {}) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let r = await once(method, path, payload, headers);
+    for (let attempt = 1; r.status === 503 && attempt < 10; attempt++) {
+      overload.retries++;
+      await new Promise((ok) => setTimeout(ok, Number(r.headers.get('retry-after') ?? 1) * 1000));
+      r = await once(method, path, payload, headers);
+    }
+    return { ...r, body: r.text ? (JSON.parse(r.text) as Record<string, any>) : undefined };
+  };
+}
 
 const FUNDING = 10n ** 15n;
 /** Enough network resource reserve for every broadcast of the rounds (21,000 each on the sandbox). */
 const RESERVE = 10n ** 12n;
 
-export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPort: number; say: (msg: string) => void }): Promise<WithdrawalsBench> {
+export async function startWithdrawalsBench(opts: {
+  deps: Deps;
+  call: Call;
+  base: string;
+  pgPort: number;
+  say: (msg: string) => void;
+}): Promise<WithdrawalsBench> {
   const { deps, call, say } = opts;
+  const httpCall = httpCallerOf(opts.base);
   const s = withdrawalsSettings();
   if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
   const expect = expectStatus('withdrawals');
@@ -164,6 +229,8 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
       const ids: string[] = new Array(n);
       const amounts: bigint[] = new Array(n);
       const blockMs = s.blockMs[(roundNo - 1) % s.blockMs.length]!;
+      const client = s.clients[(roundNo - 1) % s.clients.length]!;
+      const hot: Call = client === 'http' ? httpCall : call;
       const pg0 = cpuSnapshot(opts.pgPort);
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
@@ -176,7 +243,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
         amounts[i] = amount;
         ids[i] = idOf(
           expect(
-            await call(
+            await hot(
               'POST',
               `/v1/accounts/${accounts[i % accounts.length]}/withdrawals`,
               { amount: amount.toString(), assetNetworkId, withdrawalDestinationId: destinationId },
@@ -214,7 +281,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
       let nextBlock = performance.now();
       for (;;) {
         if (performance.now() >= nextBlock) {
-          expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
+          expect(await hot('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
           blocks++;
           nextBlock += blockMs;
         }
@@ -260,6 +327,7 @@ export async function startWithdrawalsBench(opts: { deps: Deps; call: Call; pgPo
           postgres: Math.round(pgCpu.postgres / n),
         },
         blockMs,
+        client,
         blocks,
         lockWaits: {
           samples,
@@ -305,14 +373,21 @@ export function withdrawalsReport(runs: WithdrawalsRound[], check: { ok: boolean
   const m = median(runs.map((r) => r.withdrawalsPerSecond));
   const r = runs.find((x) => x.withdrawalsPerSecond === m)!;
   const rows = [
-    ['withdrawals', 'requests/s', 'withdrawals/s', 'total s', 'phases s (request / broadcast / confirmation)', 'rounds: withdrawals/s (block every ms)'],
+    [
+      'withdrawals',
+      'requests/s',
+      'withdrawals/s',
+      'total s',
+      'phases s (request / broadcast / confirmation)',
+      'rounds: withdrawals/s (block every ms, client)',
+    ],
     [
       `${r.withdrawals} custodial from HOT, auto-approved, ${r.accounts} accounts, ${r.concurrency} in flight`,
       String(r.requestsPerSecond),
       String(r.withdrawalsPerSecond),
       String(r.seconds.total),
       `${r.seconds.request} / ${r.seconds.broadcast} / ${r.seconds.confirmation}`,
-      runs.map((x) => `${x.withdrawalsPerSecond} (${x.blockMs})`).join(', '),
+      runs.map((x) => `${x.withdrawalsPerSecond} (${x.blockMs}, ${x.client})`).join(', '),
     ],
   ];
   return {

@@ -4,7 +4,8 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { createPublicKey, verify as opensslVerify, type KeyObject } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { MAX_AMOUNT } from '../money';
 
 /**
@@ -245,47 +246,56 @@ export interface TransferPayload {
 /** The canonical JSON of a transfer payload (keys sorted, no spaces): what is signed. */
 export const canonicalTransferJson = (p: TransferPayload): string =>
   JSON.stringify(Object.fromEntries(Object.entries(p).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
-const canonical = (p: TransferPayload) => new TextEncoder().encode(canonicalTransferJson(p));
+/** SHA-256 of the payload's canonical JSON (UTF-8): the 32 bytes that are signed, in one native call. */
+const digestOf = (p: TransferPayload): Buffer => createHash('sha256').update(canonicalTransferJson(p), 'utf8').digest();
+
+/**
+ * libsecp256k1 (Bitcoin Core's C library, as WebAssembly: the `tiny-secp256k1` package) for the
+ * signed transfers' ECDSA (issue 22, point 1: signing with @noble/curves was ~0.5 ms of CPU per
+ * transfer and OpenSSL's verification ~0.4 ms; libsecp256k1 signs in ~0.12 ms and verifies in
+ * ~0.23 ms). Its signing is RFC 6979 deterministic with low-s, the very signatures @noble makes
+ * (src/chains/signed-transfer.test.ts holds them byte for byte equal), so a transfer signed again
+ * is the same transaction. Loaded on first use (a synchronous require of its CommonJS build: ~12 ms
+ * and ~10 MiB of memory), so a process that never signs nor verifies a transfer does not pay it.
+ */
+type Libsecp256k1 = typeof import('tiny-secp256k1');
+let libsecp256k1: Libsecp256k1 | undefined;
+const libsecp = (): Libsecp256k1 => (libsecp256k1 ??= createRequire(import.meta.url)('tiny-secp256k1') as Libsecp256k1);
 
 /** Signs a transfer (integrators' SELF_CUSTODY signing does this on their side; tests and custodial wallets here). */
 export function signTransfer(payload: TransferPayload, privateKey: Uint8Array): string {
-  return JSON.stringify({ payload, signature: bytesToHex(secp256k1.sign(canonical(payload), privateKey)) });
+  return JSON.stringify({ payload, signature: Buffer.from(libsecp().sign(digestOf(payload), privateKey)).toString('hex') });
 }
 
 /**
  * A sender's public key as a signed transfer names it, checked once (issue 22: parsing the point twice
  * and hashing it to an address was ~0.25 ms of CPU per transfer): its compressed form, its address and
- * the OpenSSL key object that verifies its signatures, for the most recently seen keys. Public material
- * only (nothing secret is cached); a key that is not a point of the curve is not cached.
+ * its uncompressed SEC1 bytes (libsecp256k1 verifies ~20% faster with them than with the compressed
+ * form, which it would decompress each time), for the most recently seen keys. Public material only
+ * (nothing secret is cached); a key that is not a point of the curve is not cached.
  */
 interface SenderKey {
   publicKey: string;
   address: string;
-  key: KeyObject;
+  uncompressed: Uint8Array;
 }
-/** SubjectPublicKeyInfo DER prefix of a compressed secp256k1 key (id-ecPublicKey, secp256k1, a 33-byte BIT STRING). */
-const SPKI_SECP256K1_COMPRESSED = hexToBytes('3036301006072a8648ce3d020106052b8104000a032200');
 const senderKey = recentlyUsed<SenderKey>(1024, (fromPublicKey) => {
   const publicKey = normalizePublicKey(fromPublicKey);
   if (!publicKey) return null;
-  const key = createPublicKey({ key: Buffer.concat([SPKI_SECP256K1_COMPRESSED, hexToBytes(publicKey)]), format: 'der', type: 'spki' });
-  return { publicKey, address: addressOf(publicKey), key };
+  const uncompressed = secp256k1.Point.fromBytes(hexToBytes(publicKey)).toBytes(false);
+  return { publicKey, address: '0x' + bytesToHex(keccak_256(uncompressed.subarray(1)).subarray(12)), uncompressed };
 });
-const HALF_N = N >> 1n;
 
 /**
- * ECDSA secp256k1 verification of a compact (r||s, 64 bytes) signature over SHA-256 of `message`,
- * by OpenSSL (node:crypto: ~0.4 ms of CPU against ~1.4 ms for @noble/curves in JavaScript, issue 22),
- * with the same rules as @noble's `verify` by default: r and s in [1, n-1] (OpenSSL) and s in the
- * lower half of the order (low-s, checked here: the other half is the same signature made malleable).
+ * ECDSA secp256k1 verification of a compact (r||s, 64 bytes) signature over a SHA-256 digest by
+ * libsecp256k1, with the same rules as @noble's `verify` by default: r and s in [1, n-1] and s in the
+ * lower half of the order (strict: the other half is the same signature made malleable).
  */
-function verifyCompact(signature: Uint8Array, message: Uint8Array, key: KeyObject): boolean {
-  const s = BigInt('0x' + bytesToHex(signature.subarray(32)));
-  if (s > HALF_N) return false;
+function verifyCompact(signature: Uint8Array, digest: Uint8Array, key: Uint8Array): boolean {
   try {
-    return opensslVerify('sha256', message, { key, dsaEncoding: 'ieee-p1363' }, signature);
+    return libsecp().verify(digest, key, signature, true);
   } catch {
-    return false;
+    return false; // r or s not below the order
   }
 }
 
@@ -308,6 +318,6 @@ export function verifySignedTransfer(signed: string): TransferPayload {
   const sender = senderKey(payload.fromPublicKey);
   if (!sender || sender.address !== payload.fromAddress) throw new RangeError('fromPublicKey does not own fromAddress');
   if (typeof parsed.signature !== 'string' || !/^[0-9a-f]{128}$/.test(parsed.signature)) throw new RangeError('signature must be 64 bytes of hex');
-  if (!verifyCompact(hexToBytes(parsed.signature), canonical(payload), sender.key)) throw new RangeError('the signature does not verify');
+  if (!verifyCompact(hexToBytes(parsed.signature), digestOf(payload), sender.uncompressed)) throw new RangeError('the signature does not verify');
   return payload;
 }

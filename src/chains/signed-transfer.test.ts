@@ -5,8 +5,9 @@ import { addressOf, bytesToHex, canonicalTransferJson, generateKeyPair, signTran
 
 /**
  * The sandbox's signed-transfer scheme (docs/catalog-custody.md): ECDSA secp256k1 over SHA-256 of the
- * payload's canonical JSON, compact r||s, low-s. The sandbox verifies with OpenSSL (issue 22); these
- * properties hold it to the same answers as @noble/curves' verify, which integrators' libraries follow.
+ * payload's canonical JSON, compact r||s, low-s. The service signs and the sandbox verifies with
+ * libsecp256k1 (issue 22); these properties hold it to the same signatures (RFC 6979, byte for byte)
+ * and the same answers as @noble/curves' sign and verify, which integrators' libraries follow.
  */
 const N = secp256k1.Point.Fn.ORDER;
 const keys = Array.from({ length: 4 }, () => generateKeyPair());
@@ -37,7 +38,25 @@ const accepts = (signature: string, p: TransferPayload) => {
 };
 
 describe('signed transfers', () => {
-  test('OpenSSL verification answers as @noble does: a valid signature, its high-s twin, a changed byte, another key, another payload', () => {
+  test('signing is RFC 6979 deterministic: byte for byte the signature @noble makes, the same again for the same transfer', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: keys.length - 1 }),
+        fc.bigInt({ min: 1n, max: 10n ** 30n }),
+        fc.string({ minLength: 1, maxLength: 40 }),
+        (k, amount, nonce) => {
+          const p = payloadOf(keys[k]!, amount, nonce);
+          const signed = signTransfer(p, keys[k]!.privateKey);
+          const noble = bytesToHex(secp256k1.sign(new TextEncoder().encode(canonicalTransferJson(p)), keys[k]!.privateKey));
+          expect(JSON.parse(signed)).toEqual({ payload: p, signature: noble });
+          expect(signTransfer(p, keys[k]!.privateKey)).toBe(signed);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  test('libsecp256k1 verification answers as @noble does: a valid signature, its high-s twin, a changed byte, another key, another payload', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: keys.length - 1 }),

@@ -1,6 +1,6 @@
 import { fromPrisma } from 'pg-boss';
 import { Prisma, type RawDb } from '../db/prisma';
-import type { WithdrawalStatus } from '../generated/prisma/client';
+import type { AssetNetworkStatus, WithdrawalStatus } from '../generated/prisma/client';
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { IDEMPOTENCY_RETENTION_MS, idempotencyKeyReused } from '../idempotency';
@@ -13,6 +13,7 @@ import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { statusAllows } from '../catalog/catalog';
 
 /**
  * Withdrawal requests in groups (issue 22): the requests that arrive while a group is being written
@@ -127,9 +128,17 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
   const liveItems = live.map((i) => items[i]!);
   const orgs = uniq(liveItems.map((x) => x.account.organizationId));
 
-  // 1. The destinations (share-locked, id order) and the policies in force.
-  const [read] = await tx.$queryRaw<{ destinations: DestinationRow[]; withdrawalPolicies: WithdrawalPolicyRow[]; payoutPolicies: PayoutPolicyRow[] }[]>`
+  // 1. The asset-networks' status, the destinations (share-locked, id order) and the policies in force.
+  const [read] = await tx.$queryRaw<
+    {
+      assetNetworks: Record<string, AssetNetworkStatus>;
+      destinations: DestinationRow[];
+      withdrawalPolicies: WithdrawalPolicyRow[];
+      payoutPolicies: PayoutPolicyRow[];
+    }[]
+  >`
     SELECT
+      (SELECT coalesce(jsonb_object_agg("id", "status"), '{}') FROM "AssetNetwork" WHERE "id" = ANY(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[])) AS "assetNetworks",
       (SELECT coalesce(jsonb_agg(d), '[]') FROM (
          SELECT "id", "organizationId", "networkId", "address", "status", "blockedReason", "createdAt" FROM "WithdrawalDestination"
           WHERE "id" = ANY(${uniq(liveItems.filter((x) => isUuid(x.destinationId)).map((x) => x.destinationId.toLowerCase()))}::uuid[])
@@ -239,6 +248,8 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
 
   function decide(x: WithdrawalRequestItem): Accepted | { replayed: string } {
     const org = x.account.organizationId;
+    const assetNetworkStatus = read!.assetNetworks[x.assetNetworkId]!;
+    if (!statusAllows.withdrawals(assetNetworkStatus)) throw invalidState(`The asset-network is ${assetNetworkStatus}: no new withdrawals.`);
     if (x.idempotency) {
       const r = records.get(`${x.idempotency.scope} ${x.idempotency.key}`);
       if (r && new Date(r.expiresAt) > now) {
