@@ -64,13 +64,8 @@ function httpOnce(agent: Agent, url: URL, method: string, headers: Record<string
   });
 }
 
-/**
- * A Call against the service at `base` (JSON bodies), as a well-behaved client: a 503 is retried
- * after its Retry-After, up to 10 times (counted in `overload.retries`).
- */
-export const callerOf = (base: string): Call => {
-  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
-  const once = httpClient === 'fetch' ? fetchOnce : (url: URL, m: string, h: Record<string, string>, b: string | undefined) => httpOnce(agent, url, m, h, b);
+/** A Call through one request function (JSON bodies), as a well-behaved client: a 503 is retried after its Retry-After, up to 10 times (counted in `overload.retries`). */
+function callerThrough(base: string, once: (url: URL, method: string, headers: Record<string, string>, body: string | undefined) => Promise<Answer>): Call {
   return async (method, path, body, headers = {}) => {
     const text = body !== undefined ? JSON.stringify(body) : undefined;
     const h = text !== undefined ? { 'content-type': 'application/json', ...headers } : headers;
@@ -83,7 +78,19 @@ export const callerOf = (base: string): Call => {
     }
     return { status: res.status, headers: res.headers, body: res.text ? (JSON.parse(res.text) as Record<string, any>) : undefined, text: res.text };
   };
-};
+}
+
+/** A Call on Node's HTTP client with a keep-alive Agent of its own. */
+export function httpCallerOf(base: string): Call {
+  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  return callerThrough(base, (url, method, headers, body) => httpOnce(agent, url, method, headers, body));
+}
+
+/** A Call on the global fetch (the bench's client before issue 22's session 9). */
+export const fetchCallerOf = (base: string): Call => callerThrough(base, fetchOnce);
+
+/** A Call against the service at `base` on the bench's HTTP client (BENCH_HTTP_CLIENT). */
+export const callerOf = (base: string): Call => (httpClient === 'fetch' ? fetchCallerOf(base) : httpCallerOf(base));
 
 export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
