@@ -61,7 +61,7 @@ type Call = (
   path: string,
   body?: unknown,
   headers?: Record<string, string>,
-) => Promise<{ status: number; body?: Record<string, any>; text: string; headers: Headers }>;
+) => Promise<{ status: number; body?: Record<string, any>; text: string; headers: Pick<Headers, 'get'> }>;
 
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));

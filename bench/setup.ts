@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Deps } from '../src/context';
 import { newOperatorKey } from '../src/auth/secrets';
 
@@ -11,33 +12,85 @@ export type Call = (
   path: string,
   body?: unknown,
   headers?: Record<string, string>,
-) => Promise<{ status: number; headers: Headers; body?: Record<string, any>; text: string }>;
+) => Promise<{ status: number; headers: CallHeaders; body?: Record<string, any>; text: string }>;
+
+/** An answer's headers: what the scenarios read of them. */
+export type CallHeaders = Pick<Headers, 'get'>;
 
 /** How many requests were answered 503 (overloaded, nothing changed: issue 22) and retried by callerOf. */
 export const overload = { retries: 0 };
 
 /**
- * A Call against the service at `base` (JSON bodies), as a well-behaved client: a 503 is retried
- * after its Retry-After, up to 10 times (counted in `overload.retries`).
+ * The bench's HTTP client (issue 22, session 9): `http` (the default), Node's own HTTP client on a
+ * keep-alive Agent; `fetch`, the global fetch (undici's WHATWG fetch) the scenarios used before. Both
+ * are the load generator's cost, not the product's: in the scenarios that call the service from its
+ * own process (deposits, payment intents, settlements, withdrawals) they share its event loop, and
+ * fetch's Request/Response/stream objects cost about twice Node's client per request (measured:
+ * docs/benchmarks.md, "Deposits end to end", session 9). BENCH_HTTP_CLIENT=fetch measures the old way.
  */
-export const callerOf =
-  (base: string): Call =>
-  async (method, path, body, headers = {}) => {
-    let res: Response;
+const httpClient = process.env.BENCH_HTTP_CLIENT === 'fetch' ? 'fetch' : 'http';
+
+type Answer = { status: number; headers: CallHeaders; text: string };
+
+/** One request through the global fetch. */
+async function fetchOnce(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<Answer> {
+  const res = await fetch(url, { method, headers, body });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** A header of Node's answer as Headers.get gives it (several values joined with ", "). */
+const headerOf = (headers: IncomingHttpHeaders) => ({
+  get: (name: string) => {
+    const v = headers[name.toLowerCase()];
+    return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+  },
+});
+
+/** One request through Node's HTTP client, its connections kept alive (as fetch's are) and reused. */
+function httpOnce(agent: Agent, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<Answer> {
+  return new Promise((ok, fail) => {
+    const req = httpRequest(
+      url,
+      { method, agent, headers: body !== undefined ? { ...headers, 'content-length': Buffer.byteLength(body) } : headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', fail);
+        res.on('end', () => ok({ status: res.statusCode!, headers: headerOf(res.headers), text: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+/** A Call through one request function (JSON bodies), as a well-behaved client: a 503 is retried after its Retry-After, up to 10 times (counted in `overload.retries`). */
+function callerThrough(base: string, once: (url: URL, method: string, headers: Record<string, string>, body: string | undefined) => Promise<Answer>): Call {
+  return async (method, path, body, headers = {}) => {
+    const text = body !== undefined ? JSON.stringify(body) : undefined;
+    const h = text !== undefined ? { 'content-type': 'application/json', ...headers } : headers;
+    let res: Answer;
     for (let attempt = 1; ; attempt++) {
-      res = await fetch(new URL(path, base), {
-        method,
-        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-      });
+      res = await once(new URL(path, base), method, h, text);
       if (res.status !== 503 || attempt >= 10) break;
-      await res.text();
       overload.retries++;
       await new Promise((ok) => setTimeout(ok, Number(res.headers.get('retry-after') ?? 1) * 1000));
     }
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined, text };
+    return { status: res.status, headers: res.headers, body: res.text ? (JSON.parse(res.text) as Record<string, any>) : undefined, text: res.text };
   };
+}
+
+/** A Call on Node's HTTP client with a keep-alive Agent of its own. */
+export function httpCallerOf(base: string): Call {
+  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  return callerThrough(base, (url, method, headers, body) => httpOnce(agent, url, method, headers, body));
+}
+
+/** A Call on the global fetch (the bench's client before issue 22's session 9). */
+export const fetchCallerOf = (base: string): Call => callerThrough(base, fetchOnce);
+
+/** A Call against the service at `base` on the bench's HTTP client (BENCH_HTTP_CLIENT). */
+export const callerOf = (base: string): Call => (httpClient === 'fetch' ? fetchCallerOf(base) : httpCallerOf(base));
 
 export const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 export const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
@@ -59,7 +112,7 @@ export const expectStatus =
     if (r.status !== status) throw new Error(`${scenario} bench, ${what}: expected ${status}, got ${r.status} ${r.text}`);
     return r;
   };
-export const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+export const idOf = (r: { headers: CallHeaders }) => r.headers.get('location')!.split('/').pop()!;
 
 /** A money scenario: one measured round per `run()`, and the checks after all rounds (a description, or throws). */
 export interface ScenarioBench<Round> {

@@ -1,6 +1,5 @@
-import http from 'node:http';
 import type { Deps } from '../src/context';
-import { env, expectStatus, idOf, overload, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
+import { env, expectStatus, fetchCallerOf, httpCallerOf, idOf, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
@@ -84,52 +83,12 @@ export const withdrawalsSettings = () => ({
 /**
  * The load generator's HTTP client for a round's requests and mines (BENCH_WITHDRAWALS_CLIENT):
  * `http`, node:http on a keep-alive agent (the default since issue 22's session 9), or `fetch`, the
- * bench's shared caller (undici's fetch: WHATWG Request/Response objects and streams per call,
- * ~12% of the process's busy samples in this scenario, a cost of the load generator and not of the
- * service, which shares its process). The set-up always uses the shared caller.
+ * global fetch (bench/setup.ts's httpCallerOf and fetchCallerOf; undici's fetch: WHATWG
+ * Request/Response objects and streams per call, ~12% of the process's busy samples in this
+ * scenario, a cost of the load generator and not of the service, which shares its process). The
+ * set-up always uses the shared caller (callerOf: BENCH_HTTP_CLIENT).
  */
 export type WithdrawalsClient = 'http' | 'fetch';
-
-/** A Call on node:http with a keep-alive agent (JSON bodies); a 503 is retried after its Retry-After, up to 10 times, as callerOf does. */
-export function httpCallerOf(base: string): Call {
-  const { hostname, port } = new URL(base);
-  const agent = new http.Agent({ keepAlive: true });
-  const once = (method: string, path: string, payload: string | undefined, headers: Record<string, string>) =>
-    new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
-      const req = http.request(
-        {
-          hostname,
-          port,
-          method,
-          path,
-          agent,
-          headers: payload === undefined ? headers : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), ...headers },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const answered = new Headers();
-            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) answered.set(k, Array.isArray(v) ? v.join(', ') : v);
-            resolve({ status: res.statusCode!, headers: answered, text: Buffer.concat(chunks).toString('utf8') });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
-  return async (method, path, body, headers = {}) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    let r = await once(method, path, payload, headers);
-    for (let attempt = 1; r.status === 503 && attempt < 10; attempt++) {
-      overload.retries++;
-      await new Promise((ok) => setTimeout(ok, Number(r.headers.get('retry-after') ?? 1) * 1000));
-      r = await once(method, path, payload, headers);
-    }
-    return { ...r, body: r.text ? (JSON.parse(r.text) as Record<string, any>) : undefined };
-  };
-}
 
 const FUNDING = 10n ** 15n;
 /** Enough network resource reserve for every broadcast of the rounds (21,000 each on the sandbox). */
@@ -144,6 +103,7 @@ export async function startWithdrawalsBench(opts: {
 }): Promise<WithdrawalsBench> {
   const { deps, call, say } = opts;
   const httpCall = httpCallerOf(opts.base);
+  const fetchCall = fetchCallerOf(opts.base);
   const s = withdrawalsSettings();
   if (!deps.boss) throw new Error('withdrawals bench: the job runner is off (JOBS=on is needed)');
   const expect = expectStatus('withdrawals');
@@ -230,7 +190,7 @@ export async function startWithdrawalsBench(opts: {
       const amounts: bigint[] = new Array(n);
       const blockMs = s.blockMs[(roundNo - 1) % s.blockMs.length]!;
       const client = s.clients[(roundNo - 1) % s.clients.length]!;
-      const hot: Call = client === 'http' ? httpCall : call;
+      const hot: Call = client === 'http' ? httpCall : fetchCall;
       const pg0 = cpuSnapshot(opts.pgPort);
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();

@@ -50,6 +50,9 @@ export function requestIdOf(request: Request): string {
   return given && requestIdPattern.test(given) ? given : crypto.randomUUID();
 }
 
+/** A request's URL: the one yoga parsed already (@whatwg-node's Request keeps it as `parsedUrl`), else parsed here. */
+const urlOf = (request: Request): URL => (request as Request & { parsedUrl?: URL }).parsedUrl ?? new URL(request.url);
+
 export type App = ReturnType<typeof createYogaApp>;
 
 /** The REST adapter's yoga plugin (rest/adapter.ts), handed in by the composition root (src/compose.ts). */
@@ -184,7 +187,7 @@ export function createYogaApp(deps: Deps, restPlugin: RestPluginFactory) {
           response.headers.set(REQUEST_ID_HEADER, idOf(request));
           // Answers carry credentials (API keys, webhook secrets, tokens) and tenant data: no cache keeps any.
           // (The static assets of the pages, addressed by their content hash, are cached: src/pages/assets.ts.)
-          if (!new URL(request.url).pathname.startsWith(assetsPrefix)) response.headers.set('cache-control', 'no-store');
+          if (!urlOf(request).pathname.startsWith(assetsPrefix)) response.headers.set('cache-control', 'no-store');
         },
       },
     ],

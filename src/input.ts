@@ -17,6 +17,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValueNode,
+  type VariableDefinitionNode,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from './context';
@@ -158,9 +159,19 @@ function checkValue(type: GraphQLInputType, value: unknown, path: Path, out: Iss
   }
 }
 
+/** A variable's input type, resolved once per parsed document (REST's are parsed at start-up, yoga's cached by text) and schema. */
+const variableTypes = new WeakMap<VariableDefinitionNode, { schema: GraphQLSchema; type: GraphQLInputType | undefined }>();
+function variableTypeOf(schema: GraphQLSchema, def: VariableDefinitionNode): GraphQLInputType | undefined {
+  const hit = variableTypes.get(def);
+  if (hit?.schema === schema) return hit.type;
+  const type = typeFromAST(schema, def.type as never) as GraphQLInputType | undefined;
+  variableTypes.set(def, { schema, type });
+  return type;
+}
+
 function variableIssues(schema: GraphQLSchema, op: OperationDefinitionNode, values: Record<string, unknown> | null | undefined, out: Issue[]): void {
   for (const def of op.variableDefinitions ?? []) {
-    const type = typeFromAST(schema, def.type as never) as GraphQLInputType | undefined;
+    const type = variableTypeOf(schema, def);
     if (!type) continue; // the document's own validation reports it
     const name = def.variable.name.value;
     const value = values?.[name];

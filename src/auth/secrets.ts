@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
@@ -15,9 +15,12 @@ export function randomToken(length: number): string {
   return out;
 }
 
-/** SHA-256 hex. Stored instead of high-entropy secrets (API keys, refresh and one-time tokens). */
+/**
+ * SHA-256 hex. Stored instead of high-entropy secrets (API keys, refresh and one-time tokens).
+ * crypto.hash, the one-shot form: no Hash object per call (every API key request hashes its key).
+ */
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 export function constantTimeEqual(a: string, b: string): boolean {
