@@ -118,6 +118,8 @@ export async function startService(opts: {
   args?: string[];
   /** The process's role (`npm run start:api` / `start:worker`, issue 20): the argument after `src/main.ts`. Unset: everything, as `npm start`. */
   role?: 'api' | 'worker';
+  /** Through npm itself (`npm start`, `npm run start:api`...): the child is npm, the service its descendant (`nodePid`). */
+  npmScript?: string;
 }): Promise<ServiceProcess> {
   const dataDir = opts.embedded?.dataDir ?? mkdtempSync(join(tmpdir(), 'ftis-process-'));
   const env: Record<string, string> = {
@@ -128,7 +130,10 @@ export async function startService(opts: {
     ...(opts.embedded ? { EMBEDDED_PG_PORT: String(opts.embedded.port) } : { DATABASE_URL: opts.databaseUrl! }),
   };
   // The Node running these tests (Node 24: npm puts node_modules/.bin first on PATH), with tsx as its loader.
-  const child = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts', ...(opts.role ? [opts.role] : [])], {
+  const [command, args] = opts.npmScript
+    ? ['npm', ['run', '--silent', opts.npmScript]]
+    : [process.execPath, opts.args ?? ['--import', 'tsx', 'src/main.ts', ...(opts.role ? [opts.role] : [])]];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
