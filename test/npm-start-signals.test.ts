@@ -27,8 +27,7 @@ describe.concurrent('npm start and its signals', () => {
       // The service is npm's descendant, not npm.
       expect(svc.nodePid).not.toBe(svc.child.pid);
       expect(alive(svc.nodePid)).toBe(true);
-      // Signalled once it runs (a SIGTERM in the first ~100 ms after `listening` is a known gap of its own, docs/deployment.md "Shutdown").
-      await new Promise((r) => setTimeout(r, 1000));
+      // Signalled as soon as `listening` is read: the stop signals are the service's by then (src/start.ts).
       expect(await svc.stop(30_000)).toEqual({ code: 0, signal: null });
       expect(svc.logs().some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM')).toBe(true);
       expect(svc.logs().some((l) => l.msg === 'stopped' && l.code === 0)).toBe(true);
