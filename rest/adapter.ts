@@ -216,67 +216,16 @@ function decodeParam(name: string, raw: string): string {
 /** The number of segments of a path, a trailing slash ignored (as the route patterns do). */
 const segmentsOf = (path: string) => path.replace(/\/$/, '').split('/').length;
 
-/** A route a path matched, with the match (its parameters' raw values). */
-type Candidate = { r: CompiledRoute; m: RegExpExecArray };
-
-/** The routes of one number of segments: by their last segment when it is a literal, and those whose last segment names a parameter. */
-interface SegmentRoutes {
-  /** For each literal last segment, the routes it can match: those ending in it and those ending in a parameter, in table order. */
-  byLast: Map<string, CompiledRoute[]>;
-  /** The routes whose last segment names a parameter, in table order: all a path can match when its last segment is no route's literal. */
-  paramLast: CompiledRoute[];
-}
-
-/**
- * The compiled routes, indexed by what a path can match: its number of segments (a parameter is
- * one) and its last segment, so a request tries a few patterns instead of every route of its
- * length (68 routes have five segments); and for each path without a parameter
- * (`/v1/sandbox/deposits`) the routes that match it, found once at start-up: it tries none. Table
- * order is kept throughout (the first route of the request's method wins, as in a scan of the table).
- */
-type RouteIndex = CompiledRoute[] & { bySegments: Map<number, SegmentRoutes>; byStaticPath: Map<string, Candidate[]> };
-const lastOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
+/** The compiled routes, and the same grouped by their number of segments (the routes a path can match). */
+type RouteIndex = CompiledRoute[] & { bySegments: Map<number, CompiledRoute[]> };
 function indexRoutes(compiled: CompiledRoute[]): RouteIndex {
-  const bySegments = new Map<number, SegmentRoutes>();
+  const bySegments = new Map<number, CompiledRoute[]>();
   for (const r of compiled) {
-    const path = r.path.replace(/\/$/, '');
-    const n = segmentsOf(path);
-    let at = bySegments.get(n);
-    if (!at) bySegments.set(n, (at = { byLast: new Map(), paramLast: [] }));
-    const last = lastOf(path);
-    if (last.includes('{')) {
-      at.paramLast.push(r);
-      for (const list of at.byLast.values()) list.push(r);
-    } else {
-      const list = at.byLast.get(last);
-      if (list) list.push(r);
-      else at.byLast.set(last, [...at.paramLast, r]);
-    }
+    const n = segmentsOf(r.path);
+    bySegments.set(n, [...(bySegments.get(n) ?? []), r]);
   }
-  const index = Object.assign(compiled, { bySegments, byStaticPath: new Map<string, Candidate[]>() });
-  for (const r of compiled) {
-    const path = r.path.replace(/\/$/, '');
-    if (r.params.length || index.byStaticPath.has(path)) continue;
-    index.byStaticPath.set(path, scanRoutes(index, path));
-  }
-  return index;
+  return Object.assign(compiled, { bySegments });
 }
-
-/** The routes whose pattern matches the path, in table order. */
-function scanRoutes(index: RouteIndex, path: string): Candidate[] {
-  const at = index.bySegments.get(segmentsOf(path));
-  if (!at) return [];
-  const out: Candidate[] = [];
-  for (const r of at.byLast.get(lastOf(path.endsWith('/') ? path.slice(0, -1) : path)) ?? at.paramLast) {
-    const m = r.pattern.exec(path);
-    if (m) out.push({ r, m });
-  }
-  return out;
-}
-
-/** The routes a path matches: looked up when it names no parameter, else scanned. */
-const candidatesOf = (index: RouteIndex, path: string): Candidate[] =>
-  index.byStaticPath.get(path.endsWith('/') ? path.slice(0, -1) : path) ?? scanRoutes(index, path);
 
 export function restPlugin(deps: Deps, requestIdOf: (r: Request) => string): Plugin<Record<string, unknown>, Context> {
   const compiled = indexRoutes(compileRoutes());
@@ -371,7 +320,7 @@ async function handle(
   getEnveloped: GetEnveloped,
 ): Promise<Response> {
   // Only the routes with as many segments as the path can match it (a parameter is one segment).
-  const candidates = candidatesOf(compiled, path);
+  const candidates = (compiled.bySegments.get(segmentsOf(path)) ?? []).map((r) => ({ r, m: r.pattern.exec(path) })).filter((c) => c.m);
   if (!candidates.length) return problem('ROUTE_NOT_FOUND', `No route ${request.method} ${path}.`, requestId);
   const hit = candidates.find((c) => c.r.method === request.method);
   if (!hit) {
@@ -381,7 +330,7 @@ async function handle(
   }
   const { r: route, m } = hit;
   httpRoutes.set(request, route.path);
-  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m[i + 1]!)]));
+  const params = Object.fromEntries(route.params.map((name, i) => [name, decodeParam(name, m![i + 1]!)]));
 
   const enveloped = getEnveloped({ request, ...serverContext, params: {} });
   const context = (await enveloped.contextFactory()) as unknown as Context;

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createOperator, createTestApp, type TestApp } from './harness';
 import { checkLedgerInvariants } from './ledger-invariants';
+import { checkSandboxInvariants } from './sandbox-invariants';
 
 export interface MoneySuite {
   app: TestApp;
@@ -22,4 +23,21 @@ export function moneySuite(opts: Parameters<typeof createTestApp>[0] = {}): Mone
   afterAll(() => suite.app.close());
   afterEach(() => checkLedgerInvariants(suite.app.deps.db));
   return suite;
+}
+
+/**
+ * The set-up of the sandbox chain's test files: one test app for the file, handed to `use` once the
+ * file's beforeAll ran, and the ledger's and the sandbox chain's invariants checked after each test.
+ */
+export function sandboxSuite(use: (app: TestApp) => void): void {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await createTestApp();
+    use(app);
+  });
+  afterAll(() => app.close());
+  afterEach(async () => {
+    await checkLedgerInvariants(app.deps.db);
+    await checkSandboxInvariants(app.deps.db);
+  });
 }

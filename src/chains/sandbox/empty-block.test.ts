@@ -1,7 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createTestApp, type TestApp } from '../../../test/harness';
-import { checkLedgerInvariants } from '../../../test/ledger-invariants';
-import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
+import { describe, expect, test } from 'vitest';
+import type { TestApp } from '../../../test/harness';
+import { sandboxSuite } from '../../../test/money-suite';
 import { sandboxMine, sandboxReorg, sandboxSend } from '../../../test/money-helpers';
 import { createIntent, moneyDeps, moneyFixture, drainChainSync, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
 import { CHAIN_SYNC_QUEUE, type ChainSyncJob } from '../../kernel/queues';
@@ -15,14 +14,7 @@ import { runChainSyncJobs } from '../../deposits/deposits.jobs';
  * cursor. Whatever waits still gets its confirmations from empty blocks.
  */
 let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-afterEach(async () => {
-  await checkLedgerInvariants(app.deps.db);
-  await checkSandboxInvariants(app.deps.db);
-});
+sandboxSuite((a) => (app = a));
 
 const mine = (f: MoneyFixture, blocks = 1) => sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, blocks);
 /** The queued chain.sync jobs, fetched once and worked together by the real handler (as one fetch of the worker), its statements counted. */

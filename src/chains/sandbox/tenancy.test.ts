@@ -1,8 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createTestApp, type TestApp } from '../../../test/harness';
-import { checkLedgerInvariants } from '../../../test/ledger-invariants';
+import { describe, expect, test } from 'vitest';
+import type { TestApp } from '../../../test/harness';
+import { sandboxSuite } from '../../../test/money-suite';
 import { sandboxDrop, sandboxMine, sandboxReorg, sandboxReplace, sandboxSend, setupIntegrator, setupSandboxCatalog } from '../../../test/money-helpers';
-import { checkSandboxInvariants } from '../../../test/sandbox-invariants';
 import { createIntent, drainChainSync, eventsOf, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
 import { drainMoneyWork } from '../../../test/fixtures/settlements/testing';
 import { withdrawalTesting } from '../../../test/fixtures/withdrawals/testing';
@@ -17,14 +16,7 @@ import * as keys from '../secp256k1';
  * replace and reorganization work as before. Through REST and GraphQL.
  */
 let app: TestApp;
-beforeAll(async () => {
-  app = await createTestApp();
-});
-afterAll(() => app.close());
-afterEach(async () => {
-  await checkLedgerInvariants(app.deps.db);
-  await checkSandboxInvariants(app.deps.db);
-});
+sandboxSuite((a) => (app = a));
 
 /** Two organizations on one SANDBOX network: A with a beneficiary account (deposits to payment intents), B an integrator. */
 async function twoOrganizations(requiredConfirmations = 2) {
