@@ -3,9 +3,8 @@ import { routes } from '../rest/routes';
 import { createTestApp, type TestApp } from './harness';
 
 /**
- * The REST router's index (issue 22, session 9: a path looks up its routes by segment count and
- * last segment, a path without a parameter by itself) answers as a scan of the whole route table
- * does: every route's path reaches it (never 404 or 405 for its own method), and a method no route
+ * The REST router (rest/adapter.ts: the routes of a path's number of segments, in table order)
+ * answers as a scan of the whole route table does: every route's path reaches it (never 404 or 405 for its own method), and a method no route
  * of the path takes answers 405 with an Allow header naming, in table order, the methods of every
  * route whose template matches the path — computed here from the templates alone.
  */
