@@ -25,6 +25,7 @@ import { statusAllows } from '../catalog/catalog';
 import { submitWithdrawalRequest } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
 import { runIsolatingErrors } from '../kernel/work';
+import { immutableRows } from '../kernel/immutable-rows';
 
 /**
  * Withdrawals (docs/withdrawals.md): money out of a customer account to a withdrawal destination.
@@ -144,35 +145,26 @@ const requestedAssetNetworkSql = `SELECT an."id"::text AS "id", n."id"::text AS 
  * Bounded; a missing id is not remembered. One prepared statement on the pool; through Prisma where
  * there is no pool of ours.
  */
-const requestedAssetNetworks = new Map<string, RequestedAssetNetwork>();
-async function requestedAssetNetwork(db: Db, id: string): Promise<RequestedAssetNetwork | null> {
-  const hit = requestedAssetNetworks.get(id);
-  if (hit) return hit;
-  const result = poolQuery<{
-    id: string;
-    networkId: string;
-    kind: Network['kind'];
-    environmentType: Network['environmentType'];
-    requiredConfirmations: number;
-  }>(db, requestedAssetNetworkSql, [id]);
-  let found: RequestedAssetNetwork | null;
-  if (!result)
-    found = await db.assetNetwork.findUnique({
-      where: { id },
-      select: { id: true, network: { select: { id: true, kind: true, environmentType: true, requiredConfirmations: true } } },
-    });
-  else {
+const requestedAssetNetworks = immutableRows<RequestedAssetNetwork>();
+const requestedAssetNetwork = (db: Db, id: string): Promise<RequestedAssetNetwork | null> =>
+  requestedAssetNetworks.get(id, async () => {
+    const result = poolQuery<{
+      id: string;
+      networkId: string;
+      kind: Network['kind'];
+      environmentType: Network['environmentType'];
+      requiredConfirmations: number;
+    }>(db, requestedAssetNetworkSql, [id]);
+    if (!result)
+      return db.assetNetwork.findUnique({
+        where: { id },
+        select: { id: true, network: { select: { id: true, kind: true, environmentType: true, requiredConfirmations: true } } },
+      });
     const r = (await result).rows[0];
-    found = r
+    return r
       ? { id: r.id, network: { id: r.networkId, kind: r.kind, environmentType: r.environmentType, requiredConfirmations: r.requiredConfirmations } }
       : null;
-  }
-  if (found) {
-    if (requestedAssetNetworks.size >= 1000) requestedAssetNetworks.clear();
-    requestedAssetNetworks.set(id, found);
-  }
-  return found;
-}
+  });
 
 /**
  * Requests a withdrawal (members with payment-manage, API keys for accounts authorized for their

@@ -13,6 +13,7 @@ import { advanceSandboxClock, sandboxOffsetMs } from './clock';
 import { sandboxCaller } from '../../tenancy/sandbox-caller';
 import { sendExpirySweep } from '../../kernel/queues';
 import { sendReleaseSweep, sendRetainedRelease } from '../../kernel/queues';
+import { immutableRows } from '../../kernel/immutable-rows';
 
 /**
  * The sandbox chain for integrators (test helpers, like BTCPay's regtest "cheat mode" and Stripe's
@@ -111,16 +112,14 @@ export function view(row: chain.SandboxTransactionRow, tipHeight: number): Sandb
  * A SANDBOX network by id; 404 for anything else. The SANDBOX networks found are remembered
  * (bounded; issue 22: read by every mine): a network's id and kind never change.
  */
-const sandboxNetworks = new Map<string, { id: string; kind: 'SANDBOX' }>();
+const sandboxNetworks = immutableRows<{ id: string; kind: 'SANDBOX' }>();
 export async function loadSandboxNetwork(db: Db, idArg: unknown): Promise<{ id: string; kind: 'SANDBOX' }> {
   const id = assertId(idArg, 'Network');
-  const hit = sandboxNetworks.get(id);
-  if (hit) return hit;
-  const network = await db.network.findUnique({ where: { id }, select: { id: true, kind: true } });
-  if (!network || network.kind !== 'SANDBOX') throw notFound('Network');
-  if (sandboxNetworks.size >= 1000) sandboxNetworks.clear();
-  const found = { id: network.id, kind: 'SANDBOX' as const };
-  sandboxNetworks.set(id, found);
+  const found = await sandboxNetworks.get(id, async () => {
+    const network = await db.network.findUnique({ where: { id }, select: { id: true, kind: true } });
+    return network?.kind === 'SANDBOX' ? { id: network.id, kind: 'SANDBOX' as const } : null;
+  });
+  if (!found) throw notFound('Network');
   return found;
 }
 
@@ -135,17 +134,9 @@ const scope = (op: string, caller: { organizationId: string; actor: string }) =>
  * hot path): neither ever changes (the catalog adds asset-networks and changes their status, which
  * a send does not read). Bounded; a missing id is not remembered.
  */
-const assetNetworks = new Map<string, { id: string; networkId: string; network: { kind: string } }>();
-async function assetNetworkOf(db: Db, id: string) {
-  const hit = assetNetworks.get(id);
-  if (hit) return hit;
-  const found = await db.assetNetwork.findUnique({ where: { id }, select: { id: true, networkId: true, network: { select: { kind: true } } } });
-  if (found) {
-    if (assetNetworks.size >= 1000) assetNetworks.clear();
-    assetNetworks.set(id, found);
-  }
-  return found;
-}
+const assetNetworks = immutableRows<{ id: string; networkId: string; network: { kind: string } }>();
+const assetNetworkOf = (db: Db, id: string) =>
+  assetNetworks.get(id, () => db.assetNetwork.findUnique({ where: { id }, select: { id: true, networkId: true, network: { select: { kind: true } } } }));
 
 /**
  * Sends without an Idempotency-Key are written in groups (issue 22): the sends that arrive while the
