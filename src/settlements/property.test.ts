@@ -98,7 +98,9 @@ function modelSplit(d: bigint, splits: SplitSpec[], fixedPaid: Map<number, bigin
 type Action =
   { kind: 'settle'; share: number } | { kind: 'approve'; milestone: number } | { kind: 'refund'; share: number } | { kind: 'freeze' } | { kind: 'unfreeze' };
 
-const amountArb = fc.oneof(fc.bigInt(1_000n, 10_000_000n), fc.bigInt(10n ** 17n, 10n ** 19n));
+// Never an amount ending in 666 base units: the sandbox's screening holds such a deposit for review
+// (src/deposits/rules.ts, a Conduit-style magic value), so it would never fund the transaction.
+const amountArb = fc.oneof(fc.bigInt(1_000n, 10_000_000n), fc.bigInt(10n ** 17n, 10n ** 19n)).filter((a) => !a.toString().endsWith('666'));
 /** 1 to 3 accounts sharing 100% (6 decimals), and maybe a fixed amount for one of them. */
 const splitsArb = fc
   .tuple(
