@@ -1,5 +1,5 @@
 import type { Context } from '../context';
-import { Prisma, type RawDb } from '../db/prisma';
+import { pipelined, Prisma, type RawDb } from '../db/prisma';
 import type { Principal } from '../auth/principal';
 import type { Clock } from '../clock';
 import { monotonicUuidv7 } from '../ids';
@@ -98,7 +98,8 @@ export async function deferAudits<R>(tx: RawDb, fn: () => Promise<R>): Promise<R
   try {
     const r = await fn();
     deferredAudits.delete(tx);
-    if (queue.length) await insertAuditRows(tx, queue);
+    // Pipelined on the pool's connection (a sync chunk's): nothing reads the entries back in the transaction.
+    if (queue.length) await pipelined(tx, insertAuditRows(tx, queue));
     return r;
   } finally {
     deferredAudits.delete(tx);

@@ -136,7 +136,14 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
         hook?.(text);
         return connection.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES });
       });
-      const work = fn(query, db);
+      const sent: Promise<unknown>[] = [];
+      pipelines.set(db, sent);
+      const work = (async () => {
+        const r = await fn(query, db);
+        // The statements sent without waiting (pipelined), in sending order: the first failure fails the transaction.
+        for (let i = 0; i < sent.length; i++) await sent[i];
+        return r;
+      })();
       work.catch(() => {}); // abandoned when timed out: its error is the connection's closing
       const r = await Promise.race([work, timedOut]);
       // Not raced: once COMMIT is sent its outcome is the answer (a timeout then could hide a commit).
@@ -157,6 +164,30 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
       connection.release(broken);
     }
   })();
+}
+
+/** The statements sent without waiting in each transaction of poolTransaction (pipelined), by its RawDb. */
+const pipelines = new WeakMap<object, Promise<unknown>[]>();
+
+/**
+ * Writes that need no answer, pipelined (issue 22): in a transaction of poolTransaction, `write` (a
+ * statement, or an async helper sending some) is left running and the caller goes on at once: its
+ * next statements queue behind it on the connection, in sending order, while the process prepares
+ * them (PostgreSQL executes one while the process builds the next, instead of each waiting for the
+ * other), and poolTransaction awaits every one of them before COMMIT: the first failure (a refusal
+ * thrown by the helper, a statement's error) fails the transaction, which rolls back whole, as if
+ * each had been awaited in turn. Anywhere else (Prisma's interactive transactions, a client) it is
+ * awaited here. For writes only: nothing the caller does next may depend on their answer, and the
+ * statements queued after them must not need their locks taken in an order the helper would change.
+ */
+export async function pipelined(tx: RawDb, write: Promise<unknown>): Promise<void> {
+  const sent = pipelines.get(tx);
+  if (!sent) {
+    await write;
+    return;
+  }
+  write.catch(() => {}); // seen by poolTransaction before COMMIT; never unhandled
+  sent.push(write);
 }
 
 /**

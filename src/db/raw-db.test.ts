@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { sqlState, isRetryable, violatedUniqueConstraint } from '../errors';
-import { Prisma, poolTransaction, type RawDb } from './prisma';
+import { Prisma, pipelined, poolTransaction, type RawDb } from './prisma';
+import { SERVICE_ROLE } from './roles';
 
 /**
  * A transaction straight on the pool (poolTransaction) hands its callback a RawDb (rawDb) so that
@@ -116,4 +117,49 @@ test("a statement's error carries its SQLSTATE and constraint, as the error help
 test("the pool's statements are seen by sqlStatements, BEGIN and COMMIT included", async () => {
   const { statements } = await app.sqlStatements(() => poolTransaction(app.deps.db, (_q, db) => db.$queryRaw`SELECT ${1}::int AS "one"`)!);
   expect(statements).toEqual(['BEGIN', 'SELECT $1::int AS "one"', 'COMMIT']);
+});
+
+test('pipelined writes on the pool: sent in order without waiting, awaited before COMMIT; the first failure rolls the transaction back whole; elsewhere each is awaited in place', async () => {
+  // A table of the test's own (the owner's set-up; the service role creates none), granted to the service.
+  await app.ownerDb.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS raw_db_pipelined ("n" int PRIMARY KEY, "at" timestamptz NOT NULL DEFAULT clock_timestamp())`);
+  await app.ownerDb.$executeRawUnsafe(`GRANT SELECT, INSERT ON raw_db_pipelined TO "${SERVICE_ROLE}"`);
+  const rows = async () => (await app.deps.db.$queryRawUnsafe<{ n: number }[]>(`SELECT "n" FROM raw_db_pipelined ORDER BY "at", "n"`)).map((r) => r.n);
+  let returnedBeforeAnswers = false;
+  await poolTransaction(app.deps.db, async (_q, db) => {
+    let answered = false;
+    // A slow write, then quick ones: the caller goes on at once, the statements run in sending order.
+    await pipelined(
+      db,
+      db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") SELECT 1 FROM pg_sleep(0.2)`).then(() => (answered = true)),
+    );
+    returnedBeforeAnswers = !answered;
+    for (const n of [2, 3]) await pipelined(db, db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES ($1)`, n));
+  })!;
+  expect(returnedBeforeAnswers).toBe(true);
+  expect(await rows()).toEqual([1, 2, 3]);
+
+  // A failing write (a duplicate key) among them: the transaction fails with its error, nothing of it is kept.
+  const e = await poolTransaction(app.deps.db, async (_q, db) => {
+    await pipelined(db, db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (4)`));
+    await pipelined(db, db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (1)`));
+    await pipelined(db, db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (5)`));
+    return 'returned';
+  })!.catch((x: unknown) => x);
+  expect(sqlState(e)).toBe('23505');
+  // A refusal thrown by a helper after its statement answered fails it the same way.
+  const refused = await poolTransaction(app.deps.db, async (_q, db) => {
+    await pipelined(
+      db,
+      db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (6)`).then(() => {
+        throw new Error('refused after its statement');
+      }),
+    );
+    await pipelined(db, db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (7)`));
+  })!.catch((x: unknown) => x);
+  expect((refused as Error).message).toBe('refused after its statement');
+  expect(await rows()).toEqual([1, 2, 3]);
+
+  // On Prisma's client (no poolTransaction), the write is awaited in place: its failure is thrown there.
+  await expect(pipelined(app.deps.db, app.deps.db.$executeRawUnsafe(`INSERT INTO raw_db_pipelined ("n") VALUES (1)`))).rejects.toMatchObject({});
+  await app.ownerDb.$executeRawUnsafe(`DROP TABLE raw_db_pipelined`);
 });

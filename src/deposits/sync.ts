@@ -1,5 +1,5 @@
 import { numericToAmount, amountToNumeric } from '../money';
-import { Prisma, poolQuery, poolRawDb, poolTransaction, type Db, type RawDb } from '../db/prisma';
+import { Prisma, pipelined, poolQuery, poolRawDb, poolTransaction, type Db, type RawDb } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
 import type { AssetNetwork, Deposit, DepositStatus, Network, PaymentIntent, Transaction } from '../generated/prisma/client';
 import { adapterFor, assertChainReadable, hasAdapter, networkRef, type ChainCursor, type ObservedTransfer } from '../chains/adapter';
@@ -822,18 +822,26 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
   }
   if (s.fast && alone.length) throw new NeedsPrisma();
   if (together.length) {
-    await postCredits(
-      s,
-      together.map((c) => c.d),
+    // The writes pipelined (on the pool's connection): PostgreSQL runs the credits while the process
+    // prepares the rows, events and audit entries that follow; a refused credit still fails the chunk.
+    await pipelined(
+      tx,
+      postCredits(
+        s,
+        together.map((c) => c.d),
+      ),
     );
     const updatedAt = new Date();
-    await tx.$executeRaw`
+    await pipelined(
+      tx,
+      tx.$executeRaw`
       UPDATE "Deposit" AS d SET "status" = 'CONFIRMED', "confirmations" = u.confirmations, "blockHash" = u.hash, "blockHeight" = u.height,
              "confirmedAt" = u.at, "creditedTo" = 'ESCROW', "late" = false, "updatedAt" = ${updatedAt}
         FROM unnest(${together.map((c) => c.d.id)}::uuid[], ${together.map((c) => c.view.confirmations)}::int[],
                     ${together.map((c) => c.view.blockHash)}::text[], ${together.map((c) => c.view.blockHeight)}::int[],
                     ${together.map((c) => c.now.toISOString())}::timestamptz[]) AS u(id, confirmations, hash, height, at)
-       WHERE d."id" = u.id`;
+       WHERE d."id" = u.id`,
+    );
     await writeDecisions(
       s,
       together.map((c) => c.decision),
@@ -859,28 +867,38 @@ async function confirmMany(s: SyncScope, items: Confirmation[]): Promise<number>
 async function writeDecisions(s: SyncScope, decisions: IntentDecision[], updatedAt: Date): Promise<void> {
   const { tx, deps } = s;
   const transactions = decisions.filter((d) => d.transactionData).map((d) => d.transaction);
+  // Pipelined (on the pool's connection): the caller's next statements queue behind these.
   if (transactions.length)
-    await tx.$executeRaw`
+    await pipelined(
+      tx,
+      tx.$executeRaw`
       UPDATE "Transaction" AS t SET "fundedAmount" = u.funded, "status" = u.status::"TransactionStatus", "fundedAt" = u.funded_at,
              "reservedAt" = u.reserved_at, "updatedAt" = ${updatedAt}
         FROM unnest(${transactions.map((t) => t.id)}::uuid[], ${transactions.map((t) => String(numericToAmount(t.fundedAmount)))}::numeric[],
                     ${transactions.map((t) => t.status)}::text[], ${transactions.map((t) => t.fundedAt?.toISOString() ?? null)}::timestamptz[],
                     ${transactions.map((t) => t.reservedAt?.toISOString() ?? null)}::timestamptz[]) AS u(id, funded, status, funded_at, reserved_at)
-       WHERE t."id" = u.id`;
+       WHERE t."id" = u.id`,
+    );
   const intents = decisions.filter((d) => d.intentData).map((d) => d.intent);
   if (intents.length)
-    await tx.$executeRaw`
+    await pipelined(
+      tx,
+      tx.$executeRaw`
       UPDATE "PaymentIntent" AS p SET "detectedAmount" = u.detected, "confirmedAmount" = u.confirmed, "overpaid" = u.overpaid,
              "status" = u.status::"PaymentIntentStatus", "succeededAt" = u.succeeded_at, "updatedAt" = ${updatedAt}
         FROM unnest(${intents.map((i) => i.id)}::uuid[], ${intents.map((i) => String(numericToAmount(i.detectedAmount)))}::numeric[],
                     ${intents.map((i) => String(numericToAmount(i.confirmedAmount)))}::numeric[], ${intents.map((i) => i.overpaid)}::boolean[],
                     ${intents.map((i) => i.status)}::text[], ${intents.map((i) => i.succeededAt?.toISOString() ?? null)}::timestamptz[])
              AS u(id, detected, confirmed, overpaid, status, succeeded_at)
-       WHERE p."id" = u.id`;
-  await sendReleaseEvaluations(
+       WHERE p."id" = u.id`,
+    );
+  await pipelined(
     tx,
-    deps.boss,
-    decisions.filter((d) => d.release).map((d) => d.transaction.id),
+    sendReleaseEvaluations(
+      tx,
+      deps.boss,
+      decisions.filter((d) => d.release).map((d) => d.transaction.id),
+    ),
   );
 }
 
@@ -995,12 +1013,18 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
   }
   if (s.fast && alone.length) throw new NeedsPrisma();
   if (together.length) {
-    await postCredits(
-      s,
-      together.filter((c) => c.deep).map((c) => c.d),
+    // Pipelined, as confirmMany's writes.
+    await pipelined(
+      tx,
+      postCredits(
+        s,
+        together.filter((c) => c.deep).map((c) => c.d),
+      ),
     );
     const ds = together.map((c) => c.d);
-    await tx.$executeRaw`
+    await pipelined(
+      tx,
+      tx.$executeRaw`
       INSERT INTO "Deposit" ("id", "organizationId", "paymentIntentId", "transactionId", "depositAddressId", "networkId", "assetNetworkId",
                              "address", "txHash", "amount", "status", "confirmations", "blockHash", "blockHeight", "late", "detectedAt",
                              "confirmedAt", "creditedTo", "createdAt", "updatedAt")
@@ -1013,7 +1037,8 @@ async function detectMany(s: SyncScope, items: Detection[]): Promise<number> {
                     ${ds.map((d) => d.status)}::text[], ${ds.map((d) => d.confirmations)}::int[], ${ds.map((d) => d.blockHash)}::text[],
                     ${ds.map((d) => d.blockHeight)}::int[], ${ds.map((d) => d.detectedAt.toISOString())}::timestamptz[],
                     ${ds.map((d) => d.status === 'CONFIRMED')}::boolean[])
-             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at, deep)`;
+             AS u(id, org, intent, tx, addr_id, an, addr, hash, amount, status, confirmations, block_hash, block_height, detected_at, deep)`,
+    );
     await writeDecisions(
       s,
       together.map((c) => c.decision),

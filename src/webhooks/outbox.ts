@@ -1,6 +1,6 @@
 import { fromPrisma } from 'pg-boss';
 import type { PgBoss } from 'pg-boss';
-import { Prisma, type RawDb } from '../db/prisma';
+import { pipelined, Prisma, type RawDb } from '../db/prisma';
 import type { Clock } from '../clock';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from './events';
 import type { MoneyDeps } from '../kernel/service';
@@ -117,7 +117,8 @@ export async function deferEvents<R>(tx: RawDb, deps: OutboxDeps, fn: () => Prom
   try {
     const r = await fn();
     deferredEvents.delete(tx);
-    await emitEvents(tx, deps, queue);
+    // Pipelined on the pool's connection (a sync chunk's): nothing reads the events back in the transaction.
+    await pipelined(tx, emitEvents(tx, deps, queue));
     return r;
   } finally {
     deferredEvents.delete(tx);
