@@ -211,12 +211,15 @@ export interface SendArgs {
  *    value. Nothing of the network is held (sends to different addresses run in parallel; the miner
  *    holds the network's lock, and the callers that check a sender's spendable balance take it
  *    first: broadcast, broadcastMany, replace);
- * 3. **the recipient's bound**, one read after the locks: an address never holds more than
+ * 3. **the recipient's bound**, read after the locks: an address never holds more than
  *    2^256 - 1 base units (a uint256 balance). Each item is decided in list order against its
  *    recipient's balance plus every transfer still to be mined to it (PENDING, ORPHANED; less the one
  *    a replacement replaces) plus the items of the list accepted before it; one that would exceed it
  *    is refused alone (INVALID_STATE, 409), nothing of it written, the others sent. So no block ever
- *    overflows a balance, whatever order the mempool is mined in;
+ *    overflows a balance, whatever order the mempool is mined in. The insert below checks it first
+ *    for all the items (issue 22, session 10: one round trip less per send group): when every
+ *    recipient stays within it, that is the whole decision; else the insert writes nothing and takes
+ *    no nonce, and one read decides the items one by one before the accepted are inserted;
  * 4. **one insert** of the accepted items: each takes the next value of the network's nonce sequence
  *    (`sandbox_nonce_sequence`, migration 20261127014056_sandbox_nonce: unique and increasing in list
  *    order, consecutive within the statement; a refused item takes none, a rolled-back send leaves a
@@ -250,51 +253,36 @@ export async function sendTransactions(
     SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked
       FROM unnest(${addresses}::text[]) AS p(addr)`,
   );
-  // Read after the locks (a statement of its own: its snapshot is taken once they are held).
-  const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
-  const pairs = [...new Map(candidates.map((i) => [key(items[i]!.assetNetworkId, items[i]!.toAddress), items[i]!] as const)).values()];
   const replaced = candidates.flatMap((i) => (items[i]!.replacesId ? [items[i]!.replacesId!] : []));
-  const heldRows = await rowsOf<{ a: string; addr: string; held: string }>(
-    tx,
-    Prisma.sql`
-    SELECT p.a::text AS a, p.addr,
-           (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
-                       WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = p.a AND b."address" = p.addr), 0)
-          + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
-                       WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = p.a AND t."toAddress" = p.addr
-                         AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" <> ALL(${replaced}::uuid[])), 0))::text AS held
-      FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`,
-  );
-  const held = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
-  const accepted = candidates.filter((i) => {
-    const a = items[i]!;
-    const k = key(a.assetNetworkId, a.toAddress);
-    const h = held.get(k) ?? 0n;
-    if (h + a.amount > MAX_AMOUNT) {
-      out[i] = invalidState(
-        `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${h}, so it can receive at most ${MAX_AMOUNT - h} more.`,
-      );
-      return false;
-    }
-    held.set(k, h + a.amount);
-    return true;
-  });
-  if (!accepted.length) return out as Error[];
+  // What an address holds or awaits: its balance plus every transfer still to be mined to it (less the one a replacement replaces).
+  const held = (assetNetworkId: Prisma.Sql, address: Prisma.Sql) => Prisma.sql`
+    (COALESCE((SELECT b."balance" FROM "SandboxAddressBalance" b
+                WHERE b."networkId" = ${networkId}::uuid AND b."assetNetworkId" = ${assetNetworkId} AND b."address" = ${address}), 0)
+   + COALESCE((SELECT SUM(t."amount") FROM "SandboxTransaction" t
+                WHERE t."networkId" = ${networkId}::uuid AND t."assetNetworkId" = ${assetNetworkId} AND t."toAddress" = ${address}
+                  AND t."status" IN ('PENDING', 'ORPHANED') AND t."id" <> ALL(${replaced}::uuid[])), 0))`;
   const now = deps.clock.now();
-  // Ids in list order: the mempool's order (createdAt, id) is the nonces' order.
-  const sent = accepted.map((i) => ({ a: items[i]!, i, id: monotonicUuidv7() }));
-  const col = <T>(f: (s: (typeof sent)[number]) => T) => sent.map(f);
-  const audited = sent.filter((s) => s.a.audit);
-  const audits = audited.map((s) => ({
-    id: s.id,
-    actor: actorOf(s.a.audit!.actor.principal),
-    requestId: s.a.audit!.actor.requestId,
-    entry: s.a.audit!.entry(s.id),
-  }));
   const json = (v: Record<string, unknown> | null | undefined) => (v ? JSON.stringify(v) : null);
-  const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
-    tx,
-    Prisma.sql`
+  /**
+   * The items' insert with their audit entries, after the locks (its snapshot is taken once they are
+   * held), guarded by the recipients' bound: every item is written, or none when an address would
+   * pass it (a recipient's balance plus what it awaits plus the items' amounts; the guard takes no
+   * nonce then).
+   */
+  const insert = async (accepted: number[]) => {
+    // Ids in list order: the mempool's order (createdAt, id) is the nonces' order.
+    const sent = accepted.map((i) => ({ a: items[i]!, i, id: monotonicUuidv7() }));
+    const col = <T>(f: (s: (typeof sent)[number]) => T) => sent.map(f);
+    const audited = sent.filter((s) => s.a.audit);
+    const audits = audited.map((s) => ({
+      id: s.id,
+      actor: actorOf(s.a.audit!.actor.principal),
+      requestId: s.a.audit!.actor.requestId,
+      entry: s.a.audit!.entry(s.id),
+    }));
+    const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
+      tx,
+      Prisma.sql`
     WITH i AS (
       SELECT * FROM unnest(${col((s) => s.id)}::uuid[], ${col((s) => s.a.assetNetworkId)}::uuid[], ${col((s) => s.a.fromAddress)}::text[],
                            ${col((s) => s.a.toAddress)}::text[], ${col((s) => s.a.amount.toString())}::numeric[], ${col((s) => s.a.replaceable)}::boolean[],
@@ -302,9 +290,13 @@ export async function sendTransactions(
                            ${col(() => JSON.stringify(['tx', networkId]).slice(0, -1) + ',')}::text[],
                            ${col((s) => ',' + JSON.stringify([s.a.fromAddress, s.a.toAddress, s.a.assetNetworkId, s.a.amount.toString(), s.a.replaceable, s.a.revert]).slice(1))}::text[])
              WITH ORDINALITY AS i("id", "an", "fr", "to", "amount", "replaceable", "revert", "sender", "head", "tail", "ord")
+    ), passed AS (
+      SELECT FROM (SELECT "an", "to", SUM("amount") AS "adds" FROM i GROUP BY "an", "to") p
+       WHERE ${held(Prisma.sql`p."an"`, Prisma.sql`p."to"`)} + p."adds" > ${MAX_AMOUNT.toString()}::numeric
     ), n AS (
       SELECT row_number() OVER (ORDER BY g.nonce) AS "ord", g.nonce
-        FROM (SELECT nextval(sandbox_nonce_sequence(${networkId}::uuid)) AS nonce FROM generate_series(1, ${sent.length}::int)) g
+        FROM (SELECT nextval(sandbox_nonce_sequence(${networkId}::uuid)) AS nonce
+                FROM generate_series(1, CASE WHEN EXISTS (SELECT FROM passed) THEN 0 ELSE ${sent.length}::int END)) g
     ), ins AS (
       INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status",
                                         "replaceable", "willRevert", "senderOrganizationId", "recipientOrganizationId", "createdAt", "updatedAt")
@@ -324,7 +316,39 @@ export async function sendTransactions(
              AS w("id", "auditId", "org", "actorType", "actorId", "entityType", "action", "requestId", "before", "after") ON w."id" = ins."id"
     )
     SELECT ins."id"::text, ins."txHash", ins."recipientOrganizationId"::text AS "recipientOrganizationId" FROM ins`,
-  );
+    );
+    return { sent, rows };
+  };
+  // The common case in one statement; when the guard wrote nothing, the items are decided one by one.
+  let { sent, rows } = await insert(candidates);
+  if (rows.length !== sent.length) {
+    // Read after the locks, as the guard did; each item against its recipient's bound, in list order.
+    const key = (assetNetworkId: string, address: string) => `${assetNetworkId} ${address}`;
+    const pairs = [...new Map(candidates.map((i) => [key(items[i]!.assetNetworkId, items[i]!.toAddress), items[i]!] as const)).values()];
+    const heldRows = await rowsOf<{ a: string; addr: string; held: string }>(
+      tx,
+      Prisma.sql`
+      SELECT p.a::text AS a, p.addr,
+             (${held(Prisma.sql`p.a`, Prisma.sql`p.addr`)})::text AS held
+        FROM unnest(${pairs.map((p) => p.assetNetworkId)}::uuid[], ${pairs.map((p) => p.toAddress)}::text[]) AS p(a, addr)`,
+    );
+    const holds = new Map(heldRows.map((r) => [key(r.a, r.addr), BigInt(r.held)]));
+    const accepted = candidates.filter((i) => {
+      const a = items[i]!;
+      const k = key(a.assetNetworkId, a.toAddress);
+      const h = holds.get(k) ?? 0n;
+      if (h + a.amount > MAX_AMOUNT) {
+        out[i] = invalidState(
+          `The address ${a.toAddress} would hold more than 2^256 - 1 base units (${MAX_AMOUNT}): it holds or awaits ${h}, so it can receive at most ${MAX_AMOUNT - h} more.`,
+        );
+        return false;
+      }
+      holds.set(k, h + a.amount);
+      return true;
+    });
+    if (!accepted.length) return out as Error[];
+    ({ sent, rows } = await insert(accepted));
+  }
   const written = new Map(rows.map((r) => [r.id, r]));
   for (const s of sent) {
     const w = written.get(s.id)!;

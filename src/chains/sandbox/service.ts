@@ -141,10 +141,10 @@ const assetNetworkOf = (db: Db, id: string) =>
 /**
  * Sends without an Idempotency-Key are written in groups (issue 22): the sends that arrive while the
  * previous group is being written share one database transaction (createGroupCommit): per network,
- * one statement for the recipients' locks, one read of what they hold or await, one insert of the
- * transactions with their nonces and audit entries, one chain.sync job (chain.sendTransactions). A
- * send the chain refuses (its recipient's bound) fails alone, answered with the error a send alone
- * gets; the others commit. Each request is answered after its group's commit. Per client. The
+ * one statement for the recipients' locks, one insert of the transactions with their nonces and
+ * audit entries that checks what the recipients hold or await, one chain.sync job
+ * (chain.sendTransactions). A send the chain refuses (its recipient's bound) fails alone, answered
+ * with the error a send alone gets; the others commit. Each request is answered after its group's commit. Per client. The
  * group's transaction runs on the client's pg pool (poolTransaction), its statements the same.
  * One group in flight (issue 22, session 8): the sends that arrive while it commits form the next,
  * larger group (mean 7.9 against 4.5 with two at 16 requests in flight): fewer round trips and less
@@ -158,7 +158,7 @@ function sendGroupOf(deps: Context['deps']): GroupCommit<chain.SendArgs, SendRes
   if (!g) {
     g = createGroupCommit<chain.SendArgs, SendResult>({
       ...SEND_GROUP,
-      // Straight on the pool (no Prisma query engine: the group's five statements are the whole work), else through Prisma.
+      // Straight on the pool (no Prisma query engine: the group's statements are the whole work), else through Prisma.
       write: (items) => poolTransaction(deps.db, (tx) => sendAcross(tx, deps, items)) ?? deps.db.$transaction((tx) => sendAcross(tx, deps, items)),
     });
     sendGroups.set(deps.db, g);
