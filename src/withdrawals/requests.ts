@@ -1,13 +1,13 @@
 import { fromPrisma } from 'pg-boss';
 import { Prisma, type RawDb } from '../db/prisma';
 import type { AssetNetworkStatus, WithdrawalStatus } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound } from '../errors';
+import { DomainError, fieldError, invalidState, notFound, sqlState } from '../errors';
 import { isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { IDEMPOTENCY_RETENTION_MS, idempotencyKeyReused } from '../idempotency';
-import { LedgerError, ledgerAccounts, lockAccountsForMove, postInStatement } from '../ledger/ledger';
+import { LedgerError, ledgerAccounts, postInStatement } from '../ledger/ledger';
 import { amountToNumeric, amountToString } from '../money';
 import { actorOf, type Actor } from '../audit/audit';
-import { emitEvents } from '../webhooks/outbox';
+import { emitEvents, eventsCte } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
@@ -25,16 +25,17 @@ import { statusAllows } from '../catalog/catalog';
  * 1. the destinations share-locked in id order, read with the policies in force (one statement);
  * 2. the idempotency keys' and the period limits' advisory locks, sorted (one statement), then what
  *    they guard: the keys' records, the period sums (one statement each, only when there are any);
- * 3. the accounts' ledger locks (lockAccountsForMove), then the CUSTOMER balance rows and the
- *    CHAIN_CLEARING rows locked in id order, as ledger_post locks them, read with the accounts'
- *    status (one statement): the shared CHAIN_CLEARING row is taken once per group;
+ * 3. the accounts' ledger locks (as lockAccountsForMove takes them), then the CUSTOMER balance rows
+ *    and the CHAIN_CLEARING rows locked in id order, as ledger_post locks them, read with the
+ *    accounts' status (one statement): the shared CHAIN_CLEARING row is taken once per group;
  * 4. each request decided in memory, in arrival order, by the rules of a request alone: a replayed
  *    key, an unknown or blocked destination, a policy limit, a closed or frozen account, a balance
  *    that does not cover the amount (after the holds of the group's requests before it) refuses that
  *    request alone, with the error it answers alone;
- * 5. the accepted ones written set-based: their events (one statement), ONE broadcast job naming them all,
- *    and ONE statement for the holds (postInStatement: CHAIN_CLEARING updated once, with the sum),
- *    the rows, the audit entries and the idempotency records.
+ * 5. the accepted ones written set-based: ONE broadcast job naming them all, and ONE statement for
+ *    the holds (postInStatement: CHAIN_CLEARING updated once, with the sum), the rows, the audit
+ *    entries, the idempotency records and the events (in a statement of their own before the job
+ *    when an organization of the group has a webhook endpoint: their deliveries' jobs follow them).
  * A group that fails as a whole (a deadlock retried out, a bug) is written again request by request.
  * The group's transaction runs straight on the pg pool (retryingRawTransaction: raw statements only,
  * the shared helpers on a RawDb), without Prisma's query engine (issue 22, seventh session).
@@ -75,7 +76,17 @@ export async function submitWithdrawalRequest(deps: MoneyDeps, item: WithdrawalR
     g = createGroupCommit<WithdrawalRequestItem, Answer>({
       ...REQUEST_GROUP,
       // Raw statements only, on the pool (no Prisma query engine: issue 22).
-      write: (items) => retryingRawTransaction(deps.db, (tx) => writeGroup(tx, deps, items)),
+      write: async (items) => {
+        const write = () => retryingRawTransaction(deps.db, (tx) => writeGroup(tx, deps, items));
+        try {
+          return await write();
+        } catch (e) {
+          // The events' guard (writeAccepted): a webhook endpoint added since the group's read. Written
+          // again, the group reads it (a group of one would otherwise answer the guard's error).
+          if (sqlState(e) === '22012') return write();
+          throw e;
+        }
+      },
     });
     groups.set(deps.db, g);
   }
@@ -138,29 +149,54 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
   const orgs = uniq(liveItems.map((x) => x.account.organizationId));
 
   // 1. The asset-networks' status, the destinations (share-locked, id order) and the policies in force.
+  // With no idempotency key in the group, the same statement goes on to the ledger (step 3: the
+  // accounts' locks after the destinations', then the balance rows; issue 22, session 10: one round
+  // trip fewer), unless a policy read has a period limit, whose advisory lock comes first (step 2):
+  // then nothing of the ledger is locked here ("ledger" is null) and step 3 is a statement of its own.
+  const keyless = liveItems.every((x) => !x.idempotency);
+  const accountIds = uniq(liveItems.map((x) => x.account.id));
   const [read] = await tx.$queryRaw<
     {
       assetNetworks: Record<string, AssetNetworkStatus>;
       destinations: DestinationRow[];
       withdrawalPolicies: WithdrawalPolicyRow[];
       payoutPolicies: PayoutPolicyRow[];
+      withEndpoints: string[];
+      ledger: LedgerRead | null;
     }[]
   >`
+    WITH "d" AS MATERIALIZED (
+      SELECT "id", "organizationId", "networkId", "address", "status", "blockedReason", "createdAt" FROM "WithdrawalDestination"
+       WHERE "id" = ANY(${uniq(liveItems.filter((x) => isUuid(x.destinationId)).map((x) => x.destinationId.toLowerCase()))}::uuid[])
+       ORDER BY "id" FOR SHARE
+    ), "wp" AS MATERIALIZED (
+      SELECT DISTINCT ON ("organizationId", "assetNetworkId") "id", "organizationId", "assetNetworkId", "version", "perWithdrawalLimit"::text AS "perWithdrawalLimit",
+             "periodLimit"::text AS "periodLimit", "periodSeconds", "approvalThreshold"::text AS "approvalThreshold"
+        FROM "WithdrawalPolicy"
+       WHERE "organizationId" = ANY(${orgs}::uuid[]) AND ("assetNetworkId" IS NULL OR "assetNetworkId" = ANY(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[]))
+       ORDER BY "organizationId", "assetNetworkId", "version" DESC
+    )${
+      keyless
+        ? Prisma.sql`, ${ledgerCtes(
+            liveItems,
+            accountIds,
+            Prisma.sql`(SELECT count(*) FROM "d") >= 0 AND NOT EXISTS (SELECT 1 FROM "wp" WHERE "periodLimit" IS NOT NULL AND "periodSeconds" IS NOT NULL)`,
+          )}`
+        : Prisma.empty
+    }
     SELECT
       (SELECT coalesce(jsonb_object_agg("id", "status"), '{}') FROM "AssetNetwork" WHERE "id" = ANY(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[])) AS "assetNetworks",
-      (SELECT coalesce(jsonb_agg(d), '[]') FROM (
-         SELECT "id", "organizationId", "networkId", "address", "status", "blockedReason", "createdAt" FROM "WithdrawalDestination"
-          WHERE "id" = ANY(${uniq(liveItems.filter((x) => isUuid(x.destinationId)).map((x) => x.destinationId.toLowerCase()))}::uuid[])
-          ORDER BY "id" FOR SHARE) d) AS "destinations",
-      (SELECT coalesce(jsonb_agg(p), '[]') FROM (
-         SELECT DISTINCT ON ("organizationId", "assetNetworkId") "id", "organizationId", "assetNetworkId", "version", "perWithdrawalLimit"::text AS "perWithdrawalLimit",
-                "periodLimit"::text AS "periodLimit", "periodSeconds", "approvalThreshold"::text AS "approvalThreshold"
-           FROM "WithdrawalPolicy"
-          WHERE "organizationId" = ANY(${orgs}::uuid[]) AND ("assetNetworkId" IS NULL OR "assetNetworkId" = ANY(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[]))
-          ORDER BY "organizationId", "assetNetworkId", "version" DESC) p) AS "withdrawalPolicies",
+      (SELECT coalesce(jsonb_agg(d), '[]') FROM "d") AS "destinations",
+      (SELECT coalesce(jsonb_agg(p), '[]') FROM "wp" p) AS "withdrawalPolicies",
       (SELECT coalesce(jsonb_agg(p), '[]') FROM (
          SELECT DISTINCT ON ("organizationId") "id", "organizationId", "version", "allowedNetworkIds", "minimumDestinationAgeSeconds", "requireApprovalForNewDestination"
-           FROM "PayoutPolicy" WHERE "organizationId" = ANY(${orgs}::uuid[]) ORDER BY "organizationId", "version" DESC) p) AS "payoutPolicies"`;
+           FROM "PayoutPolicy" WHERE "organizationId" = ANY(${orgs}::uuid[]) ORDER BY "organizationId", "version" DESC) p) AS "payoutPolicies",
+      ARRAY(SELECT DISTINCT "organizationId"::text FROM "WebhookEndpoint" WHERE "organizationId" = ANY(${orgs}::uuid[]) AND "status" = 'ACTIVE') AS "withEndpoints",
+      ${
+        keyless
+          ? Prisma.sql`CASE WHEN EXISTS (SELECT 1 FROM "wp" WHERE "periodLimit" IS NOT NULL AND "periodSeconds" IS NOT NULL) THEN NULL ELSE ${ledgerColumns(accountIds)} END`
+          : Prisma.sql`NULL::jsonb`
+      } AS "ledger"`;
   const destinationOf = new Map(read!.destinations.map((d) => [d.id, d]));
   const policyOf = (x: WithdrawalRequestItem) =>
     read!.withdrawalPolicies.find((p) => p.organizationId === x.account.organizationId && p.assetNetworkId === x.assetNetworkId) ??
@@ -218,26 +254,14 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
     if (payoutOf.has(x.account.organizationId) && !ruleNowOf.has(x.account.organizationId))
       ruleNowOf.set(x.account.organizationId, await nowFor(tx, deps.clock, x.account.organizationId, x.account.mode));
 
-  // 3. The ledger: the accounts' locks, then the balance rows in id order, with the accounts' status.
-  const accountIds = uniq(liveItems.map((x) => x.account.id));
-  await lockAccountsForMove(tx, accountIds);
-  const [ledger] = await tx.$queryRaw<{ balances: { ownerId: string | null; an: string; available: string }[]; accounts: { id: string; status: string }[] }[]>`
-    WITH "rows" AS MATERIALIZED (
-      SELECT la."id", la."ownerId", la."assetNetworkId", (la."creditsPosted" - la."debitsPosted" - la."debitsPending")::text AS "available"
-        FROM "LedgerAccount" la
-       -- The ids first (an init plan), so that a row updated by the group before this one is re-read
-       -- under its lock by its id alone.
-       WHERE la."id" = ANY(ARRAY(
-               SELECT x."id" FROM unnest(${liveItems.map((x) => x.account.id)}::uuid[], ${liveItems.map((x) => x.assetNetworkId)}::uuid[]) AS u("o", "n")
-                 JOIN "LedgerAccount" x ON x."kind" = 'CUSTOMER' AND x."ownerId" = u."o" AND x."assetNetworkId" = u."n"
-               UNION ALL
-               SELECT x."id" FROM unnest(${uniq(liveItems.map((x) => x.assetNetworkId))}::uuid[]) AS u("n")
-                 JOIN "LedgerAccount" x ON x."kind" = 'CHAIN_CLEARING' AND x."ownerId" IS NULL AND x."assetNetworkId" = u."n"))
-       ORDER BY la."id" FOR UPDATE)
-    SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('ownerId', "ownerId", 'an', "assetNetworkId", 'available', "available")), '[]') FROM "rows") AS "balances",
-           (SELECT coalesce(jsonb_agg(jsonb_build_object('id', a."id", 'status', a."status")), '[]') FROM "Account" a WHERE a."id" = ANY(${accountIds}::uuid[])) AS "accounts"`;
-  const available = new Map(ledger!.balances.filter((b) => b.ownerId !== null).map((b) => [`${b.ownerId} ${b.an}`, BigInt(b.available)]));
-  const statusOf = new Map(ledger!.accounts.map((a) => [a.id, a.status]));
+  // 3. The ledger, when step 1 did not read it: the accounts' locks, then the balance rows in id order.
+  const ledger =
+    read!.ledger ??
+    (
+      await tx.$queryRaw<{ ledger: LedgerRead }[]>`WITH ${ledgerCtes(liveItems, accountIds, Prisma.sql`true`)} SELECT ${ledgerColumns(accountIds)} AS "ledger"`
+    )[0]!.ledger;
+  const available = new Map(ledger.balances.filter((b) => b.ownerId !== null).map((b) => [`${b.ownerId} ${b.an}`, BigInt(b.available)]));
+  const statusOf = new Map(ledger.accounts.map((a) => [a.id, a.status]));
 
   // 4. Each request in order, on what was read and the requests accepted before it.
   const accepted: Accepted[] = [];
@@ -336,8 +360,50 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
   }
 
   // 5. The accepted ones: events, broadcast jobs, then the holds with the rows, audit entries and records.
-  if (accepted.length) await writeAccepted(tx, deps, accepted, now);
+  if (accepted.length) await writeAccepted(tx, deps, accepted, now, new Set(read!.withEndpoints));
   return out.map((a) => a!);
+}
+
+/** The balance rows of a group's requests (their CUSTOMER rows, the CHAIN_CLEARING rows) and the accounts' status. */
+interface LedgerRead {
+  balances: { ownerId: string | null; an: string; available: string }[];
+  accounts: { id: string; status: string }[];
+}
+
+/**
+ * The ledger's locks of a group, as common table expressions ("locks", "rows"), each taken only when
+ * `gate` holds: the accounts' locks (as lockAccountsForMove takes them: shared, sorted), taken whole
+ * by the one-time filter before the scan returns a row, then the CUSTOMER and CHAIN_CLEARING balance
+ * rows locked in id order, as ledger_post locks them (each read as it is once locked).
+ */
+function ledgerCtes(items: readonly WithdrawalRequestItem[], accountIds: string[], gate: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`"locks" AS MATERIALIZED (
+      SELECT pg_advisory_xact_lock_shared(s.h) FROM (SELECT DISTINCT ledger_account_lock_key(u) AS h FROM unnest(${accountIds}::uuid[]) AS u ORDER BY 1) s
+       WHERE ${gate}
+    ), "rows" AS MATERIALIZED (
+      SELECT la."id", la."ownerId", la."assetNetworkId", (la."creditsPosted" - la."debitsPosted" - la."debitsPending")::text AS "available"
+        FROM "LedgerAccount" la
+       -- The ids first (an init plan), so that a row updated by the group before this one is re-read
+       -- under its lock by its id alone.
+       WHERE la."id" = ANY(ARRAY(
+               SELECT x."id" FROM unnest(${items.map((x) => x.account.id)}::uuid[], ${items.map((x) => x.assetNetworkId)}::uuid[]) AS u("o", "n")
+                 JOIN "LedgerAccount" x ON x."kind" = 'CUSTOMER' AND x."ownerId" = u."o" AND x."assetNetworkId" = u."n"
+               UNION ALL
+               SELECT x."id" FROM unnest(${[...new Set(items.map((x) => x.assetNetworkId))]}::uuid[]) AS u("n")
+                 JOIN "LedgerAccount" x ON x."kind" = 'CHAIN_CLEARING' AND x."ownerId" IS NULL AND x."assetNetworkId" = u."n"))
+         AND ${gate} AND (SELECT count(*) FROM "locks") >= 0
+       ORDER BY la."id" FOR UPDATE)`;
+}
+
+/**
+ * What ledgerCtes locked (a LedgerRead), with the accounts' status as of the statement's start: a
+ * change of status committed while the statement waited for an account's lock is not seen here, but
+ * ledger_post sees it and refuses (see writeAccepted's refusal).
+ */
+function ledgerColumns(accountIds: string[]): Prisma.Sql {
+  return Prisma.sql`jsonb_build_object(
+      'balances', (SELECT coalesce(jsonb_agg(jsonb_build_object('ownerId', "ownerId", 'an', "assetNetworkId", 'available', "available")), '[]') FROM "rows"),
+      'accounts', (SELECT coalesce(jsonb_agg(jsonb_build_object('id', a."id", 'status', a."status")), '[]') FROM "Account" a WHERE a."id" = ANY(${accountIds}::uuid[])))`;
 }
 
 interface Accepted {
@@ -350,26 +416,27 @@ interface Accepted {
   payoutPolicyId: string | null;
 }
 
-async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], now: Date): Promise<void> {
-  // Requested and (no approval needed) approved: every event of the group in one statement.
-  await emitEvents(
-    tx,
-    deps,
-    accepted.flatMap((a) => [
-      {
-        organizationId: a.x.account.organizationId,
-        event: webhookEvent('withdrawal.requested', {
-          WithdrawalId: a.id,
-          AccountId: a.x.account.id,
-          Amount: a.x.amount,
-          WithdrawalDestinationId: a.destination.id,
-        }),
-      },
-      ...(a.status === 'PENDING_APPROVAL'
-        ? []
-        : [{ organizationId: a.x.account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: a.id, ActorMemberId: null }) }]),
-    ]),
-  );
+async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], now: Date, withEndpoints: ReadonlySet<string>): Promise<void> {
+  // Requested and (no approval needed) approved: every event of the group. In the holds' statement
+  // when no organization of the group had a webhook endpoint when read (issue 22, session 10: no
+  // delivery, so no job to send after it; one round trip fewer); else in one statement of their own,
+  // which sends the deliveries' jobs.
+  const events = accepted.flatMap((a) => [
+    {
+      organizationId: a.x.account.organizationId,
+      event: webhookEvent('withdrawal.requested', {
+        WithdrawalId: a.id,
+        AccountId: a.x.account.id,
+        Amount: a.x.amount,
+        WithdrawalDestinationId: a.destination.id,
+      }),
+    },
+    ...(a.status === 'PENDING_APPROVAL'
+      ? []
+      : [{ organizationId: a.x.account.organizationId, event: webhookEvent('withdrawal.approved', { WithdrawalId: a.id, ActorMemberId: null }) }]),
+  ]);
+  const eventsInline = accepted.every((a) => !withEndpoints.has(a.x.account.organizationId));
+  if (!eventsInline) await emitEvents(tx, deps, events);
   // The rest of an automatic approval: the broadcast of the custodial withdrawals, ONE job for the
   // group's (issue 22, session 9: one job row, not one per withdrawal; each outcome stays on its row).
   const broadcast = accepted.filter((a) => a.status === 'APPROVED');
@@ -398,7 +465,7 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
         postedAt: now,
       },
     })),
-    Prisma.sql`"w" AS (
+    Prisma.sql`${eventsInline ? Prisma.sql`${eventsCte(deps, events)},` : Prisma.empty} "w" AS (
       INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId",
                                 "withdrawalDestinationId", "toAddress", "amount", "status", "custodyMode", "walletId", "sourceIndex", "fromAddress",
                                 "holdId", "withdrawalPolicyId", "payoutPolicyId", "approvalReason", "approvedAt", "createdAt", "updatedAt")
@@ -415,6 +482,10 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
              WITH ORDINALITY AS v("id", "org", "env", "app", "acc", "an", "net", "dest", "to", "amount", "status", "custody", "wallet", "idx", "from",
                                   "wp", "pp", "reason", "approvedAt", "ord")
         JOIN ledger_results lr ON lr."ord" = v."ord" AND lr."s" <> 'error'
+       -- Should an endpoint have been added since the read, the events' deliveries make the statement
+       -- fail (a division by zero, as the payment intents' statement guards itself) and nothing of it
+       -- commits: the group is written again (submitWithdrawalRequest), and reads the endpoint.
+       ${eventsInline ? Prisma.sql`WHERE (SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END)) = 1` : Prisma.empty}
       RETURNING "id", "holdId"
     ), "a" AS (
       INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
@@ -447,7 +518,10 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
         SET "requestHash" = EXCLUDED."requestHash", "response" = EXCLUDED."response", "createdAt" = EXCLUDED."createdAt", "expiresAt" = EXCLUDED."expiresAt"
     )`,
   );
-  // Every refusal was decided above, on the locked rows: one here is a bug; the group rolls back (and its requests run alone).
+  // Every refusal was decided above, on the locked rows, but for a change of an account's status
+  // committed while the group waited for the account's lock (the statement that read the status took
+  // its snapshot before the lock was granted; ledger_post reads it after): the group rolls back and
+  // its requests run alone, each on a fresh read. Anything else here is a bug (the same path).
   const refused = posted.find((p): p is LedgerError => p instanceof LedgerError);
   if (refused) throw refused;
 }

@@ -971,9 +971,9 @@ async function observedTransactions(adapter: NetworkAdapter, ref: NetworkRef, tx
  * with the network's confirmations (issue 22): the rows locked in id order and re-read, the chain
  * read again under those locks (a reorganization meanwhile leaves a withdrawal WAITING), the
  * accounts' ledger locks taken and their status read at once (a FROZEN account's withdrawal waits,
- * as followWithdrawal waits), then every hold posted with one ledger call (each once:
- * withdrawal:<id>:post), one update of the rows, one insert of the events and one of the audit
- * entries. A throw (a refused posting, a database error) rolls the group back; each withdrawal is
+ * as followWithdrawal waits), then one update of the rows, one insert of the events and one of the
+ * audit entries, and last every hold posted with one ledger call (each once: withdrawal:<id>:post).
+ * A throw (a refused posting, a database error) rolls the group back; each withdrawal is
  * then followed alone (followWithdrawal), so one bad one fails alone.
  */
 /** What a confirmation group reads of a withdrawal it locks. */
@@ -984,77 +984,78 @@ async function confirmWithdrawalGroup(deps: MoneyDeps, network: Network, ids: st
   if (!ids.length) return out;
   try {
     // Raw statements only, straight on the pool (retryingRawTransaction: no Prisma query engine, issue 22).
-    return await retryingRawTransaction(deps.db, (tx) =>
-      deferAudits(tx, () =>
-        deferEvents(tx, deps, async () => {
-          // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once locked).
-          const rows = await tx.$queryRaw<ConfirmingRow[]>`
+    return await retryingRawTransaction(deps.db, async (tx) => {
+      // Locked in id order and read in the same statement (FOR UPDATE answers each row as it is once locked).
+      const rows = await tx.$queryRaw<ConfirmingRow[]>`
             SELECT "id"::text AS "id", "organizationId"::text AS "organizationId", "accountId"::text AS "accountId", "holdId"::text AS "holdId",
                    "status"::text AS "status", "txHash"
               FROM "Withdrawal" WHERE "id" = ANY(${[...ids].sort()}::uuid[]) ORDER BY "id" FOR UPDATE`;
-          const still = rows.filter((w) => w.status === 'BROADCAST' && w.txHash);
-          for (const id of ids) out.set(id, 'SKIPPED');
-          if (!still.length) return out;
-          // The chain read again once the rows are locked: on the client (the chain's rows are not this
-          // transaction's; a statement here or there sees the same committed chain, READ COMMITTED).
-          const seen = await observedTransactions(
-            adapterFor(network.kind, deps.db),
-            networkRef(network),
-            still.map((w) => w.txHash!),
-          );
-          const mined = still.filter((w) => {
-            const t = seen.get(w.txHash!);
-            const ok = t?.status === 'MINED' && t.confirmations >= network.requiredConfirmations;
-            if (!ok) out.set(w.id, 'WAITING');
-            return ok;
-          });
-          if (!mined.length) return out;
-          // The coins left; the ledger posts the hold, which it refuses while the account is frozen: the
-          // confirmation waits for the unfreeze (the hold keeps the amount unavailable meanwhile).
-          await lockAccountsForMove(
-            tx,
-            mined.map((w) => w.accountId),
-          );
-          const frozen = new Set(
-            (
-              await tx.$queryRaw<{ id: string }[]>`
+      const still = rows.filter((w) => w.status === 'BROADCAST' && w.txHash);
+      for (const id of ids) out.set(id, 'SKIPPED');
+      if (!still.length) return out;
+      // The chain read again once the rows are locked: on the client (the chain's rows are not this
+      // transaction's; a statement here or there sees the same committed chain, READ COMMITTED).
+      const seen = await observedTransactions(
+        adapterFor(network.kind, deps.db),
+        networkRef(network),
+        still.map((w) => w.txHash!),
+      );
+      const mined = still.filter((w) => {
+        const t = seen.get(w.txHash!);
+        const ok = t?.status === 'MINED' && t.confirmations >= network.requiredConfirmations;
+        if (!ok) out.set(w.id, 'WAITING');
+        return ok;
+      });
+      if (!mined.length) return out;
+      // The coins left; the ledger posts the hold, which it refuses while the account is frozen: the
+      // confirmation waits for the unfreeze (the hold keeps the amount unavailable meanwhile).
+      await lockAccountsForMove(
+        tx,
+        mined.map((w) => w.accountId),
+      );
+      const frozen = new Set(
+        (
+          await tx.$queryRaw<{ id: string }[]>`
                 SELECT "id"::text AS "id" FROM "Account" WHERE "id" = ANY(${[...new Set(mined.map((w) => w.accountId))]}::uuid[]) AND "status" = 'FROZEN'`
-            ).map((a) => a.id),
-          );
-          const now = deps.clock.now();
-          const confirmed = mined.filter((w) => {
-            if (frozen.has(w.accountId)) out.set(w.id, 'WAITING');
-            return !frozen.has(w.accountId);
-          });
-          if (!confirmed.length) return out;
-          const posted = await postHolds(
-            tx,
-            confirmed.map((w) => ({ holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now })),
-          );
-          const refused = posted.find((p) => p instanceof Error);
-          if (refused) throw refused;
-          await tx.$executeRaw`
+        ).map((a) => a.id),
+      );
+      const now = deps.clock.now();
+      const confirmed = mined.filter((w) => {
+        if (frozen.has(w.accountId)) out.set(w.id, 'WAITING');
+        return !frozen.has(w.accountId);
+      });
+      if (!confirmed.length) return out;
+      await tx.$executeRaw`
             UPDATE "Withdrawal" SET "status" = 'CONFIRMED', "failureReason" = NULL, "confirmedAt" = ${now}, "closedAt" = ${now}, "updatedAt" = ${now}
              WHERE "id" = ANY(${confirmed.map((w) => w.id)}::uuid[])`;
-          await emitEvents(
-            tx,
-            deps,
-            confirmed.map((w) => ({
-              organizationId: w.organizationId,
-              event: webhookEvent('withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: w.txHash! }),
-            })),
-          );
-          await auditAll(
-            tx,
-            deps,
-            systemActor(),
-            confirmed.map((w) => confirmedAudit(w, w.txHash!, seen.get(w.txHash!)!)),
-          );
-          for (const w of confirmed) out.set(w.id, 'CONFIRMED');
-          return out;
-        }),
-      ),
-    );
+      await emitEvents(
+        tx,
+        deps,
+        confirmed.map((w) => ({
+          organizationId: w.organizationId,
+          event: webhookEvent('withdrawal.confirmed', { WithdrawalId: w.id, TechnicalReference: w.txHash! }),
+        })),
+      );
+      await auditAll(
+        tx,
+        deps,
+        systemActor(),
+        confirmed.map((w) => confirmedAudit(w, w.txHash!, seen.get(w.txHash!)!)),
+      );
+      // The holds posted last, just before the commit (issue 22, session 10): ledger_post locks the
+      // accounts' balance rows and the asset-network's CHAIN_CLEARING row, which every request
+      // group of the asset-network locks too, until the commit; the rows, events and audit entries
+      // are written before it, so the request groups wait for one statement and the commit, not four.
+      // A refused posting throws: the group rolls back whole (and each withdrawal is followed alone).
+      const posted = await postHolds(
+        tx,
+        confirmed.map((w) => ({ holdId: w.holdId, idempotencyKey: `withdrawal:${w.id}:post`, nature: 'withdrawal.confirmed', postedAt: now })),
+      );
+      const refused = posted.find((p) => p instanceof Error);
+      if (refused) throw refused;
+      for (const w of confirmed) out.set(w.id, 'CONFIRMED');
+      return out;
+    });
   } catch {
     out.clear();
     for (const id of ids) out.set(id, await followWithdrawal(deps, id));
