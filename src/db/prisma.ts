@@ -120,9 +120,18 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
   const timeoutMs = opts.timeoutMs ?? 5000;
   return (async () => {
     const connection = await pool.connect();
+    // The connection's statements one at a time, in calling order, each sent once the previous one
+    // answered (pipelined writes leave several in flight from the caller's side: pg's own queue of a
+    // client's concurrent queries is deprecated, to be removed in pg 9).
+    let previous: Promise<unknown> = Promise.resolve();
+    const inTurn = <T>(send: () => Promise<T>): Promise<T> => {
+      const p = previous.then(send);
+      previous = p.catch(() => {});
+      return p;
+    };
     const query: PoolQuery = async <R>(text: string, values: unknown[]) => {
       hook?.(text);
-      return (await connection.query<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : text)).rows;
+      return (await inTurn(() => connection.query<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : text))).rows;
     };
     let broken: Error | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -134,7 +143,7 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
       await query('BEGIN', []);
       const db = rawDb((text, values) => {
         hook?.(text);
-        return connection.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES });
+        return inTurn(() => connection.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES }));
       });
       const sent: Promise<unknown>[] = [];
       pipelines.set(db, sent);
@@ -153,7 +162,8 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
     } catch (e) {
       if (!broken)
         try {
-          await connection.query('ROLLBACK');
+          // After the statements still in flight (pipelined ones behind a failed one).
+          await inTurn(() => connection.query('ROLLBACK'));
         } catch (e1) {
           broken = e1 as Error; // the connection is gone: destroyed, not handed back
         }
@@ -172,7 +182,8 @@ const pipelines = new WeakMap<object, Promise<unknown>[]>();
 /**
  * Writes that need no answer, pipelined (issue 22): in a transaction of poolTransaction, `write` (a
  * statement, or an async helper sending some) is left running and the caller goes on at once: its
- * next statements queue behind it on the connection, in sending order, while the process prepares
+ * next statements queue behind it on the connection (poolTransaction sends a connection's statements
+ * one at a time, in calling order), while the process prepares
  * them (PostgreSQL executes one while the process builds the next, instead of each waiting for the
  * other), and poolTransaction awaits every one of them before COMMIT: the first failure (a refusal
  * thrown by the helper, a statement's error) fails the transaction, which rolls back whole, as if
