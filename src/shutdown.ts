@@ -7,6 +7,7 @@ import { handBackJobs, stopJobs } from './compose';
 import { handlersSettled } from './kernel/work';
 import { stopTracing } from './kernel/otel';
 import { lifecycle } from './kernel/lifecycle';
+import { disconnectPrisma } from './db/prisma';
 
 /**
  * The graceful shutdown of `npm start` (docs/deployment.md, "Shutdown"), on SIGTERM or SIGINT:
@@ -77,7 +78,7 @@ export async function shutdown(parts: ShutdownParts, signal: string): Promise<nu
   }
   await step('traces', stopTracing);
   await step('delivery status listener', () => deps.deliveryStatus.close());
-  await step('database pool', () => deps.db.$disconnect());
+  await step('database pool', () => disconnectPrisma(deps.db));
   await step('database', () => database.close());
   log.info({ code }, 'stopped');
   return code;

@@ -224,6 +224,26 @@ export function poolRawDb(client: object): RawDb | null {
 }
 const pooledRawDbs = new WeakMap<pg.Pool, RawDb>();
 
+/**
+ * Disconnects a client of createPrisma and waits (at most `timeoutMs`) until its pool's connections
+ * are closed: pg-pool's end() answers once it has asked each idle connection to end, not once they
+ * have, so a database stopped right after it (the embedded PostgreSQL, last step of a shutdown)
+ * terminated the ones still closing, each logged as "database connection lost" (57P01) on a clean
+ * SIGTERM that came within the pool's idle timeout of the last statement.
+ */
+export async function disconnectPrisma(client: PrismaClient, timeoutMs = 2000): Promise<void> {
+  const pool = pools.get(client);
+  let open = pool?.totalCount ?? 0;
+  const closed = new Promise<void>((resolve) => {
+    if (!open) return resolve();
+    pool!.on('remove', () => --open <= 0 && resolve());
+  });
+  await client.$disconnect();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+
 /** The connection pool of a client of createPrisma: its use for /metrics. */
 export function poolUse(client: object): { total: number; idle: number; waiting: number; max: number } | null {
   const pool = pools.get(client);
