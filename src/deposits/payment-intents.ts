@@ -13,7 +13,7 @@ import { assertOrganization } from '../tenancy/access';
 import { addressForNewIntent, deriveIntentAddresses, type AssetNetworkWithNetwork, type ReservedWallet } from '../custody/addresses';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { auditAllSql, auditAs, type Actor, type AuditInput } from '../audit/audit';
-import { deliverJob, emit, eventsCte, sendDeliverJobs } from '../webhooks/outbox';
+import { deliverJob, deliveriesAppeared, emit, eventsCte, NO_DELIVERIES, sendDeliverJobs } from '../webhooks/outbox';
 import { webhookEvent, type WebhookEventData } from '../webhooks/events';
 import { lockTransactionRow, requestActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { nowFor } from '../chains/sandbox/clock';
@@ -468,14 +468,14 @@ async function writeIntentRows(
  * false, and the caller writes the group in a transaction (as it does without a pool of ours).
  */
 async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string }): Promise<boolean> {
-  const sql = intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END) AS "ok"`);
+  const sql = intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT ${NO_DELIVERIES} AS "ok"`);
   try {
     const query = poolQuery(deps.db, sql.text, sql.values);
     if (!query) return false;
     await query;
     return true;
   } catch (e) {
-    if (sqlState(e) === '22012') return false;
+    if (deliveriesAppeared(e)) return false;
     throw e;
   }
 }

@@ -1,6 +1,7 @@
 import { fromPrisma } from 'pg-boss';
 import type { PgBoss } from 'pg-boss';
 import { pipelined, Prisma, type RawDb } from '../db/prisma';
+import { sqlState } from '../errors';
 import type { Clock } from '../clock';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from './events';
 import type { MoneyDeps } from '../kernel/service';
@@ -158,6 +159,17 @@ export function eventsCte(deps: Pick<OutboxDeps, 'clock'>, events: readonly { or
       RETURNING "id", "endpointId"
     )`;
 }
+
+/**
+ * For a statement with eventsCte written on the belief that no endpoint gets a delivery (none was
+ * found by its read, so no delivery job is sent after it): an expression that is 1 while `deliveries`
+ * wrote nothing, and fails the statement (a division by zero, as pg-boss's own flow insert guards
+ * itself) once an endpoint added since the read got one, so nothing of it commits. The caller catches
+ * that failure (deliveriesAppeared) and writes again, reading the endpoint.
+ */
+export const NO_DELIVERIES = Prisma.sql`(SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END))`;
+/** Whether `e` is NO_DELIVERIES' failure. */
+export const deliveriesAppeared = (e: unknown): boolean => sqlState(e) === '22012';
 
 /**
  * Emits many events in the caller's transaction with one statement (group commit of independent

@@ -1,13 +1,13 @@
 import { fromPrisma } from 'pg-boss';
 import { Prisma, type RawDb } from '../db/prisma';
 import type { AssetNetworkStatus, WithdrawalStatus } from '../generated/prisma/client';
-import { DomainError, fieldError, invalidState, notFound, sqlState } from '../errors';
+import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { IDEMPOTENCY_RETENTION_MS, idempotencyKeyReused } from '../idempotency';
 import { LedgerError, ledgerAccounts, postInStatement } from '../ledger/ledger';
 import { amountToNumeric, amountToString } from '../money';
 import { actorOf, type Actor } from '../audit/audit';
-import { emitEvents, eventsCte } from '../webhooks/outbox';
+import { deliveriesAppeared, emitEvents, eventsCte, NO_DELIVERIES } from '../webhooks/outbox';
 import { webhookEvent } from '../webhooks/events';
 import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
@@ -83,7 +83,7 @@ export async function submitWithdrawalRequest(deps: MoneyDeps, item: WithdrawalR
         } catch (e) {
           // The events' guard (writeAccepted): a webhook endpoint added since the group's read. Written
           // again, the group reads it (a group of one would otherwise answer the guard's error).
-          if (sqlState(e) === '22012') return write();
+          if (deliveriesAppeared(e)) return write();
           throw e;
         }
       },
@@ -485,7 +485,7 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
        -- Should an endpoint have been added since the read, the events' deliveries make the statement
        -- fail (a division by zero, as the payment intents' statement guards itself) and nothing of it
        -- commits: the group is written again (submitWithdrawalRequest), and reads the endpoint.
-       ${eventsInline ? Prisma.sql`WHERE (SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN 0 ELSE 1 END)) = 1` : Prisma.empty}
+       ${eventsInline ? Prisma.sql`WHERE ${NO_DELIVERIES} = 1` : Prisma.empty}
       RETURNING "id", "holdId"
     ), "a" AS (
       INSERT INTO "AuditLogEntry" ("id", "occurredAt", "organizationId", "actorType", "actorId", "entityType", "entityId", "action", "requestId", "before", "after")
