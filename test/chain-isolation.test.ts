@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
-import { payerAddress, tip } from '../src/chains/sandbox/chain';
+import { lockNetwork, payerAddress, tip } from '../src/chains/sandbox/chain';
 import { setupIntegrator, setupSandboxCatalog, sandboxSend } from './money-helpers';
 import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type LogLine, type ServiceProcess } from './process-harness';
 
@@ -70,27 +70,38 @@ const succeeded = (f: Integrator, id: string) =>
     DEADLINE,
   );
 
-/** A transfer written straight into the sandbox chain's table: mined in `block`, or pending from the organization's faucet. */
-async function plant(c: Catalog, toAddress: string, amount: bigint, at: { block: { hash: string; height: number } } | { faucetOf: string }) {
+/**
+ * A transfer written straight into the sandbox chain's table: mined in the network's tip block (read
+ * under the network's lock, which the block producer takes too, so that no block is mined and no sync
+ * moves its cursor past that block before the transfer commits: a sync follows what changed since
+ * its cursor), or pending from the organization's faucet.
+ */
+async function plant(c: Catalog, toAddress: string, amount: bigint, at: 'tip' | { faucetOf: string }) {
   const now = new Date();
-  const block = 'block' in at ? at.block : null;
-  await db.sandboxTransaction.create({
-    data: {
-      networkId: c.networkId,
-      assetNetworkId: c.assetNetworkId,
-      txHash: '0x' + randomBytes(32).toString('hex'),
-      fromAddress: 'faucetOf' in at ? payerAddress(at.faucetOf) : '0x' + 'f'.repeat(40),
-      toAddress,
-      amount: amount.toString(),
-      senderOrganizationId: 'faucetOf' in at ? at.faucetOf : null,
-      status: block ? 'MINED' : 'PENDING',
-      replaceable: false,
-      willRevert: false,
-      blockHash: block?.hash ?? null,
-      blockHeight: block?.height ?? null,
-      createdAt: now,
-      updatedAt: now,
-    },
+  await db.$transaction(async (tx) => {
+    let block: { hash: string | null; height: number } | null = null;
+    if (at === 'tip') {
+      await lockNetwork(tx, c.networkId);
+      block = await tip(tx, c.networkId);
+    }
+    await tx.sandboxTransaction.create({
+      data: {
+        networkId: c.networkId,
+        assetNetworkId: c.assetNetworkId,
+        txHash: '0x' + randomBytes(32).toString('hex'),
+        fromAddress: at === 'tip' ? '0x' + 'f'.repeat(40) : payerAddress(at.faucetOf),
+        toAddress,
+        amount: amount.toString(),
+        senderOrganizationId: at === 'tip' ? null : at.faucetOf,
+        status: block ? 'MINED' : 'PENDING',
+        replaceable: false,
+        willRevert: false,
+        blockHash: block?.hash ?? null,
+        blockHeight: block?.height ?? null,
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
   });
 }
 
@@ -110,15 +121,14 @@ describe('npm start: one sandbox network poisoned', () => {
       const intentB = await intent(fb, catB);
 
       // 1. One address of A poisoned, in a block A already mined (the producer goes on mining A).
-      const t = await pollUntil(
+      await pollUntil(
         'A mined a block',
         () => tip(db, catA.networkId),
         (x) => x.hash !== null && x.height >= 1,
         DEADLINE,
       );
-      const block = { hash: t.hash!, height: t.height };
-      await plant(catA, brokenA.address, BEYOND, { block });
-      await plant(catA, brokenA.address, BEYOND, { block });
+      await plant(catA, brokenA.address, BEYOND, 'tip');
+      await plant(catA, brokenA.address, BEYOND, 'tip');
       await sandboxSend(app, fa.apiKeyHeaders, { address: healthyA.address, amount: 1_000_000n, assetNetworkId: catA.assetNetworkId });
       await sandboxSend(app, fb.apiKeyHeaders, { address: intentB.address, amount: 1_000_000n, assetNetworkId: catB.assetNetworkId });
       // The healthy address of the same network (and sync chunk) confirms, and so does B.
