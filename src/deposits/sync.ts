@@ -202,19 +202,44 @@ export async function quietSandboxSync(deps: Pick<MoneyDeps, 'db'>, networkId: s
  * parameters is planned once per connection and its plan kept, where one with parameters was planned
  * again at every call (a custom plan: ~0.6 ms of PostgreSQL's CPU warm, ~2.4 ms on a new connection,
  * against ~0.2 ms to run it; once per network per block). One text per network (named once each).
+ *
+ * Its one plan must stay right whatever the history and the statistics it was made with (issue 22,
+ * point 2, session 11: written as joins, the planner hashed every deposit address of the network to
+ * look up the transfers since the cursor, 38 ms at 10^5 addresses, and a plan kept on a connection
+ * from an empty database ran for minutes once the history had grown). So each check is its own
+ * correlated probe (`OFFSET 0`: PostgreSQL turns neither into a join, each runs with the cursor's
+ * height in hand) that walks an index in its order (`ORDER BY` an index column: a scan of the table
+ * would need a sort before its first row, so the index wins even where the statistics expect many
+ * rows): the transfers from the cursor's height ((networkId, blockHeight)), the mempool's
+ * ((networkId, status)), each probing its recipient on (networkId, address); the open deposits and
+ * those confirmed from the cursor's height ((networkId, status, blockHeight)). The work follows what
+ * changed since the cursor, never the addresses or deposits that ever were (bench/history.ts proves
+ * the plan with EXPLAIN on the grown history).
  */
-const quietSyncSql = (networkId: string) => `
+export const quietSyncSql = (networkId: string) => {
+  const recipientWatched = `EXISTS (SELECT 1 FROM "DepositAddress" a WHERE a."networkId" = '${networkId}'::uuid AND a."address" = t."toAddress" OFFSET 0)`;
+  return `
   WITH c AS (SELECT "height", "blockHash" FROM "ChainSyncCursor" WHERE "networkId" = '${networkId}'::uuid),
   q AS (
     SELECT 1 FROM "Network" n, c
      WHERE n."id" = '${networkId}'::uuid AND n."kind" = 'SANDBOX'
        AND (c."blockHash" IS NULL OR EXISTS (SELECT 1 FROM "SandboxBlock" b WHERE b."hash" = c."blockHash" AND b."canonical"))
        AND NOT EXISTS (
-         SELECT 1 FROM "SandboxTransaction" t JOIN "DepositAddress" a ON a."networkId" = t."networkId" AND a."address" = t."toAddress"
-          WHERE t."networkId" = '${networkId}'::uuid AND (t."blockHeight" >= c."height" OR t."status" IN ('PENDING', 'ORPHANED')))
+         SELECT 1 FROM "SandboxTransaction" t
+          WHERE t."networkId" = '${networkId}'::uuid AND t."blockHeight" >= c."height" AND ${recipientWatched}
+          ORDER BY t."blockHeight" OFFSET 0)
+       AND NOT EXISTS (
+         SELECT 1 FROM "SandboxTransaction" t
+          WHERE t."networkId" = '${networkId}'::uuid AND t."status" IN ('PENDING', 'ORPHANED') AND ${recipientWatched}
+          ORDER BY t."status" OFFSET 0)
        AND NOT EXISTS (
          SELECT 1 FROM "Deposit" d
-          WHERE d."networkId" = '${networkId}'::uuid AND (d."status" IN (${OPEN_DEPOSIT.map((x) => `'${x}'`).join(', ')}) OR (d."status" = 'CONFIRMED' AND d."blockHeight" >= c."height")))
+          WHERE d."networkId" = '${networkId}'::uuid AND d."status" IN (${OPEN_DEPOSIT.map((x) => `'${x}'`).join(', ')})
+          ORDER BY d."status" OFFSET 0)
+       AND NOT EXISTS (
+         SELECT 1 FROM "Deposit" d
+          WHERE d."networkId" = '${networkId}'::uuid AND d."status" = 'CONFIRMED' AND d."blockHeight" >= c."height"
+          ORDER BY d."blockHeight" OFFSET 0)
        AND NOT EXISTS (SELECT 1 FROM "${JOB_SCHEMA}".job j WHERE j."name" = '${CHAIN_SYNC_ADDRESS_QUEUE}' AND j."state" = 'failed' AND j."data"->>'networkId' = '${networkId}')
   ),
   tip AS (SELECT "height", "hash" FROM "SandboxBlock" WHERE "networkId" = '${networkId}'::uuid AND "canonical" ORDER BY "height" DESC LIMIT 1),
@@ -226,6 +251,7 @@ const quietSyncSql = (networkId: string) => `
   )
   SELECT EXISTS (SELECT 1 FROM q) AS "quiet",
          EXISTS (SELECT 1 FROM "Withdrawal" x WHERE x."status" = 'BROADCAST' AND x."networkId" = '${networkId}'::uuid) AS "broadcasting"`;
+};
 
 /**
  * A chunk that needs a path the pool's connection does not run (a deposit reconciled alone:
