@@ -81,6 +81,37 @@ describe('an empty block (issue 22)', () => {
     expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED' });
   });
 
+  test('a transfer to a deposit address since the cursor is never quiet, in the mempool or in a block no sync has seen', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    await mine(f);
+    await drainChainSync(app);
+    const send = (address: string) => sandboxSend(app, f.apiKeyHeaders, { address, amount: 1_000_000n, assetNetworkId: f.catalog.assetNetworkId });
+    // In the mempool, no deposit recorded yet: the whole path, which detects it.
+    const a = await createIntent(app, f);
+    await send(a.address);
+    const pending = await syncOnce();
+    expect(pending.statements.length).toBeGreaterThan(1);
+    expect(pending.result.changes).toBeGreaterThan(0);
+    await mine(f);
+    await syncOnce();
+    expect(await intentOf(f, a.id)).toMatchObject({ status: 'SUCCEEDED' });
+    // Quiet again once nothing waits (the confirmed deposit below the cursor's height).
+    for (let i = 0; i < 2; i++) {
+      await mine(f);
+      await syncOnce();
+    }
+    await mine(f);
+    expect((await syncOnce()).statements).toHaveLength(1);
+    // Sent and mined before any sync ran: no deposit, nothing in the mempool, only the block's transfer.
+    const b = await createIntent(app, f);
+    await send(b.address);
+    await mine(f);
+    const mined = await syncOnce();
+    expect(mined.jobs).toBe(2);
+    expect(mined.statements.length).toBeGreaterThan(1);
+    expect(await intentOf(f, b.id)).toMatchObject({ status: 'SUCCEEDED' });
+  });
+
   test('a reorganization behind the cursor is never quiet: the whole path looks at the orphaned blocks', async () => {
     const { f, pi } = await paidIntent(1);
     expect(await intentOf(f, pi.id)).toMatchObject({ status: 'SUCCEEDED' });
