@@ -13,6 +13,7 @@ import { startServer } from '../src/server';
 import { stopJobs } from '../jobs/index';
 import { quietSyncSql, syncNetwork } from '../src/deposits/sync';
 import { payerAddress } from '../src/chains/sandbox/chain';
+import { ledgerAccounts, postLedgerTransaction } from '../src/ledger/ledger';
 import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
@@ -137,6 +138,12 @@ interface Grown {
   /** A payer → sweep transfer sent and mined; answers the time of the chain.sync after it (ms). */
   syncAfterTransfer(): Promise<number>;
   search(path: string): Promise<void>;
+  /** POST payment-intents with the wallet that holds the history's addresses: the request's time (ms). */
+  createIntent(): Promise<number>;
+  /** A settlement of a funded transaction (one the deposit measure funded, or a new one funded the same way): POST to EXECUTED by the job (ms). */
+  settlementLatency(): Promise<number>;
+  /** A custodial withdrawal from the HOT treasury address: POST → auto-approved → broadcast → mined → CONFIRMED (ms). */
+  withdrawalLatency(): Promise<number>;
 }
 
 async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Promise<Grown> {
@@ -148,6 +155,41 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'history' }, apiKey), 201, 'wallet'),
   );
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  // Withdrawals (as bench/withdrawals.ts): a destination, the treasury's HOT address funded on the chain,
+  // the network resource reserve seeded, and an account funded in the ledger.
+  const payoutsAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Payouts' }, apiKey), 201, 'account'));
+  const destinationId = idOf(
+    expect(
+      await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey),
+      201,
+      'destination',
+    ),
+  );
+  const hot = expect(
+    await call(
+      'POST',
+      '/v1/admin/treasury/controlled-addresses',
+      { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'History hot' },
+      op,
+    ),
+    201,
+    'controlled address',
+  );
+  const hotAddress = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
+  expect(await call('POST', '/v1/sandbox/deposits', { address: hotAddress, amount: (10n ** 15n).toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: (10n ** 12n).toString() }, op), 200, 'reserve seed');
+  await postLedgerTransaction(deps.db, {
+    idempotencyKey: `history-withdrawals-funding:${payoutsAccountId}`,
+    nature: 'bench.funding',
+    organizationId: org,
+    referenceType: 'Account',
+    referenceId: payoutsAccountId,
+    lines: [
+      { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: 10n ** 15n },
+      { account: { kind: 'CUSTOMER', ownerId: payoutsAccountId, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: 10n ** 15n },
+    ],
+    postedAt: deps.clock.now(),
+  });
   const owner = new pg.Client({ connectionString: w.ownerUrl });
   await owner.connect();
   // Two balance rows of their own (CUSTOMER rows of the bench organization, owned by no Account: only the history posts to them).
@@ -273,6 +315,38 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
   let amountNo = 0;
   const sendPayerToSweep = async () =>
     expect(await call('POST', '/v1/sandbox/deposits', { address: sweep, amount: '1000', assetNetworkId }, apiKey), 201, 'sandbox send to the sweep address');
+  /** Transactions funded by the deposit measure (SUCCEEDED intents), for the settlement measure. */
+  const funded: string[] = [];
+  const newIntent = async () =>
+    expect(
+      await call(
+        'POST',
+        `/v1/organizations/${org}/payment-intents`,
+        { assetNetworkId, amount: String(1_000_000 + ++amountNo * 10), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
+        apiKey,
+      ),
+      201,
+      'payment intent',
+    );
+  /** A payment intent, its deposit sent and mined: the time from the send to the deposit CONFIRMED (ms), and its transaction (funded). */
+  const fundedIntent = async () => {
+    const intent = await newIntent();
+    const got = expect(await call('GET', intent.headers.get('location')!, undefined, apiKey), 200, 'get payment intent').body!;
+    const t0 = performance.now();
+    expect(await call('POST', '/v1/sandbox/deposits', { address: got.address, amount: got.amount, assetNetworkId }, apiKey), 201, 'sandbox send');
+    await mine();
+    for (;;) {
+      const d = await deps.db.deposit.findFirst({ where: { paymentIntentId: got.id, status: 'CONFIRMED' }, select: { id: true } });
+      if (d) {
+        const ms = performance.now() - t0;
+        const { transactionId } = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: got.id as string }, select: { transactionId: true } });
+        funded.push(transactionId);
+        return { ms, transactionId };
+      }
+      if (performance.now() - t0 > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
+      await sleep(5);
+    }
+  };
   return {
     sizes: size,
     growSeconds,
@@ -280,24 +354,51 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     org,
     networkId,
     async depositLatency() {
-      const intent = expect(
-        await call(
-          'POST',
-          `/v1/organizations/${org}/payment-intents`,
-          { assetNetworkId, amount: String(1_000_000 + ++amountNo * 10), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-          apiKey,
-        ),
-        201,
-        'payment intent',
-      );
-      const got = expect(await call('GET', intent.headers.get('location')!, undefined, apiKey), 200, 'get payment intent').body!;
+      return (await fundedIntent()).ms;
+    },
+    async createIntent() {
       const t0 = performance.now();
-      expect(await call('POST', '/v1/sandbox/deposits', { address: got.address, amount: got.amount, assetNetworkId }, apiKey), 201, 'sandbox send');
-      await mine();
+      await newIntent();
+      return performance.now() - t0;
+    },
+    async settlementLatency() {
+      if (!funded.length) await fundedIntent();
+      const transactionId = funded.pop()!;
+      const t0 = performance.now();
+      const id = idOf(expect(await call('POST', `/v1/transactions/${transactionId}/settlements`, undefined, apiKey), 201, 'request settlement'));
       for (;;) {
-        const d = await deps.db.deposit.findFirst({ where: { paymentIntentId: got.id, status: 'CONFIRMED' }, select: { id: true } });
-        if (d) return performance.now() - t0;
-        if (performance.now() - t0 > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
+        const r = await deps.db.settlement.findUniqueOrThrow({ where: { id }, select: { status: true } });
+        if (r.status === 'EXECUTED') return performance.now() - t0;
+        if (r.status === 'FAILED') throw new Error('history bench: a settlement FAILED');
+        if (performance.now() - t0 > 60_000) throw new Error('history bench: a settlement not executed within 60 s');
+        await sleep(5);
+      }
+    },
+    async withdrawalLatency() {
+      const t0 = performance.now();
+      const id = idOf(
+        expect(
+          await call(
+            'POST',
+            `/v1/accounts/${payoutsAccountId}/withdrawals`,
+            { amount: String(1_000 + ++amountNo), assetNetworkId, withdrawalDestinationId: destinationId },
+            apiKey,
+          ),
+          201,
+          'withdrawal',
+        ),
+      );
+      let minedAt = 0;
+      for (;;) {
+        const r = await deps.db.withdrawal.findUniqueOrThrow({ where: { id }, select: { status: true } });
+        if (r.status === 'CONFIRMED') return performance.now() - t0;
+        if (!['PENDING_APPROVAL', 'APPROVED', 'BROADCAST'].includes(r.status)) throw new Error(`history bench: a withdrawal ${r.status}`);
+        // Its block, once broadcast (again after 500 ms if the sync has not confirmed it yet).
+        if (r.status === 'BROADCAST' && performance.now() - minedAt > 500) {
+          await mine();
+          minedAt = performance.now();
+        }
+        if (performance.now() - t0 > 60_000) throw new Error('history bench: a withdrawal not confirmed within 60 s');
         await sleep(5);
       }
     },
@@ -372,6 +473,9 @@ export async function runHistoryBench(opts: { config: Config; log: Logger; pgPor
     };
     const measures: HistoryMeasure[] = [];
     measures.push(await alternated('deposit send → CONFIRMED (ms)', (g) => g.depositLatency()));
+    measures.push(await alternated('POST payment-intents with the wallet of the past addresses (ms)', (g) => g.createIntent()));
+    measures.push(await alternated('settlement POST → EXECUTED by the job (ms)', (g) => g.settlementLatency()));
+    measures.push(await alternated('custodial withdrawal POST → CONFIRMED (auto-approved, broadcast, mined) (ms)', (g) => g.withdrawalLatency()));
     measures.push(
       await alternated(
         'chain.sync of the network after a block (ms)',
