@@ -35,11 +35,20 @@ import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep,
  *    address) is grown in bulk SQL through the service's own data model
  *    (generate_series INSERTs into LedgerTransaction and LedgerEntry, with their balance rows'
  *    totals and versions moved to match, AuditLogEntry, DepositAddress, SandboxTransaction mined
- *    below the sync's cursor, with the SandboxAddressBalance nets moved to match), with every
- *    trigger and constraint on, then ANALYZE (as autovacuum would), then measured through the real
- *    interfaces:
+ *    below the sync's cursor, with the SandboxAddressBalance nets moved to match; and a tenth as
+ *    many past payments: Transaction SETTLED with its participant, PaymentIntent SUCCEEDED on one of
+ *    the past addresses, Settlement EXECUTED with its allocation, and a CONFIRMED custodial
+ *    Withdrawal of the payouts account with its POSTED LedgerHold, each referencing a ledger
+ *    transaction of the history), with every trigger and constraint on, then ANALYZE (as autovacuum
+ *    would), then measured through the real interfaces:
  *    - deposit confirmation latency: a payment intent (REST), a sandbox send, one block mined; from
  *      the send to the deposit CONFIRMED, worked by the service's own job runner;
+ *    - POST payment-intents with the wallet that holds the past addresses (the request's time);
+ *    - a settlement of a transaction the deposit measure funded: POST /v1/transactions/{id}/settlements
+ *      to EXECUTED by the service's settlement job;
+ *    - a custodial withdrawal of an account (funded in the ledger; the treasury's HOT address funded
+ *      on the chain, the network resource reserve seeded, no policy: auto-approved): POST to
+ *      CONFIRMED, through the broadcast job, a block mined once it is BROADCAST, and chain.sync;
  *    - one chain.sync of the network (syncNetwork, the job's handler) after a block;
  *    - one block mined (REST) holding one transfer from the payer to the sweep address, the two
  *      addresses with the history's past transfers; and one chain.sync after such a block;
@@ -84,6 +93,12 @@ interface Sizes {
   depositAddresses: number;
   /** Past sandbox transfers from the payer to the deposit addresses (and as many from them to the sweep address). */
   pastTransfers: number;
+  /**
+   * Past money of the organization, as many of each: payment intents SUCCEEDED (each on one of the past addresses), their
+   * transactions SETTLED with a participant, an EXECUTED settlement and its allocation, and CONFIRMED custodial withdrawals
+   * of the payouts account with their POSTED holds.
+   */
+  pastPayments: number;
 }
 
 const TARGET_RATIO = 1.5;
@@ -299,8 +314,98 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
       );
       await owner.query('COMMIT');
     }
+    const [environment] = (
+      await owner.query<{ id: string; type: string }>(`SELECT "id", "type"::text FROM "Environment" WHERE "applicationId" = $1::uuid AND "type" = 'SANDBOX'`, [
+        app,
+      ])
+    ).rows;
+    if (!environment) throw new Error('history bench: no SANDBOX environment of the application');
+    // The values as SQL literals (uuids, a hex address and a tag of this bench's own making).
+    const q = Object.fromEntries(
+      Object.entries({
+        org,
+        app,
+        tag: s.tag,
+        env: environment.id,
+        assetNetwork: assetNetworkId,
+        network: networkId,
+        beneficiary: beneficiaryAccountId,
+        payouts: payoutsAccountId,
+        destination: destinationId,
+        debit: debitAccount,
+        credit: creditAccount,
+        hot: hotAddress,
+      }).map(([k, v]) => {
+        if (!/^[0-9a-zA-Z_-]+$/.test(v)) throw new Error(`history bench: ${k} ${v} is not a plain literal`);
+        return [k, `'${v}'`];
+      }),
+    ) as Record<'org' | 'app' | 'tag' | 'env' | 'assetNetwork' | 'network' | 'beneficiary' | 'payouts' | 'destination' | 'debit' | 'credit' | 'hot', string>;
+    // Deterministic ids (md5 of a tag, the organization and g) join the rows of one past payment without lookups.
+    const rowId = (kind: string) => `md5('history-${kind}-' || ${q.org}::uuid::text || '-' || g)::uuid`;
+    const at = `(now() - interval '30 days' + g * interval '1 second')`;
+    // Each row's ledger transaction: the history's own of the same number (the organization's, posted at the same time).
+    const ledgerTx = `(SELECT "id" FROM "LedgerTransaction" WHERE "idempotencyKey" = 'history:' || ${q.tag}::text || ':' || g)`;
+    if (to.pastPayments > to.ledgerEntries / 2 || to.pastPayments > to.depositAddresses)
+      throw new Error('history bench: more past payments than ledger transactions or addresses');
+    for (let from = 0; from < to.pastPayments; from += CHUNK) {
+      const n = Math.min(CHUNK, to.pastPayments - from);
+      const series = `generate_series(${from + 1}, ${from + n}) g`;
+      await owner.query('BEGIN');
+      await owner.query(
+        `INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "fundedAmount", "status",
+                                    "settledAmount", "settledAt", "fundedAt", "reservedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('transaction')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${q.assetNetwork}::uuid, 1000, 1000, 'SETTLED', 1000, ${at}, ${at}, ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
+         SELECT ${rowId('participant')}, ${rowId('transaction')}, ${q.beneficiary}::uuid, 'BENEFICIARY' FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount", "status",
+                                      "depositAddressId", "detectedAmount", "confirmedAmount", "expiresAt", "succeededAt", "createdAt", "updatedAt")
+         SELECT ${rowId('intent')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${rowId('transaction')}, ${q.assetNetwork}::uuid, 1000, 'SUCCEEDED',
+                a."id", 1000, 1000, ${at} + interval '1 hour', ${at}, ${at}, ${at}
+           FROM ${series}
+           JOIN "DepositAddress" a ON a."networkId" = ${q.network}::uuid AND a."address" = '0x' || lpad(to_hex(g), 40, '0')`,
+      );
+      await owner.query(
+        `UPDATE "DepositAddress" a SET "paymentIntentId" = ${rowId('intent')}
+           FROM ${series} WHERE a."networkId" = ${q.network}::uuid AND a."address" = '0x' || lpad(to_hex(g), 40, '0')`,
+      );
+      await owner.query(
+        `INSERT INTO "Settlement" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "status",
+                                   "grossAmount", "feeAmount", "distributableAmount", "feePercentage", "isTotal", "attempts", "executedAt", "ledgerTransactionId", "createdAt", "updatedAt")
+         SELECT ${rowId('settlement')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${rowId('transaction')}, ${q.assetNetwork}::uuid, 'EXECUTED',
+                1000, 0, 1000, 0, true, 1, ${at}, ${ledgerTx}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "SettlementAllocation" ("id", "settlementId", "transactionId", "organizationId", "participantId", "accountId", "amount", "status", "releasedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('allocation')}, ${rowId('settlement')}, ${rowId('transaction')}, ${q.org}::uuid, ${rowId('participant')}, ${q.beneficiary}::uuid, 1000, 'RELEASED', ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "LedgerHold" ("id", "ledgerTransactionId", "debitAccountId", "creditAccountId", "assetNetworkId", "amount", "postedAmount", "status",
+                                   "resolvedAt", "resolvedByLedgerTransactionId", "createdAt")
+         SELECT ${rowId('hold')}, ${ledgerTx}, ${q.debit}::uuid, ${q.credit}::uuid, ${q.assetNetwork}::uuid, 1000, 1000, 'POSTED', ${at}, ${ledgerTx}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId", "withdrawalDestinationId",
+                                   "toAddress", "amount", "status", "custodyMode", "fromAddress", "holdId", "txHash", "broadcastAttempts",
+                                   "approvedAt", "broadcastAt", "confirmedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('withdrawal')}, ${q.org}::uuid, 'SANDBOX', ${q.app}::uuid, ${q.payouts}::uuid, ${q.assetNetwork}::uuid, ${q.network}::uuid, ${q.destination}::uuid,
+                '0x00000000000000000000000000000000000000b1', 1000, 'CONFIRMED', 'CUSTODIAL', ${q.hot}, ${rowId('hold')},
+                '0x' || md5('history-withdrawal-' || ${q.org}::uuid::text || g) || md5(g || 'history-withdrawal-' || ${q.org}::uuid::text), 1,
+                ${at}, ${at}, ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query('COMMIT');
+    }
     await owner.query(
-      'ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction", "SandboxAddressBalance"',
+      `ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction", "SandboxAddressBalance",
+               "Transaction", "TransactionParticipant", "PaymentIntent", "Settlement", "SettlementAllocation", "LedgerHold", "Withdrawal"`,
     );
   }
   const t = performance.now();
@@ -428,7 +533,13 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
 export async function runHistoryBench(opts: { config: Config; log: Logger; pgPort: number; say: (msg: string) => void }): Promise<HistoryResult> {
   const { say } = opts;
   const samples = env('BENCH_HISTORY_SAMPLES', 15);
-  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10), pastTransfers: Math.round(n / 10) });
+  const sizeOf = (n: number): Sizes => ({
+    ledgerEntries: n,
+    auditEntries: n,
+    depositAddresses: Math.round(n / 10),
+    pastTransfers: Math.round(n / 10),
+    pastPayments: Math.round(n / 10),
+  });
   const sizes = { small: sizeOf(env('BENCH_HISTORY_SMALL', 10_000)), large: sizeOf(env('BENCH_HISTORY_LARGE', 1_000_000)) };
   const worlds: World[] = [];
   const grown: Grown[] = [];
@@ -624,8 +735,8 @@ export function historyReport(r: HistoryResult) {
   const rows = [
     [
       `history (ms, median of ${r.samples} alternated pairs)`,
-      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses, ${r.sizes.small.pastTransfers} payer transfers)`,
-      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses}, ${r.sizes.large.pastTransfers})`,
+      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses, ${r.sizes.small.pastTransfers} payer transfers, ${r.sizes.small.pastPayments} past payments)`,
+      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses}, ${r.sizes.large.pastTransfers}, ${r.sizes.large.pastPayments})`,
       'large/small (pairs)',
       'of medians',
     ],
