@@ -39,7 +39,8 @@ import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep,
  *    many past payments: Transaction SETTLED with its participant, PaymentIntent SUCCEEDED on one of
  *    the past addresses, Settlement EXECUTED with its allocation, and a CONFIRMED custodial
  *    Withdrawal of the payouts account with its POSTED LedgerHold, each referencing a ledger
- *    transaction of the history), with every trigger and constraint on, then ANALYZE (as autovacuum
+ *    transaction of the history, and its mined sandbox transfer from the HOT address to the
+ *    destination), with every trigger and constraint on, then ANALYZE (as autovacuum
  *    would), then measured through the real interfaces:
  *    - deposit confirmation latency: a payment intent (REST), a sandbox send, one block mined; from
  *      the send to the deposit CONFIRMED, worked by the service's own job runner;
@@ -170,15 +171,13 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'history' }, apiKey), 201, 'wallet'),
   );
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
-  // Withdrawals (as bench/withdrawals.ts): a destination, the treasury's HOT address funded on the chain,
+  // Withdrawals (as bench/withdrawals.ts): a destination (outside the past deposit addresses, 0x00...01 to 0x00...186a0: a
+  // destination that is one of them is a deposit address paid by every past withdrawal), the treasury's HOT address funded on the chain,
   // the network resource reserve seeded, and an account funded in the ledger.
+  const destinationAddress = '0x' + 'd1'.repeat(20);
   const payoutsAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Payouts' }, apiKey), 201, 'account'));
   const destinationId = idOf(
-    expect(
-      await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: '0x00000000000000000000000000000000000000b1' }, apiKey),
-      201,
-      'destination',
-    ),
+    expect(await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: destinationAddress }, apiKey), 201, 'destination'),
   );
   const hot = expect(
     await call(
@@ -332,6 +331,7 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
         beneficiary: beneficiaryAccountId,
         payouts: payoutsAccountId,
         destination: destinationId,
+        destinationAddress,
         debit: debitAccount,
         credit: creditAccount,
         hot: hotAddress,
@@ -339,7 +339,22 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
         if (!/^[0-9a-zA-Z_-]+$/.test(v)) throw new Error(`history bench: ${k} ${v} is not a plain literal`);
         return [k, `'${v}'`];
       }),
-    ) as Record<'org' | 'app' | 'tag' | 'env' | 'assetNetwork' | 'network' | 'beneficiary' | 'payouts' | 'destination' | 'debit' | 'credit' | 'hot', string>;
+    ) as Record<
+      | 'org'
+      | 'app'
+      | 'tag'
+      | 'env'
+      | 'assetNetwork'
+      | 'network'
+      | 'beneficiary'
+      | 'payouts'
+      | 'destination'
+      | 'destinationAddress'
+      | 'debit'
+      | 'credit'
+      | 'hot',
+      string
+    >;
     // Deterministic ids (md5 of a tag, the organization and g) join the rows of one past payment without lookups.
     const rowId = (kind: string) => `md5('history-${kind}-' || ${q.org}::uuid::text || '-' || g)::uuid`;
     const at = `(now() - interval '30 days' + g * interval '1 second')`;
@@ -396,10 +411,24 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
                                    "toAddress", "amount", "status", "custodyMode", "fromAddress", "holdId", "txHash", "broadcastAttempts",
                                    "approvedAt", "broadcastAt", "confirmedAt", "createdAt", "updatedAt")
          SELECT ${rowId('withdrawal')}, ${q.org}::uuid, 'SANDBOX', ${q.app}::uuid, ${q.payouts}::uuid, ${q.assetNetwork}::uuid, ${q.network}::uuid, ${q.destination}::uuid,
-                '0x00000000000000000000000000000000000000b1', 1000, 'CONFIRMED', 'CUSTODIAL', ${q.hot}, ${rowId('hold')},
+                ${q.destinationAddress}, 1000, 'CONFIRMED', 'CUSTODIAL', ${q.hot}, ${rowId('hold')},
                 '0x' || md5('history-withdrawal-' || ${q.org}::uuid::text || g) || md5(g || 'history-withdrawal-' || ${q.org}::uuid::text), 1,
                 ${at}, ${at}, ${at}, ${at}, ${at}
            FROM ${series}`,
+      );
+      // Their transfers on the chain, from the HOT address to the destination, mined long ago below the sync's cursor,
+      // with the two addresses' balance rows moved to match.
+      await owner.query(
+        `INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status", "blockHash", "blockHeight",
+                                           "createdAt", "updatedAt")
+         SELECT uuidv7(), ${q.network}::uuid, ${q.assetNetwork}::uuid, w."txHash", w."fromAddress", w."toAddress", w."amount", 'MINED', 'history', 0, w."createdAt", w."createdAt"
+           FROM ${series} JOIN "Withdrawal" w ON w."id" = ${rowId('withdrawal')}`,
+      );
+      await owner.query(
+        `INSERT INTO "SandboxAddressBalance" AS b ("networkId", "assetNetworkId", "address", "net", "balance")
+         VALUES (${q.network}::uuid, ${q.assetNetwork}::uuid, ${q.hot}, -1000 * ${n}::numeric, 0),
+                (${q.network}::uuid, ${q.assetNetwork}::uuid, ${q.destinationAddress}, 1000 * ${n}::numeric, 1000 * ${n}::numeric)
+         ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "net" = b."net" + EXCLUDED."net", "balance" = GREATEST(0, b."net" + EXCLUDED."net")`,
       );
       await owner.query('COMMIT');
     }
