@@ -13,6 +13,7 @@ import { startServer } from '../src/server';
 import { stopJobs } from '../jobs/index';
 import { quietSyncSql, syncNetwork } from '../src/deposits/sync';
 import { payerAddress } from '../src/chains/sandbox/chain';
+import { ledgerAccounts, postLedgerTransaction } from '../src/ledger/ledger';
 import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
@@ -34,11 +35,21 @@ import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep,
  *    address) is grown in bulk SQL through the service's own data model
  *    (generate_series INSERTs into LedgerTransaction and LedgerEntry, with their balance rows'
  *    totals and versions moved to match, AuditLogEntry, DepositAddress, SandboxTransaction mined
- *    below the sync's cursor, with the SandboxAddressBalance nets moved to match), with every
- *    trigger and constraint on, then ANALYZE (as autovacuum would), then measured through the real
- *    interfaces:
+ *    below the sync's cursor, with the SandboxAddressBalance nets moved to match; and a tenth as
+ *    many past payments: Transaction SETTLED with its participant, PaymentIntent SUCCEEDED on one of
+ *    the past addresses, Settlement EXECUTED with its allocation, and a CONFIRMED custodial
+ *    Withdrawal of the payouts account with its POSTED LedgerHold, each referencing a ledger
+ *    transaction of the history, and its mined sandbox transfer from the HOT address to the
+ *    destination), with every trigger and constraint on, then ANALYZE (as autovacuum
+ *    would), then measured through the real interfaces:
  *    - deposit confirmation latency: a payment intent (REST), a sandbox send, one block mined; from
  *      the send to the deposit CONFIRMED, worked by the service's own job runner;
+ *    - POST payment-intents with the wallet that holds the past addresses (the request's time);
+ *    - a settlement of a transaction the deposit measure funded: POST /v1/transactions/{id}/settlements
+ *      to EXECUTED by the service's settlement job;
+ *    - a custodial withdrawal of an account (funded in the ledger; the treasury's HOT address funded
+ *      on the chain, the network resource reserve seeded, no policy: auto-approved): POST to
+ *      CONFIRMED, through the broadcast job, a block mined once it is BROADCAST, and chain.sync;
  *    - one chain.sync of the network (syncNetwork, the job's handler) after a block;
  *    - one block mined (REST) holding one transfer from the payer to the sweep address, the two
  *      addresses with the history's past transfers; and one chain.sync after such a block;
@@ -83,6 +94,12 @@ interface Sizes {
   depositAddresses: number;
   /** Past sandbox transfers from the payer to the deposit addresses (and as many from them to the sweep address). */
   pastTransfers: number;
+  /**
+   * Past money of the organization, as many of each: payment intents SUCCEEDED (each on one of the past addresses), their
+   * transactions SETTLED with a participant, an EXECUTED settlement and its allocation, and CONFIRMED custodial withdrawals
+   * of the payouts account with their POSTED holds.
+   */
+  pastPayments: number;
 }
 
 const TARGET_RATIO = 1.5;
@@ -137,6 +154,12 @@ interface Grown {
   /** A payer → sweep transfer sent and mined; answers the time of the chain.sync after it (ms). */
   syncAfterTransfer(): Promise<number>;
   search(path: string): Promise<void>;
+  /** POST payment-intents with the wallet that holds the history's addresses: the request's time (ms). */
+  createIntent(): Promise<number>;
+  /** A settlement of a funded transaction (one the deposit measure funded, or a new one funded the same way): POST to EXECUTED by the job (ms). */
+  settlementLatency(): Promise<number>;
+  /** A custodial withdrawal from the HOT treasury address: POST → auto-approved → broadcast → mined → CONFIRMED (ms). */
+  withdrawalLatency(): Promise<number>;
 }
 
 async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Promise<Grown> {
@@ -148,6 +171,39 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     expect(await call('POST', `/v1/applications/${app}/wallets`, { networkId, custodyMode: 'CUSTODIAL', label: 'history' }, apiKey), 201, 'wallet'),
   );
   const beneficiaryAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Seller' }, apiKey), 201, 'account'));
+  // Withdrawals (as bench/withdrawals.ts): a destination (outside the past deposit addresses, 0x00...01 to 0x00...186a0: a
+  // destination that is one of them is a deposit address paid by every past withdrawal), the treasury's HOT address funded on the chain,
+  // the network resource reserve seeded, and an account funded in the ledger.
+  const destinationAddress = '0x' + 'd1'.repeat(20);
+  const payoutsAccountId = idOf(expect(await call('POST', `/v1/organizations/${org}/accounts`, { name: 'Payouts' }, apiKey), 201, 'account'));
+  const destinationId = idOf(
+    expect(await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: destinationAddress }, apiKey), 201, 'destination'),
+  );
+  const hot = expect(
+    await call(
+      'POST',
+      '/v1/admin/treasury/controlled-addresses',
+      { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'History hot' },
+      op,
+    ),
+    201,
+    'controlled address',
+  );
+  const hotAddress = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
+  expect(await call('POST', '/v1/sandbox/deposits', { address: hotAddress, amount: (10n ** 15n).toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: (10n ** 12n).toString() }, op), 200, 'reserve seed');
+  await postLedgerTransaction(deps.db, {
+    idempotencyKey: `history-withdrawals-funding:${payoutsAccountId}`,
+    nature: 'bench.funding',
+    organizationId: org,
+    referenceType: 'Account',
+    referenceId: payoutsAccountId,
+    lines: [
+      { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: 10n ** 15n },
+      { account: { kind: 'CUSTOMER', ownerId: payoutsAccountId, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: 10n ** 15n },
+    ],
+    postedAt: deps.clock.now(),
+  });
   const owner = new pg.Client({ connectionString: w.ownerUrl });
   await owner.connect();
   // Two balance rows of their own (CUSTOMER rows of the bench organization, owned by no Account: only the history posts to them).
@@ -257,8 +313,128 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
       );
       await owner.query('COMMIT');
     }
+    const [environment] = (
+      await owner.query<{ id: string; type: string }>(`SELECT "id", "type"::text FROM "Environment" WHERE "applicationId" = $1::uuid AND "type" = 'SANDBOX'`, [
+        app,
+      ])
+    ).rows;
+    if (!environment) throw new Error('history bench: no SANDBOX environment of the application');
+    // The values as SQL literals (uuids, a hex address and a tag of this bench's own making).
+    const q = Object.fromEntries(
+      Object.entries({
+        org,
+        app,
+        tag: s.tag,
+        env: environment.id,
+        assetNetwork: assetNetworkId,
+        network: networkId,
+        beneficiary: beneficiaryAccountId,
+        payouts: payoutsAccountId,
+        destination: destinationId,
+        destinationAddress,
+        debit: debitAccount,
+        credit: creditAccount,
+        hot: hotAddress,
+      }).map(([k, v]) => {
+        if (!/^[0-9a-zA-Z_-]+$/.test(v)) throw new Error(`history bench: ${k} ${v} is not a plain literal`);
+        return [k, `'${v}'`];
+      }),
+    ) as Record<
+      | 'org'
+      | 'app'
+      | 'tag'
+      | 'env'
+      | 'assetNetwork'
+      | 'network'
+      | 'beneficiary'
+      | 'payouts'
+      | 'destination'
+      | 'destinationAddress'
+      | 'debit'
+      | 'credit'
+      | 'hot',
+      string
+    >;
+    // Deterministic ids (md5 of a tag, the organization and g) join the rows of one past payment without lookups.
+    const rowId = (kind: string) => `md5('history-${kind}-' || ${q.org}::uuid::text || '-' || g)::uuid`;
+    const at = `(now() - interval '30 days' + g * interval '1 second')`;
+    // Each row's ledger transaction: the history's own of the same number (the organization's, posted at the same time).
+    const ledgerTx = `(SELECT "id" FROM "LedgerTransaction" WHERE "idempotencyKey" = 'history:' || ${q.tag}::text || ':' || g)`;
+    if (to.pastPayments > to.ledgerEntries / 2 || to.pastPayments > to.depositAddresses)
+      throw new Error('history bench: more past payments than ledger transactions or addresses');
+    for (let from = 0; from < to.pastPayments; from += CHUNK) {
+      const n = Math.min(CHUNK, to.pastPayments - from);
+      const series = `generate_series(${from + 1}, ${from + n}) g`;
+      await owner.query('BEGIN');
+      await owner.query(
+        `INSERT INTO "Transaction" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "assetNetworkId", "amount", "fundedAmount", "status",
+                                    "settledAmount", "settledAt", "fundedAt", "reservedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('transaction')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${q.assetNetwork}::uuid, 1000, 1000, 'SETTLED', 1000, ${at}, ${at}, ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "TransactionParticipant" ("id", "transactionId", "accountId", "role")
+         SELECT ${rowId('participant')}, ${rowId('transaction')}, ${q.beneficiary}::uuid, 'BENEFICIARY' FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "PaymentIntent" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "amount", "status",
+                                      "depositAddressId", "detectedAmount", "confirmedAmount", "expiresAt", "succeededAt", "createdAt", "updatedAt")
+         SELECT ${rowId('intent')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${rowId('transaction')}, ${q.assetNetwork}::uuid, 1000, 'SUCCEEDED',
+                a."id", 1000, 1000, ${at} + interval '1 hour', ${at}, ${at}, ${at}
+           FROM ${series}
+           JOIN "DepositAddress" a ON a."networkId" = ${q.network}::uuid AND a."address" = '0x' || lpad(to_hex(g), 40, '0')`,
+      );
+      await owner.query(
+        `UPDATE "DepositAddress" a SET "paymentIntentId" = ${rowId('intent')}
+           FROM ${series} WHERE a."networkId" = ${q.network}::uuid AND a."address" = '0x' || lpad(to_hex(g), 40, '0')`,
+      );
+      await owner.query(
+        `INSERT INTO "Settlement" ("id", "organizationId", "applicationId", "environmentId", "environmentType", "transactionId", "assetNetworkId", "status",
+                                   "grossAmount", "feeAmount", "distributableAmount", "feePercentage", "isTotal", "attempts", "executedAt", "ledgerTransactionId", "createdAt", "updatedAt")
+         SELECT ${rowId('settlement')}, ${q.org}::uuid, ${q.app}::uuid, ${q.env}::uuid, 'SANDBOX', ${rowId('transaction')}, ${q.assetNetwork}::uuid, 'EXECUTED',
+                1000, 0, 1000, 0, true, 1, ${at}, ${ledgerTx}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "SettlementAllocation" ("id", "settlementId", "transactionId", "organizationId", "participantId", "accountId", "amount", "status", "releasedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('allocation')}, ${rowId('settlement')}, ${rowId('transaction')}, ${q.org}::uuid, ${rowId('participant')}, ${q.beneficiary}::uuid, 1000, 'RELEASED', ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "LedgerHold" ("id", "ledgerTransactionId", "debitAccountId", "creditAccountId", "assetNetworkId", "amount", "postedAmount", "status",
+                                   "resolvedAt", "resolvedByLedgerTransactionId", "createdAt")
+         SELECT ${rowId('hold')}, ${ledgerTx}, ${q.debit}::uuid, ${q.credit}::uuid, ${q.assetNetwork}::uuid, 1000, 1000, 'POSTED', ${at}, ${ledgerTx}, ${at}
+           FROM ${series}`,
+      );
+      await owner.query(
+        `INSERT INTO "Withdrawal" ("id", "organizationId", "environmentType", "applicationId", "accountId", "assetNetworkId", "networkId", "withdrawalDestinationId",
+                                   "toAddress", "amount", "status", "custodyMode", "fromAddress", "holdId", "txHash", "broadcastAttempts",
+                                   "approvedAt", "broadcastAt", "confirmedAt", "createdAt", "updatedAt")
+         SELECT ${rowId('withdrawal')}, ${q.org}::uuid, 'SANDBOX', ${q.app}::uuid, ${q.payouts}::uuid, ${q.assetNetwork}::uuid, ${q.network}::uuid, ${q.destination}::uuid,
+                ${q.destinationAddress}, 1000, 'CONFIRMED', 'CUSTODIAL', ${q.hot}, ${rowId('hold')},
+                '0x' || md5('history-withdrawal-' || ${q.org}::uuid::text || g) || md5(g || 'history-withdrawal-' || ${q.org}::uuid::text), 1,
+                ${at}, ${at}, ${at}, ${at}, ${at}
+           FROM ${series}`,
+      );
+      // Their transfers on the chain, from the HOT address to the destination, mined long ago below the sync's cursor,
+      // with the two addresses' balance rows moved to match.
+      await owner.query(
+        `INSERT INTO "SandboxTransaction" ("id", "networkId", "assetNetworkId", "txHash", "fromAddress", "toAddress", "amount", "status", "blockHash", "blockHeight",
+                                           "createdAt", "updatedAt")
+         SELECT uuidv7(), ${q.network}::uuid, ${q.assetNetwork}::uuid, w."txHash", w."fromAddress", w."toAddress", w."amount", 'MINED', 'history', 0, w."createdAt", w."createdAt"
+           FROM ${series} JOIN "Withdrawal" w ON w."id" = ${rowId('withdrawal')}`,
+      );
+      await owner.query(
+        `INSERT INTO "SandboxAddressBalance" AS b ("networkId", "assetNetworkId", "address", "net", "balance")
+         VALUES (${q.network}::uuid, ${q.assetNetwork}::uuid, ${q.hot}, -1000 * ${n}::numeric, 0),
+                (${q.network}::uuid, ${q.assetNetwork}::uuid, ${q.destinationAddress}, 1000 * ${n}::numeric, 1000 * ${n}::numeric)
+         ON CONFLICT ("networkId", "assetNetworkId", "address") DO UPDATE SET "net" = b."net" + EXCLUDED."net", "balance" = GREATEST(0, b."net" + EXCLUDED."net")`,
+      );
+      await owner.query('COMMIT');
+    }
     await owner.query(
-      'ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction", "SandboxAddressBalance"',
+      `ANALYZE "LedgerTransaction", "LedgerEntry", "LedgerAccount", "AuditLogEntry", "DepositAddress", "Deposit", "SandboxTransaction", "SandboxAddressBalance",
+               "Transaction", "TransactionParticipant", "PaymentIntent", "Settlement", "SettlementAllocation", "LedgerHold", "Withdrawal"`,
     );
   }
   const t = performance.now();
@@ -273,6 +449,38 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
   let amountNo = 0;
   const sendPayerToSweep = async () =>
     expect(await call('POST', '/v1/sandbox/deposits', { address: sweep, amount: '1000', assetNetworkId }, apiKey), 201, 'sandbox send to the sweep address');
+  /** Transactions funded by the deposit measure (SUCCEEDED intents), for the settlement measure. */
+  const funded: string[] = [];
+  const newIntent = async () =>
+    expect(
+      await call(
+        'POST',
+        `/v1/organizations/${org}/payment-intents`,
+        { assetNetworkId, amount: String(1_000_000 + ++amountNo * 10), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
+        apiKey,
+      ),
+      201,
+      'payment intent',
+    );
+  /** A payment intent, its deposit sent and mined: the time from the send to the deposit CONFIRMED (ms), and its transaction (funded). */
+  const fundedIntent = async () => {
+    const intent = await newIntent();
+    const got = expect(await call('GET', intent.headers.get('location')!, undefined, apiKey), 200, 'get payment intent').body!;
+    const t0 = performance.now();
+    expect(await call('POST', '/v1/sandbox/deposits', { address: got.address, amount: got.amount, assetNetworkId }, apiKey), 201, 'sandbox send');
+    await mine();
+    for (;;) {
+      const d = await deps.db.deposit.findFirst({ where: { paymentIntentId: got.id, status: 'CONFIRMED' }, select: { id: true } });
+      if (d) {
+        const ms = performance.now() - t0;
+        const { transactionId } = await deps.db.paymentIntent.findUniqueOrThrow({ where: { id: got.id as string }, select: { transactionId: true } });
+        funded.push(transactionId);
+        return { ms, transactionId };
+      }
+      if (performance.now() - t0 > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
+      await sleep(5);
+    }
+  };
   return {
     sizes: size,
     growSeconds,
@@ -280,24 +488,51 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     org,
     networkId,
     async depositLatency() {
-      const intent = expect(
-        await call(
-          'POST',
-          `/v1/organizations/${org}/payment-intents`,
-          { assetNetworkId, amount: String(1_000_000 + ++amountNo * 10), beneficiaryAccountId, walletId, expiresInSeconds: 3600 },
-          apiKey,
-        ),
-        201,
-        'payment intent',
-      );
-      const got = expect(await call('GET', intent.headers.get('location')!, undefined, apiKey), 200, 'get payment intent').body!;
+      return (await fundedIntent()).ms;
+    },
+    async createIntent() {
       const t0 = performance.now();
-      expect(await call('POST', '/v1/sandbox/deposits', { address: got.address, amount: got.amount, assetNetworkId }, apiKey), 201, 'sandbox send');
-      await mine();
+      await newIntent();
+      return performance.now() - t0;
+    },
+    async settlementLatency() {
+      if (!funded.length) await fundedIntent();
+      const transactionId = funded.pop()!;
+      const t0 = performance.now();
+      const id = idOf(expect(await call('POST', `/v1/transactions/${transactionId}/settlements`, undefined, apiKey), 201, 'request settlement'));
       for (;;) {
-        const d = await deps.db.deposit.findFirst({ where: { paymentIntentId: got.id, status: 'CONFIRMED' }, select: { id: true } });
-        if (d) return performance.now() - t0;
-        if (performance.now() - t0 > 60_000) throw new Error('history bench: a deposit not confirmed within 60 s');
+        const r = await deps.db.settlement.findUniqueOrThrow({ where: { id }, select: { status: true } });
+        if (r.status === 'EXECUTED') return performance.now() - t0;
+        if (r.status === 'FAILED') throw new Error('history bench: a settlement FAILED');
+        if (performance.now() - t0 > 60_000) throw new Error('history bench: a settlement not executed within 60 s');
+        await sleep(5);
+      }
+    },
+    async withdrawalLatency() {
+      const t0 = performance.now();
+      const id = idOf(
+        expect(
+          await call(
+            'POST',
+            `/v1/accounts/${payoutsAccountId}/withdrawals`,
+            { amount: String(1_000 + ++amountNo), assetNetworkId, withdrawalDestinationId: destinationId },
+            apiKey,
+          ),
+          201,
+          'withdrawal',
+        ),
+      );
+      let minedAt = 0;
+      for (;;) {
+        const r = await deps.db.withdrawal.findUniqueOrThrow({ where: { id }, select: { status: true } });
+        if (r.status === 'CONFIRMED') return performance.now() - t0;
+        if (!['PENDING_APPROVAL', 'APPROVED', 'BROADCAST'].includes(r.status)) throw new Error(`history bench: a withdrawal ${r.status}`);
+        // Its block, once broadcast (again after 500 ms if the sync has not confirmed it yet).
+        if (r.status === 'BROADCAST' && performance.now() - minedAt > 500) {
+          await mine();
+          minedAt = performance.now();
+        }
+        if (performance.now() - t0 > 60_000) throw new Error('history bench: a withdrawal not confirmed within 60 s');
         await sleep(5);
       }
     },
@@ -327,7 +562,13 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
 export async function runHistoryBench(opts: { config: Config; log: Logger; pgPort: number; say: (msg: string) => void }): Promise<HistoryResult> {
   const { say } = opts;
   const samples = env('BENCH_HISTORY_SAMPLES', 15);
-  const sizeOf = (n: number): Sizes => ({ ledgerEntries: n, auditEntries: n, depositAddresses: Math.round(n / 10), pastTransfers: Math.round(n / 10) });
+  const sizeOf = (n: number): Sizes => ({
+    ledgerEntries: n,
+    auditEntries: n,
+    depositAddresses: Math.round(n / 10),
+    pastTransfers: Math.round(n / 10),
+    pastPayments: Math.round(n / 10),
+  });
   const sizes = { small: sizeOf(env('BENCH_HISTORY_SMALL', 10_000)), large: sizeOf(env('BENCH_HISTORY_LARGE', 1_000_000)) };
   const worlds: World[] = [];
   const grown: Grown[] = [];
@@ -372,6 +613,9 @@ export async function runHistoryBench(opts: { config: Config; log: Logger; pgPor
     };
     const measures: HistoryMeasure[] = [];
     measures.push(await alternated('deposit send → CONFIRMED (ms)', (g) => g.depositLatency()));
+    measures.push(await alternated('POST payment-intents with the wallet of the past addresses (ms)', (g) => g.createIntent()));
+    measures.push(await alternated('settlement POST → EXECUTED by the job (ms)', (g) => g.settlementLatency()));
+    measures.push(await alternated('custodial withdrawal POST → CONFIRMED (auto-approved, broadcast, mined) (ms)', (g) => g.withdrawalLatency()));
     measures.push(
       await alternated(
         'chain.sync of the network after a block (ms)',
@@ -520,8 +764,8 @@ export function historyReport(r: HistoryResult) {
   const rows = [
     [
       `history (ms, median of ${r.samples} alternated pairs)`,
-      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses, ${r.sizes.small.pastTransfers} payer transfers)`,
-      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses}, ${r.sizes.large.pastTransfers})`,
+      `small (${r.sizes.small.ledgerEntries} entries, ${r.sizes.small.depositAddresses} addresses, ${r.sizes.small.pastTransfers} payer transfers, ${r.sizes.small.pastPayments} past payments)`,
+      `large (${r.sizes.large.ledgerEntries}, ${r.sizes.large.depositAddresses}, ${r.sizes.large.pastTransfers}, ${r.sizes.large.pastPayments})`,
       'large/small (pairs)',
       'of medians',
     ],
