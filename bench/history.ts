@@ -14,7 +14,7 @@ import { stopJobs } from '../jobs/index';
 import { quietSyncSql, syncNetwork } from '../src/deposits/sync';
 import { payerAddress } from '../src/chains/sandbox/chain';
 import { ledgerAccounts, postLedgerTransaction } from '../src/ledger/ledger';
-import { callerOf, env, expectStatus, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
+import { callerOf, env, expectStatus, fundedHotAddress, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
  * The history scenario of `npm run bench` (BENCH_SCENARIOS=history; issue 22, point 2): do everyday
@@ -179,19 +179,7 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
   const destinationId = idOf(
     expect(await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: destinationAddress }, apiKey), 201, 'destination'),
   );
-  const hot = expect(
-    await call(
-      'POST',
-      '/v1/admin/treasury/controlled-addresses',
-      { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'History hot' },
-      op,
-    ),
-    201,
-    'controlled address',
-  );
-  const hotAddress = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
-  expect(await call('POST', '/v1/sandbox/deposits', { address: hotAddress, amount: (10n ** 15n).toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
-  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: (10n ** 12n).toString() }, op), 200, 'reserve seed');
+  const hotAddress = await fundedHotAddress(call, s, { label: 'History hot', funding: 10n ** 15n, reserve: 10n ** 12n });
   await postLedgerTransaction(deps.db, {
     idempotencyKey: `history-withdrawals-funding:${payoutsAccountId}`,
     nature: 'bench.funding',

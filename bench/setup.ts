@@ -244,3 +244,24 @@ export async function setupIntentPayee(call: Call, integrator: BenchIntegrator, 
       ),
   };
 }
+
+/**
+ * The treasury's HOT address for withdrawals (docs/withdrawals.md), as the withdrawal benchmarks set
+ * it up: registered by the operator (a generated key) for the integrator's asset-network, funded with
+ * `funding` by a sandbox send (not mined: the caller mines when it needs the block), and the network
+ * resource reserve seeded with `reserve` (it pays every broadcast's network cost). Answers the address.
+ */
+export async function fundedHotAddress(
+  call: Call,
+  s: Pick<BenchIntegrator, 'assetNetworkId' | 'apiKey' | 'op'>,
+  opts: { label: string; funding: bigint; reserve: bigint },
+): Promise<string> {
+  const expect = expectStatus('hot address');
+  const { assetNetworkId, apiKey, op } = s;
+  const body = { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: opts.label };
+  const hot = expect(await call('POST', '/v1/admin/treasury/controlled-addresses', body, op), 201, 'controlled address');
+  const address = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
+  expect(await call('POST', '/v1/sandbox/deposits', { address, amount: opts.funding.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: opts.reserve.toString() }, op), 200, 'reserve seed');
+  return address;
+}

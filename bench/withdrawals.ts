@@ -1,5 +1,18 @@
 import type { Deps } from '../src/context';
-import { env, expectStatus, fetchCallerOf, httpCallerOf, idOf, pool, setupBenchIntegrator, type Call, median, textTable, type ScenarioBench } from './setup';
+import {
+  env,
+  expectStatus,
+  fetchCallerOf,
+  fundedHotAddress,
+  httpCallerOf,
+  idOf,
+  pool,
+  setupBenchIntegrator,
+  type Call,
+  median,
+  textTable,
+  type ScenarioBench,
+} from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
 import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
 import { ledgerAccounts } from '../src/ledger/ledger';
@@ -120,20 +133,8 @@ export async function startWithdrawalsBench(opts: {
   );
   // On the chain: the treasury's HOT address (registered by the operator) holds the funding, and the
   // network resource reserve pays the network cost of every broadcast (docs/withdrawals.md).
-  const hot = expect(
-    await call(
-      'POST',
-      '/v1/admin/treasury/controlled-addresses',
-      { assetNetworkIds: [assetNetworkId], tier: 'HOT', control: 'GENERATED', label: 'Bench hot' },
-      op,
-    ),
-    201,
-    'controlled address',
-  );
-  const address = expect(await call('GET', hot.headers.get('location')!, undefined, op), 200, 'get controlled address').body!.address as string;
-  expect(await call('POST', '/v1/sandbox/deposits', { address, amount: FUNDING.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
+  const address = await fundedHotAddress(call, { assetNetworkId, apiKey, op }, { label: 'Bench hot', funding: FUNDING, reserve: RESERVE });
   expect(await call('POST', `/v1/sandbox/networks/${networkId}/mine`, { blocks: 1 }, apiKey), 200, 'mine');
-  expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: RESERVE.toString() }, op), 200, 'reserve seed');
   // In the ledger: the accounts hold the same, split evenly.
   const each = FUNDING / BigInt(accounts.length);
   for (const a of accounts)

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
-import { lockNetwork, payerAddress, tip } from '../src/chains/sandbox/chain';
+import { tip } from '../src/chains/sandbox/chain';
+import { plantSandboxTransfer } from './sandbox-plant';
 import { setupIntegrator, setupSandboxCatalog, sandboxSend } from './money-helpers';
 import { cloneTemplateDatabase, ERROR_LEVEL, pollUntil, serviceEnv, startService, type LogLine, type ServiceProcess } from './process-harness';
 
@@ -70,40 +71,9 @@ const succeeded = (f: Integrator, id: string) =>
     DEADLINE,
   );
 
-/**
- * A transfer written straight into the sandbox chain's table: mined in the network's tip block (read
- * under the network's lock, which the block producer takes too, so that no block is mined and no sync
- * moves its cursor past that block before the transfer commits: a sync follows what changed since
- * its cursor), or pending from the organization's faucet.
- */
-async function plant(c: Catalog, toAddress: string, amount: bigint, at: 'tip' | { faucetOf: string }) {
-  const now = new Date();
-  await db.$transaction(async (tx) => {
-    let block: { hash: string | null; height: number } | null = null;
-    if (at === 'tip') {
-      await lockNetwork(tx, c.networkId);
-      block = await tip(tx, c.networkId);
-    }
-    await tx.sandboxTransaction.create({
-      data: {
-        networkId: c.networkId,
-        assetNetworkId: c.assetNetworkId,
-        txHash: '0x' + randomBytes(32).toString('hex'),
-        fromAddress: at === 'tip' ? '0x' + 'f'.repeat(40) : payerAddress(at.faucetOf),
-        toAddress,
-        amount: amount.toString(),
-        senderOrganizationId: at === 'tip' ? null : at.faucetOf,
-        status: block ? 'MINED' : 'PENDING',
-        replaceable: false,
-        willRevert: false,
-        blockHash: block?.hash ?? null,
-        blockHeight: block?.height ?? null,
-        createdAt: now,
-        updatedAt: now,
-      },
-    });
-  });
-}
+/** A transfer planted on network `c` (test/sandbox-plant.ts): in its tip block, or pending from the organization's faucet. */
+const plant = (c: Catalog, address: string, amount: bigint, at: 'tip' | { faucetOf: string }) =>
+  plantSandboxTransfer(db, { networkId: c.networkId, assetNetworkId: c.assetNetworkId, address }, amount, at === 'tip' ? 'tip' : null, at === 'tip' ? {} : at);
 
 describe('npm start: one sandbox network poisoned', () => {
   test(

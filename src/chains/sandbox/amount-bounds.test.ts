@@ -3,12 +3,13 @@ import pino from 'pino';
 import { randomBytes } from 'node:crypto';
 import { createOperator, createTestApp, type TestApp } from '../../../test/harness';
 import { sandboxMine, sandboxSend } from '../../../test/money-helpers';
+import { plantSandboxTransfer } from '../../../test/sandbox-plant';
 import { createIntent, moneyDeps, moneyFixture, type MoneyFixture } from '../../../test/fixtures/deposits/testing';
 import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/deposits.jobs';
 import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
 import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../../kernel/queues';
 import { produceSandboxBlocks } from './producer';
-import { payerAddress, tip } from './chain';
+import { tip } from './chain';
 
 /**
  * Issue 26, point 1: every amount is at most 2^256 - 1 base units; sums that grow (a sandbox address
@@ -155,36 +156,9 @@ const stuckChainSyncs = async () => {
 const intentOf = async (f: MoneyFixture, id: string) =>
   (await app.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body as { status: string; confirmedAmount: string };
 
-/** A transfer written straight into the sandbox chain's tables (an operator's mistake: no bound checked). */
-/** `faucetOf`: sent from that organization's faucet (mined whatever its balance), else from an unknown address. */
-async function plant(
-  networkId: string,
-  assetNetworkId: string,
-  toAddress: string,
-  amount: bigint,
-  block: { hash: string; height: number } | null,
-  faucetOf?: string,
-) {
-  const now = app.clock.now();
-  await app.deps.db.sandboxTransaction.create({
-    data: {
-      networkId,
-      assetNetworkId,
-      txHash: '0x' + randomBytes(32).toString('hex'),
-      fromAddress: faucetOf ? payerAddress(faucetOf) : '0x' + 'f'.repeat(40),
-      toAddress,
-      amount: amount.toString(),
-      senderOrganizationId: faucetOf ?? null,
-      status: block ? 'MINED' : 'PENDING',
-      replaceable: false,
-      willRevert: false,
-      blockHash: block?.hash ?? null,
-      blockHeight: block?.height ?? null,
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-}
+/** A transfer planted on the network (test/sandbox-plant.ts): mined in `block`, or pending; `faucetOf`: from that organization's faucet. */
+const plant = (networkId: string, assetNetworkId: string, address: string, amount: bigint, block: { hash: string; height: number } | null, faucetOf?: string) =>
+  plantSandboxTransfer(app.deps.db, { networkId, assetNetworkId, address }, amount, block, { faucetOf, now: app.clock.now() });
 
 describe('failure isolation', () => {
   test(
