@@ -13,8 +13,7 @@ import { startServer } from '../src/server';
 import { stopJobs } from '../jobs/index';
 import { quietSyncSql, syncNetwork } from '../src/deposits/sync';
 import { payerAddress } from '../src/chains/sandbox/chain';
-import { ledgerAccounts, postLedgerTransaction } from '../src/ledger/ledger';
-import { callerOf, env, expectStatus, fundedHotAddress, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
+import { callerOf, env, expectStatus, fundBenchAccount, fundedHotAddress, idOf, median, setupBenchIntegrator, sleep, textTable, type Call } from './setup';
 
 /**
  * The history scenario of `npm run bench` (BENCH_SCENARIOS=history; issue 22, point 2): do everyday
@@ -180,17 +179,12 @@ async function growWorld(w: World, size: Sizes, say: (msg: string) => void): Pro
     expect(await call('POST', `/v1/organizations/${org}/withdrawal-destinations`, { networkId, address: destinationAddress }, apiKey), 201, 'destination'),
   );
   const hotAddress = await fundedHotAddress(call, s, { label: 'History hot', funding: 10n ** 15n, reserve: 10n ** 12n });
-  await postLedgerTransaction(deps.db, {
-    idempotencyKey: `history-withdrawals-funding:${payoutsAccountId}`,
-    nature: 'bench.funding',
+  await fundBenchAccount(deps, {
+    key: `history-withdrawals-funding:${payoutsAccountId}`,
     organizationId: org,
-    referenceType: 'Account',
-    referenceId: payoutsAccountId,
-    lines: [
-      { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: 10n ** 15n },
-      { account: { kind: 'CUSTOMER', ownerId: payoutsAccountId, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: 10n ** 15n },
-    ],
-    postedAt: deps.clock.now(),
+    assetNetworkId,
+    accountId: payoutsAccountId,
+    amount: 10n ** 15n,
   });
   const owner = new pg.Client({ connectionString: w.ownerUrl });
   await owner.connect();

@@ -1,6 +1,7 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Deps } from '../src/context';
 import { newOperatorKey } from '../src/auth/secrets';
+import { ledgerAccounts, postLedgerTransaction } from '../src/ledger/ledger';
 
 /**
  * What the money scenarios of the bench share: the REST call type, the checked-call helpers, a worker
@@ -264,4 +265,28 @@ export async function fundedHotAddress(
   expect(await call('POST', '/v1/sandbox/deposits', { address, amount: opts.funding.toString(), assetNetworkId }, apiKey), 201, 'sandbox send');
   expect(await call('POST', '/v1/admin/network-resource-reserve/seed', { assetNetworkId, amount: opts.reserve.toString() }, op), 200, 'reserve seed');
   return address;
+}
+
+/**
+ * An account of the organization funded in the ledger (DEBIT the asset-network's CHAIN_CLEARING,
+ * CREDIT the account's CUSTOMER balance), as the withdrawal benchmarks fund what they withdraw from;
+ * `key` names the posting (idempotent).
+ */
+export async function fundBenchAccount(
+  deps: Pick<Deps, 'db' | 'clock'>,
+  a: { key: string; organizationId: string; assetNetworkId: string; accountId: string; amount: bigint },
+): Promise<void> {
+  const { organizationId, assetNetworkId, accountId, amount } = a;
+  await postLedgerTransaction(deps.db, {
+    idempotencyKey: a.key,
+    nature: 'bench.funding',
+    organizationId,
+    referenceType: 'Account',
+    referenceId: accountId,
+    lines: [
+      { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount },
+      { account: { kind: 'CUSTOMER', ownerId: accountId, organizationId, assetNetworkId }, direction: 'CREDIT', amount },
+    ],
+    postedAt: deps.clock.now(),
+  });
 }

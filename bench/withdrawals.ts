@@ -3,6 +3,7 @@ import {
   env,
   expectStatus,
   fetchCallerOf,
+  fundBenchAccount,
   fundedHotAddress,
   httpCallerOf,
   idOf,
@@ -14,8 +15,7 @@ import {
   type ScenarioBench,
 } from './setup';
 import { checkLedgerInvariants } from '../test/ledger-invariants';
-import { balanceOf, postLedgerTransaction } from '../src/ledger/ledger';
-import { ledgerAccounts } from '../src/ledger/ledger';
+import { balanceOf } from '../src/ledger/ledger';
 import { numericToAmount } from '../src/money';
 import { withdrawalRequestGroupStats } from '../src/withdrawals/requests';
 import { cpuDelta, cpuSnapshot } from './ledger';
@@ -138,18 +138,7 @@ export async function startWithdrawalsBench(opts: {
   // In the ledger: the accounts hold the same, split evenly.
   const each = FUNDING / BigInt(accounts.length);
   for (const a of accounts)
-    await postLedgerTransaction(deps.db, {
-      idempotencyKey: `bench-withdrawals-funding:${a}`,
-      nature: 'bench.funding',
-      organizationId: org,
-      referenceType: 'Account',
-      referenceId: a,
-      lines: [
-        { account: ledgerAccounts.clearing(assetNetworkId), direction: 'DEBIT', amount: each },
-        { account: { kind: 'CUSTOMER', ownerId: a, organizationId: org, assetNetworkId }, direction: 'CREDIT', amount: each },
-      ],
-      postedAt: deps.clock.now(),
-    });
+    await fundBenchAccount(deps, { key: `bench-withdrawals-funding:${a}`, organizationId: org, assetNetworkId, accountId: a, amount: each });
   say(
     `withdrawals: organization ${org}, asset-network ${assetNetworkId}, ${accounts.length} accounts, HOT treasury source ${address}, reserve ${RESERVE}, no policy (auto-approved)`,
   );
