@@ -205,14 +205,14 @@ export async function quietSandboxSync(deps: Pick<MoneyDeps, 'db'>, networkId: s
  *
  * Its one plan must stay right whatever the history and the statistics it was made with (issue 22,
  * point 2, session 11: written as joins, the planner hashed every deposit address of the network to
- * look up the transfers since the cursor, 38 ms at 10^5 addresses, and a plan kept on a connection
- * from an empty database ran for minutes once the history had grown). So each check is its own
+ * look up the transfers since the cursor, 38 ms at 10^5 addresses, and in one diagnostic run the plan
+ * a pool connection had kept ran for minutes on the grown history). So each check is its own
  * correlated probe (`OFFSET 0`: PostgreSQL turns neither into a join, each runs with the cursor's
  * height in hand) that walks an index in its order (`ORDER BY` an index column: a scan of the table
  * would need a sort before its first row, so the index wins even where the statistics expect many
  * rows): the transfers from the cursor's height ((networkId, blockHeight)), the mempool's
- * ((networkId, status)), each probing its recipient on (networkId, address); the open deposits and
- * those confirmed from the cursor's height ((networkId, status, blockHeight)). The work follows what
+ * ((networkId, status)), each probing its recipient on (networkId, address); the open deposits (by
+ * status) and those confirmed from the cursor's height ((networkId, status, blockHeight)). The work follows what
  * changed since the cursor, never the addresses or deposits that ever were (bench/history.ts proves
  * the plan with EXPLAIN on the grown history).
  */
