@@ -633,11 +633,15 @@ export async function expireHolds(db: PrismaClient, now: Date): Promise<number> 
 export async function lockAccountsForMove(tx: RawDb, accountIds: readonly string[]): Promise<void> {
   const ids = [...new Set(accountIds.map((id) => checkUuid(id, 'accountId')))];
   if (!ids.length) return;
-  await tx.$executeRawUnsafe(
-    `SELECT pg_advisory_xact_lock_shared(s.h) FROM (SELECT DISTINCT ledger_account_lock_key(u) AS h FROM unnest($1::uuid[]) AS u ORDER BY 1) s`,
-    ids,
-  );
+  await tx.$executeRaw(accountMoveLocksSql(ids));
 }
+
+/**
+ * lockAccountsForMove's statement (the accounts' ledger locks, shared, in key order), for a caller
+ * that takes them inside a larger statement (the withdrawal request group's first statement).
+ */
+export const accountMoveLocksSql = (accountIds: readonly string[]): Prisma.Sql =>
+  Prisma.sql`SELECT pg_advisory_xact_lock_shared(s.h) FROM (SELECT DISTINCT ledger_account_lock_key(u) AS h FROM unnest(${accountIds}::uuid[]) AS u ORDER BY 1) s`;
 
 interface BalanceRow {
   assetNetworkId: string;

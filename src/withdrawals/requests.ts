@@ -4,7 +4,7 @@ import type { AssetNetworkStatus, WithdrawalStatus } from '../generated/prisma/c
 import { DomainError, fieldError, invalidState, notFound } from '../errors';
 import { isUuid, monotonicUuidv7, uuidv7 } from '../ids';
 import { IDEMPOTENCY_RETENTION_MS, idempotencyKeyReused } from '../idempotency';
-import { LedgerError, ledgerAccounts, postInStatement } from '../ledger/ledger';
+import { accountMoveLocksSql, LedgerError, ledgerAccounts, postInStatement } from '../ledger/ledger';
 import { amountToNumeric, amountToString } from '../money';
 import { actorOf, type Actor } from '../audit/audit';
 import { deliveriesAppeared, emitEvents, eventsCte, NO_DELIVERIES } from '../webhooks/outbox';
@@ -378,7 +378,7 @@ interface LedgerRead {
  */
 function ledgerCtes(items: readonly WithdrawalRequestItem[], accountIds: string[], gate: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`"locks" AS MATERIALIZED (
-      SELECT pg_advisory_xact_lock_shared(s.h) FROM (SELECT DISTINCT ledger_account_lock_key(u) AS h FROM unnest(${accountIds}::uuid[]) AS u ORDER BY 1) s
+      ${accountMoveLocksSql(accountIds)}
        WHERE ${gate}
     ), "rows" AS MATERIALIZED (
       SELECT la."id", la."ownerId", la."assetNetworkId", (la."creditsPosted" - la."debitsPosted" - la."debitsPending")::text AS "available"
