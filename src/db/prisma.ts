@@ -124,14 +124,36 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
     // answered (pipelined writes leave several in flight from the caller's side: pg's own queue of a
     // client's concurrent queries is deprecated, to be removed in pg 9).
     let previous: Promise<unknown> = Promise.resolve();
+    // BEGIN goes with the transaction's first statement: in the same simple query when that one has
+    // no parameters (one round trip for both: PostgreSQL runs them in order, each statement with its
+    // own snapshot), else just before it.
+    let begun = false;
     const inTurn = <T>(send: () => Promise<T>): Promise<T> => {
       const p = previous.then(send);
       previous = p.catch(() => {});
       return p;
     };
-    const query: PoolQuery = async <R>(text: string, values: unknown[]) => {
+    const send = async <R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> => {
+      if (begun) return connection.query<R>(config);
+      begun = true;
+      if (config.values?.length) {
+        await connection.query('BEGIN');
+        return connection.query<R>(config);
+      }
+      // A simple query of two statements answers a result per statement: the second one's is the caller's.
+      const results = (await connection.query({ ...config, text: 'BEGIN; ' + config.text })) as unknown as pg.QueryResult<R>[];
+      return results[results.length - 1]!;
+    };
+    // onStatement sees BEGIN as a statement of its own, before the first one, however it is sent.
+    let seen = false;
+    const see = (text: string) => {
+      if (!seen) hook?.('BEGIN');
+      seen = true;
       hook?.(text);
-      return (await inTurn(() => connection.query<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : text))).rows;
+    };
+    const query: PoolQuery = async <R>(text: string, values: unknown[]) => {
+      see(text);
+      return (await inTurn(() => send<R & pg.QueryResultRow>(values.length ? { name: statementName(text), text, values } : { text }))).rows;
     };
     let broken: Error | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -140,10 +162,9 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
     });
     timedOut.catch(() => {}); // seen by the race below; never unhandled
     try {
-      await query('BEGIN', []);
       const db = rawDb((text, values) => {
-        hook?.(text);
-        return inTurn(() => connection.query(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES }));
+        see(text);
+        return inTurn(() => send(values.length ? { name: statementName(text), text, values, types: PRISMA_TYPES } : { text, types: PRISMA_TYPES }));
       });
       const sent: Promise<unknown>[] = [];
       pipelines.set(db, sent);
@@ -157,10 +178,11 @@ export function poolTransaction<T>(client: object, fn: (query: PoolQuery, db: Ra
       const r = await Promise.race([work, timedOut]);
       // Not raced: once COMMIT is sent its outcome is the answer (a timeout then could hide a commit).
       clearTimeout(timer);
-      await query('COMMIT', []);
+      // Nothing sent: nothing to commit.
+      if (begun) await query('COMMIT', []);
       return r;
     } catch (e) {
-      if (!broken)
+      if (!broken && begun)
         try {
           // After the statements still in flight (pipelined ones behind a failed one).
           await inTurn(() => connection.query('ROLLBACK'));

@@ -119,6 +119,27 @@ test("the pool's statements are seen by sqlStatements, BEGIN and COMMIT included
   expect(statements).toEqual(['BEGIN', 'SELECT $1::int AS "one"', 'COMMIT']);
 });
 
+test("a pool transaction's BEGIN goes with its first statement in one round trip when that one has no parameters, else just before it", async () => {
+  // now() is the transaction's start (its BEGIN's message); statement_timestamp() the message's in which a statement came.
+  type Stamps = { same: boolean; rows: number };
+  const stamps = (sql: string, values: unknown[]) =>
+    poolTransaction(app.deps.db, async (q) => {
+      const [first] = await q<{ same: boolean }>(sql, values);
+      // The transaction is one: a later statement's now() is still the BEGIN's, before its own message's time.
+      const [second] = await q<{ earlier: boolean }>('SELECT now() < statement_timestamp() AS "earlier"', []);
+      return { same: first!.same, rows: second!.earlier ? 1 : 0 } satisfies Stamps;
+    })!;
+  expect(await stamps('SELECT now() = statement_timestamp() AS "same"', [])).toEqual({ same: true, rows: 1 });
+  expect(await stamps('SELECT now() = statement_timestamp() AND $1::int = 1 AS "same"', [1])).toEqual({ same: false, rows: 1 });
+  // A failure of the merged first statement rolls the transaction back (the connection stays usable).
+  const failed = await poolTransaction(app.deps.db, (q) => q('SELECT 1 / 0', []))!.catch((x: unknown) => x);
+  expect(sqlState(failed)).toBe('22012');
+  expect(await poolTransaction(app.deps.db, (q) => q<{ one: number }>('SELECT 1 AS "one"', []))).toEqual([{ one: 1 }]);
+  // A transaction that sends nothing commits nothing and sends nothing.
+  const { statements } = await app.sqlStatements(() => poolTransaction(app.deps.db, async () => 'nothing')!);
+  expect(statements).toEqual([]);
+});
+
 test('pipelined writes on the pool: sent in order without waiting, awaited before COMMIT; the first failure rolls the transaction back whole; elsewhere each is awaited in place', async () => {
   // A table of the test's own (the owner's set-up; the service role creates none), granted to the service.
   await app.ownerDb.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS raw_db_pipelined ("n" int PRIMARY KEY, "at" timestamptz NOT NULL DEFAULT clock_timestamp())`);

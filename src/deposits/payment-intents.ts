@@ -21,7 +21,7 @@ import { evaluateIntent } from './funding';
 import { EXPIRES_IN_SECONDS } from './rules';
 import { applyReleaseRuleInTx, releaseRuleInput, type ReleaseRuleInput } from '../release/release-rules';
 import { EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
-import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
+import { jobInsertParts, jobInsertSql, type JobInsertParts } from '../kernel/job-rows';
 import { columns } from '../kernel/columns';
 
 /**
@@ -448,12 +448,7 @@ function planIntent(
  * the intents, their addresses, the events with their deliveries and the audit entries, each table
  * one set-based insert (unnest), rows in plan order. Answers the deliveries, whose jobs the caller sends.
  */
-async function writeIntentRows(
-  tx: Db,
-  deps: MoneyDeps,
-  plans: IntentPlan[],
-  expireJobs: { before: string; after: string } | null,
-): Promise<{ id: string; endpointId: string }[]> {
+async function writeIntentRows(tx: Db, deps: MoneyDeps, plans: IntentPlan[], expireJobs: JobInsertParts | null): Promise<{ id: string; endpointId: string }[]> {
   return tx.$queryRaw<{ id: string; endpointId: string }[]>(
     intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT "id"::text AS "id", "endpointId"::text AS "endpointId" FROM deliveries`),
   );
@@ -467,7 +462,7 @@ async function writeIntentRows(
  * fail (a division by zero, as pg-boss's own flow insert guards itself) and nothing of it commits:
  * false, and the caller writes the group in a transaction (as it does without a pool of ours).
  */
-async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string }): Promise<boolean> {
+async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expireJobs: JobInsertParts): Promise<boolean> {
   const sql = intentRowsSql(deps, plans, expireJobs, Prisma.sql`SELECT ${NO_DELIVERIES} AS "ok"`);
   try {
     const query = poolQuery(deps.db, sql.text, sql.values);
@@ -480,7 +475,7 @@ async function writeIntentRowsAlone(deps: MoneyDeps, plans: IntentPlan[], expire
   }
 }
 
-function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: { before: string; after: string } | null, tail: Prisma.Sql): Prisma.Sql {
+function intentRowsSql(deps: MoneyDeps, plans: IntentPlan[], expireJobs: JobInsertParts | null, tail: Prisma.Sql): Prisma.Sql {
   const parts = plans.flatMap((x) => x.participants.map((p) => ({ ...p, transactionId: x.transactionId, id: monotonicUuidv7(x.createdAt.getTime()) })));
   const addrs = plans.flatMap((x) => (x.address ? [x.address.row] : []));
   const keyed = plans.filter((x) => x.idempotency);

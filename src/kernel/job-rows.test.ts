@@ -3,7 +3,8 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { Prisma } from '../db/prisma';
 import { jobInsertParts, jobInsertSql, splitInsert } from './job-rows';
-import { EXPIRE_QUEUE } from './queues';
+import { CHAIN_SYNC_QUEUE, EXPIRE_QUEUE } from './queues';
+import pg from 'pg';
 
 /**
  * pg-boss's job table is internal to pg-boss: the payment intents' group statement embeds pg-boss's
@@ -55,4 +56,61 @@ test('the embedded insert writes the rows boss.insert writes', async () => {
   await app.deps.db.$executeRaw`WITH "j" AS (${jobInsertSql(parts, [{ id: b, data: { other: true } }])}) SELECT 1`;
   const [again] = await app.deps.db.$queryRaw<{ data: unknown }[]>`SELECT data FROM pgboss.job WHERE id = ${b}::uuid`;
   expect(again!.data).toEqual({ paymentIntentId: a });
+});
+
+test("a notify queue's insert (pg-boss's wrapper taken apart) writes boss.insert's rows and wakes its workers once, at the commit, only when a job was written", async () => {
+  const boss = app.deps.boss!;
+  const parts = (await jobInsertParts(boss, CHAIN_SYNC_QUEUE))!;
+  expect(parts).not.toBeNull();
+  // pg-boss 12.35.0's notify call for the queue: its channel (the schema's) and the queue's name.
+  expect(parts.notify).toMatch(/^pg_notify\(\('pgboss_' \|\| left\(encode\(sha224\('pgboss'::bytea\), 'hex'\), 24\)\), 'chain\.sync'\)$/);
+  expect(parts.before).toMatch(/^INSERT INTO pgboss\.\S+ \(/);
+  // Anything else around the insert is refused.
+  const wrapper = (tail: string) =>
+    `WITH ins AS (${parts.before}$1${parts.after} RETURNING id, start_after), notified AS (SELECT ${parts.notify} FROM ins WHERE start_after <= pgboss.job_now() LIMIT 1) ${tail}`;
+  expect(splitInsert(wrapper('SELECT id FROM ins WHERE (SELECT count(*) FROM notified) >= 0'))).not.toBeNull();
+  expect(splitInsert(wrapper('SELECT id FROM ins WHERE (SELECT count(*) FROM notified) >= 0; DELETE FROM pgboss.job'))).toBeNull();
+  expect(splitInsert(wrapper('SELECT id, $2 FROM ins WHERE (SELECT count(*) FROM notified) >= 0'))).toBeNull();
+
+  const listener = new pg.Client({ connectionString: app.databaseUrl });
+  await listener.connect();
+  const heard: string[] = [];
+  listener.on('notification', (n) => heard.push(n.payload ?? ''));
+  const channel = (await listener.query<{ c: string }>(`SELECT ${parts.notify!.replace(/^pg_notify\((.*), 'chain\.sync'\)$/, '$1')} AS c`)).rows[0]!.c;
+  await listener.query(`LISTEN ${channel}`);
+  try {
+    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const data = { networkId: a, addresses: ['0xabc'] };
+    await boss.insert(CHAIN_SYNC_QUEUE, [{ id: a, data }]);
+    const until = async (n: number) => {
+      for (let i = 0; i < 200 && heard.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+    };
+    await until(1);
+    heard.length = 0;
+    await app.deps.db.$transaction(async (tx) => {
+      await tx.$executeRaw`WITH "j" AS (${jobInsertSql(parts, [{ id: b, data }])}) SELECT 1`;
+      await new Promise((r) => setTimeout(r, 100));
+      // Not before the commit.
+      expect(heard).toEqual([]);
+    });
+    await until(1);
+    expect(heard).toEqual(['chain.sync']);
+    // A condition that does not hold: no job, no notification.
+    heard.length = 0;
+    await app.deps.db.$executeRaw`WITH "j" AS (${jobInsertSql(parts, [{ id: c, data }], Prisma.sql`false`)}) SELECT 1`;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(heard).toEqual([]);
+    const rows = await app.deps.db.$queryRaw<
+      Record<string, unknown>[]
+    >`SELECT id::text, ${jobColumns} FROM pgboss.job WHERE id IN (${a}::uuid, ${b}::uuid, ${c}::uuid) ORDER BY id = ${a}::uuid DESC`;
+    expect(rows.map((r) => r.id)).toEqual([a, b]);
+    // Both due now: start_after and keep_until are each statement's time.
+    const [viaInsert, embedded] = rows.map(({ id: _id, start_after: _s, keep_until: _k, ...rest }) => rest);
+    expect(embedded).toEqual(viaInsert);
+    expect(viaInsert).toMatchObject({ name: CHAIN_SYNC_QUEUE, state: 'created', data });
+    // A job due later cannot be sent this way (the wrapper would not have notified).
+    expect(() => jobInsertSql(parts, [{ data, startAfter: new Date(Date.now() + 60_000) }])).toThrow(/due at once/);
+  } finally {
+    await listener.end();
+  }
 });

@@ -8,14 +8,24 @@ import { Prisma } from '../db/prisma';
  * JSON, as `insert` sends them) is the caller's. The rows are those `boss.insert` writes (the same
  * statement); one round trip fewer per transaction.
  *
- * Only a plain `INSERT … json_to_recordset($1…) … ON CONFLICT DO NOTHING` can be a CTE: a queue
- * with `notify` has pg-boss wrap it in a WITH of its own (to NOTIFY when a job is due at once), and
- * anything else pg-boss may send in a later version is refused here (null: the caller uses
- * `boss.insert`). src/kernel/job-rows.test.ts pins the shape and compares the rows with insert's.
+ * Only a plain `INSERT … json_to_recordset($1…) … ON CONFLICT DO NOTHING` can be a CTE. A queue
+ * with `notify` has pg-boss wrap that insert in a WITH of its own (`ins`, then `notified`: one
+ * `pg_notify(<channel>, '<queue>')` when an inserted job is due at once), which a CTE cannot hold:
+ * its insert is taken out and its `pg_notify` call kept (`notify`), and jobInsertSql calls it in the
+ * insert's parameter, so the NOTIFY is sent (at the commit, as pg-boss's) by the caller's statement.
+ * Anything else pg-boss may send in a later version is refused here (null: the caller uses
+ * `boss.insert`). src/kernel/job-rows.test.ts pins both shapes and compares the rows with insert's.
  */
-const learned = new WeakMap<PgBoss, Map<string, Promise<{ before: string; after: string } | null>>>();
+export interface JobInsertParts {
+  before: string;
+  after: string;
+  /** The queue's `pg_notify(…)` call when it has `notify` (pg-boss's wrapper, taken apart), else null. */
+  notify: string | null;
+}
 
-export function jobInsertParts(boss: PgBoss, queue: string): Promise<{ before: string; after: string } | null> {
+const learned = new WeakMap<PgBoss, Map<string, Promise<JobInsertParts | null>>>();
+
+export function jobInsertParts(boss: PgBoss, queue: string): Promise<JobInsertParts | null> {
   let byQueue = learned.get(boss);
   if (!byQueue) learned.set(boss, (byQueue = new Map()));
   let parts = byQueue.get(queue);
@@ -39,17 +49,39 @@ export function jobInsertParts(boss: PgBoss, queue: string): Promise<{ before: s
   return parts;
 }
 
-/** The statement around its one parameter, if it is the plain INSERT a CTE can hold. */
-export function splitInsert(text: string): { before: string; after: string } | null {
+/** The statement around its one parameter, if it is the plain INSERT a CTE can hold, or pg-boss's NOTIFY wrapper around one. */
+export function splitInsert(text: string): JobInsertParts | null {
   const trimmed = text.trim();
+  // pg-boss's wrapper for a queue with notify (plans.insertJobs): the insert, then one NOTIFY when an
+  // inserted job is due now; the final SELECT only makes PostgreSQL evaluate `notified`.
+  const wrapped = trimmed.match(
+    /^WITH ins AS \(([\s\S]*)\),\s*notified AS \(\s*SELECT (pg_notify\([^;$]*\))\s+FROM ins WHERE start_after <= \S+\.job_now\(\) LIMIT 1\s*\)\s*SELECT id FROM ins WHERE \(SELECT count\(\*\) FROM notified\) (?:>= 0|< 0)$/,
+  );
+  if (wrapped) {
+    const inner = splitInsert(wrapped[1]!);
+    return inner && !inner.notify ? { ...inner, notify: wrapped[2]! } : null;
+  }
   if (!/^INSERT INTO /i.test(trimmed) || /pg_notify|;|\bRETURNING\b[\s\S]*\bSELECT\b/i.test(trimmed)) return null;
   const params = trimmed.match(/\$\d+/g) ?? [];
   if (params.length !== 1 || params[0] !== '$1') return null;
   const [before, after] = trimmed.split('$1') as [string, string];
-  return { before, after };
+  return { before, after, notify: null };
 }
 
-/** The jobs' INSERT for a CTE (`"name" AS (<this>)`), their JSON as insert's one parameter. */
-export function jobInsertSql(parts: { before: string; after: string }, jobs: readonly { id?: string; data: unknown; startAfter?: Date }[]): Prisma.Sql {
-  return new Prisma.Sql([parts.before, parts.after], [JSON.stringify(jobs)]);
+/**
+ * The jobs' INSERT for a CTE (`"name" AS (<this>)`), their JSON as insert's one parameter. `when`: a
+ * condition of the caller's statement (it may read the statement's other CTEs) without which no job
+ * is inserted (the JSON is then `[]`). A queue with notify wakes its workers from the parameter's
+ * evaluation: one `pg_notify` per statement, delivered at the commit (every job here is due at once:
+ * none has a `startAfter` in the future, which the wrapper's gate would have held back, so the gate
+ * is refused rather than dropped).
+ */
+export function jobInsertSql(parts: JobInsertParts, jobs: readonly { id?: string; data: unknown; startAfter?: Date }[], when?: Prisma.Sql): Prisma.Sql {
+  const json = JSON.stringify(jobs);
+  if (parts.notify && jobs.some((j) => j.startAfter)) throw new Error('jobInsertSql: a job of a notify queue is sent due at once (no startAfter)');
+  let param: Prisma.Sql = parts.notify
+    ? new Prisma.Sql(['(SELECT ', '::text FROM (SELECT ' + parts.notify + ') AS "notified")'], [json])
+    : new Prisma.Sql(['', ''], [json]);
+  if (when) param = Prisma.sql`(CASE WHEN ${when} THEN ${param} ELSE '[]' END)`;
+  return new Prisma.Sql([parts.before, parts.after], [param]);
 }

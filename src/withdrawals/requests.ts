@@ -13,6 +13,7 @@ import { nowFor } from '../chains/sandbox/clock';
 import { retryingRawTransaction, type MoneyDeps } from '../kernel/service';
 import { createGroupCommit, type GroupCommit } from '../kernel/group-commit';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
+import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
 import type { WithdrawalBroadcastJob } from './withdrawals';
 import { statusAllows } from '../catalog/catalog';
 
@@ -438,12 +439,13 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
   const eventsInline = accepted.every((a) => !withEndpoints.has(a.x.account.organizationId));
   if (!eventsInline) await emitEvents(tx, deps, events);
   // The rest of an automatic approval: the broadcast of the custodial withdrawals, ONE job for the
-  // group's (issue 22, session 9: one job row, not one per withdrawal; each outcome stays on its row).
+  // group's (issue 22, session 9: one job row, not one per withdrawal; each outcome stays on its row),
+  // written by the holds' statement when pg-boss's insert can be a part of it (session 12: one round
+  // trip fewer; src/kernel/job-rows.ts), else on its own.
   const broadcast = accepted.filter((a) => a.status === 'APPROVED');
-  if (broadcast.length && deps.boss)
-    await deps.boss.insert(WITHDRAWAL_BROADCAST_QUEUE, [{ data: { withdrawalIds: broadcast.map((a) => a.id) } satisfies WithdrawalBroadcastJob }], {
-      db: fromPrisma(tx as never),
-    });
+  const broadcastJobs = [{ data: { withdrawalIds: broadcast.map((a) => a.id) } satisfies WithdrawalBroadcastJob }];
+  const broadcastParts = broadcast.length && deps.boss ? await jobInsertParts(deps.boss, WITHDRAWAL_BROADCAST_QUEUE) : null;
+  if (broadcast.length && deps.boss && !broadcastParts) await deps.boss.insert(WITHDRAWAL_BROADCAST_QUEUE, broadcastJobs, { db: fromPrisma(tx as never) });
   // The holds (key withdrawal:<id>:hold), the rows naming them, their audit entries and the keys'
   // records: one statement, the last before the commit (the CHAIN_CLEARING row is written once, with the sum).
   const col = <T>(f: (a: Accepted) => T) => accepted.map(f);
@@ -516,7 +518,7 @@ async function writeAccepted(tx: RawDb, deps: MoneyDeps, accepted: Accepted[], n
         JOIN "w" ON w."id" = k."wid"
       ON CONFLICT ("scope", "key") DO UPDATE
         SET "requestHash" = EXCLUDED."requestHash", "response" = EXCLUDED."response", "createdAt" = EXCLUDED."createdAt", "expiresAt" = EXCLUDED."expiresAt"
-    )`,
+    )${broadcastParts ? Prisma.sql`, "broadcast_job" AS (${jobInsertSql(broadcastParts, broadcastJobs)})` : Prisma.empty}`,
   );
   // Every refusal was decided above, on the locked rows, but for a change of an account's status
   // committed while the group waited for the account's lock (the statement that read the status took

@@ -5,7 +5,9 @@ import type { Db, PoolQuery, RawDb } from '../../db/prisma';
 import type { Clock } from '../../clock';
 import type { SandboxTransactionStatus } from '../../generated/prisma/enums';
 import { invalidState, notFound } from '../../errors';
-import { sendChainSync } from '../../kernel/queues';
+import { CHAIN_SYNC_QUEUE, sendChainSync, type ChainSyncJob } from '../../kernel/queues';
+import { jobInsertParts, jobInsertSql } from '../../kernel/job-rows';
+import { escapeLiteral } from 'pg';
 import { keccakHex } from '../secp256k1';
 import { monotonicUuidv7 } from '../../ids';
 import { Prisma } from '../../db/prisma';
@@ -227,7 +229,10 @@ export interface SendArgs {
  *    recipient's organization (the deposit address's owner) read by the same statement, and the
  *    items' audit entries written with it;
  * 5. one `chain.sync` job when anything was sent, naming the recipients (a sync of sends alone looks
- *    at those addresses only while no block came: src/deposits/sync.ts).
+ *    at those addresses only while no block came: src/deposits/sync.ts), written by the insert's own
+ *    statement when it wrote the transfers (issue 22, session 12: pg-boss's insert as a CTE,
+ *    src/kernel/job-rows.ts). With BEGIN sent with the locks (poolTransaction), a send group is 3
+ *    round trips: BEGIN and the locks, the insert, COMMIT.
  * Answers, per item in order, the transaction sent or the error that refused it.
  */
 export async function sendTransactions(
@@ -246,13 +251,18 @@ export async function sendTransactions(
   const candidates = items.flatMap((a, i) => (out[i] === null ? [i] : []));
   if (!candidates.length) return out as Error[];
   const addresses = [...new Set(candidates.map((i) => items[i]!.toAddress))].sort();
-  // Taken row by row in the array's (sorted) order.
+  // Taken row by row in the array's (sorted) order. Written without parameters (the values escaped
+  // as literals): the first statement of a pool transaction with none goes with its BEGIN in one
+  // round trip (poolTransaction).
   await rowsOf(
     tx,
-    Prisma.sql`
-    SELECT pg_advisory_xact_lock(hashtextextended(${'sandbox-chain ' + networkId + ' to '}::text || p.addr, 0))::text AS locked
-      FROM unnest(${addresses}::text[]) AS p(addr)`,
+    Prisma.raw(`
+    SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral('sandbox-chain ' + networkId + ' to ')}::text || p.addr, 0))::text AS locked
+      FROM unnest(ARRAY[${addresses.map(escapeLiteral).join(', ')}]::text[]) AS p(addr)`),
   );
+  // The `chain.sync` job written by the insert's own statement (one round trip fewer), when pg-boss's
+  // insert for the queue can be a part of it (src/kernel/job-rows.ts); else sent after it.
+  const syncJob = deps.boss ? await jobInsertParts(deps.boss, CHAIN_SYNC_QUEUE) : null;
   const replaced = candidates.flatMap((i) => (items[i]!.replacesId ? [items[i]!.replacesId!] : []));
   // What an address holds or awaits: its balance plus every transfer still to be mined to it (less the one a replacement replaces).
   const held = (assetNetworkId: Prisma.Sql, address: Prisma.Sql) => Prisma.sql`
@@ -280,6 +290,7 @@ export async function sendTransactions(
       requestId: s.a.audit!.actor.requestId,
       entry: s.a.audit!.entry(s.id),
     }));
+    const syncData: ChainSyncJob = { networkId, addresses: [...new Set(sent.map((s) => s.a.toAddress))] };
     const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
       tx,
       Prisma.sql`
@@ -314,7 +325,7 @@ export async function sendTransactions(
                              ${audits.map((x) => x.actor.actorId)}::uuid[], ${audits.map((x) => x.entry.entityType)}::text[], ${audits.map((x) => x.entry.action)}::text[],
                              ${audits.map((x) => x.requestId)}::text[], ${audits.map((x) => json(x.entry.before))}::jsonb[], ${audits.map((x) => json(x.entry.after))}::jsonb[])
              AS w("id", "auditId", "org", "actorType", "actorId", "entityType", "action", "requestId", "before", "after") ON w."id" = ins."id"
-    )
+    )${syncJob ? Prisma.sql`, "sync_job" AS (${jobInsertSql(syncJob, [{ data: syncData }], Prisma.sql`EXISTS (SELECT FROM ins)`)})` : Prisma.empty}
     SELECT ins."id"::text, ins."txHash", ins."recipientOrganizationId"::text AS "recipientOrganizationId" FROM ins`,
     );
     return { sent, rows };
@@ -373,8 +384,8 @@ export async function sendTransactions(
     };
   }
   // What the sends changed: new transfers to these addresses, nothing else (a replacement's replaced
-  // transaction goes to the same address).
-  await sendChainSync(tx, deps.boss, networkId, [...new Set(sent.map((s) => s.a.toAddress))]);
+  // transaction goes to the same address). Already written with the transfers when it could be.
+  if (!syncJob) await sendChainSync(tx, deps.boss, networkId, [...new Set(sent.map((s) => s.a.toAddress))]);
   return out as (SandboxTransactionRow | Error)[];
 }
 
