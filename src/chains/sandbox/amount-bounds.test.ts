@@ -9,7 +9,7 @@ import { runChainSyncJobs, type ChainSyncRun } from '../../deposits/deposits.job
 import { NetworkSyncFailure, syncAddress, syncNetwork } from '../../deposits/sync';
 import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../../kernel/queues';
 import { produceSandboxBlocks } from './producer';
-import { tip } from './chain';
+import { sendTransactions, tip } from './chain';
 
 /**
  * Issue 26, point 1: every amount is at most 2^256 - 1 base units; sums that grow (a sandbox address
@@ -27,6 +27,12 @@ beforeAll(async () => {
   op = (await createOperator(app)).headers;
 });
 afterAll(() => app.close());
+
+/** The chain.sync jobs queued naming this recipient. */
+const syncJobsNaming = async (to: string) =>
+  Number(
+    (await app.deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = ${CHAIN_SYNC_QUEUE} AND data->'addresses' ? ${to}`)[0]!.n,
+  );
 
 let seq = 0;
 const address = () => '0x' + (++seq).toString(16).padStart(40, 'b');
@@ -59,6 +65,20 @@ describe('amount bounds', () => {
         h,
       );
       expect(b.data!.sandboxBalance.balance).toBe(MAX.toString());
+      // The refused sends queued no chain.sync job (the insert's statement writes it only with the
+      // transfers it wrote): the one naming the address is the accepted send's.
+      expect(await syncJobsNaming(to)).toBe(1);
+      // A group where one item is refused: the others are sent with one job naming only their recipients.
+      const fresh = address();
+      const item = (toAddress: string, amount: bigint) =>
+        ({ assetNetworkId: an, fromAddress: address(), toAddress, amount, replaceable: false, revert: false, senderOrganizationId: null }) as const;
+      const sent = await app.deps.db.$transaction((tx) =>
+        sendTransactions(tx, { clock: app.clock, boss: app.deps.boss }, f.catalog.networkId, [item(to, 1n), item(fresh, 5n)]),
+      );
+      expect(sent[0]).toBeInstanceOf(Error);
+      expect(sent[1]).toMatchObject({ toAddress: fresh, status: 'PENDING' });
+      expect(await syncJobsNaming(to)).toBe(1);
+      expect(await syncJobsNaming(fresh)).toBe(1);
       // Two of the issue's deposits to one payment intent: both refused at the door now.
       const intent = await createIntent(app, f);
       const r = await app.rest('POST', '/v1/sandbox/deposits', {
