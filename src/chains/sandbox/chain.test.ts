@@ -14,7 +14,7 @@ import {
 import { adapterFor, networkRef } from '../adapter';
 import * as keys from '../secp256k1';
 import { CHAIN_SYNC_QUEUE } from '../../kernel/queues';
-import { blockHash, payerAddress, transactionHash } from './chain';
+import { blockHash, payerAddress, sendTransactions, transactionHash } from './chain';
 import { MAX_AMOUNT } from '../../money';
 import { sandboxNow } from './clock';
 import { produceSandboxBlocks } from './producer';
@@ -308,6 +308,26 @@ describe('sends in groups (issue 22: one transaction per group of concurrent sen
     // Four statements per group, whatever its size: 16 sends in fewer than 16 groups.
     expect(sixteen.statements).toHaveLength(4 * groups);
     expect(groups).toBeLessThan(16);
+  });
+
+  test('an address with a NUL byte or a quote: 400 at the door, and never cut short or unquoted in the locks written without parameters', async () => {
+    const c = await freshChain();
+    for (const bad of ['0x' + '0'.repeat(39) + '\u0000', "0x'); SELECT pg_sleep(5); --" + '0'.repeat(20)]) {
+      const r = await app.rest('POST', '/v1/sandbox/deposits', { headers: h, body: { address: bad, amount: '7', assetNetworkId: c.assetNetworkId } });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.errors).toEqual([expect.objectContaining({ field: 'address' })]);
+    }
+    // Past the door (a caller of the chain itself): a quote is a quote, a NUL refused before anything is sent.
+    const send = (toAddress: string) =>
+      app.deps.db.$transaction((t) =>
+        sendTransactions(t, { clock: app.clock, boss: app.deps.boss }, c.networkId, [
+          { assetNetworkId: c.assetNetworkId, fromAddress: address(), toAddress, amount: 7n, replaceable: false, revert: false, senderOrganizationId: null },
+        ]),
+      );
+    const quoted = "0x'quoted\\" + '0'.repeat(30);
+    expect((await send(quoted))[0]).toMatchObject({ toAddress: quoted, status: 'PENDING' });
+    await expect(send('0xab\u0000cd')).rejects.toThrow(/NUL byte/);
+    expect(await app.deps.db.sandboxTransaction.count({ where: { networkId: c.networkId } })).toBe(1);
   });
 });
 

@@ -257,8 +257,8 @@ export async function sendTransactions(
   await rowsOf(
     tx,
     Prisma.raw(`
-    SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral('sandbox-chain ' + networkId + ' to ')}::text || p.addr, 0))::text AS locked
-      FROM unnest(ARRAY[${addresses.map(escapeLiteral).join(', ')}]::text[]) AS p(addr)`),
+    SELECT pg_advisory_xact_lock(hashtextextended(${literal('sandbox-chain ' + networkId + ' to ')}::text || p.addr, 0))::text AS locked
+      FROM unnest(ARRAY[${addresses.map(literal).join(', ')}]::text[]) AS p(addr)`),
   );
   // The `chain.sync` job written by the insert's own statement (one round trip fewer), when pg-boss's
   // insert for the queue can be a part of it (src/kernel/job-rows.ts); else sent after it.
@@ -387,6 +387,16 @@ export async function sendTransactions(
   // transaction goes to the same address). Already written with the transfers when it could be.
   if (!syncJob) await sendChainSync(tx, deps.boss, networkId, [...new Set(sent.map((s) => s.a.toAddress))]);
   return out as (SandboxTransactionRow | Error)[];
+}
+
+/**
+ * A text as an SQL literal (pg's escapeLiteral) for a statement without parameters. A NUL byte would
+ * end a simple query's text where it stands (the input layer refuses it in every text: src/input.ts),
+ * so one is refused here rather than sent.
+ */
+function literal(v: string): string {
+  if (v.includes('\0')) throw new RangeError('a NUL byte cannot be written into a statement');
+  return escapeLiteral(v);
 }
 
 /** A statement of sendTransactions in the caller's transaction: Prisma's, or a pg connection's (poolTransaction, the REST sends' groups). */
