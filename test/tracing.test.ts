@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
+import { EXPIRE_QUEUE } from '../src/kernel/queues';
 import { setupIntegrator, setupSandboxCatalog } from './money-helpers';
 import { cloneTemplateDatabase, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 import { registerEndpoint, startReceiver } from './webhook-helpers';
@@ -129,6 +130,10 @@ describe('tracing over OTLP/HTTP', () => {
     const ancestors = (s: OtlpSpan): string[] => (s.parentSpanId && byId.get(s.parentSpanId) ? [s.parentSpanId, ...ancestors(byId.get(s.parentSpanId)!)] : []);
     expect(ancestors(attempt)).toContain(graphql!.spanId);
     expect(attr(attempt, 'webhook.outcome')).toBe('SUCCESS');
+    // The intent's expiry job, written by the intent's own statement (a CTE, not boss.send), carries the trace too.
+    const [expiry] = await db.$queryRaw<{ traceparent: string | null }[]>`
+      SELECT data->'_trace'->>'traceparent' AS traceparent FROM pgboss.job WHERE name = ${EXPIRE_QUEUE} AND data->>'paymentIntentId' = ${pi.headers.get('location')!.split('/').pop()}`;
+    expect(expiry?.traceparent).toContain(server.traceId);
 
     // REST → GraphQL → the chain.sync job it sent, worked by the job runner; the job's statements under it.
     const depositServer = byRequest('trace-deposit')!;

@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import { Prisma } from '../db/prisma';
+import { traceCarrier, withTrace } from './telemetry';
 
 /**
  * A queue's jobs as a part of the caller's own statement (issue 22): pg-boss's insert statement for
@@ -77,7 +78,8 @@ export function splitInsert(text: string): JobInsertParts | null {
  * is refused rather than dropped).
  */
 export function jobInsertSql(parts: JobInsertParts, jobs: readonly { id?: string; data: unknown; startAfter?: Date }[], when?: Prisma.Sql): Prisma.Sql {
-  const json = JSON.stringify(jobs);
+  // The sender's trace context in each job's data, as boss.send and boss.insert add it (propagateTraces).
+  const json = JSON.stringify(traceCarrier() ? jobs.map((j) => ({ ...j, data: withTrace(j.data) })) : jobs);
   if (parts.notify && jobs.some((j) => j.startAfter)) throw new Error('jobInsertSql: a job of a notify queue is sent due at once (no startAfter)');
   let param: Prisma.Sql = parts.notify
     ? new Prisma.Sql(['(SELECT ', '::text FROM (SELECT ' + parts.notify + ') AS "notified")'], [json])

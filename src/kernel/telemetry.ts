@@ -207,6 +207,12 @@ export function traceCarrier(): Record<string, string> | undefined {
   return carrier.traceparent ? carrier : undefined;
 }
 
+/** A job's data with the active trace context under JOB_TRACE_KEY when a trace is recorded (an object's; anything else as it is). */
+export function withTrace(data: unknown): unknown {
+  const carrier = traceCarrier();
+  return carrier && data && typeof data === 'object' && !Array.isArray(data) ? { ...data, [JOB_TRACE_KEY]: carrier } : data;
+}
+
 /** The trace context a job's data carries (traceCarrier at its send), or the active context. */
 export function contextOfJob(data: unknown): OtelContext {
   const carrier = data && typeof data === 'object' ? (data as Record<string, unknown>)[JOB_TRACE_KEY] : undefined;

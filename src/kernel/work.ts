@@ -1,6 +1,6 @@
 import type { JobResult, JobWithMetadata, PgBoss, Queue, WorkOptions } from 'pg-boss';
 import type { Logger } from 'pino';
-import { contextOfJob, inSpan, JOB_TRACE_KEY, metrics, SpanKind, traceCarrier } from './telemetry';
+import { contextOfJob, inSpan, metrics, SpanKind, traceCarrier, withTrace } from './telemetry';
 
 /**
  * The one way a queue is worked (every domain registers its workers through these, never through
@@ -180,10 +180,6 @@ async function measured<R>(queue: string, jobs: { id: string; data: unknown }[],
  * children of the request that sent them. Nothing is added when tracing is off or not sampled.
  */
 export function propagateTraces(boss: PgBoss): void {
-  const withTrace = (data: unknown) => {
-    const carrier = traceCarrier();
-    return carrier && data && typeof data === 'object' && !Array.isArray(data) ? { ...data, [JOB_TRACE_KEY]: carrier } : data;
-  };
   const send = boss.send.bind(boss) as (...a: unknown[]) => Promise<string | null>;
   boss.send = ((...a: unknown[]) => (typeof a[0] === 'string' ? send(a[0], withTrace(a[1]), ...a.slice(2)) : send(...a))) as typeof boss.send;
   const insert = boss.insert.bind(boss) as (...a: unknown[]) => Promise<unknown>;
