@@ -59,8 +59,9 @@ export function splitInsert(text: string): JobInsertParts | null {
     /^WITH ins AS \(([\s\S]*)\),\s*notified AS \(\s*SELECT (pg_notify\([^;$]*\))\s+FROM ins WHERE start_after <= \S+\.job_now\(\) LIMIT 1\s*\)\s*SELECT id FROM ins WHERE \(SELECT count\(\*\) FROM notified\) (?:>= 0|< 0)$/,
   );
   if (wrapped) {
+    // The inner text is a plain INSERT or nothing: the plain path refuses a pg_notify.
     const inner = splitInsert(wrapped[1]!);
-    return inner && !inner.notify ? { ...inner, notify: wrapped[2]! } : null;
+    return inner && { ...inner, notify: wrapped[2]! };
   }
   if (!/^INSERT INTO /i.test(trimmed) || /pg_notify|;|\bRETURNING\b[\s\S]*\bSELECT\b/i.test(trimmed)) return null;
   const params = trimmed.match(/\$\d+/g) ?? [];
