@@ -8,7 +8,7 @@ import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emit } from '../webhooks/outbox';
 import { type MoneyDeps } from '../kernel/service';
 import { CREDITED_DEPOSIT, isCovered, LIVE_DEPOSIT, UNDECIDED_DEPOSIT } from './rules';
-import { sendReleaseEvaluation } from '../kernel/queues';
+import { sendReleaseEvaluations } from '../kernel/queues';
 
 /**
  * The funding side of money in: where a confirmed deposit's value goes in the ledger, and the
@@ -280,7 +280,7 @@ export async function evaluateIntent(
   let transaction = intent.transaction;
   if (d.transactionData) transaction = await tx.transaction.update({ where: { id: transaction.id }, data: d.transactionData });
   for (const e of d.events) await emit(tx, deps, org, e.type, e.fields as never);
-  if (d.release) await sendReleaseEvaluation(tx, deps.boss, transaction.id);
+  if (d.release) await sendReleaseEvaluations(tx, deps.boss, [transaction.id]);
   let updated: PaymentIntent = intent;
   if (d.intentData) updated = await tx.paymentIntent.update({ where: { id: intent.id }, data: d.intentData });
   await auditAll(tx, deps, actor, d.audits);

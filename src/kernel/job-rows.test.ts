@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestApp, type TestApp } from '../../test/harness';
 import { Prisma } from '../db/prisma';
-import { jobInsertParts, jobInsertSql, splitInsert } from './job-rows';
-import { CHAIN_SYNC_QUEUE, EXPIRE_QUEUE } from './queues';
+import { jobInsertFromRows, jobInsertParts, jobInsertSql, splitInsert } from './job-rows';
+import { CHAIN_SYNC_QUEUE, EXPIRE_QUEUE, RELEASE_EVALUATE_QUEUE } from './queues';
 import pg from 'pg';
 
 /**
@@ -110,6 +110,40 @@ test("a notify queue's insert (pg-boss's wrapper taken apart) writes boss.insert
     expect(viaInsert).toMatchObject({ name: CHAIN_SYNC_QUEUE, state: 'created', data });
     // A job due later cannot be sent this way (the wrapper would not have notified).
     expect(() => jobInsertSql(parts, [{ data, startAfter: new Date(Date.now() + 60_000) }])).toThrow(/due at once/);
+  } finally {
+    await listener.end();
+  }
+});
+
+test("jobs made from the caller's rows (jobInsertFromRows): one per row, boss.insert's rows, the notify queue woken only when a job was made", async () => {
+  const boss = app.deps.boss!;
+  const parts = (await jobInsertParts(boss, RELEASE_EVALUATE_QUEUE))!;
+  expect(parts.notify).not.toBeNull();
+  const listener = new pg.Client({ connectionString: app.databaseUrl });
+  await listener.connect();
+  const heard: string[] = [];
+  listener.on('notification', (n) => heard.push(n.payload ?? ''));
+  const channel = (await listener.query<{ c: string }>(`SELECT ${parts.notify!.replace(/^pg_notify\((.*), '[^']+'\)$/, '$1')} AS c`)).rows[0]!.c;
+  await listener.query(`LISTEN ${channel}`);
+  try {
+    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const rowsOf = (ids: string[]) => Prisma.sql`SELECT jsonb_build_object('transactionId', t.id) AS "data" FROM unnest(${ids}::text[]) AS t(id)`;
+    const ofJobs = (ids: string[]) =>
+      app.deps.db.$queryRaw<Record<string, unknown>[]>`SELECT ${jobColumns} FROM pgboss.job
+        WHERE name = ${RELEASE_EVALUATE_QUEUE} AND data->>'transactionId' = ANY(${ids}::text[]) ORDER BY data->>'transactionId'`;
+    // No row: no job, no notification.
+    await app.deps.db.$executeRaw(jobInsertFromRows(parts, rowsOf([])));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(heard).toEqual([]);
+    // Two rows: two jobs, one notification at the commit.
+    await app.deps.db.$executeRaw(jobInsertFromRows(parts, rowsOf([a, b].sort())));
+    for (let i = 0; i < 200 && !heard.length; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(heard).toEqual([RELEASE_EVALUATE_QUEUE]);
+    await boss.insert(RELEASE_EVALUATE_QUEUE, [{ data: { transactionId: c } }]);
+    const made = await ofJobs([a, b]);
+    expect(made.map((j) => (j.data as { transactionId: string }).transactionId)).toEqual([a, b].sort());
+    const [viaInsert] = (await ofJobs([c])).map(({ data: _d, start_after: _s, keep_until: _k, ...rest }) => rest);
+    for (const { data: _d, start_after: _s, keep_until: _k, ...rest } of made) expect(rest).toEqual(viaInsert);
   } finally {
     await listener.end();
   }

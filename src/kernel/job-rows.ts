@@ -88,3 +88,21 @@ export function jobInsertSql(parts: JobInsertParts, jobs: readonly { id?: string
   if (when) param = Prisma.sql`(CASE WHEN ${when} THEN ${param} ELSE '[]' END)`;
   return new Prisma.Sql([parts.before, parts.after], [param]);
 }
+
+/**
+ * The jobs' INSERT (a statement of its own or a CTE), one job per row of `data`: a query of the
+ * caller's answering one jsonb column `data`, for jobs owed only to rows the database reads at the
+ * moment of the write. Each job's data carries the sender's trace context as jobInsertSql's; every
+ * job is due at once; a queue with notify wakes its workers only when a job was made.
+ */
+export function jobInsertFromRows(parts: JobInsertParts, data: Prisma.Sql): Prisma.Sql {
+  const trace = JSON.stringify(withTrace({}));
+  const json = Prisma.sql`(SELECT coalesce(json_agg(json_build_object('data', j."data" || ${trace}::jsonb)), '[]')::text FROM (${data}) AS j)`;
+  const param = parts.notify
+    ? new Prisma.Sql(
+        ["(SELECT CASE WHEN x.j = '[]' THEN x.j ELSE (SELECT x.j FROM (SELECT " + parts.notify + ') AS "notified") END FROM (SELECT ', ' AS j) AS x)'],
+        [json],
+      )
+    : json;
+  return new Prisma.Sql([parts.before, parts.after], [param]);
+}

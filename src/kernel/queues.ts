@@ -1,6 +1,7 @@
 import { fromPrisma, type PgBoss } from 'pg-boss';
 import { Prisma, type Db, type PoolQuery, type PrismaClient, type RawDb } from '../db/prisma';
 import { JOB_SCHEMA } from '../db/roles';
+import { jobInsertFromRows, jobInsertParts } from './job-rows';
 import { ensureQueue } from './work';
 
 /**
@@ -68,9 +69,29 @@ export async function sendReleaseEvaluation(tx: Db, boss: PgBoss | null, transac
   if (!boss) return;
   await boss.send(RELEASE_EVALUATE_QUEUE, { transactionId } satisfies ReleaseEvaluateJob, { ...inTx(tx), ...(startAfter ? { startAfter } : {}) });
 }
-/** Release evaluation jobs for several transactions, with one insert through the caller's transaction. */
+/**
+ * Release evaluation jobs for transactions that became RESERVED, in one statement of the caller's
+ * transaction: only for those with a PENDING milestone (the partial index "ReleaseMilestone_pending_idx"),
+ * since an evaluation of any other finds nothing to release (evaluateRelease) and would cost a job
+ * and a transaction per funded transaction for nothing. The caller holds the transactions' rows
+ * locked: a rule set at the same time (setTransactionReleaseRule locks the row too) either committed
+ * before this statement, which then sees its milestones, or waits for the caller's commit and then
+ * evaluates the RESERVED transaction itself. The minute's release sweep stays the safety net.
+ */
 export async function sendReleaseEvaluations(tx: Db, boss: PgBoss | null, transactionIds: string[]): Promise<void> {
   if (!boss || !transactionIds.length) return;
+  const parts = await jobInsertParts(boss, RELEASE_EVALUATE_QUEUE);
+  if (parts) {
+    await tx.$executeRaw(
+      jobInsertFromRows(
+        parts,
+        Prisma.sql`SELECT jsonb_build_object('transactionId', m."transactionId") AS "data"
+                     FROM (SELECT DISTINCT "transactionId" FROM "ReleaseMilestone"
+                            WHERE "transactionId" = ANY(${transactionIds}::uuid[]) AND "status" = 'PENDING') AS m`,
+      ),
+    );
+    return;
+  }
   await boss.insert(
     RELEASE_EVALUATE_QUEUE,
     transactionIds.map((transactionId) => ({ data: { transactionId } satisfies ReleaseEvaluateJob })),

@@ -365,6 +365,35 @@ describe('setting and reading a rule', () => {
   );
 });
 
+describe('evaluation jobs', () => {
+  test('a deposit that reserves a transaction queues its evaluation only when the transaction has a pending milestone; the rule then releases', async () => {
+    const f = await fixture();
+    const plain = await createIntent(suite.app, f);
+    const ruled = await createIntent(suite.app, f, { releaseRule: { milestones: [{ amount: AMOUNT.toString() }] } });
+    await fund(f, plain);
+    await fund(f, ruled);
+    const jobs = await suite.app.deps.db.$queryRaw<{ transactionId: string; state: string }[]>`
+      SELECT data->>'transactionId' AS "transactionId", state::text FROM pgboss.job
+       WHERE name = 'release.evaluate' AND data->>'transactionId' IN (${plain.transactionId}, ${ruled.transactionId})`;
+    // Nothing to release in the plain one: no job (a no-op evaluation per funded transaction otherwise).
+    expect(jobs).toEqual([{ transactionId: ruled.transactionId, state: 'completed' }]);
+    expect(await txOf(f, plain.transactionId)).toMatchObject({ status: 'RESERVED' });
+    expect(statuses(await ok(getRule(ruled.transactionId, f.apiKeyHeaders), 200))).toEqual(['RELEASED']);
+    expect(await txOf(f, ruled.transactionId)).toMatchObject({ status: 'SETTLED' });
+  });
+
+  test('a rule set while the transaction is RESERVED is evaluated at once (no job needed)', async () => {
+    const f = await fixture();
+    const pi = await createIntent(suite.app, f);
+    await fund(f, pi);
+    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'RESERVED' });
+    const rule = await ok(putRule(pi.transactionId, { milestones: [{ amount: AMOUNT.toString() }] }, f.apiKeyHeaders), 200);
+    expect(statuses(rule)).toEqual(['RELEASED']);
+    await drainMoneyWork(suite.app);
+    expect(await txOf(f, pi.transactionId)).toMatchObject({ status: 'SETTLED' });
+  });
+});
+
 describe('approvals', () => {
   test('MEMBER: only the named member approves; the milestone releases and its settlement executes (transaction.settled)', async () => {
     const f = await fixture();
