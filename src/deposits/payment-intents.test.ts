@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKey, createTestApp, signUpMember, type TestApp } from '../../test/harness';
 import { checkLedgerInvariants } from '../../test/ledger-invariants';
-import { sandboxAdvanceClock, sandboxSend } from '../../test/money-helpers';
+import { sandboxAdvanceClock, sandboxMine, sandboxSend } from '../../test/money-helpers';
 import { DELIVER_QUEUE, EXPIRE_QUEUE, EXPIRE_SWEEP_QUEUE } from '../kernel/queues';
 import { registerEndpoint } from '../../test/webhook-helpers';
 import { expireIfDue, type ExpireJob } from './payment-intents';
@@ -614,6 +614,31 @@ describe('cancel', () => {
 });
 
 describe('expiry', () => {
+  test('the expiry job of an intent that SUCCEEDED or was cancelled reads its status once and changes nothing (no transaction)', async () => {
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const paid = await createIntent(app, f, { expiresInSeconds: 120 });
+    const cancelled = await createIntent(app, f, { expiresInSeconds: 120 });
+    const due = await createIntent(app, f, { expiresInSeconds: 120 });
+    await sandboxSend(app, f.apiKeyHeaders, { address: paid.address, amount: 1_000_000n, assetNetworkId: f.catalog.assetNetworkId });
+    await sandboxMine(app, f.apiKeyHeaders, f.catalog.networkId, 1);
+    await drainChainSync(app);
+    expect((await app.rest('GET', `/v1/payment-intents/${paid.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('SUCCEEDED');
+    expect((await app.rest('POST', `/v1/payment-intents/${cancelled.id}/cancel`, { headers: f.apiKeyHeaders })).status).toBe(204);
+    await sandboxAdvanceClock(app, f.apiKeyHeaders, 121);
+    for (const pi of [paid, cancelled]) {
+      const { result, statements } = await app.sqlStatements(() => expireIfDue(moneyDeps(app), pi.id));
+      expect(result).toBe(false);
+      expect(statements).toHaveLength(1);
+    }
+    expect(await expireIfDue(moneyDeps(app), 'not-an-id')).toBe(false);
+    expect((await app.rest('GET', `/v1/payment-intents/${paid.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('SUCCEEDED');
+    expect((await app.rest('GET', `/v1/payment-intents/${cancelled.id}`, { headers: f.apiKeyHeaders })).body.status).toBe('CANCELLED');
+    // A live one past its time still takes the locked path and expires.
+    const live = await app.sqlStatements(() => expireIfDue(moneyDeps(app), due.id));
+    expect(live.result).toBe(true);
+    expect(live.statements.length).toBeGreaterThan(3);
+  });
+
   test('the expiry job does nothing before ExpiresAt, expires after it (by the sandbox clock); the sweep expires the rest', async () => {
     const f = await moneyFixture(app);
     const a = await createIntent(app, f, { expiresInSeconds: 120 });

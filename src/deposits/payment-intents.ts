@@ -852,12 +852,22 @@ export async function cancelPaymentIntent(ctx: Context, idArg: unknown, reason: 
 /**
  * Expires one intent if it is due (by its environment's clock) and nothing is undecided: the
  * handler of the expiry job and of the sweep. Safe to run at any time, twice, or concurrently.
+ *
+ * Every intent has its expiry job, and most have SUCCEEDED (or were cancelled) by the time it runs:
+ * one read of the status, without a transaction or a lock, answers those (issue 22: the locked
+ * path is a transaction of four statements per intent ever created). The status is read again
+ * under the transaction's lock before anything is decided; an intent a reorganization sends back to
+ * PROCESSING after this read is the minute's sweep's, as one that does so after its job ran.
  */
 export async function expireIfDue(
   deps: MoneyDeps,
   paymentIntentId: string,
   actor: Actor = { principal: null, requestId: 'job:payment-intent.expire' },
 ): Promise<boolean> {
+  if (!isUuid(paymentIntentId)) return false;
+  const read = poolQuery<{ status: string }>(deps.db, `SELECT "status"::text AS "status" FROM "PaymentIntent" WHERE "id" = $1::uuid`, [paymentIntentId]);
+  const [current] = read ? (await read).rows : await deps.db.paymentIntent.findMany({ where: { id: paymentIntentId }, select: { status: true } });
+  if (!current || (current.status !== 'AWAITING_PAYMENT' && current.status !== 'PROCESSING')) return false;
   return deps.db.$transaction(async (tx) => {
     const head = await tx.paymentIntent.findUnique({ where: { id: paymentIntentId }, select: { transactionId: true } });
     if (!head) return false;
