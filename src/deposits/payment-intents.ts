@@ -855,9 +855,10 @@ export async function cancelPaymentIntent(ctx: Context, idArg: unknown, reason: 
  *
  * Every intent has its expiry job, and most have SUCCEEDED (or were cancelled) by the time it runs:
  * one read of the status, without a transaction or a lock, answers those (issue 22: the locked
- * path is a transaction of five statements, BEGIN and COMMIT included, per intent ever created). The status is read again
- * under the transaction's lock before anything is decided; an intent a reorganization sends back to
- * PROCESSING after this read is the minute's sweep's, as one that does so after its job ran.
+ * path is a transaction of five statements, BEGIN and COMMIT included, per intent ever created).
+ * The status is read again under the transaction's lock before anything is decided; an intent a
+ * reorganization sends back to PROCESSING after this read is the minute's sweep's, as one that
+ * does so after its job ran.
  */
 export async function expireIfDue(
   deps: MoneyDeps,
