@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { fromPrisma } from 'pg-boss';
 import type { Db } from '../db/prisma';
-import type { ReleaseCondition, Transaction } from '../generated/prisma/client';
+import type { Account, ReleaseCondition, Transaction } from '../generated/prisma/client';
 import { LedgerError, lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
 import { auditAll } from '../audit/audit';
@@ -81,11 +81,13 @@ export async function lockedAccountStates(tx: Db, accountIds: readonly string[],
   const ids = [...new Set(accountIds)];
   if (!ids.length) return new Map();
   await lockAccountsForMove(tx, ids);
-  const accounts = await tx.account.findMany({
-    where: { id: { in: ids } },
-    select: { id: true, status: true, authorizations: { where: { applicationId: { in: [...new Set(applicationIds)] } }, select: { applicationId: true } } },
-  });
-  return new Map(accounts.map((a) => [a.id, { status: a.status, applications: new Set(a.authorizations.map((x) => x.applicationId)) }]));
+  // Raw (issue 22): the settlement groups read it on a pool transaction.
+  const accounts = await tx.$queryRaw<{ id: string; status: Account['status']; applications: string[] }[]>`
+    SELECT a."id"::text AS "id", a."status"::text AS "status",
+           ARRAY(SELECT z."applicationId"::text FROM "AccountApplicationAuthorization" z
+                  WHERE z."accountId" = a."id" AND z."applicationId" = ANY(${[...new Set(applicationIds)]}::uuid[])) AS "applications"
+      FROM "Account" a WHERE a."id" = ANY(${ids}::uuid[])`;
+  return new Map(accounts.map((a) => [a.id, { status: a.status, applications: new Set(a.applications) }]));
 }
 
 /** retainReasons on states already read (lockedAccountStates): no statement. */

@@ -162,9 +162,14 @@ export async function pricingPolicyInForce(tx: Db, q: PolicyQuery): Promise<Pric
  * caller that asks at several times (a group of settlements): pricingPolicyAt picks the one in
  * force at a time, as pricingPolicyInForce does.
  */
-export async function pricingPolicyCandidates(tx: Db, q: Omit<PolicyQuery, 'at'>): Promise<PricingPolicy[]> {
-  const { effectiveFrom: _e, ...where } = candidatesWhere({ ...q, at: new Date(0) });
-  return tx.pricingPolicy.findMany({ where });
+export function pricingPolicyCandidates(tx: Db, q: Omit<PolicyQuery, 'at'>): Promise<PricingPolicy[]> {
+  // Raw (issue 22): the settlement groups read it on a pool transaction; candidatesWhere's scopes, every effectiveFrom.
+  return tx.$queryRaw<PricingPolicy[]>`
+    SELECT * FROM "PricingPolicy"
+     WHERE ("assetNetworkId" = ${q.assetNetworkId}::uuid OR "assetNetworkId" IS NULL)
+       AND (("scope" = 'APPLICATION' AND "organizationId" = ${q.organizationId}::uuid AND "applicationId" = ${q.applicationId}::uuid)
+         OR ("scope" = 'ORGANIZATION' AND "organizationId" = ${q.organizationId}::uuid)
+         OR "scope" = 'PLATFORM')`;
 }
 export const pricingPolicyAt = (candidates: readonly PricingPolicy[], at: Date): PricingPolicy | null =>
   pick(candidates.filter((p) => p.effectiveFrom.getTime() <= at.getTime()));
