@@ -2,7 +2,7 @@ import { numericToAmount, amountToNumeric, positiveAmountText } from '../money';
 import { z } from 'zod';
 import { fromPrisma } from 'pg-boss';
 import type { Context } from '../context';
-import { poolOf, poolQuery, type Db } from '../db/prisma';
+import { poolOf, poolQuery, poolRawDb, type Db } from '../db/prisma';
 import { Prisma } from '../generated/prisma/client';
 import type { AssetNetworkStatus, NetworkKind } from '../generated/prisma/enums';
 import { adapterFor, networkRef, type DerivedAddress } from '../chains/adapter';
@@ -866,8 +866,8 @@ export async function expireIfDue(
   actor: Actor = { principal: null, requestId: 'job:payment-intent.expire' },
 ): Promise<boolean> {
   if (!isUuid(paymentIntentId)) return false;
-  const read = poolQuery<{ status: string }>(deps.db, `SELECT "status"::text AS "status" FROM "PaymentIntent" WHERE "id" = $1::uuid`, [paymentIntentId]);
-  const [current] = read ? (await read).rows : await deps.db.paymentIntent.findMany({ where: { id: paymentIntentId }, select: { status: true } });
+  const [current] = await (poolRawDb(deps.db) ?? deps.db).$queryRaw<{ status: string }[]>`
+    SELECT "status"::text AS "status" FROM "PaymentIntent" WHERE "id" = ${paymentIntentId}::uuid`;
   if (!current || (current.status !== 'AWAITING_PAYMENT' && current.status !== 'PROCESSING')) return false;
   return deps.db.$transaction(async (tx) => {
     const head = await tx.paymentIntent.findUnique({ where: { id: paymentIntentId }, select: { transactionId: true } });

@@ -82,11 +82,20 @@ export function jobInsertSql(parts: JobInsertParts, jobs: readonly { id?: string
   // The sender's trace context in each job's data, as boss.send and boss.insert add it (propagateTraces).
   const json = JSON.stringify(traceCarrier() ? jobs.map((j) => ({ ...j, data: withTrace(j.data) })) : jobs);
   if (parts.notify && jobs.some((j) => j.startAfter)) throw new Error('jobInsertSql: a job of a notify queue is sent due at once (no startAfter)');
-  let param: Prisma.Sql = parts.notify
-    ? new Prisma.Sql(['(SELECT ', '::text FROM (SELECT ' + parts.notify + ') AS "notified")'], [json])
-    : new Prisma.Sql(['', ''], [json]);
-  if (when) param = Prisma.sql`(CASE WHEN ${when} THEN ${param} ELSE '[]' END)`;
-  return new Prisma.Sql([parts.before, parts.after], [param]);
+  const param = notifying(parts, Prisma.sql`${json}::text`);
+  return new Prisma.Sql([parts.before, parts.after], [when ? Prisma.sql`(CASE WHEN ${when} THEN ${param} ELSE '[]' END)` : param]);
+}
+
+/**
+ * The insert's parameter from the jobs' JSON (`json`, an SQL text expression): for a queue with
+ * notify, evaluating it also calls the queue's `pg_notify`, only when the JSON holds a job.
+ */
+function notifying(parts: JobInsertParts, json: Prisma.Sql): Prisma.Sql {
+  if (!parts.notify) return json;
+  return new Prisma.Sql(
+    ["(SELECT CASE WHEN x.j = '[]' THEN x.j ELSE (SELECT x.j FROM (SELECT " + parts.notify + ') AS "notified") END FROM (SELECT ', ' AS j) AS x)'],
+    [json],
+  );
 }
 
 /**
@@ -98,11 +107,5 @@ export function jobInsertSql(parts: JobInsertParts, jobs: readonly { id?: string
 export function jobInsertFromRows(parts: JobInsertParts, data: Prisma.Sql): Prisma.Sql {
   const trace = JSON.stringify(withTrace({}));
   const json = Prisma.sql`(SELECT coalesce(json_agg(json_build_object('data', j."data" || ${trace}::jsonb)), '[]')::text FROM (${data}) AS j)`;
-  const param = parts.notify
-    ? new Prisma.Sql(
-        ["(SELECT CASE WHEN x.j = '[]' THEN x.j ELSE (SELECT x.j FROM (SELECT " + parts.notify + ') AS "notified") END FROM (SELECT ', ' AS j) AS x)'],
-        [json],
-      )
-    : json;
-  return new Prisma.Sql([parts.before, parts.after], [param]);
+  return new Prisma.Sql([parts.before, parts.after], [notifying(parts, json)]);
 }
