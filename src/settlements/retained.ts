@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { fromPrisma } from 'pg-boss';
-import type { Db } from '../db/prisma';
+import type { Db, RawDb } from '../db/prisma';
 import type { Account, ReleaseCondition, Transaction } from '../generated/prisma/client';
 import { LedgerError, lockAccountsForMove, postLedgerTransaction } from '../ledger/ledger';
 import { amountToNumeric, numericToAmount } from '../money';
@@ -77,7 +77,7 @@ export interface AccountState {
  * frozen account is accepted by the ledger, so only this read keeps the portion retained).
  * `applicationIds`: the applications whose authorizations matter (a settlement group spans several).
  */
-export async function lockedAccountStates(tx: Db, accountIds: readonly string[], applicationIds: readonly string[]): Promise<Map<string, AccountState>> {
+export async function lockedAccountStates(tx: RawDb, accountIds: readonly string[], applicationIds: readonly string[]): Promise<Map<string, AccountState>> {
   const ids = [...new Set(accountIds)];
   if (!ids.length) return new Map();
   await lockAccountsForMove(tx, ids);
@@ -114,7 +114,7 @@ export function retainReasonsOf(
  * the advance queues).
  */
 export async function scheduleHoldRecheck(
-  tx: Db,
+  tx: RawDb,
   deps: MoneyDeps,
   t: Pick<Transaction, 'id' | 'reservedAt' | 'releaseRuleSetAt'>,
   conditions: readonly HoldCondition[],

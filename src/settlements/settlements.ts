@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context';
-import { Prisma, poolTransaction, type Db } from '../db/prisma';
+import { Prisma, type Db, type RawDb } from '../db/prisma';
 import type { PricingPolicy, ReleaseCondition, Settlement, SettlementAllocation, SplitRule, Transaction } from '../generated/prisma/client';
 import { DomainError, invalidState, isRetryable, notFound } from '../errors';
 import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
@@ -20,7 +20,7 @@ import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
-import { lockTransactionRow, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { lockTransactionRow, rawTransaction, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { runIsolatingErrors } from '../kernel/work';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
@@ -347,11 +347,9 @@ async function executeGroupRetrying(
   attempt = 1,
 ): Promise<ExecutionOutcome[]> {
   try {
-    // Straight on the pool (issue 22, session 13: through Prisma's interactive transaction its runtime
-    // was a third of the main thread's time in a burst of settlements); Prisma's when there is none.
-    return await (poolTransaction(deps.db, (_query, raw) => executeGroupIn(raw as unknown as Db, deps, settlementIds, refused), {
-      timeoutMs: TX_OPTIONS.timeout,
-    }) ?? deps.db.$transaction((tx) => executeGroupIn(tx, deps, settlementIds, refused), TX_OPTIONS));
+    // Raw statements only, straight on the pool (issue 22, session 13: through Prisma's interactive
+    // transaction its runtime was a third of the main thread's time in a burst of settlements).
+    return await rawTransaction(deps.db, (tx) => executeGroupIn(tx, deps, settlementIds, refused));
   } catch (e) {
     // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
     // posting has no savepoint to retry under: postInStatement).
@@ -364,7 +362,7 @@ async function executeGroupRetrying(
 }
 
 async function executeGroupIn(
-  tx: Db,
+  tx: RawDb,
   deps: MoneyDeps,
   settlementIds: readonly string[],
   refused?: ReadonlyMap<string, LedgerError>,
@@ -413,7 +411,7 @@ const GROUP_ATTEMPTS = 3;
  * locked (so nothing of these transactions changes until the commit): about ten statements for a
  * group of any size (one more per pricing scope when the group spans several).
  */
-async function readGroup(tx: Db, transactionIds: string[]): Promise<GroupReads> {
+async function readGroup(tx: RawDb, transactionIds: string[]): Promise<GroupReads> {
   // Pending settlements in request order (by time, then milestone position): fixed split amounts
   // and rounding remainders then land the same way however the workers are scheduled.
   const order = await tx.$queryRaw<{ id: string }[]>`
@@ -495,7 +493,7 @@ async function readGroup(tx: Db, transactionIds: string[]): Promise<GroupReads> 
 const policyKey = (t: Pick<Transaction, 'organizationId' | 'applicationId' | 'assetNetworkId'>) => `${t.organizationId}:${t.applicationId}:${t.assetNetworkId}`;
 
 /** The group's rows, ledger postings and states, set-based: one statement per table. */
-async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites): Promise<void> {
+async function writeGroup(tx: RawDb, deps: MoneyDeps, r: GroupReads, w: GroupWrites): Promise<void> {
   const n = (v: bigint) => amountToNumeric(v);
   if (w.failed.length) {
     const f = w.failed;
@@ -576,7 +574,7 @@ async function writeGroup(tx: Db, deps: MoneyDeps, r: GroupReads, w: GroupWrites
  * hold re-check job when a portion waits for a time hold.
  */
 async function executeOne(
-  tx: Db,
+  tx: RawDb,
   deps: MoneyDeps,
   r: GroupReads,
   w: GroupWrites,

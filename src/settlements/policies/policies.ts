@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../../context';
-import type { Db } from '../../db/prisma';
+import type { Db, RawDb } from '../../db/prisma';
 import type { PricingPolicy, RefundFeePolicy } from '../../generated/prisma/client';
 import type { PolicyScope } from '../../generated/prisma/enums';
 import { fieldError } from '../../errors';
@@ -162,7 +162,7 @@ export async function pricingPolicyInForce(tx: Db, q: PolicyQuery): Promise<Pric
  * caller that asks at several times (a group of settlements): pricingPolicyAt picks the one in
  * force at a time, as pricingPolicyInForce does.
  */
-export function pricingPolicyCandidates(tx: Db, q: Omit<PolicyQuery, 'at'>): Promise<PricingPolicy[]> {
+export function pricingPolicyCandidates(tx: RawDb, q: Omit<PolicyQuery, 'at'>): Promise<PricingPolicy[]> {
   // Raw (issue 22): the settlement groups read it on a pool transaction; candidatesWhere's scopes, every effectiveFrom.
   return tx.$queryRaw<PricingPolicy[]>`
     SELECT * FROM "PricingPolicy"
