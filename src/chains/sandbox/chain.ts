@@ -290,7 +290,7 @@ export async function sendTransactions(
       requestId: s.a.audit!.actor.requestId,
       entry: s.a.audit!.entry(s.id),
     }));
-    const syncData: ChainSyncJob = { networkId, addresses: [...new Set(sent.map((s) => s.a.toAddress))] };
+    const syncData: ChainSyncJob = { networkId, addresses: recipientsOf(sent) };
     const rows = await rowsOf<{ id: string; txHash: string; recipientOrganizationId: string | null }>(
       tx,
       Prisma.sql`
@@ -385,9 +385,12 @@ export async function sendTransactions(
   }
   // What the sends changed: new transfers to these addresses, nothing else (a replacement's replaced
   // transaction goes to the same address). Already written with the transfers when it could be.
-  if (!syncJob) await sendChainSync(tx, deps.boss, networkId, [...new Set(sent.map((s) => s.a.toAddress))]);
+  if (!syncJob) await sendChainSync(tx, deps.boss, networkId, recipientsOf(sent));
   return out as (SandboxTransactionRow | Error)[];
 }
+
+/** The addresses a send group's transfers go to, once each: what its `chain.sync` job names. */
+const recipientsOf = (sent: readonly { a: { toAddress: string } }[]) => [...new Set(sent.map((s) => s.a.toAddress))];
 
 /**
  * A text as an SQL literal (pg's escapeLiteral) for a statement without parameters. A NUL byte would
