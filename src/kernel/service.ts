@@ -47,12 +47,7 @@ export async function retryingTransaction<T>(
  * timeout; through Prisma when the client has no pool of ours.
  */
 export async function retryingRawTransaction<T>(db: PrismaClient, f: (tx: RawDb) => Promise<T>, options: { timeout: number } = TX_OPTIONS): Promise<T> {
-  return retrying(() => rawTransaction(db, f, options));
-}
-
-/** One transaction of raw statements only, straight on the client's pg pool (poolTransaction), through Prisma when it has no pool of ours; not retried. */
-export function rawTransaction<T>(db: PrismaClient, f: (tx: RawDb) => Promise<T>, options: { timeout: number } = TX_OPTIONS): Promise<T> {
-  return poolTransaction(db, (_query, raw) => f(raw), { timeoutMs: options.timeout }) ?? db.$transaction(f, options);
+  return retrying(() => poolTransaction(db, (_query, raw) => f(raw), { timeoutMs: options.timeout }) ?? db.$transaction(f, options));
 }
 
 async function retrying<T>(run: () => Promise<T>): Promise<T> {

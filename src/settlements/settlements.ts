@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Context } from '../context';
 import { Prisma, type Db, type RawDb } from '../db/prisma';
 import type { PricingPolicy, ReleaseCondition, Settlement, SettlementAllocation, SplitRule, Transaction } from '../generated/prisma/client';
-import { DomainError, invalidState, isRetryable, notFound } from '../errors';
+import { DomainError, invalidState, notFound } from '../errors';
 import { assertId, isUuid, uuidv7, uuidv7After } from '../ids';
 import { idempotent } from '../idempotency';
 import { postInStatement, type LedgerError, type PostInput, type PostingLine } from '../ledger/ledger';
@@ -20,7 +20,7 @@ import type { AuditInput } from '../audit/audit';
 import { auditAll, auditAs, type Actor } from '../audit/audit';
 import { emitEvents } from '../webhooks/outbox';
 import { webhookEvent, type EventFields, type EventType, type WebhookEventData } from '../webhooks/events';
-import { lockTransactionRow, rawTransaction, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
+import { lockTransactionRow, retryingRawTransaction, requestActor, systemActor, TX_OPTIONS, type MoneyDeps } from '../kernel/service';
 import { runIsolatingErrors } from '../kernel/work';
 import { ledgerAccounts } from '../ledger/ledger';
 import { visibleMoneyWhere } from '../deposits/payment-intents';
@@ -339,26 +339,14 @@ export async function executeSettlementGroup(
   });
 }
 
-/** One group's transaction (executeGroupIn), run again whole after a deadlock or a serialization failure (GROUP_ATTEMPTS). */
-async function executeGroupRetrying(
-  deps: MoneyDeps,
-  settlementIds: readonly string[],
-  refused?: ReadonlyMap<string, LedgerError>,
-  attempt = 1,
-): Promise<ExecutionOutcome[]> {
-  try {
-    // Raw statements only, straight on the pool (issue 22, session 13: through Prisma's interactive
-    // transaction its runtime was a third of the main thread's time in a burst of settlements).
-    return await rawTransaction(deps.db, (tx) => executeGroupIn(tx, deps, settlementIds, refused));
-  } catch (e) {
-    // A deadlock or serialization failure: the group's transaction runs again whole (its ledger
-    // posting has no savepoint to retry under: postInStatement).
-    if (isRetryable(e) && attempt < GROUP_ATTEMPTS) {
-      await new Promise((ok) => setTimeout(ok, 5 * 2 ** (attempt - 1) * (0.5 + Math.random())));
-      return executeGroupRetrying(deps, settlementIds, refused, attempt + 1);
-    }
-    throw e;
-  }
+/**
+ * One group's transaction (executeGroupIn), run again whole after a deadlock or a serialization
+ * failure (retryingRawTransaction: its ledger posting has no savepoint to retry under,
+ * postInStatement). Raw statements only, straight on the pool (issue 22, session 13: through
+ * Prisma's interactive transaction its runtime was a third of the main thread's time in a burst).
+ */
+function executeGroupRetrying(deps: MoneyDeps, settlementIds: readonly string[], refused?: ReadonlyMap<string, LedgerError>): Promise<ExecutionOutcome[]> {
+  return retryingRawTransaction(deps.db, (tx) => executeGroupIn(tx, deps, settlementIds, refused));
 }
 
 async function executeGroupIn(
@@ -398,13 +386,6 @@ async function executeGroupIn(
   await writeGroup(tx, deps, reads, writes);
   return out;
 }
-
-/**
- * Attempts of a group's transaction when PostgreSQL aborts it for a deadlock or a serialization
- * failure (5-20 ms apart): the retry that postLedgerTransactions makes under its savepoint is made
- * here for the whole group, whose posting has none. Nothing of an aborted attempt was committed.
- */
-const GROUP_ATTEMPTS = 3;
 
 /**
  * Everything the group's settlements read, for all of them at once, after the Transaction rows are
