@@ -80,23 +80,17 @@ export async function sendReleaseEvaluation(tx: Db, boss: PgBoss | null, transac
  */
 export async function sendReleaseEvaluations(tx: Db, boss: PgBoss | null, transactionIds: string[]): Promise<void> {
   if (!boss || !transactionIds.length) return;
+  const pending = Prisma.sql`SELECT jsonb_build_object('transactionId', m."transactionId"::text) AS "data"
+                     FROM (SELECT DISTINCT "transactionId" FROM "ReleaseMilestone"
+                            WHERE "transactionId" = ANY(${transactionIds}::uuid[]) AND "status" = 'PENDING') AS m`;
   const parts = await jobInsertParts(boss, RELEASE_EVALUATE_QUEUE);
   if (parts) {
-    await tx.$executeRaw(
-      jobInsertFromRows(
-        parts,
-        Prisma.sql`SELECT jsonb_build_object('transactionId', m."transactionId") AS "data"
-                     FROM (SELECT DISTINCT "transactionId" FROM "ReleaseMilestone"
-                            WHERE "transactionId" = ANY(${transactionIds}::uuid[]) AND "status" = 'PENDING') AS m`,
-      ),
-    );
+    await tx.$executeRaw(jobInsertFromRows(parts, pending));
     return;
   }
-  await boss.insert(
-    RELEASE_EVALUATE_QUEUE,
-    transactionIds.map((transactionId) => ({ data: { transactionId } satisfies ReleaseEvaluateJob })),
-    inTx(tx),
-  );
+  // A pg-boss whose insert this version cannot take apart: the same rows read, then boss.insert.
+  const jobs = await tx.$queryRaw<{ data: ReleaseEvaluateJob }[]>(pending);
+  if (jobs.length) await boss.insert(RELEASE_EVALUATE_QUEUE, jobs, inTx(tx));
 }
 export async function sendReleaseSweep(tx: Db, boss: PgBoss | null, organizationId?: string): Promise<void> {
   if (!boss) return;
