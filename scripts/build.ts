@@ -26,8 +26,8 @@ const RUNTIME_PACKAGES = [
   'swagger-ui-dist',
   '@graphql-yoga/render-graphiql',
   'pg-native',
-  // libsecp256k1 as WebAssembly: reads its .wasm beside its own files (src/chains/secp256k1.ts loads it on first use).
-  'tiny-secp256k1',
+  // libsecp256k1's native addon: node-gyp-build finds its prebuilt binary beside its own files (src/chains/secp256k1.ts loads it on first use).
+  'secp256k1',
   // The service's pool (src/db/prisma.ts) is handed to @prisma/adapter-pg, which checks it with
   // `instanceof pg.Pool`: both must load the one `pg` of node_modules, not a bundled copy.
   'pg',

@@ -14,7 +14,9 @@ import {
   generateKeyPair,
   hexToBytes,
   MAX_DERIVATION_INDEX,
+  nobleDerivation,
   publicKeyOf,
+  secp256k1Backend,
 } from './secp256k1';
 
 /**
@@ -38,7 +40,15 @@ const index = fc.oneof(fc.integer({ min: 0, max: MAX_DERIVATION_INDEX }), fc.int
 // Any valid root: a random private key in [1, n-1] (fast-check shrinks it), its compressed public key.
 const root = fc.bigInt({ min: 1n, max: secp256k1.Point.Fn.ORDER - 1n }).map((k) => publicKeyOf(hexToBytes(k.toString(16).padStart(64, '0'))));
 
-describe('address derivation (issue 22, point 1): the same keys and addresses as before', () => {
+test('on linux-x64 the native libsecp256k1 derives, signs and verifies (the prebuilt addon of the secp256k1 package loads)', () => {
+  if (process.platform === 'linux' && process.arch === 'x64') expect(secp256k1Backend()).toBe('native');
+});
+
+// The native libsecp256k1 (the process's own derivation on these machines) and @noble/curves (where the addon does not load), held to one reference.
+describe.each([
+  ['the process’s derivation', { deriveChildWithAddress, deriveChildrenWithAddress }],
+  ['@noble/curves', nobleDerivation],
+])('address derivation (issue 22, point 1): the same keys and addresses as before, by %s', (_name, { deriveChildWithAddress, deriveChildrenWithAddress }) => {
   test('known vectors, computed by the derivation before the change', () => {
     // [root private key, index, child public key, address], from main at ca394d0.
     const vectors: [string, number, string, string][] = [

@@ -108,6 +108,8 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 interface ParsedRoot {
   point: InstanceType<typeof secp256k1.Point>;
   bytes: Uint8Array;
+  /** The point's uncompressed SEC1 bytes (libsecp256k1 parses them without a square root). */
+  uncompressed: Uint8Array;
   chainCode: Uint8Array;
 }
 /** A cache of the `size` most recently used answers of `compute` (a null answer is not cached). */
@@ -129,21 +131,28 @@ function recentlyUsed<V>(size: number, compute: (key: string) => V | null): (key
 }
 const parsedRoots = recentlyUsed<ParsedRoot>(1024, (rootPublicKey) => {
   const bytes = hexToBytes(rootPublicKey);
-  return { point: secp256k1.Point.fromBytes(bytes), bytes, chainCode: hexToBytes(chainCodeOf(rootPublicKey)) };
+  const point = secp256k1.Point.fromBytes(bytes);
+  return { point, bytes, uncompressed: point.toBytes(false), chainCode: hexToBytes(chainCodeOf(rootPublicKey)) };
 });
 const parsedRoot = (rootPublicKey: string): ParsedRoot => parsedRoots(rootPublicKey)!;
 
-function tweak(rootPublicKey: string, index: number, root: Pick<ParsedRoot, 'bytes' | 'chainCode'> = parsedRoot(rootPublicKey)): bigint {
+/** The tweak of the child at `index`: IL of BIP32's HMAC-SHA512, as a number and as its 32 bytes. */
+function tweakOf(
+  rootPublicKey: string,
+  index: number,
+  root: Pick<ParsedRoot, 'bytes' | 'chainCode'> = parsedRoot(rootPublicKey),
+): { il: bigint; bytes: Uint8Array } {
   if (!Number.isInteger(index) || index < 0 || index > MAX_DERIVATION_INDEX) throw new RangeError(`derivation index out of range: ${index}`);
   const data = new Uint8Array(37);
   data.set(root.bytes, 0);
   new DataView(data.buffer).setUint32(33, index, false);
-  const i = hmac(sha512, root.chainCode, data);
-  const il = BigInt('0x' + bytesToHex(i.subarray(0, 32)));
+  const bytes = hmac(sha512, root.chainCode, data).subarray(0, 32);
+  const il = BigInt('0x' + bytesToHex(bytes));
   // BIP32: such an index is invalid (probability below 2^-127); the caller never gets an address for it.
   if (il === 0n || il >= N) throw new RangeError(`derivation index ${index} is invalid for this key`);
-  return il;
+  return { il, bytes };
 }
+const tweak = (rootPublicKey: string, index: number, root?: Pick<ParsedRoot, 'bytes' | 'chainCode'>): bigint => tweakOf(rootPublicKey, index, root).il;
 
 /**
  * The base point G with its own precomputed table (issue 22, point 1): a copy of G, so noble's BASE
@@ -164,9 +173,28 @@ function childPoint(rootPublicKey: string, index: number, root: ParsedRoot = par
   return child;
 }
 
+/**
+ * The child at m/<index> by libsecp256k1 (root + IL·G), its compressed key and EVM-form address, or
+ * null without the native addon. libsecp256k1 checks the tweak and refuses a point at infinity.
+ */
+function nativeChild(rootPublicKey: string, index: number): { publicKey: string; address: string } | null {
+  const native = nativeSecp256k1();
+  if (!native) return null;
+  const root = parsedRoot(rootPublicKey);
+  const { bytes } = tweakOf(rootPublicKey, index, root);
+  let child: Uint8Array;
+  try {
+    child = native.publicKeyTweakAdd(root.uncompressed, bytes, false);
+  } catch {
+    throw new RangeError(`derivation index ${index} is invalid for this key`);
+  }
+  const xy = child.subarray(1);
+  return { publicKey: (xy[63]! & 1 ? '03' : '02') + bytesToHex(xy.subarray(0, 32)), address: '0x' + bytesToHex(keccak_256(xy).subarray(12)) };
+}
+
 /** The child public key (compressed hex) at m/<index> under a root public key (compressed hex). */
 export function derivePublicKey(rootPublicKey: string, index: number): string {
-  return childPoint(rootPublicKey, index).toHex(true);
+  return nativeChild(rootPublicKey, index)?.publicKey ?? childPoint(rootPublicKey, index).toHex(true);
 }
 
 /**
@@ -185,24 +213,37 @@ function encodeChild(child: InstanceType<typeof secp256k1.Point>, invertedZ: big
 
 /** The child public key at m/<index> and its EVM-form address, from one point (as addressOf(derivePublicKey(...)) without parsing the key back). */
 export function deriveChildWithAddress(rootPublicKey: string, index: number): { publicKey: string; address: string } {
-  const child = childPoint(rootPublicKey, index);
-  return encodeChild(child, Fp.inv(child.Z));
+  return nativeChild(rootPublicKey, index) ?? nobleDerivation.deriveChildWithAddress(rootPublicKey, index);
 }
+
+/** The derivation by @noble/curves, where the native addon does not load (exported for the tests, which hold it to the reference too). */
+export const nobleDerivation = {
+  deriveChildWithAddress(rootPublicKey: string, index: number): { publicKey: string; address: string } {
+    const child = childPoint(rootPublicKey, index);
+    return encodeChild(child, Fp.inv(child.Z));
+  },
+  /** For many pairs: one field inversion for them all (Montgomery's trick, FpInvertBatch). */
+  deriveChildrenWithAddress(pairs: readonly (readonly [rootPublicKey: string, index: number])[]): { publicKey: string; address: string }[] {
+    const children = pairs.map(([rootPublicKey, index]) => childPoint(rootPublicKey, index));
+    const inverses = FpInvertBatch(
+      Fp,
+      children.map((c) => c.Z),
+      true,
+    );
+    return children.map((c, i) => encodeChild(c, inverses[i]!));
+  },
+};
 
 /**
  * deriveChildWithAddress for many (root, index) pairs at once, answers in their order (issue 22: a
- * payment-intents group derives its addresses together): one field inversion for the group
- * (Montgomery's trick, FpInvertBatch) instead of one per child. Throws as deriveChildWithAddress
+ * payment-intents group derives its addresses together): one libsecp256k1 call per pair, or by
+ * @noble/curves one field inversion for the group (Montgomery's trick, FpInvertBatch) instead of one
+ * per child. Throws as deriveChildWithAddress
  * would for any pair (an index out of range, or invalid for its key): the caller derives alone then.
  */
 export function deriveChildrenWithAddress(pairs: readonly (readonly [rootPublicKey: string, index: number])[]): { publicKey: string; address: string }[] {
-  const children = pairs.map(([rootPublicKey, index]) => childPoint(rootPublicKey, index));
-  const inverses = FpInvertBatch(
-    Fp,
-    children.map((c) => c.Z),
-    true,
-  );
-  return children.map((c, i) => encodeChild(c, inverses[i]!));
+  if (nativeSecp256k1()) return pairs.map(([rootPublicKey, index]) => nativeChild(rootPublicKey, index)!);
+  return nobleDerivation.deriveChildrenWithAddress(pairs);
 }
 
 /** The child private key at m/<index> under a root private key. */
@@ -250,21 +291,48 @@ export const canonicalTransferJson = (p: TransferPayload): string =>
 const digestOf = (p: TransferPayload): Buffer => createHash('sha256').update(canonicalTransferJson(p), 'utf8').digest();
 
 /**
- * libsecp256k1 (Bitcoin Core's C library, as WebAssembly: the `tiny-secp256k1` package) for the
- * signed transfers' ECDSA (issue 22, point 1: signing with @noble/curves was ~0.5 ms of CPU per
- * transfer and OpenSSL's verification ~0.4 ms; libsecp256k1 signs in ~0.12 ms and verifies in
- * ~0.23 ms). Its signing is RFC 6979 deterministic with low-s, the very signatures @noble makes
- * (src/chains/signed-transfer.test.ts holds them byte for byte equal), so a transfer signed again
- * is the same transaction. Loaded on first use (a synchronous require of its CommonJS build: ~12 ms
- * and ~10 MiB of memory), so a process that never signs nor verifies a transfer does not pay it.
+ * libsecp256k1 (Bitcoin Core's C library) for the signed transfers' ECDSA and the addresses'
+ * derivation, natively: the `secp256k1` package's N-API addon, prebuilt in the package for linux-x64,
+ * darwin-arm64 and win32-x64 (no compiler, no install script), loaded on first use. Measured on the
+ * 2-core machines (issue 22, session 15; bench/derivation.ts for the derivation): signing 31 µs against
+ * 83 µs for libsecp256k1 as WebAssembly (the `tiny-secp256k1` package used before) and ~500 µs for
+ * @noble/curves; verifying 38 µs against 159 µs (OpenSSL ~400 µs, @noble ~1,400 µs); a child key
+ * 26 µs against 112-147 µs. Where the addon does not load (another platform), @noble/curves does the
+ * same work, slower. Both sign RFC 6979 deterministically with low-s (src/chains/signed-transfer.test.ts
+ * holds the signatures byte for byte equal to @noble's), so a transfer signed again is the same
+ * transaction, and both verify strictly: r and s in [1, n-1], s in the lower half of the order.
  */
-type Libsecp256k1 = typeof import('tiny-secp256k1');
-let libsecp256k1: Libsecp256k1 | undefined;
-const libsecp = (): Libsecp256k1 => (libsecp256k1 ??= createRequire(import.meta.url)('tiny-secp256k1') as Libsecp256k1);
+interface NativeSecp256k1 {
+  ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
+  ecdsaVerify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
+  publicKeyTweakAdd(publicKey: Uint8Array, tweak: Uint8Array, compressed?: boolean): Uint8Array;
+}
+let nativeSecp: NativeSecp256k1 | null | undefined;
+/** Which libsecp256k1 this process uses: the native addon, or @noble/curves where it does not load. */
+export const secp256k1Backend = (): 'native' | '@noble' => (nativeSecp256k1() ? 'native' : '@noble');
+/** The native addon, or null where it does not load. */
+function nativeSecp256k1(): NativeSecp256k1 | null {
+  if (nativeSecp === undefined)
+    try {
+      nativeSecp = createRequire(import.meta.url)('secp256k1/bindings') as NativeSecp256k1;
+    } catch {
+      nativeSecp = null;
+    }
+  return nativeSecp;
+}
+
+/** ECDSA over a SHA-256 digest by @noble/curves, where the native addon does not load (exported for the tests, which hold it to the native one). */
+export const nobleEcdsa = {
+  sign: (digest: Uint8Array, privateKey: Uint8Array): Uint8Array => secp256k1.sign(digest, privateKey, { prehash: false }),
+  verify: (signature: Uint8Array, digest: Uint8Array, publicKey: Uint8Array): boolean => secp256k1.verify(signature, digest, publicKey, { prehash: false }),
+};
 
 /** Signs a transfer (integrators' SELF_CUSTODY signing does this on their side; tests and custodial wallets here). */
 export function signTransfer(payload: TransferPayload, privateKey: Uint8Array): string {
-  return JSON.stringify({ payload, signature: Buffer.from(libsecp().sign(digestOf(payload), privateKey)).toString('hex') });
+  const digest = digestOf(payload);
+  const native = nativeSecp256k1();
+  const signature = native ? native.ecdsaSign(digest, privateKey).signature : nobleEcdsa.sign(digest, privateKey);
+  return JSON.stringify({ payload, signature: Buffer.from(signature).toString('hex') });
 }
 
 /**
@@ -292,8 +360,10 @@ const senderKey = recentlyUsed<SenderKey>(1024, (fromPublicKey) => {
  * lower half of the order (strict: the other half is the same signature made malleable).
  */
 function verifyCompact(signature: Uint8Array, digest: Uint8Array, key: Uint8Array): boolean {
+  const native = nativeSecp256k1();
   try {
-    return libsecp().verify(digest, key, signature, true);
+    // libsecp256k1 refuses a high s (not normalized), as @noble does by default (lowS).
+    return native ? native.ecdsaVerify(signature, digest, key) : nobleEcdsa.verify(signature, digest, key);
   } catch {
     return false; // r or s not below the order
   }

@@ -1,7 +1,18 @@
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { addressOf, bytesToHex, canonicalTransferJson, generateKeyPair, signTransfer, verifySignedTransfer, type TransferPayload } from './secp256k1';
+import { sha256 } from '@noble/hashes/sha2.js';
+import {
+  addressOf,
+  bytesToHex,
+  canonicalTransferJson,
+  generateKeyPair,
+  hexToBytes,
+  nobleEcdsa,
+  signTransfer,
+  verifySignedTransfer,
+  type TransferPayload,
+} from './secp256k1';
 
 /**
  * The sandbox's signed-transfer scheme (docs/catalog-custody.md): ECDSA secp256k1 over SHA-256 of the
@@ -23,6 +34,14 @@ const payloadOf = (k: { publicKey: string }, amount: bigint, nonce: string): Tra
 const nobleAccepts = (signature: string, p: TransferPayload) => {
   try {
     return secp256k1.verify(Buffer.from(signature, 'hex'), new TextEncoder().encode(canonicalTransferJson(p)), Buffer.from(p.fromPublicKey, 'hex'));
+  } catch {
+    return false;
+  }
+};
+const digestOf = (p: TransferPayload) => sha256(new TextEncoder().encode(canonicalTransferJson(p)));
+const fallbackAccepts = (signature: string, p: TransferPayload) => {
+  try {
+    return nobleEcdsa.verify(hexToBytes(signature), digestOf(p), hexToBytes(p.fromPublicKey));
   } catch {
     return false;
   }
@@ -49,6 +68,8 @@ describe('signed transfers', () => {
           const signed = signTransfer(p, keys[k]!.privateKey);
           const noble = bytesToHex(secp256k1.sign(new TextEncoder().encode(canonicalTransferJson(p)), keys[k]!.privateKey));
           expect(JSON.parse(signed)).toEqual({ payload: p, signature: noble });
+          // The fallback where the native addon does not load signs the same.
+          expect(bytesToHex(nobleEcdsa.sign(digestOf(p), keys[k]!.privateKey))).toBe(noble);
           expect(signTransfer(p, keys[k]!.privateKey)).toBe(signed);
         },
       ),
@@ -81,6 +102,7 @@ describe('signed transfers', () => {
           ];
           for (const [sig, payload, expected] of cases) {
             expect(nobleAccepts(sig, payload)).toBe(expected);
+            expect(fallbackAccepts(sig, payload)).toBe(expected);
             expect(accepts(sig, payload)).toBe(expected);
           }
         },
