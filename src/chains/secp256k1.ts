@@ -293,7 +293,8 @@ const digestOf = (p: TransferPayload): Buffer => createHash('sha256').update(can
 /**
  * libsecp256k1 (Bitcoin Core's C library) for the signed transfers' ECDSA and the addresses'
  * derivation, natively: the `secp256k1` package's N-API addon, prebuilt in the package for linux-x64,
- * darwin-arm64 and win32-x64 (no compiler, no install script), loaded on first use. Measured on the
+ * darwin-arm64 and win32-x64 (nothing is compiled at install: `node-gyp-build` finds the prebuilt
+ * binary), loaded on first use. Measured on the
  * 2-core machines (issue 22, session 15; bench/derivation.ts for the derivation): signing 31 µs against
  * 83 µs for libsecp256k1 as WebAssembly (the `tiny-secp256k1` package used before) and ~500 µs for
  * @noble/curves; verifying 38 µs against 159 µs (OpenSSL ~400 µs, @noble ~1,400 µs); a child key
