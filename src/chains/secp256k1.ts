@@ -152,7 +152,6 @@ function tweakOf(
   if (il === 0n || il >= N) throw new RangeError(`derivation index ${index} is invalid for this key`);
   return { il, bytes };
 }
-const tweak = (rootPublicKey: string, index: number, root?: Pick<ParsedRoot, 'bytes' | 'chainCode'>): bigint => tweakOf(rootPublicKey, index, root).il;
 
 /**
  * The base point G with its own precomputed table (issue 22, point 1): a copy of G, so noble's BASE
@@ -168,7 +167,7 @@ function childPoint(rootPublicKey: string, index: number, root: ParsedRoot = par
   // multiplyUnsafe (not constant-time) is sound here: the scalar is a function of the root PUBLIC key
   // and the index, nothing secret, so timing reveals nothing (issue 22: the blinded constant-time
   // multiply was half of a payment intent's derivation). derivePrivateKey keeps constant-time arithmetic.
-  const child = G.multiplyUnsafe(tweak(rootPublicKey, index, root)).add(root.point);
+  const child = G.multiplyUnsafe(tweakOf(rootPublicKey, index, root).il).add(root.point);
   if (child.equals(secp256k1.Point.ZERO)) throw new RangeError(`derivation index ${index} is invalid for this key`);
   return child;
 }
@@ -194,7 +193,7 @@ function nativeChild(rootPublicKey: string, index: number): { publicKey: string;
 
 /** The child public key (compressed hex) at m/<index> under a root public key (compressed hex). */
 export function derivePublicKey(rootPublicKey: string, index: number): string {
-  return nativeChild(rootPublicKey, index)?.publicKey ?? childPoint(rootPublicKey, index).toHex(true);
+  return deriveChildWithAddress(rootPublicKey, index).publicKey;
 }
 
 /**
@@ -249,7 +248,7 @@ export function deriveChildrenWithAddress(pairs: readonly (readonly [rootPublicK
 /** The child private key at m/<index> under a root private key. */
 export function derivePrivateKey(rootPrivateKey: Uint8Array, index: number): Uint8Array {
   const root = publicKeyOf(rootPrivateKey);
-  const k = (BigInt('0x' + bytesToHex(rootPrivateKey)) + tweak(root, index)) % N;
+  const k = (BigInt('0x' + bytesToHex(rootPrivateKey)) + tweakOf(root, index).il) % N;
   return hexToBytes(k.toString(16).padStart(64, '0'));
 }
 
