@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context';
-import { poolQuery, type Db } from '../db/prisma';
+import { poolQuery, type Db, type RawDb } from '../db/prisma';
 import type { Prisma } from '../generated/prisma/client';
 import type { EnvironmentType } from '../generated/prisma/enums';
 import { DomainError, fieldError, invalidState, notFound, sqlState } from '../errors';
@@ -60,24 +60,84 @@ export async function loadVisibleAccount(ctx: Context, idArg: unknown, db: Db = 
 }
 
 /**
- * visibleWhere as SQL, with the account's authorized applications (oldest first, as `include`):
- * one prepared statement per principal type, straight on the pg pool. undefined: no pool of ours
- * (the caller goes through Prisma); null: no such account visible to the principal.
+ * visibleWhere as SQL, on an account aliased `a`: the rule once, per principal type, over the SQL
+ * expressions of the principal's keys (parameters for one account, an input row's columns for many).
  */
-const visibleAccountSql = {
-  member: `"organizationId" = $2::uuid`,
-  apiKey: `"organizationId" = $2::uuid AND "mode" = $3::"EnvironmentType"
-    AND EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = $4::uuid)`,
-  accountHolder: `"accountHolderId" = $2::uuid
-    AND EXISTS (SELECT 1 FROM "Relationship" r WHERE r."organizationId" = a."organizationId" AND r."accountHolderId" = $2::uuid AND r."status" = 'ACTIVE')`,
+type VisibilityExpressions = { org: string; mode: string; app: string; holder: string };
+const visibleAccountRule: Record<VisibilityKey['type'], (x: VisibilityExpressions) => string> = {
+  member: (x) => `a."organizationId" = ${x.org}`,
+  apiKey: (x) => `a."organizationId" = ${x.org} AND a."mode" = ${x.mode}
+    AND EXISTS (SELECT 1 FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" AND z."applicationId" = ${x.app})`,
+  accountHolder: (x) => `a."accountHolderId" = ${x.holder}
+    AND EXISTS (SELECT 1 FROM "Relationship" r WHERE r."organizationId" = a."organizationId" AND r."accountHolderId" = ${x.holder} AND r."status" = 'ACTIVE')`,
 };
+
+/**
+ * One visible account with its authorized applications (oldest first, as `include`): one prepared
+ * statement per principal type, straight on the pg pool. undefined: no pool of ours (the caller
+ * goes through Prisma); null: no such account visible to the principal.
+ */
+const one = { org: '$2::uuid', mode: '$3::"EnvironmentType"', app: '$4::uuid', holder: '$2::uuid' };
 const visibleAccountText = Object.fromEntries(
-  Object.entries(visibleAccountSql).map(([k, where]) => [
+  Object.entries(visibleAccountRule).map(([k, rule]) => [
     k,
     `SELECT a.*, ARRAY(SELECT z."applicationId"::text FROM "AccountApplicationAuthorization" z WHERE z."accountId" = a."id" ORDER BY z."createdAt") AS "authorizedApplicationIds"
-     FROM "Account" a WHERE a."id" = $1::uuid AND ${where}`,
+     FROM "Account" a WHERE a."id" = $1::uuid AND ${rule(one)}`,
   ]),
-) as Record<keyof typeof visibleAccountSql, string>;
+) as Record<VisibilityKey['type'], string>;
+
+/** What visibleWhere reads of a principal, to decide an account's visibility later in a statement of many (visibleAccountsIn); null: it sees no account. */
+export type VisibilityKey =
+  | { type: 'member'; organizationId: string }
+  | { type: 'apiKey'; organizationId: string; mode: EnvironmentType; applicationId: string }
+  | { type: 'accountHolder'; accountHolderId: string };
+export function visibilityKeyOf(ctx: Context): VisibilityKey | null {
+  const p = ctx.principal;
+  switch (p?.type) {
+    case 'member':
+      return { type: 'member', organizationId: p.organizationId };
+    case 'apiKey':
+      return { type: 'apiKey', organizationId: p.organizationId, mode: p.mode, applicationId: p.applicationId };
+    case 'accountHolder':
+      return { type: 'accountHolder', accountHolderId: p.accountHolderId };
+    default:
+      return null;
+  }
+}
+
+const many = { org: 'u."org"', mode: 'u."mode"::"EnvironmentType"', app: 'u."app"', holder: 'u."holder"' };
+const visibleAccountsText = `
+  SELECT u."i"::int AS "i", a."organizationId"::text AS "organizationId", a."mode"::text AS "mode"
+    FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::uuid[]) WITH ORDINALITY AS u("id", "type", "org", "mode", "app", "holder", "i")
+    JOIN "Account" a ON a."id" = u."id"
+   WHERE CASE u."type" ${Object.entries(visibleAccountRule)
+     .map(([k, rule]) => `WHEN '${k}' THEN ${rule(many)}`)
+     .join(' ')} ELSE false END`;
+
+/**
+ * The accounts of many requests, each decided for its own principal by visibleWhere's rule, in one
+ * statement on `tx` (a request group's transaction, issue 22: no read per request before it): per
+ * item, in order, its account's organization and mode, or null when its principal may not see it
+ * (or it does not exist): the request answers 404, as loadVisibleAccount would.
+ */
+export async function visibleAccountsIn(
+  tx: RawDb,
+  items: readonly { accountId: string; key: VisibilityKey }[],
+): Promise<({ organizationId: string; mode: EnvironmentType } | null)[]> {
+  const col = <T>(f: (k: VisibilityKey) => T) => items.map((x) => f(x.key));
+  const rows = await tx.$queryRawUnsafe<{ i: number; organizationId: string; mode: EnvironmentType }[]>(
+    visibleAccountsText,
+    items.map((x) => x.accountId),
+    col((k) => k.type),
+    col((k) => (k.type === 'accountHolder' ? null : k.organizationId)),
+    col((k) => (k.type === 'apiKey' ? k.mode : null)),
+    col((k) => (k.type === 'apiKey' ? k.applicationId : null)),
+    col((k) => (k.type === 'accountHolder' ? k.accountHolderId : null)),
+  );
+  const out: ({ organizationId: string; mode: EnvironmentType } | null)[] = items.map(() => null);
+  for (const r of rows) out[r.i - 1] = { organizationId: r.organizationId, mode: r.mode };
+  return out;
+}
 
 async function readVisibleAccount(ctx: Context, id: string): Promise<AccountRow | null | undefined> {
   const p = ctx.principal;
@@ -92,7 +152,7 @@ async function readVisibleAccount(ctx: Context, id: string): Promise<AccountRow 
   if (!values) return null;
   const result = poolQuery<Omit<AccountRow, 'authorizations'> & { authorizedApplicationIds: string[] }>(
     ctx.deps.db,
-    visibleAccountText[p!.type as keyof typeof visibleAccountSql],
+    visibleAccountText[p!.type as VisibilityKey['type']],
     values,
   );
   if (!result) return undefined;

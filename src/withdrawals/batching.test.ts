@@ -7,6 +7,7 @@ import { followNetworkWithdrawals, RESERVE_RETRY_MS, type WithdrawalBroadcastJob
 import { withdrawalRequestGroupStats } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 import { liveJobKeys } from '../operations/recovery';
+import { setupIntegrator } from '../../test/money-helpers';
 
 /**
  * Withdrawals at database speed (issue 22): the statements one withdrawal costs at request, at
@@ -141,12 +142,14 @@ describe('statements per withdrawal', () => {
     // session 12, the broadcast job in the holds' statement; 7 since session 10, 10 before: the
     // ledger's locks in the group's first statement, the events in its holds'); 16 at once
     // share up to 4 groups' transactions (3.9-4.5 per request: 2 reads each — the account, the
-    // asset-network with its network in one statement — the groups' statements shared); a broadcast
-    // group and a block's confirmations cost the same statements for 1 withdrawal as for 16.
+    // asset-network with its network in one statement — the groups' statements shared; since session
+    // 16 about 1: the accounts read by the group, each with its principal's visibility, and the
+    // asset-network read once per process); a broadcast group and a block's confirmations cost the
+    // same statements for 1 withdrawal as for 16.
     expect(small.groups).toBe(1);
     expect(large.groups).toBeLessThanOrEqual(4);
     expect(per.alone).toBeLessThanOrEqual(6);
-    expect(per.grouped).toBeLessThanOrEqual(4.5);
+    expect(per.grouped).toBeLessThanOrEqual(1.5);
     expect(per.broadcast).toBeLessThanOrEqual(1);
     expect(per.confirmation).toBeLessThanOrEqual(1);
   });
@@ -262,6 +265,67 @@ describe('request groups', () => {
     expect(statuses.filter((x) => x === 409)).toHaveLength(4);
     for (const r of answers.filter((x) => x.status === 409)) expect(r.body).toMatchObject({ detail: expect.stringMatching(/^insufficient funds/) });
     expect(await balance(s)).toEqual({ posted: 20_000n, available: 0n });
+  });
+
+  test("a group with requests on accounts its principal may not see (another organization's, an unknown id): those 404 in the group, locking nothing of them; the others written", async () => {
+    const s = await setup(100_000n);
+    // Another organization on the same asset-network: its account holds funds there (its balance row
+    // is one a group of `s` would lock, were the account read for the hold).
+    const integrator = await setupIntegrator(t.app, s.f.catalog);
+    const acc = await t.app.rest('POST', `/v1/organizations/${integrator.organizationId}/accounts`, {
+      body: { name: 'Other' },
+      headers: integrator.apiKeyHeaders,
+    });
+    expect(acc.status, acc.text).toBe(201);
+    const o = await setup(100_000n, { catalog: s.f.catalog, ...integrator, beneficiaryAccountId: idOf(acc) });
+    expect(o.f.catalog.assetNetworkId).toBe(s.f.catalog.assetNetworkId);
+    const onAccount = (accountId: string, amount: bigint) =>
+      t.app.rest('POST', `/v1/accounts/${accountId}/withdrawals`, {
+        headers: s.f.apiKeyHeaders,
+        body: { amount: amount.toString(), assetNetworkId: s.f.catalog.assetNetworkId, withdrawalDestinationId: s.destinationId },
+      });
+    // The other organization's balance row held locked by another transaction throughout: a group
+    // that locked it (or read it for a hold) would wait for it, and the answers would never come.
+    let release!: () => void;
+    const released = new Promise<void>((ok) => (release = ok));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((ok) => (locked = ok));
+    const held = t.app.deps.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`
+          SELECT 1 FROM "LedgerAccount" WHERE "kind" = 'CUSTOMER' AND "ownerId" = ${o.accountId}::uuid
+             AND "assetNetworkId" = ${s.f.catalog.assetNetworkId}::uuid FOR UPDATE`;
+        locked();
+        await released;
+      },
+      { timeout: 60_000 },
+    );
+    await isLocked;
+    const before = { ...withdrawalRequestGroupStats(t.app.deps) };
+    const answers = await Promise.race([
+      gathered(s, () => [
+        ask(s, 1_000n),
+        onAccount(o.accountId, 1_000n), // the other organization's account, with this organization's key
+        ask(s, 2_000n),
+        onAccount(crypto.randomUUID(), 1_000n), // no such account
+        ask(s, 3_000n),
+      ]).then((a) => a),
+      new Promise<never>((_ok, fail) => setTimeout(() => fail(new Error('a request waited for a row it may not see')), 20_000)),
+    ]).catch(async (e) => {
+      release();
+      await held;
+      throw e;
+    });
+    release();
+    await held;
+    expect(answers.map((r) => r.status)).toEqual([201, 404, 201, 404, 201]);
+    for (const i of [1, 3]) expect(answers[i]!.body).toMatchObject({ code: 'NOT_FOUND' });
+    const after = withdrawalRequestGroupStats(t.app.deps)!;
+    expect(after.isolated).toBe(before.isolated ?? 0); // no group failed as a whole
+    expect(await balance(s)).toEqual({ posted: 100_000n, available: 100_000n - 6_000n });
+    expect(await balance(o)).toEqual({ posted: 100_000n, available: 100_000n });
+    expect(await t.app.deps.db.withdrawal.count({ where: { accountId: o.accountId } })).toBe(0);
+    await drainMoneyWork(t.app);
   });
 
   test('keyed requests replayed inside a group and across groups answer the same withdrawal; the key with another request 409; one withdrawal and one hold per key', async () => {

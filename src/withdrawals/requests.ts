@@ -16,6 +16,8 @@ import { WITHDRAWAL_BROADCAST_QUEUE } from '../kernel/queues';
 import { jobInsertParts, jobInsertSql } from '../kernel/job-rows';
 import type { WithdrawalBroadcastJob } from './withdrawals';
 import { statusAllows } from '../catalog/catalog';
+import { visibleAccountsIn, type VisibilityKey } from '../accounts/accounts';
+import type { EnvironmentType } from '../generated/prisma/enums';
 
 /**
  * Withdrawal requests in groups (issue 22): the requests that arrive while a group is being written
@@ -23,6 +25,10 @@ import { statusAllows } from '../catalog/catalog';
  * request answered after its group's commit.
  *
  * The group's transaction, in the lock order of every withdrawal step (src/withdrawals/lock-order.test.ts):
+ * 0. each request's account read with its own principal's visibility (visibleAccountsIn: one
+ *    statement, no lock; issue 22, session 16: no read per request before the group): one its
+ *    principal may not see answers 404, one of another mode than the asset-network 400, and nothing
+ *    of either is locked or written;
  * 1. the destinations share-locked in id order, read with the policies in force (one statement);
  * 2. the idempotency keys' and the period limits' advisory locks, sorted (one statement), then what
  *    they guard: the keys' records, the period sums (one statement each, only when there are any);
@@ -56,6 +62,19 @@ export interface WithdrawalRequestItem {
   source: { walletId: string; sourceIndex: number; fromAddress: string } | null;
 }
 
+/**
+ * A request as submitted: its account named, not read yet (issue 22: no read per request before the
+ * group). The group reads every request's account in one statement, each with the visibility rule of
+ * its own principal (visibleAccountsIn): an account the principal may not see answers 404 before
+ * anything of it is locked, and the account's mode must be the asset-network's environment (400).
+ */
+export interface WithdrawalRequest extends Omit<WithdrawalRequestItem, 'account'> {
+  accountId: string;
+  visibility: VisibilityKey;
+  /** The environment of the asset-network's network. */
+  environmentType: EnvironmentType;
+}
+
 /** Written ({ id }), refused (the error it answers), or to run again after this group's commit (its key is in the group already). */
 type Answer = { id: string } | { error: unknown } | { again: true };
 
@@ -68,13 +87,13 @@ type Answer = { id: string } | { error: unknown } | { again: true };
  * intents do.
  */
 const REQUEST_GROUP = { maxGroup: 64, concurrency: 1 };
-const groups = new WeakMap<object, GroupCommit<WithdrawalRequestItem, Answer>>();
+const groups = new WeakMap<object, GroupCommit<WithdrawalRequest, Answer>>();
 
 /** Requests a withdrawal in the next group of `deps.db`: its id, or the error it answers. */
-export async function submitWithdrawalRequest(deps: MoneyDeps, item: WithdrawalRequestItem): Promise<{ id: string }> {
+export async function submitWithdrawalRequest(deps: MoneyDeps, item: WithdrawalRequest): Promise<{ id: string }> {
   let g = groups.get(deps.db);
   if (!g) {
-    g = createGroupCommit<WithdrawalRequestItem, Answer>({
+    g = createGroupCommit<WithdrawalRequest, Answer>({
       ...REQUEST_GROUP,
       // Raw statements only, on the pool (no Prisma query engine: issue 22).
       write: async (items) => {
@@ -132,12 +151,28 @@ interface PayoutPolicyRow {
 const amountOf = (v: string | null) => (v === null ? null : BigInt(v));
 const pairKey = (organizationId: string, assetNetworkId: string) => `${organizationId} ${assetNetworkId}`;
 
-async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly WithdrawalRequestItem[]): Promise<Answer[]> {
-  const out: (Answer | null)[] = items.map(() => null);
+async function writeGroup(tx: RawDb, deps: MoneyDeps, requests: readonly WithdrawalRequest[]): Promise<Answer[]> {
+  const out: (Answer | null)[] = requests.map(() => null);
+  // 0. Each request's account, as its principal may see it (one statement, no lock): the others are answered here.
+  const seen = await visibleAccountsIn(
+    tx,
+    requests.map((r) => ({ accountId: r.accountId, key: r.visibility })),
+  );
+  const items = requests.map((r, i): WithdrawalRequestItem | null => {
+    const a = seen[i];
+    if (!a) out[i] = { error: notFound('Account') };
+    else if (a.mode !== r.environmentType) out[i] = { error: fieldError('assetNetworkId', `must be a ${a.mode} asset-network (the account's mode)`) };
+    else {
+      const { accountId, visibility: _visibility, environmentType: _environmentType, ...rest } = r;
+      return { ...rest, account: { id: accountId, organizationId: a.organizationId, mode: a.mode } };
+    }
+    return null;
+  });
   // A key twice in one group: the first is decided here, the others run again after the commit (and replay it).
   const keys = new Set<string>();
   const live: number[] = [];
   items.forEach((it, i) => {
+    if (!it) return;
     const k = it.idempotency && `${it.idempotency.scope} ${it.idempotency.key}`;
     if (k && keys.has(k)) out[i] = { again: true };
     else {
@@ -145,6 +180,7 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, items: readonly Withdrawal
       live.push(i);
     }
   });
+  if (!live.length) return out.map((a) => a!);
   const uniq = (xs: string[]) => [...new Set(xs)];
   const liveItems = live.map((i) => items[i]!);
   const orgs = uniq(liveItems.map((x) => x.account.organizationId));
