@@ -25,18 +25,18 @@ import { createInBatch } from './create-batch';
 export const include = { authorizations: { select: { applicationId: true }, orderBy: { createdAt: 'asc' } } } as const satisfies Prisma.AccountInclude;
 export type AccountRow = Prisma.AccountGetPayload<{ include: typeof include }>;
 
-/** The Prisma filter of the accounts the principal may see (null: none). */
+/** The Prisma filter of the accounts the principal may see (null: none): the rule of visibleAccountRule, for Prisma. */
 export function visibleWhere(ctx: Context): Prisma.AccountWhereInput | null {
-  const p = ctx.principal;
-  switch (p?.type) {
+  const k = visibilityKeyOf(ctx);
+  switch (k?.type) {
     case 'member':
-      return { organizationId: p.organizationId };
+      return { organizationId: k.organizationId };
     case 'apiKey':
-      return { organizationId: p.organizationId, mode: p.mode, authorizations: { some: { applicationId: p.applicationId } } };
+      return { organizationId: k.organizationId, mode: k.mode, authorizations: { some: { applicationId: k.applicationId } } };
     case 'accountHolder':
       return {
-        accountHolderId: p.accountHolderId,
-        organization: { relationships: { some: { accountHolderId: p.accountHolderId, status: 'ACTIVE' } } },
+        accountHolderId: k.accountHolderId,
+        organization: { relationships: { some: { accountHolderId: k.accountHolderId, status: 'ACTIVE' } } },
       };
     default:
       return null;
@@ -140,21 +140,11 @@ export async function visibleAccountsIn(
 }
 
 async function readVisibleAccount(ctx: Context, id: string): Promise<AccountRow | null | undefined> {
-  const p = ctx.principal;
-  const values =
-    p?.type === 'member'
-      ? [id, p.organizationId]
-      : p?.type === 'apiKey'
-        ? [id, p.organizationId, p.mode, p.applicationId]
-        : p?.type === 'accountHolder'
-          ? [id, p.accountHolderId]
-          : null;
-  if (!values) return null;
-  const result = poolQuery<Omit<AccountRow, 'authorizations'> & { authorizedApplicationIds: string[] }>(
-    ctx.deps.db,
-    visibleAccountText[p!.type as VisibilityKey['type']],
-    values,
-  );
+  const k = visibilityKeyOf(ctx);
+  if (!k) return null;
+  // The parameters of visibleAccountText's `one` expressions: $2 the organization (or the holder), $3 the mode, $4 the application.
+  const values = k.type === 'apiKey' ? [id, k.organizationId, k.mode, k.applicationId] : [id, k.type === 'member' ? k.organizationId : k.accountHolderId];
+  const result = poolQuery<Omit<AccountRow, 'authorizations'> & { authorizedApplicationIds: string[] }>(ctx.deps.db, visibleAccountText[k.type], values);
   if (!result) return undefined;
   const row = (await result).rows[0];
   if (!row) return null;

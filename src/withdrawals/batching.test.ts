@@ -309,7 +309,7 @@ describe('request groups', () => {
         ask(s, 2_000n),
         onAccount(crypto.randomUUID(), 1_000n), // no such account
         ask(s, 3_000n),
-      ]).then((a) => a),
+      ]),
       new Promise<never>((_ok, fail) => setTimeout(() => fail(new Error('a request waited for a row it may not see')), 20_000)),
     ]).catch(async (e) => {
       release();
