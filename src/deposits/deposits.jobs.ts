@@ -1,8 +1,16 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
+import type { Config } from '../config';
 import type { Db, PrismaClient } from '../db/prisma';
-import { CHAIN_SYNC_ADDRESS_QUEUE, CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS, CHAIN_SYNC_QUEUE, type ChainSyncAddressJob, type ChainSyncJob } from '../kernel/queues';
+import {
+  CHAIN_SYNC_ADDRESS_QUEUE,
+  CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS,
+  CHAIN_SYNC_QUEUE,
+  pauseAfterSendsAlone,
+  type ChainSyncAddressJob,
+  type ChainSyncJob,
+} from '../kernel/queues';
 import { quietSandboxSync, syncAddress, syncNetwork } from './sync';
 import { followNetworkWithdrawals } from '../withdrawals/withdrawals';
 import { dataOf, workBatch, workEach, ensureQueue } from '../kernel/work';
@@ -28,6 +36,7 @@ export interface MoneyJobDeps {
   db: PrismaClient;
   clock: Clock;
   log: Logger;
+  config: Pick<Config, 'SANDBOX_DETECTION_PAUSE_MS'>;
 }
 
 export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work: boolean): Promise<void> {
@@ -42,6 +51,10 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   // a failing address is logged here and retried alone by chain.sync.address.
   // One fetch takes the whole backlog (up to 500 jobs: a burst of sends queues one each) and runs one
   // sync per network for all of them: every job fetched committed before the sync reads the chain.
+  // After a batch of sends alone (transfers in the mempool), a pause before the next fetch
+  // (SANDBOX_DETECTION_PAUSE_MS, pauseAfterSendsAlone; issue 22): a burst of sends is detected by one
+  // sync, not one per send group; a block or any other change of a chain made in this process ends it.
+  const pause = deps.config.SANDBOX_DETECTION_PAUSE_MS;
   await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 500 }, async (jobs) => {
     const r = await runChainSyncJobs(
       moneyDeps,
@@ -49,6 +62,7 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
     );
     logIsolated(deps.log, r.isolated);
     if (r.changes) deps.log.debug({ networks: r.networks, changes: r.changes }, 'chain sync');
+    if (pause > 0 && jobs.every((j) => sendsAlone(j.data))) await pauseAfterSendsAlone(pause);
   });
   await workEach<ChainSyncAddressJob>(boss, deps.log, CHAIN_SYNC_ADDRESS_QUEUE, { batchSize: 10 }, async (job) => {
     const r = await syncAddress(moneyDeps, dataOf(job));
@@ -116,9 +130,7 @@ export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | nu
       await step(networkId, async () => {
         // Sends alone (every job of the network names its recipients): those addresses may be all that changed.
         const of = jobs.filter((j) => j?.networkId === networkId);
-        const only = of.every((j) => Array.isArray(j?.addresses) && j.addresses.every((a) => typeof a === 'string'))
-          ? [...new Set(of.flatMap((j) => j!.addresses!))]
-          : undefined;
+        const only = of.every(sendsAlone) ? [...new Set(of.flatMap((j) => j!.addresses!))] : undefined;
         const r = await syncNetwork(deps, networkId, { only });
         addresses += r.addresses;
         for (const f of r.isolated) isolated.push({ networkId, ...f });
@@ -133,6 +145,9 @@ export async function runChainSyncJobs(deps: MoneyDeps, jobs: (ChainSyncJob | nu
   if (failures.length) throw new ChainSyncFailure(failures, changes);
   return { networks: networks.size, changes, addresses, isolated };
 }
+
+/** A job of sends alone: it names the recipients of the transfers a send (a group) added, and nothing else changed. */
+const sendsAlone = (j: ChainSyncJob | null | undefined): boolean => Array.isArray(j?.addresses) && j.addresses.every((a) => typeof a === 'string');
 
 /** Logs each isolated address at error: the address is reported once per failing sync that found it. */
 export function logIsolated(log: Pick<Logger, 'error'>, isolated: ChainSyncRun['isolated']): void {

@@ -133,9 +133,45 @@ export interface ChainSyncJob {
   addresses?: string[];
 }
 
+/**
+ * The cadence of detection in a burst of sandbox sends (issue 22, session 17). After a sync whose jobs
+ * were all sends alone (each naming its recipients: transfers in the mempool, no block), the chain.sync
+ * worker pauses (SANDBOX_DETECTION_PAUSE_MS, 250 ms by default) before it fetches again, so the sends of
+ * a burst are detected together by the next sync instead of one sync per send group; a block that
+ * comes meanwhile detects and confirms them in one pass. A change of a chain other than a send made in
+ * this process (a block, a reorganization, a drop, a replacement, an EVM watcher's step: sendChainSync
+ * without recipients) ends the pauses under way, and none starts for as long after it, so that
+ * change's own job (due once its transaction commits) is fetched at once. A block made by another
+ * process may wait up to one pause. docs/decisions.md, "Mempool detection at a cadence in a burst of
+ * sandbox sends".
+ */
+const pauses = new Set<() => void>();
+let changedAt = -Infinity;
+
+/** A change of a chain other than a send, in its transaction (a hint: its job comes when it commits). */
+function chainChanged(): void {
+  changedAt = performance.now();
+  for (const end of [...pauses]) end();
+}
+
+/** The pause after a sync of sends alone: none when a chain changed otherwise within `ms`; else until `ms` passed or a chain changes. */
+export function pauseAfterSendsAlone(ms: number): Promise<void> {
+  if (performance.now() - changedAt < ms) return Promise.resolve();
+  return new Promise((resolve) => {
+    const end = () => {
+      clearTimeout(timer);
+      pauses.delete(end);
+      resolve();
+    };
+    const timer = setTimeout(end, ms);
+    pauses.add(end);
+  });
+}
+
 /** Sends a `chain.sync` job for the network through the caller's transaction (Prisma's, or a pg connection's: poolTransaction). */
 export async function sendChainSync(tx: RawDb | PoolQuery, boss: PgBoss | null, networkId: string, addresses?: string[]): Promise<void> {
   if (!boss) throw new Error('chain changes need the job runner (deps.boss) to notify deposit detection');
+  if (!addresses) chainChanged();
   // A pg connection's transaction (poolTransaction) or a Prisma one.
   const db =
     typeof tx === 'function' ? { executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx(text, values ?? []) }) } : fromPrisma(tx as never);

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createPrisma, type PrismaClient } from '../src/db/prisma';
+import { setupIntegrator, setupSandboxCatalog, sandboxMine, sandboxSend } from './money-helpers';
+import { cloneTemplateDatabase, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
+
+/**
+ * Issue 22, session 17: mempool detection at a cadence in a burst of sandbox sends, through the
+ * process as `npm start` runs it (JOBS on; no block producer, the blocks mined through REST). After a
+ * chain.sync of sends alone the worker pauses (SANDBOX_DETECTION_PAUSE_MS, 30 s here, 250 ms by
+ * default) before it fetches again: the sends made meanwhile wait, and are detected together by one
+ * sync; a block mined by the process ends the pause at once, and its sync detects and confirms them.
+ */
+let svc: ServiceProcess;
+let db: PrismaClient;
+const PAUSE_MS = 30_000;
+
+beforeAll(async () => {
+  const databaseUrl = await cloneTemplateDatabase('cad');
+  db = createPrisma(databaseUrl, 2);
+  svc = await startService({ databaseUrl, env: await serviceEnv({ SANDBOX_BLOCK_INTERVAL_MS: '0', SANDBOX_DETECTION_PAUSE_MS: String(PAUSE_MS) }) });
+});
+afterAll(async () => {
+  await svc?.stop();
+  await db?.$disconnect();
+});
+
+const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('npm start: detection of a burst of sandbox sends', () => {
+  test('the sends made during the pause wait for one sync; a block ends the pause and its sync detects and confirms them', async () => {
+    const app = { rest: svc.rest, deps: { db } };
+    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+    const f = await setupIntegrator(app, catalog);
+    const seller = await svc.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
+    expect(seller.status, seller.text).toBe(201);
+    const intents: { id: string; address: string }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: f.apiKeyHeaders,
+        body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(seller), walletId: f.walletId },
+      });
+      expect(pi.status, pi.text).toBe(201);
+      const got = await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders });
+      intents.push(got.body as { id: string; address: string });
+    }
+    const statusOf = async (id: string) => (await svc.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body.status as string;
+    const send = (address: string) => sandboxSend(app, f.apiKeyHeaders, { address, amount: 1_000_000n, assetNetworkId: catalog.assetNetworkId });
+    const [first, ...burst] = intents;
+
+    // The first send is detected at once (no pause before a sync); its sync, of sends alone, starts the pause.
+    await send(first!.address);
+    await pollUntil(
+      'the first send detected',
+      () => statusOf(first!.id),
+      (s) => s === 'PROCESSING',
+      15_000,
+    );
+    // The burst: three sends, each its own send group and chain.sync job, 150 ms apart.
+    for (const x of burst) {
+      await send(x.address);
+      await sleep(150);
+    }
+    await sleep(1_000);
+    // Paused: none of them is detected yet, and their jobs are still waiting to be fetched.
+    for (const x of burst) expect(await statusOf(x.id)).toBe('AWAITING_PAYMENT');
+    const waiting = await db.$queryRaw<{ state: string; addresses: string[] }[]>`
+      SELECT state::text, ARRAY(SELECT jsonb_array_elements_text(data->'addresses')) AS addresses
+        FROM pgboss.job WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND data ? 'addresses' AND state = 'created'`;
+    expect(waiting.flatMap((j) => j.addresses).sort()).toEqual(burst.map((x) => x.address).sort());
+
+    // A block (mined through REST by this process) ends the pause: well before its 30 s, every intent
+    // is detected and confirmed (one confirmation), and the burst's jobs were fetched together.
+    await sandboxMine(app, f.apiKeyHeaders, catalog.networkId);
+    for (const x of intents)
+      await pollUntil(
+        `intent ${x.id} SUCCEEDED`,
+        () => statusOf(x.id),
+        (s) => s === 'SUCCEEDED',
+        PAUSE_MS / 2,
+      );
+    const fetched = await db.$queryRaw<{ startedOn: Date }[]>`
+      SELECT DISTINCT started_on AS "startedOn" FROM pgboss.job
+       WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND data->'addresses' ?| ${burst.map((x) => x.address)}::text[]`;
+    expect(fetched).toHaveLength(1);
+    const credited = await db.deposit.findMany({ where: { paymentIntentId: { in: intents.map((x) => x.id) } }, select: { status: true, creditedTo: true } });
+    expect(credited).toEqual(intents.map(() => ({ status: 'CONFIRMED', creditedTo: 'ESCROW' })));
+  }, 60_000);
+});
