@@ -10,7 +10,7 @@ import { deliveryDeps } from '../src/webhooks/delivery';
 import { BULK_QUEUE } from '../src/kernel/queues';
 import { failBulkRedelivery, runBulkRedelivery } from '../src/webhooks/deliveries';
 import { registerLedgerJobs } from '../src/ledger/ledger.jobs';
-import { CHAIN_SYNC_QUEUE } from '../src/kernel/queues';
+import { CHAIN_SYNC_QUEUE, endDetectionPauses } from '../src/kernel/queues';
 import { startBlockProduction } from '../src/chains/sandbox/producer';
 import { registerMoneyInJobs } from '../src/deposits/deposits.jobs';
 import { createSettlementQueues } from '../src/kernel/queues';
@@ -78,7 +78,10 @@ export async function stopJobs(boss: PgBoss, opts: { graceful?: boolean; timeout
   stopping.add(boss);
   for (const r of runners.get(boss) ?? []) await r.stop();
   const deadline = Date.now() + (opts.timeout ?? 10_000);
-  await boss.stop({ graceful: opts.graceful ?? true, timeout: Math.max(1000, deadline - Date.now()) });
+  const stopped = boss.stop({ graceful: opts.graceful ?? true, timeout: Math.max(1000, deadline - Date.now()) });
+  // A chain.sync handler pausing after sends alone (pauseAfterSendsAlone) returns at once: its jobs complete.
+  endDetectionPauses();
+  await stopped;
   return heldJobs(boss);
 }
 

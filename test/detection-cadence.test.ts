@@ -86,4 +86,42 @@ describe('npm start: detection of a burst of sandbox sends', () => {
     const credited = await db.deposit.findMany({ where: { paymentIntentId: { in: intents.map((x) => x.id) } }, select: { status: true, creditedTo: true } });
     expect(credited).toEqual(intents.map(() => ({ status: 'CONFIRMED', creditedTo: 'ESCROW' })));
   }, 60_000);
+
+  test('SIGTERM during a pause: the handler returns at once, its jobs complete, none is handed back', async () => {
+    // A service of its own (SHUTDOWN_TIMEOUT_MS 5 s, well under the pause): no block since its start.
+    const own = await startService({
+      databaseUrl: await cloneTemplateDatabase('cad'),
+      env: await serviceEnv({ SANDBOX_BLOCK_INTERVAL_MS: '0', SANDBOX_DETECTION_PAUSE_MS: String(PAUSE_MS), SHUTDOWN_TIMEOUT_MS: '5000' }),
+    });
+    const ownDb = createPrisma(own.databaseUrl, 2);
+    try {
+      const app = { rest: own.rest, deps: { db: ownDb } };
+      const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
+      const f = await setupIntegrator(app, catalog);
+      const seller = await own.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
+      const pi = await own.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
+        headers: f.apiKeyHeaders,
+        body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(seller), walletId: f.walletId },
+      });
+      const intent = (await own.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { id: string; address: string };
+      await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId: catalog.assetNetworkId });
+      await pollUntil(
+        'the send detected',
+        async () => (await own.rest('GET', `/v1/payment-intents/${intent.id}`, { headers: f.apiKeyHeaders })).body.status,
+        (s) => s === 'PROCESSING',
+        15_000,
+      );
+      // The sync is done and its handler pauses, holding its job (active) until the pause ends.
+      const jobs = () =>
+        ownDb.$queryRaw<{ state: string }[]>`SELECT state::text FROM pgboss.job WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId}`;
+      expect((await jobs()).map((j) => j.state)).toEqual(['active']);
+      expect(await own.stop(15_000)).toEqual({ code: 0, signal: null });
+      // Stopped before its shutdown timeout would hand the job back (retry): completed.
+      expect((await jobs()).map((j) => j.state)).toEqual(['completed']);
+      expect(own.logs().some((l) => String(l.msg).includes('handed back'))).toBe(false);
+    } finally {
+      await own.stop().catch(() => {});
+      await ownDb.$disconnect();
+    }
+  }, 60_000);
 });

@@ -151,6 +151,11 @@ let changedAt = -Infinity;
 /** A change of a chain other than a send, in its transaction (a hint: its job comes when it commits). */
 function chainChanged(): void {
   changedAt = performance.now();
+  endDetectionPauses();
+}
+
+/** Ends the pauses under way (a chain changed; the job runner stops: its handlers return at once). */
+export function endDetectionPauses(): void {
   for (const end of [...pauses]) end();
 }
 
