@@ -74,9 +74,9 @@ const schema = z
     /** Sandbox chains: one block per SANDBOX network every this many ms (worker processes; 0 disables). */
     SANDBOX_BLOCK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
     /**
-     * Sandbox chains: after a chain.sync of sends alone (transfers in the mempool, no block), the job runner waits this
-     * many ms before its next chain.sync fetch, so a burst of sends is detected together; a block or other chain change
-     * made by the same process ends the wait. 0: no wait.
+     * Sandbox chains: after a chain.sync of sends alone (transfers in the mempool, no block) that detected a deposit, the job runner waits this
+     * many ms before its next chain.sync fetch, so a burst of sends is detected together; a waiting job of a block or
+     * other chain change ends the wait. 0: no wait.
      */
     SANDBOX_DETECTION_PAUSE_MS: z.coerce.number().int().min(0).max(60_000).default(250),
     /** Introspection and "did you mean" suggestions in GraphQL errors: on, except in production. */

@@ -8,7 +8,7 @@ import { cloneTemplateDatabase, pollUntil, serviceEnv, startService, type Servic
  * process as `npm start` runs it (JOBS on; no block producer, the blocks mined through REST). After a
  * chain.sync of sends alone the worker pauses (SANDBOX_DETECTION_PAUSE_MS, 30 s here, 250 ms by
  * default) before it fetches again: the sends made meanwhile wait, and are detected together by one
- * sync; a block mined by the process ends the pause at once, and its sync detects and confirms them.
+ * sync; a block's job, once it waits in the queue, ends the pause, and that sync detects and confirms them.
  */
 let svc: ServiceProcess;
 let db: PrismaClient;
@@ -48,7 +48,21 @@ describe('npm start: detection of a burst of sandbox sends', () => {
     const send = (address: string) => sandboxSend(app, f.apiKeyHeaders, { address, amount: 1_000_000n, assetNetworkId: catalog.assetNetworkId });
     const [first, ...burst] = intents;
 
-    // The first send is detected at once (no pause before a sync); its sync, of sends alone, starts the pause.
+    // A send to an address that is no deposit's: its sync detects nothing, and starts no pause.
+    await send(`0x${'ab'.repeat(20)}`);
+    await pollUntil(
+      'the sync of a send to no deposit address',
+      async () =>
+        (
+          await db.$queryRaw<
+            { n: number }[]
+          >`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND state = 'completed'`
+        )[0]!.n,
+      (n) => n === 1,
+      15_000,
+    );
+    // The first send is detected at once (well before a pause of 30 s would end); its sync, of sends
+    // alone, detected a deposit: the pause starts.
     await send(first!.address);
     await pollUntil(
       'the first send detected',
@@ -69,8 +83,8 @@ describe('npm start: detection of a burst of sandbox sends', () => {
         FROM pgboss.job WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND data ? 'addresses' AND state = 'created'`;
     expect(waiting.flatMap((j) => j.addresses).sort()).toEqual(burst.map((x) => x.address).sort());
 
-    // A block (mined through REST by this process) ends the pause: well before its 30 s, every intent
-    // is detected and confirmed (one confirmation), and the burst's jobs were fetched together.
+    // A block (its job in the queue) ends the pause: well before its 30 s, every intent is detected and
+    // confirmed (one confirmation), and the burst's jobs were fetched together with the block's.
     await sandboxMine(app, f.apiKeyHeaders, catalog.networkId);
     for (const x of intents)
       await pollUntil(
@@ -79,10 +93,12 @@ describe('npm start: detection of a burst of sandbox sends', () => {
         (s) => s === 'SUCCEEDED',
         PAUSE_MS / 2,
       );
-    const fetched = await db.$queryRaw<{ startedOn: Date }[]>`
-      SELECT DISTINCT started_on AS "startedOn" FROM pgboss.job
-       WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND data->'addresses' ?| ${burst.map((x) => x.address)}::text[]`;
-    expect(fetched).toHaveLength(1);
+    // The burst's three jobs and the block's: one fetch (one started_on), after the first sends'.
+    const fetched = await db.$queryRaw<{ startedOn: Date; jobs: number; block: number }[]>`
+      SELECT started_on AS "startedOn", count(*)::int AS jobs, count(*) FILTER (WHERE NOT data ? 'addresses')::int AS block FROM pgboss.job
+       WHERE name = 'chain.sync' AND data->>'networkId' = ${catalog.networkId} AND NOT coalesce(data->'addresses' ?| ${[first!.address, `0x${'ab'.repeat(20)}`]}::text[], false)
+       GROUP BY started_on`;
+    expect(fetched).toEqual([{ startedOn: expect.any(Date), jobs: 4, block: 1 }]);
     const credited = await db.deposit.findMany({ where: { paymentIntentId: { in: intents.map((x) => x.id) } }, select: { status: true, creditedTo: true } });
     expect(credited).toEqual(intents.map(() => ({ status: 'CONFIRMED', creditedTo: 'ESCROW' })));
   }, 60_000);

@@ -2,7 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import type { Config } from '../config';
-import type { Db, PrismaClient } from '../db/prisma';
+import { poolRawDb, type Db, type PrismaClient } from '../db/prisma';
 import {
   CHAIN_SYNC_ADDRESS_QUEUE,
   CHAIN_SYNC_ADDRESS_QUEUE_OPTIONS,
@@ -53,8 +53,10 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
   // sync per network for all of them: every job fetched committed before the sync reads the chain.
   // After a batch of sends alone (transfers in the mempool), a pause before the next fetch
   // (SANDBOX_DETECTION_PAUSE_MS, pauseAfterSendsAlone; issue 22): a burst of sends is detected by one
-  // sync, not one per send group; a block or any other change of a chain made in this process ends it.
+  // sync, not one per send group; a job of a block or any other change of a chain, once it waits in
+  // the queue, ends it.
   const pause = deps.config.SANDBOX_DETECTION_PAUSE_MS;
+  const queueReads = poolRawDb(deps.db) ?? deps.db;
   await workBatch<ChainSyncJob>(boss, deps.log, CHAIN_SYNC_QUEUE, { batchSize: 500 }, async (jobs) => {
     const r = await runChainSyncJobs(
       moneyDeps,
@@ -62,7 +64,9 @@ export async function registerMoneyInJobs(boss: PgBoss, deps: MoneyJobDeps, work
     );
     logIsolated(deps.log, r.isolated);
     if (r.changes) deps.log.debug({ networks: r.networks, changes: r.changes }, 'chain sync');
-    if (pause > 0 && jobs.every((j) => sendsAlone(j.data))) await pauseAfterSendsAlone(pause);
+    // Only after a sync that detected something: one that found nothing (sends to addresses that are no
+    // deposit's, a withdrawal's broadcast) has nothing to gather.
+    if (pause > 0 && r.changes > 0 && jobs.every((j) => sendsAlone(j.data))) await pauseAfterSendsAlone(queueReads, pause);
   });
   await workEach<ChainSyncAddressJob>(boss, deps.log, CHAIN_SYNC_ADDRESS_QUEUE, { batchSize: 10 }, async (job) => {
     const r = await syncAddress(moneyDeps, dataOf(job));

@@ -135,48 +135,66 @@ export interface ChainSyncJob {
 
 /**
  * The cadence of detection in a burst of sandbox sends (issue 22, session 17). After a sync whose jobs
- * were all sends alone (each naming its recipients: transfers in the mempool, no block), the chain.sync
- * worker pauses (SANDBOX_DETECTION_PAUSE_MS, 250 ms by default) before it fetches again, so the sends of
- * a burst are detected together by the next sync instead of one sync per send group; a block that
- * comes meanwhile detects and confirms them in one pass. A change of a chain other than a send made in
- * this process (a block, a reorganization, a drop, a replacement, an EVM watcher's step: sendChainSync
- * without recipients) ends the pauses under way, and none starts for as long after it, so that
- * change's own job (due once its transaction commits) is fetched at once. A block made by another
- * process may wait up to one pause. docs/decisions.md, "Mempool detection at a cadence in a burst of
- * sandbox sends".
+ * were all sends alone (each naming its recipients: transfers in the mempool, no block) and that detected
+ * something, the chain.sync worker pauses (SANDBOX_DETECTION_PAUSE_MS, 250 ms by default) before it fetches again, so the sends of
+ * a burst are detected together by the next sync instead of one sync per send group. Every
+ * PAUSE_CHECK_MS of it, the queue is read for a job of any other change of a chain (a block, a
+ * reorganization, a drop, a replacement, an EVM watcher's step; committed by any process): the first
+ * one seen ends the pause, and the next fetch takes it with the sends, which that sync detects and
+ * confirms in one pass. docs/decisions.md, "Mempool detection at a cadence in a burst of sandbox sends".
  */
+const PAUSE_CHECK_MS = 10;
 const pauses = new Set<() => void>();
-let changedAt = -Infinity;
 
-/** A change of a chain other than a send, in its transaction (a hint: its job comes when it commits). */
-function chainChanged(): void {
-  changedAt = performance.now();
-  endDetectionPauses();
-}
-
-/** Ends the pauses under way (a chain changed; the job runner stops: its handlers return at once). */
+/** Ends the pauses under way (the job runner stops: their handlers return at once). */
 export function endDetectionPauses(): void {
   for (const end of [...pauses]) end();
 }
 
-/** The pause after a sync of sends alone: none when a chain changed otherwise within `ms`; else until `ms` passed or a chain changes. */
-export function pauseAfterSendsAlone(ms: number): Promise<void> {
-  if (performance.now() - changedAt < ms) return Promise.resolve();
-  return new Promise((resolve) => {
-    const end = () => {
-      clearTimeout(timer);
-      pauses.delete(end);
-      resolve();
-    };
-    const timer = setTimeout(end, ms);
-    pauses.add(end);
-  });
+/**
+ * A chain.sync job due and not fetched yet that is not a send alone (it names no recipients): one
+ * read of pg-boss's index of the queue's waiting jobs (job_i11: state < active, not blocked).
+ */
+async function chainChangeWaiting(db: RawDb): Promise<boolean> {
+  const [r] = await db.$queryRaw<{ waiting: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM ${jobTable} j WHERE j.name = ${CHAIN_SYNC_QUEUE} AND j.state < 'active' AND NOT j.blocked
+                     AND j.start_after <= now() AND NOT (j.data ? 'addresses')) AS "waiting"`;
+  return r?.waiting === true;
+}
+
+/**
+ * The pause after a sync of sends alone: until `ms` passed, a job of another change of a chain is
+ * waiting (checked first, then every PAUSE_CHECK_MS), or the job runner stops. A failed check ends it.
+ */
+export async function pauseAfterSendsAlone(db: RawDb, ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  let ended = false;
+  let wake = () => {};
+  const end = () => {
+    ended = true;
+    wake();
+  };
+  pauses.add(end);
+  try {
+    while (!ended && !(await chainChangeWaiting(db).catch(() => true))) {
+      const left = until - performance.now();
+      if (left <= 0 || ended) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(PAUSE_CHECK_MS, left));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    pauses.delete(end);
+  }
 }
 
 /** Sends a `chain.sync` job for the network through the caller's transaction (Prisma's, or a pg connection's: poolTransaction). */
 export async function sendChainSync(tx: RawDb | PoolQuery, boss: PgBoss | null, networkId: string, addresses?: string[]): Promise<void> {
   if (!boss) throw new Error('chain changes need the job runner (deps.boss) to notify deposit detection');
-  if (!addresses) chainChanged();
   // A pg connection's transaction (poolTransaction) or a Prisma one.
   const db =
     typeof tx === 'function' ? { executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx(text, values ?? []) }) } : fromPrisma(tx as never);
