@@ -135,9 +135,10 @@ export interface ChainSyncJob {
 
 /**
  * The cadence of detection in a burst of sandbox sends (issue 22, session 17). After a sync whose jobs
- * were all sends alone (each naming its recipients: transfers in the mempool, no block) and that detected
- * something, the chain.sync worker pauses (SANDBOX_DETECTION_PAUSE_MS, 250 ms by default) before it fetches again, so the sends of
- * a burst are detected together by the next sync instead of one sync per send group. Every
+ * were all sends alone (each naming its recipients: transfers in the mempool, no block) and that
+ * detected something, the chain.sync worker pauses (SANDBOX_DETECTION_PAUSE_MS, 250 ms by default)
+ * before it fetches again, so the sends of a burst are detected together by the next sync instead of
+ * one sync per send group. Every
  * PAUSE_CHECK_MS of it, the queue is read for a job of any other change of a chain (a block, a
  * reorganization, a drop, a replacement, an EVM watcher's step; committed by any process): the first
  * one seen ends the pause, and the next fetch takes it with the sends, which that sync detects and
