@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPrisma, type PrismaClient } from '../src/db/prisma';
-import { setupIntegrator, setupSandboxCatalog, sandboxMine, sandboxSend } from './money-helpers';
+import { sandboxMine, sandboxSend } from './money-helpers';
+import { createIntent, moneyFixture } from './fixtures/deposits/testing';
 import { cloneTemplateDatabase, pollUntil, serviceEnv, startService, type ServiceProcess } from './process-harness';
 
 /**
@@ -24,26 +25,15 @@ afterAll(async () => {
   await db?.$disconnect();
 });
 
-const idOf = (r: { headers: Headers }) => r.headers.get('location')!.split('/').pop()!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('npm start: detection of a burst of sandbox sends', () => {
   test('the sends made during the pause wait for one sync; a block ends the pause and its sync detects and confirms them', async () => {
     const app = { rest: svc.rest, deps: { db } };
-    const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
-    const f = await setupIntegrator(app, catalog);
-    const seller = await svc.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
-    expect(seller.status, seller.text).toBe(201);
+    const f = await moneyFixture(app, { requiredConfirmations: 1 });
+    const { catalog } = f;
     const intents: { id: string; address: string }[] = [];
-    for (let i = 0; i < 4; i++) {
-      const pi = await svc.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-        headers: f.apiKeyHeaders,
-        body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(seller), walletId: f.walletId },
-      });
-      expect(pi.status, pi.text).toBe(201);
-      const got = await svc.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders });
-      intents.push(got.body as { id: string; address: string });
-    }
+    for (let i = 0; i < 4; i++) intents.push(await createIntent(app, f));
     const statusOf = async (id: string) => (await svc.rest('GET', `/v1/payment-intents/${id}`, { headers: f.apiKeyHeaders })).body.status as string;
     const send = (address: string) => sandboxSend(app, f.apiKeyHeaders, { address, amount: 1_000_000n, assetNetworkId: catalog.assetNetworkId });
     const [first, ...burst] = intents;
@@ -112,14 +102,9 @@ describe('npm start: detection of a burst of sandbox sends', () => {
     const ownDb = createPrisma(own.databaseUrl, 2);
     try {
       const app = { rest: own.rest, deps: { db: ownDb } };
-      const catalog = await setupSandboxCatalog(app, { requiredConfirmations: 1 });
-      const f = await setupIntegrator(app, catalog);
-      const seller = await own.rest('POST', `/v1/organizations/${f.organizationId}/accounts`, { body: { name: 'Seller' }, headers: f.apiKeyHeaders });
-      const pi = await own.rest('POST', `/v1/organizations/${f.organizationId}/payment-intents`, {
-        headers: f.apiKeyHeaders,
-        body: { assetNetworkId: catalog.assetNetworkId, amount: '1000000', beneficiaryAccountId: idOf(seller), walletId: f.walletId },
-      });
-      const intent = (await own.rest('GET', `/v1/payment-intents/${idOf(pi)}`, { headers: f.apiKeyHeaders })).body as { id: string; address: string };
+      const f = await moneyFixture(app, { requiredConfirmations: 1 });
+      const { catalog } = f;
+      const intent = await createIntent(app, f);
       await sandboxSend(app, f.apiKeyHeaders, { address: intent.address, amount: 1_000_000n, assetNetworkId: catalog.assetNetworkId });
       await pollUntil(
         'the send detected',

@@ -75,6 +75,9 @@ export interface WithdrawalRequest extends Omit<WithdrawalRequestItem, 'account'
   environmentType: EnvironmentType;
 }
 
+/** The 400 of an asset-network whose environment is not the account's mode (the request alone and its group answer it alike). */
+export const accountModeMismatch = (mode: EnvironmentType) => fieldError('assetNetworkId', `must be a ${mode} asset-network (the account's mode)`);
+
 /** Written ({ id }), refused (the error it answers), or to run again after this group's commit (its key is in the group already). */
 type Answer = { id: string } | { error: unknown } | { again: true };
 
@@ -161,7 +164,7 @@ async function writeGroup(tx: RawDb, deps: MoneyDeps, requests: readonly Withdra
   const items = requests.map((r, i): WithdrawalRequestItem | null => {
     const a = seen[i];
     if (!a) out[i] = { error: notFound('Account') };
-    else if (a.mode !== r.environmentType) out[i] = { error: fieldError('assetNetworkId', `must be a ${a.mode} asset-network (the account's mode)`) };
+    else if (a.mode !== r.environmentType) out[i] = { error: accountModeMismatch(a.mode) };
     else {
       const { accountId, visibility: _visibility, environmentType: _environmentType, ...rest } = r;
       return { ...rest, account: { id: accountId, organizationId: a.organizationId, mode: a.mode } };

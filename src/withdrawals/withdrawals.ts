@@ -22,7 +22,7 @@ import { networkCostsOf } from '../treasury/costs/costs';
 import { sendGroupFromTreasury } from '../treasury/payouts';
 import { consumeReserveGroupInTx, releaseReserveInTx } from '../treasury/costs/reserve';
 import { statusAllows } from '../catalog/catalog';
-import { submitWithdrawalRequest } from './requests';
+import { accountModeMismatch, submitWithdrawalRequest } from './requests';
 import { WITHDRAWAL_BROADCAST_QUEUE, WITHDRAWAL_SWEEP_QUEUE } from '../kernel/queues';
 import { runIsolatingErrors } from '../kernel/work';
 import { immutableRows } from '../kernel/immutable-rows';
@@ -197,7 +197,7 @@ export async function requestWithdrawal(
   let source: { walletId: string; sourceIndex: number; fromAddress: string } | null = null;
   if (data.walletId != null && data.sourceIndex != null) {
     const account = await loadVisibleAccount(ctx, accountId);
-    if (network.environmentType !== account.mode) throw fieldError('assetNetworkId', `must be a ${account.mode} asset-network (the account's mode)`);
+    if (network.environmentType !== account.mode) throw accountModeMismatch(account.mode);
     const wallet = await ctx.deps.db.wallet.findUnique({ where: { id: data.walletId.toLowerCase() } });
     if (!wallet || wallet.organizationId !== account.organizationId) throw notFound('Wallet');
     if (wallet.custodyMode !== 'SELF_CUSTODY') throw fieldError('walletId', 'must be a SELF_CUSTODY wallet (custodial withdrawals name no source)');
